@@ -1,0 +1,347 @@
+/**
+ * A source of the integers `from..to` (inclusive), bounded or unbounded,
+ * optionally rate-limited (Flink's `NumberSequenceSource` and the
+ * `datagen` connector's rate limit).
+ *
+ * ## Splits: interleaved
+ *
+ * With parallelism `p` the sequence is cut into `p` *interleaved* splits:
+ * split `i` (`sequence-<i>`) holds `from + i`, `from + i + p`,
+ * `from + i + 2p`, ... up to `to`. Interleaving, unlike contiguous ranges,
+ * also works for an unbounded sequence (`to = Infinity`) and keeps every
+ * subtask's numbers growing at the same pace. A split's position is the next
+ * number it will emit; a split is plain data (`{ splitId, next, step, to }`,
+ * with `to` possibly `Infinity`, which MessagePack encodes as a float64).
+ *
+ * ## Invariants
+ *
+ * - Every number of the range is emitted by exactly one split, and each
+ *   split emits its numbers in increasing order.
+ * - A reader with several splits (after a restore at a lower parallelism)
+ *   takes one number from each in turn, so no split starves.
+ * - A `pollNext` call emits at most `batchSize` numbers; a call that returns
+ *   `END_OF_INPUT` emits nothing.
+ * - With `recordsPerSecond` = *r*, each of the `p` readers emits at most
+ *   *r* ÷ *p* records per second of processing time on average (a token bucket
+ *   holding at most 100 ms worth of records, at least one), so the whole
+ *   source emits at most *r* per second.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ManualClock } from "../../runtime/time/manual_clock.ts";
+ * import { SequenceSource } from "./sequence_source.ts";
+ *
+ * const splits = new SequenceSource(1, 10).enumerateSplits({ parallelism: 3 });
+ * assert.deepEqual(splits.map((s) => s.next), [1, 2, 3]);
+ * assert.deepEqual(splits.map((s) => s.step), [3, 3, 3]);
+ * ```
+ *
+ * @module
+ */
+
+import type {
+  Boundedness,
+  InputStatus,
+  ReaderOutput,
+  Source,
+  SourceReader,
+  SourceReaderContext,
+  SourceSplit,
+  SplitEnumeratorContext,
+} from "../../runtime/api/source.ts";
+import type { Clock } from "../../runtime/time/clock.ts";
+
+const DEFAULT_BATCH_SIZE = 1000;
+/** The token bucket holds at most this much processing time worth of records. */
+const BURST_MS = 100;
+/** Without a clock in the reader context, `isAvailable` re-checks at least this often (ms). */
+const MAX_POLL_WAIT_MS = 10;
+
+/** One interleaved part of a {@linkcode SequenceSource}. Plain data, MessagePack-encodable. */
+export interface SequenceSplit extends SourceSplit {
+  /** `sequence-<i>`. */
+  readonly splitId: string;
+  /** The next number to emit (the split's position). */
+  readonly next: number;
+  /** The distance between two numbers of this split: the enumerating parallelism. */
+  readonly step: number;
+  /** The last number of the whole sequence (inclusive), or `Infinity`. */
+  readonly to: number;
+}
+
+/** Options of {@linkcode SequenceSource}. */
+export interface SequenceSourceOptions {
+  /**
+   * The total rate over all subtasks, in records per second of processing
+   * time (> 0). Unlimited when absent.
+   */
+  readonly recordsPerSecond?: number;
+  /** At most this many records per `pollNext` call (default 1000, at least 1). */
+  readonly batchSize?: number;
+}
+
+/**
+ * The integers `from..to`, inclusive, in interleaved splits (see the module
+ * docs). Bounded unless `to` is `Infinity`. Exactly-once with checkpoints:
+ * a split's position is its next number.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SequenceSource } from "./sequence_source.ts";
+ *
+ * const source = new SequenceSource(1, 5);
+ * const reader = source.createReader({
+ *   subtaskIndex: 0,
+ *   parallelism: 1,
+ *   attempt: 0,
+ *   operatorName: "numbers",
+ *   currentProcessingTime: () => 0,
+ *   clock: new ManualClock(),
+ * });
+ * reader.addSplits(source.enumerateSplits({ parallelism: 1 }));
+ * const seen: number[] = [];
+ * const output = { collect: (n: number) => seen.push(n), output: () => {} };
+ * while (reader.pollNext(output) !== "END_OF_INPUT");
+ * assert.deepEqual(seen, [1, 2, 3, 4, 5]);
+ * ```
+ */
+export class SequenceSource implements Source<number, SequenceSplit> {
+  /** `"continuous-unbounded"` when `to` is `Infinity`, else `"bounded"`. */
+  readonly boundedness: Boundedness;
+  /** The first number. */
+  readonly from: number;
+  /** The last number (inclusive), or `Infinity`. */
+  readonly to: number;
+  /** The total rate limit in records per second, or `undefined` for none. */
+  readonly recordsPerSecond: number | undefined;
+  /** Records per `pollNext` call at most. */
+  readonly batchSize: number;
+
+  /**
+   * Creates a source of the integers `from..to`.
+   * @param from the first number, a safe integer.
+   * @param to the last number (inclusive): a safe integer >= `from`, or `Infinity`.
+   * @param options see {@linkcode SequenceSourceOptions}.
+   * @throws {RangeError} when a bound, `recordsPerSecond` or `batchSize` is invalid.
+   */
+  constructor(from: number, to: number, options: SequenceSourceOptions = {}) {
+    if (!Number.isSafeInteger(from)) {
+      throw new RangeError(
+        `Cannot create a SequenceSource as 'from' must be a safe integer: current value is ${from}`,
+      );
+    }
+    if (to !== Number.POSITIVE_INFINITY && !(Number.isSafeInteger(to) && to >= from)) {
+      throw new RangeError(
+        `Cannot create a SequenceSource as 'to' must be Infinity or a safe integer >= from (${from}): current value is ${to}`,
+      );
+    }
+    const rate = options.recordsPerSecond;
+    if (rate !== undefined && !(rate > 0 && Number.isFinite(rate))) {
+      throw new RangeError(
+        `Cannot create a SequenceSource as 'recordsPerSecond' must be a positive number: current value is ${rate}`,
+      );
+    }
+    const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+    if (!Number.isInteger(batchSize) || batchSize < 1) {
+      throw new RangeError(
+        `Cannot create a SequenceSource as 'batchSize' must be a positive integer: current value is ${batchSize}`,
+      );
+    }
+    this.from = from;
+    this.to = to;
+    this.recordsPerSecond = rate;
+    this.batchSize = batchSize;
+    this.boundedness = to === Number.POSITIVE_INFINITY ? "continuous-unbounded" : "bounded";
+  }
+
+  /**
+   * `parallelism` interleaved splits: split `i` starts at `from + i` and
+   * steps by `parallelism`. Splits past `to` are returned too (already
+   * finished), so split `i` always goes to subtask `i`.
+   * @throws {RangeError} when `parallelism` is not a positive integer.
+   */
+  enumerateSplits(context: SplitEnumeratorContext): SequenceSplit[] {
+    const { parallelism } = context;
+    if (!Number.isInteger(parallelism) || parallelism < 1) {
+      throw new RangeError(
+        `Cannot enumerate SequenceSource splits as 'parallelism' must be a positive integer: current value is ${parallelism}`,
+      );
+    }
+    return Array.from({ length: parallelism }, (_, i) => ({
+      splitId: `sequence-${i}`,
+      next: this.from + i,
+      step: parallelism,
+      to: this.to,
+    }));
+  }
+
+  /** Creates the reader of one source subtask; its rate is `recordsPerSecond / parallelism`. */
+  createReader(context: SourceReaderContext): SourceReader<number, SequenceSplit> {
+    const rate = this.recordsPerSecond === undefined
+      ? undefined
+      : this.recordsPerSecond / context.parallelism;
+    return new SequenceReader(context, this.batchSize, rate);
+  }
+}
+
+interface ReaderSplit {
+  readonly splitId: string;
+  next: number;
+  readonly step: number;
+  readonly to: number;
+}
+
+/** A token bucket over processing time. */
+class RateLimiter {
+  readonly #perMs: number;
+  readonly #capacity: number;
+  #tokens = 1;
+  #lastMs: number | undefined;
+
+  constructor(recordsPerSecond: number) {
+    this.#perMs = recordsPerSecond / 1000;
+    this.#capacity = Math.max(1, recordsPerSecond * BURST_MS / 1000);
+  }
+
+  /** How many whole records may go now. */
+  available(nowMs: number): number {
+    if (this.#lastMs !== undefined && nowMs > this.#lastMs) {
+      this.#tokens = Math.min(this.#capacity, this.#tokens + (nowMs - this.#lastMs) * this.#perMs);
+    }
+    if (this.#lastMs === undefined || nowMs > this.#lastMs) this.#lastMs = nowMs;
+    return Math.floor(this.#tokens);
+  }
+
+  take(count: number): void {
+    this.#tokens -= count;
+  }
+
+  /** The processing time at which one record may go, after `available(nowMs)` was 0. */
+  nextAt(nowMs: number): number {
+    return nowMs + Math.max(1, Math.ceil((1 - this.#tokens) / this.#perMs));
+  }
+}
+
+/** A wake-up at a processing time; `cancel` resolves it early. */
+interface Sleep {
+  readonly promise: Promise<void>;
+  readonly cancel: () => void;
+}
+
+/**
+ * Resolves at processing time `dueAtMs`, on the context's `clock` when it
+ * exposes one (not yet part of `SourceReaderContext`), else by a real timer
+ * of at most {@linkcode MAX_POLL_WAIT_MS} after which the caller re-checks.
+ */
+function sleepUntil(
+  context: SourceReaderContext & { readonly clock?: Clock },
+  dueAtMs: number,
+): Sleep {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => resolve = r);
+  let done = false;
+  let cancelTimer: (() => void) | undefined;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    cancelTimer?.();
+    resolve();
+  };
+  if (context.clock !== undefined) {
+    cancelTimer = context.clock.schedule(dueAtMs, finish);
+  } else {
+    const waitMs = Math.min(
+      MAX_POLL_WAIT_MS,
+      Math.max(1, dueAtMs - context.currentProcessingTime()),
+    );
+    const id = setTimeout(finish, waitMs);
+    cancelTimer = () => clearTimeout(id);
+  }
+  if (done) cancelTimer();
+  return { promise, cancel: finish };
+}
+
+class SequenceReader implements SourceReader<number, SequenceSplit> {
+  readonly #context: SourceReaderContext & { readonly clock?: Clock };
+  readonly #batchSize: number;
+  readonly #limiter: RateLimiter | undefined;
+  #splits: ReaderSplit[] = [];
+  #cursor = 0;
+  #waiter: Sleep | undefined;
+
+  constructor(context: SourceReaderContext, batchSize: number, rate: number | undefined) {
+    this.#context = context;
+    this.#batchSize = batchSize;
+    this.#limiter = rate === undefined ? undefined : new RateLimiter(rate);
+  }
+
+  addSplits(splits: SequenceSplit[]): void {
+    for (const { splitId, next, step, to } of splits) {
+      const valid = Number.isSafeInteger(next) && Number.isSafeInteger(step) && step >= 1 &&
+        (to === Number.POSITIVE_INFINITY || Number.isSafeInteger(to));
+      if (!valid) {
+        throw new Error(
+          `Cannot add split ${splitId} to SequenceSource ${this.#context.operatorName}: it is not a sequence split (next ${next}, step ${step}, to ${to})`,
+        );
+      }
+      if (next <= to) this.#splits.push({ splitId, next, step, to });
+    }
+  }
+
+  pollNext(output: ReaderOutput<number>): InputStatus {
+    if (this.#splits.length === 0) return "END_OF_INPUT";
+    let budget = this.#batchSize;
+    if (this.#limiter !== undefined) {
+      budget = Math.min(budget, this.#limiter.available(this.#context.currentProcessingTime()));
+      if (budget === 0) return "NOTHING_AVAILABLE";
+    }
+    let emitted = 0;
+    while (emitted < budget && this.#splits.length > 0) {
+      if (this.#cursor >= this.#splits.length) this.#cursor = 0;
+      const split = this.#splits[this.#cursor]!;
+      const value = split.next;
+      if (value > Number.MAX_SAFE_INTEGER) {
+        throw new RangeError(
+          `SequenceSource ${this.#context.operatorName} split ${split.splitId} ran past Number.MAX_SAFE_INTEGER at ${value}`,
+        );
+      }
+      split.next = value + split.step;
+      if (split.next > split.to) this.#splits.splice(this.#cursor, 1);
+      else this.#cursor++;
+      emitted++;
+      output.collect(value);
+    }
+    this.#limiter?.take(emitted);
+    return "MORE_AVAILABLE";
+  }
+
+  /**
+   * Resolves when the rate limit lets the next record go: on the reader
+   * context's `clock` when it has one, else by re-checking processing time
+   * at least every 10 ms of real time.
+   */
+  isAvailable(): Promise<void> {
+    if (this.#waiter !== undefined) return this.#waiter.promise;
+    const limiter = this.#limiter;
+    const now = this.#context.currentProcessingTime();
+    if (limiter === undefined || this.#splits.length === 0 || limiter.available(now) > 0) {
+      return Promise.resolve();
+    }
+    const waiter = sleepUntil(this.#context, limiter.nextAt(now));
+    this.#waiter = waiter;
+    waiter.promise.then(() => {
+      if (this.#waiter === waiter) this.#waiter = undefined;
+    });
+    return waiter.promise;
+  }
+
+  snapshotState(_checkpointId: number): SequenceSplit[] {
+    return this.#splits.map(({ splitId, next, step, to }) => ({ splitId, next, step, to }));
+  }
+
+  close(): void {
+    this.#waiter?.cancel();
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Seed example 3: side outputs. Temperatures of 30 or more go to the main
+ * output (`high-temp`), the rest to the `low-temp` OutputTag.
+ *
+ * Run (local mode):
+ *
+ *     deno run -A examples/side_output.ts examples/data/side_output.csv
+ *
+ * Prints `high-temp> sensor_1`, `high-temp> sensor_10`, `low-temp> sensor_6`
+ * and `low-temp> sensor_7` (the two streams interleave).
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import {
+  type Collector,
+  OutputTag,
+  type ProcessContext,
+  type ProcessFunction,
+  StreamExecutionEnvironment,
+  WatermarkStrategy,
+} from "../mod.ts";
+import { sensorFile, type SensorReading } from "./sensor.ts";
+
+/** The side output of readings below the threshold. */
+export const LOW_TEMP: OutputTag<string> = new OutputTag<string>("low-temp");
+
+/** Splits readings by temperature: ids of hot sensors on the main output, the rest to {@linkcode LOW_TEMP}. */
+export class SplitByTemperature implements ProcessFunction<SensorReading, string> {
+  readonly threshold: number;
+  constructor(threshold: number) {
+    this.threshold = threshold;
+  }
+  processElement(reading: SensorReading, ctx: ProcessContext, out: Collector<string>): void {
+    if (reading.temperature >= this.threshold) out.collect(reading.id);
+    else ctx.output(LOW_TEMP, reading.id);
+  }
+}
+
+if (import.meta.main) {
+  const { values, positionals } = parseArgs({
+    args: Deno.args,
+    allowPositionals: true,
+    options: { "dead-letter": { type: "boolean", default: false } },
+  });
+  const env = StreamExecutionEnvironment.getExecutionEnvironment();
+  env.enableCheckpointing(1000);
+  const high = env.fromSource(
+    sensorFile(positionals[0] ?? "examples/data/side_output.csv", values["dead-letter"]),
+    WatermarkStrategy.noWatermarks(),
+    "sensors",
+  ).uid("sensor-source")
+    .process(new SplitByTemperature(30)).name("SplitByTemperature");
+  high.print({ prefix: "high-temp" });
+  high.getSideOutput(LOW_TEMP).print({ prefix: "low-temp" });
+  const result = await env.execute("side output");
+  console.log(result.summary);
+}

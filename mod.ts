@@ -1,0 +1,107 @@
+/**
+ * Weir: exactly-once, stateful stream processing for Deno.
+ *
+ * A job builds a dataflow with Apache Flink's DataStream model and runs it as
+ * actors (one per operator subtask) with consistent checkpoints: aligned
+ * barriers, replayable sources and two-phase-commit sinks.
+ *
+ * @example
+ * ```ts
+ * import { StreamExecutionEnvironment } from "./mod.ts";
+ *
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * env.enableCheckpointing(1000);
+ * const seen: string[] = [];
+ * env.fromCollection(["a", "b", "a"])
+ *   .keyBy((word) => word)
+ *   .map((word) => word.toUpperCase())
+ *   .sinkTo({ kind: "simple", invoke: (w) => { seen.push(w); } });
+ * await env.execute("upper");
+ * ```
+ *
+ * @module
+ */
+
+export { StreamExecutionEnvironment } from "./runtime/api/environment.ts";
+export type { CheckpointingOptions, ResumeOptions } from "./runtime/api/environment.ts";
+export {
+  DataStream,
+  DataStreamSink,
+  KeyedStream,
+  SingleOutputStreamOperator,
+} from "./runtime/api/datastream.ts";
+export type { StreamGraphOwner, StreamInput } from "./runtime/api/datastream.ts";
+export type {
+  CheckpointedFunction,
+  CheckpointListener,
+  Collector,
+  FilterFunction,
+  FlatMapFunction,
+  FunctionHooks,
+  FunctionInitializationContext,
+  FunctionSnapshotContext,
+  KeyedProcessContext,
+  KeyedProcessFunction,
+  MapFunction,
+  OnTimerContext,
+  ProcessContext,
+  ProcessFunction,
+  ReduceFunction,
+  RichFunction,
+  RuntimeContext,
+  TimerService,
+  Timestamp,
+} from "./runtime/api/functions.ts";
+export { OutputTag } from "./runtime/api/output_tag.ts";
+export {
+  ListStateDescriptor,
+  MapStateDescriptor,
+  ValueStateDescriptor,
+} from "./runtime/api/state.ts";
+export type {
+  ListState,
+  MapState,
+  OperatorStateStore,
+  StateDescriptor,
+  StateKind,
+  StateTtlConfig,
+  ValueState,
+} from "./runtime/api/state.ts";
+export type {
+  Boundedness,
+  InputStatus,
+  ReaderOutput,
+  Source,
+  SourceReader,
+  SourceReaderContext,
+  SourceSplit,
+  SplitEnumeratorContext,
+} from "./runtime/api/source.ts";
+export type {
+  Sink,
+  SinkContext,
+  SinkFunction,
+  SinkInitContext,
+  TwoPhaseCommitSink,
+} from "./runtime/api/sink.ts";
+export { CollectionSource } from "./runtime/api/collection_source.ts";
+export type { CollectionSplit } from "./runtime/api/collection_source.ts";
+export { PrintSink } from "./runtime/api/print_sink.ts";
+export type { PrintSinkOptions } from "./runtime/api/print_sink.ts";
+export { MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy } from "./runtime/time/watermark.ts";
+export type { TimestampAssigner, WatermarkGenerator } from "./runtime/time/watermark.ts";
+export { SystemClock, systemClock } from "./runtime/time/clock.ts";
+export type { Clock } from "./runtime/time/clock.ts";
+export { RestartStrategies } from "./runtime/cluster/restart_strategy.ts";
+export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
+export { JobFailedError } from "./runtime/cluster/coordinator.ts";
+export type { JobExecutionResult } from "./runtime/cluster/coordinator.ts";
+export { InvalidJobGraphError } from "./runtime/graph/job_graph.ts";
+export { assignToKeyGroup, DEFAULT_MAX_PARALLELISM, keyHash } from "./runtime/state/key_group.ts";
+export type { Key } from "./runtime/state/key_group.ts";
+export { DEAD_LETTER, DeserializationError, FileSource } from "./connectors/file/file_source.ts";
+export type { DeadLetter, FileSplit } from "./connectors/file/file_source.ts";
+export { SequenceSource } from "./connectors/datagen/sequence_source.ts";
+export type { SequenceSplit } from "./connectors/datagen/sequence_source.ts";
+export { setLogLevel } from "./runtime/log.ts";
+export type { LogLevel } from "./runtime/log.ts";

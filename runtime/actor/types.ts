@@ -1,0 +1,117 @@
+/**
+ * The transport contract every Weir actor talks through.
+ *
+ * A transport has exactly NATS core semantics and nothing more:
+ *
+ * - **Subjects** are dot-separated tokens. A subscription may use `*` (one
+ *   token) and `>` (one or more trailing tokens) wildcards.
+ * - **Ordering** is per publisher: two messages published by the same
+ *   {@linkcode Transport} instance on subjects that reach the same
+ *   subscription arrive at that subscription in publish order. There is no
+ *   ordering across publishers.
+ * - **Delivery** is at most once. A transport may drop messages (NATS drops
+ *   them for slow consumers); the data plane detects loss with sequence
+ *   numbers and prevents it with credits, so the transport need not.
+ * - **Request/reply** sends one message with a reply subject and waits for the
+ *   first answer, or fails with {@linkcode TransportTimeoutError}.
+ * - Payloads are bytes (`Uint8Array`), at most {@linkcode Transport.maxPayload}
+ *   bytes each.
+ *
+ * Handlers are called asynchronously (never inside `publish`), one message at
+ * a time per subscription.
+ *
+ * @module
+ */
+
+/** A message as a subscriber receives it. */
+export interface TransportMessage {
+  /** The subject the message was published on (never a wildcard). */
+  readonly subject: string;
+  /** The payload bytes. The receiver owns them. */
+  readonly data: Uint8Array;
+  /** The reply subject, when the publisher expects an answer. */
+  readonly reply?: string;
+}
+
+/** Handle of one subscription; see {@linkcode Transport.subscribe}. */
+export interface Subscription {
+  /** The subject (possibly with wildcards) this subscription listens on. */
+  readonly subject: string;
+  /** Stops delivery. Messages already queued for the handler are discarded. Idempotent. */
+  unsubscribe(): void;
+}
+
+/** Options of {@linkcode Transport.request}. */
+export interface RequestOptions {
+  /** How long to wait for the first reply, in ms. */
+  readonly timeoutMs: number;
+}
+
+/**
+ * A message bus with NATS core semantics (see the module docs).
+ *
+ * Implementations: the in-process transport (local mode and unit tests) and
+ * the NATS transport (cluster mode). Both pass the shared conformance suite in
+ * `transport_conformance.ts`.
+ */
+export interface Transport {
+  /** Largest payload accepted by {@linkcode Transport.publish}, in bytes (NATS: 1 MiB). */
+  readonly maxPayload: number;
+  /**
+   * Publishes `data` on `subject` (no wildcards).
+   *
+   * @throws {TransportClosedError} after {@linkcode Transport.close}.
+   * @throws {PayloadTooLargeError} when `data.byteLength > maxPayload`.
+   * @throws {InvalidSubjectError} when the subject is empty, has empty tokens or wildcards.
+   */
+  publish(subject: string, data: Uint8Array, options?: { reply?: string }): void;
+  /**
+   * Calls `handler` for each message published on a matching subject from now on.
+   *
+   * @throws {TransportClosedError} after {@linkcode Transport.close}.
+   * @throws {InvalidSubjectError} for a malformed subject.
+   */
+  subscribe(subject: string, handler: (message: TransportMessage) => void): Subscription;
+  /**
+   * Publishes `data` with a fresh reply subject and resolves with the first reply.
+   *
+   * @throws {TransportTimeoutError} when no reply arrives within `timeoutMs`.
+   * @throws {NoRespondersError} when no subscription matches `subject` (NATS 503).
+   * @throws {TransportClosedError} after {@linkcode Transport.close}.
+   */
+  request(subject: string, data: Uint8Array, options: RequestOptions): Promise<TransportMessage>;
+  /** Resolves when everything published so far has been handed to the bus. */
+  flush(): Promise<void>;
+  /** Stops all subscriptions and rejects later calls. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Base class of the transport's errors; `name` tells them apart. */
+export class TransportError extends Error {
+  override name = "TransportError";
+}
+
+/** The transport was used after {@linkcode Transport.close}. */
+export class TransportClosedError extends TransportError {
+  override name = "TransportClosedError";
+}
+
+/** A request got no reply in time. */
+export class TransportTimeoutError extends TransportError {
+  override name = "TransportTimeoutError";
+}
+
+/** A request found no subscriber on its subject. */
+export class NoRespondersError extends TransportError {
+  override name = "NoRespondersError";
+}
+
+/** A payload larger than {@linkcode Transport.maxPayload}. */
+export class PayloadTooLargeError extends TransportError {
+  override name = "PayloadTooLargeError";
+}
+
+/** A subject that is empty, has an empty token, or has wildcards where none are allowed. */
+export class InvalidSubjectError extends TransportError {
+  override name = "InvalidSubjectError";
+}

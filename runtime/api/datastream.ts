@@ -1,0 +1,339 @@
+/**
+ * The DataStream API: typed handles over the StreamGraph that the
+ * {@linkcode StreamExecutionEnvironment} builds (Flink's `DataStream`,
+ * `SingleOutputStreamOperator`, `KeyedStream`, `DataStreamSink`).
+ *
+ * Every method adds nodes and edges to the graph and returns a new handle;
+ * nothing runs until `env.execute()`.
+ *
+ * @module
+ */
+
+import type {
+  Collector,
+  FilterFunction,
+  FlatMapFunction,
+  KeyedProcessFunction,
+  MapFunction,
+  ProcessFunction,
+  ReduceFunction,
+} from "./functions.ts";
+import type { OutputTag } from "./output_tag.ts";
+import type { Sink } from "./sink.ts";
+import type {
+  KeySelector,
+  OperatorSpec,
+  Partitioner,
+  StreamGraph,
+  StreamNode,
+} from "../graph/stream_graph.ts";
+import type { Key } from "../state/key_group.ts";
+import { PrintSink, type PrintSinkOptions } from "./print_sink.ts";
+
+/** One input of a stream-to-be: a node's (side) output, and how it is partitioned. */
+export interface StreamInput {
+  /** The producing node. */
+  readonly node: number;
+  /** The side output tag id, or `undefined` for the main output. */
+  readonly sideOutput: string | undefined;
+  /** The partitioner, or `undefined` for the default. */
+  readonly partitioner: Partitioner | undefined;
+  /** For hash partitioning. */
+  readonly keySelector: KeySelector | undefined;
+}
+
+/** The part of the environment a stream needs. */
+export interface StreamGraphOwner {
+  /** The graph under construction. */
+  readonly streamGraph: StreamGraph;
+}
+
+/** A stream of records of type `T`. */
+export class DataStream<T> {
+  /** The environment's graph holder. */
+  protected readonly owner: StreamGraphOwner;
+  /** Where this stream's records come from. */
+  readonly inputs: readonly StreamInput[];
+
+  /** @internal Use the environment's `fromSource`/`fromCollection` to make streams. */
+  constructor(owner: StreamGraphOwner, inputs: readonly StreamInput[]) {
+    this.owner = owner;
+    this.inputs = inputs;
+  }
+
+  /** Adds an operator consuming this stream. */
+  protected transform<O>(spec: OperatorSpec, name: string): SingleOutputStreamOperator<O> {
+    const graph = this.owner.streamGraph;
+    const node = graph.addNode(spec, name);
+    const keyed = this.inputs.find((i) => i.partitioner === "hash");
+    if (keyed) node.keySelector = keyed.keySelector;
+    for (const input of this.inputs) {
+      graph.addEdge({
+        source: input.node,
+        target: node.id,
+        partitioner: input.partitioner,
+        keySelector: input.keySelector,
+        sideOutput: input.sideOutput,
+      });
+    }
+    return new SingleOutputStreamOperator<O>(this.owner, node);
+  }
+
+  /** Applies `fn` to every record (Flink's `map`). */
+  map<O>(fn: MapFunction<T, O>): SingleOutputStreamOperator<O> {
+    return this.transform<O>({ kind: "map", fn: fn as MapFunction<unknown, unknown> }, "Map");
+  }
+
+  /** Keeps the records for which `fn` returns true. */
+  filter(fn: FilterFunction<T>): SingleOutputStreamOperator<T> {
+    return this.transform<T>({ kind: "filter", fn: fn as FilterFunction<unknown> }, "Filter");
+  }
+
+  /** Emits zero or more records per record through the collector. */
+  flatMap<O>(fn: FlatMapFunction<T, O>): SingleOutputStreamOperator<O> {
+    return this.transform<O>(
+      { kind: "flatMap", fn: fn as FlatMapFunction<unknown, unknown> },
+      "FlatMap",
+    );
+  }
+
+  /** Applies a {@linkcode ProcessFunction} (side outputs, timestamps). */
+  process<O>(fn: ProcessFunction<T, O>): SingleOutputStreamOperator<O> {
+    return this.transform<O>(
+      { kind: "process", fn: fn as ProcessFunction<unknown, unknown> },
+      "Process",
+    );
+  }
+
+  /**
+   * Partitions the stream by key: records with equal keys go to the same
+   * subtask, by key group (see `assignToKeyGroup`).
+   *
+   * @param selector returns the record's key: a string, number, boolean,
+   *   bigint or a tuple of those. It must be deterministic.
+   */
+  keyBy<K extends Key>(selector: (value: T) => K): KeyedStream<T, K> {
+    const keySelector = selector as KeySelector;
+    return new KeyedStream<T, K>(
+      this.owner,
+      this.inputs.map((i) => ({ ...i, partitioner: "hash" as const, keySelector })),
+    );
+  }
+
+  /** Merges this stream with others of the same type. */
+  union(...others: DataStream<T>[]): DataStream<T> {
+    return new DataStream<T>(this.owner, [...this.inputs, ...others.flatMap((o) => o.inputs)]);
+  }
+
+  #partition(partitioner: Partitioner): DataStream<T> {
+    return new DataStream<T>(
+      this.owner,
+      this.inputs.map((i) => ({ ...i, partitioner, keySelector: undefined })),
+    );
+  }
+
+  /** Distributes records round-robin over all downstream subtasks. */
+  rebalance(): DataStream<T> {
+    return this.#partition("rebalance");
+  }
+
+  /** Sends every record to every downstream subtask. */
+  broadcast(): DataStream<T> {
+    return this.#partition("broadcast");
+  }
+
+  /** Sends records to the downstream subtask with the same index (equal parallelism only). */
+  forward(): DataStream<T> {
+    return this.#partition("forward");
+  }
+
+  /** Round-robin over a subset of downstream subtasks, for unequal parallelism without a full shuffle. */
+  rescale(): DataStream<T> {
+    return this.#partition("rescale");
+  }
+
+  /** Writes the stream to `sink`. */
+  sinkTo(sink: Sink<T>): DataStreamSink<T> {
+    const op = this.transform<never>({ kind: "sink", sink: sink as Sink<unknown> }, "Sink");
+    return new DataStreamSink<T>(op.node);
+  }
+
+  /** Prints each record on stdout (see {@linkcode PrintSink}). */
+  print(options: PrintSinkOptions<T> = {}): DataStreamSink<T> {
+    const sink = this.sinkTo(new PrintSink<T>(options));
+    sink.name("Print to Std. Out");
+    return sink;
+  }
+}
+
+/** A stream produced by one operator, whose properties can still be set. */
+export class SingleOutputStreamOperator<T> extends DataStream<T> {
+  /** The operator's graph node. */
+  readonly node: StreamNode;
+
+  /** @internal */
+  constructor(owner: StreamGraphOwner, node: StreamNode) {
+    super(owner, [{
+      node: node.id,
+      sideOutput: undefined,
+      partitioner: undefined,
+      keySelector: undefined,
+    }]);
+    this.node = node;
+  }
+
+  /**
+   * Sets the operator's stable id, which identifies its state in checkpoints
+   * and savepoints. Set it on every stateful operator.
+   * @throws {TypeError} when `uid` is empty.
+   */
+  uid(uid: string): this {
+    if (typeof uid !== "string" || uid.length === 0) {
+      throw new TypeError(
+        `uid must be a non-empty string: current value is ${JSON.stringify(uid)}`,
+      );
+    }
+    this.node.uid = uid;
+    return this;
+  }
+
+  /** Sets the display name used in logs and metrics. */
+  name(name: string): this {
+    this.node.name = name;
+    return this;
+  }
+
+  /**
+   * Sets the number of parallel subtasks.
+   * @throws {RangeError} unless `parallelism` is a positive integer.
+   */
+  setParallelism(parallelism: number): this {
+    if (!Number.isInteger(parallelism) || parallelism < 1) {
+      throw new RangeError(
+        `parallelism must be a positive integer: current value is ${parallelism}`,
+      );
+    }
+    this.node.parallelism = parallelism;
+    return this;
+  }
+
+  /**
+   * Sets the number of key groups, the upper bound for rescaling.
+   * @throws {RangeError} unless it is an integer in 1..32768.
+   */
+  setMaxParallelism(maxParallelism: number): this {
+    if (!Number.isInteger(maxParallelism) || maxParallelism < 1 || maxParallelism > 32768) {
+      throw new RangeError(
+        `maxParallelism must be an integer in 1..32768: current value is ${maxParallelism}`,
+      );
+    }
+    this.node.maxParallelism = maxParallelism;
+    return this;
+  }
+
+  /** Keeps this operator out of any operator chain. */
+  disableChaining(): this {
+    this.node.chainable = false;
+    return this;
+  }
+
+  /** The side output `tag` of this operator. */
+  getSideOutput<X>(tag: OutputTag<X>): DataStream<X> {
+    return new DataStream<X>(this.owner, [
+      { node: this.node.id, sideOutput: tag.id, partitioner: undefined, keySelector: undefined },
+    ]);
+  }
+}
+
+/**
+ * A stream partitioned by key. Operators applied to it have keyed state and,
+ * through `process`, per-key timers.
+ */
+export class KeyedStream<T, K extends Key> extends DataStream<T> {
+  /** Applies a {@linkcode KeyedProcessFunction}: keyed state, timers, side outputs. */
+  override process<O>(
+    fn: KeyedProcessFunction<K, T, O> | ProcessFunction<T, O>,
+  ): SingleOutputStreamOperator<O> {
+    return this.transform<O>({
+      kind: "keyedProcess",
+      fn: fn as unknown as KeyedProcessFunction<Key, unknown, unknown>,
+    }, "KeyedProcess");
+  }
+
+  /** Emits, for every record, the running reduction of its key. */
+  reduce(fn: ReduceFunction<T>): SingleOutputStreamOperator<T> {
+    return this.transform<T>({ kind: "reduce", fn: fn as ReduceFunction<unknown> }, "Reduce");
+  }
+
+  /**
+   * Emits, for every record, a copy of it whose `field` holds the running sum
+   * of `field` for its key (Flink's `sum(field)`).
+   * @param field a property name (objects) or an index (arrays/tuples).
+   */
+  sum(
+    field: T extends readonly unknown[] ? number : keyof T & string,
+  ): SingleOutputStreamOperator<T> {
+    const add = (acc: T, value: T): T => {
+      const copy = (Array.isArray(acc) ? [...acc] : { ...acc }) as Record<string | number, unknown>;
+      const f = field as string | number;
+      copy[f] = (acc as Record<string | number, number>)[f]! +
+        (value as Record<string | number, number>)[f]!;
+      return copy as T;
+    };
+    return this.reduce(add).name(`Sum(${String(field)})`);
+  }
+}
+
+/** The handle of a sink, whose properties can still be set. */
+export class DataStreamSink<T> {
+  /** The sink's graph node. */
+  readonly node: StreamNode;
+  declare private readonly _type: T;
+
+  /** @internal */
+  constructor(node: StreamNode) {
+    this.node = node;
+  }
+
+  /** Sets the sink's stable id (see `SingleOutputStreamOperator.uid`). */
+  uid(uid: string): this {
+    this.node.uid = uid;
+    return this;
+  }
+
+  /** Sets the display name. */
+  name(name: string): this {
+    this.node.name = name;
+    return this;
+  }
+
+  /**
+   * Sets the number of parallel sink subtasks.
+   * @throws {RangeError} unless `parallelism` is a positive integer.
+   */
+  setParallelism(parallelism: number): this {
+    if (!Number.isInteger(parallelism) || parallelism < 1) {
+      throw new RangeError(
+        `parallelism must be a positive integer: current value is ${parallelism}`,
+      );
+    }
+    this.node.parallelism = parallelism;
+    return this;
+  }
+
+  /** Keeps the sink out of any operator chain. */
+  disableChaining(): this {
+    this.node.chainable = false;
+    return this;
+  }
+}
+
+/** A {@linkcode Collector} that pushes into an array (handy in tests and adapters). */
+export class ArrayCollector<T> implements Collector<T> {
+  /** The collected values. */
+  readonly values: T[] = [];
+  /** Appends `value`. */
+  collect(value: T): void {
+    this.values.push(value);
+  }
+}

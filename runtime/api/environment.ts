@@ -1,0 +1,302 @@
+/**
+ * `StreamExecutionEnvironment`: the entry point of a job (Flink's class of
+ * the same name). It holds the job's settings, makes the first streams, and
+ * `execute()` runs the dataflow.
+ *
+ * @example
+ * ```ts
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const out: number[] = [];
+ * env.fromCollection([1, 2, 3]).map((n) => n * 10).sinkTo({ kind: "simple", invoke: (n) => { out.push(n); } });
+ * await env.execute("times ten");
+ * console.assert(out.join() === "10,20,30");
+ * ```
+ *
+ * @module
+ */
+
+import { StreamGraph } from "../graph/stream_graph.ts";
+import { buildJobGraph, type JobGraph } from "../graph/job_graph.ts";
+import type { Source, SourceSplit } from "./source.ts";
+import { SingleOutputStreamOperator, type StreamGraphOwner } from "./datastream.ts";
+import { CollectionSource } from "./collection_source.ts";
+import { WatermarkStrategy } from "../time/watermark.ts";
+import { type Clock, systemClock } from "../time/clock.ts";
+import { DEFAULT_MAX_PARALLELISM } from "../state/key_group.ts";
+import {
+  RestartStrategies,
+  type RestartStrategyConfig,
+  validateRestartStrategy,
+} from "../cluster/restart_strategy.ts";
+import type { CoordinatorFaultPoint, JobExecutionResult } from "../cluster/coordinator.ts";
+import { executeLocally } from "../cluster/local_executor.ts";
+import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
+import { logger } from "../log.ts";
+
+const log = logger("environment");
+
+/** Options of `enableCheckpointing`. Times in ms. */
+export interface CheckpointingOptions {
+  /** Abort a checkpoint not complete after this long. Default 60 000. */
+  readonly timeoutMs?: number;
+  /** Least time between a completion and the next trigger. Default 0. */
+  readonly minPauseBetweenCheckpointsMs?: number;
+  /** Most checkpoints in progress at once. Default 1. */
+  readonly maxConcurrentCheckpoints?: number;
+  /** Completed checkpoints kept. Default 1 (Flink's default). */
+  readonly retainedCheckpoints?: number;
+  /** Checkpoint storage directory (local mode). Default `.weir/checkpoints`. */
+  readonly directory?: string;
+  /** Keep checkpoints after the job finishes. Default false. */
+  readonly retainOnFinish?: boolean;
+}
+
+/** Where and how `execute()` resumes a job: its id and the checkpoint to restore. */
+export interface ResumeOptions {
+  /** The job id printed by the earlier run (checkpoints live under it). */
+  readonly jobId: string;
+  /** The completed checkpoint to restore. */
+  readonly checkpointId: number;
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer: current value is ${value}`);
+  }
+  return value;
+}
+
+/** The entry point of a job: settings, sources and `execute()`. */
+export class StreamExecutionEnvironment implements StreamGraphOwner {
+  /** The graph the job's streams build. */
+  readonly streamGraph: StreamGraph = new StreamGraph();
+  #parallelism = 1;
+  #maxParallelism = DEFAULT_MAX_PARALLELISM;
+  #chaining = true;
+  #checkpointIntervalMs = 0;
+  #checkpointing: Required<CheckpointingOptions> = {
+    timeoutMs: 60_000,
+    minPauseBetweenCheckpointsMs: 0,
+    maxConcurrentCheckpoints: 1,
+    retainedCheckpoints: 1,
+    directory: ".weir/checkpoints",
+    retainOnFinish: false,
+  };
+  #restartStrategy: RestartStrategyConfig | undefined;
+  #task: { -readonly [K in keyof TaskConfig]: TaskConfig[K] } = {
+    bufferSize: 1024,
+    bufferTimeoutMs: 10,
+    initialCredits: 8,
+    autoWatermarkIntervalMs: 200,
+  };
+  #clock: Clock = systemClock;
+  #resume: ResumeOptions | undefined;
+  #faults: FaultInjector | undefined;
+  #coordinatorFaults: ((point: CoordinatorFaultPoint, checkpointId: number) => void) | undefined;
+
+  /** A new environment for a job (local mode). */
+  static getExecutionEnvironment(): StreamExecutionEnvironment {
+    return new StreamExecutionEnvironment();
+  }
+
+  /**
+   * Sets the default parallelism of operators (default 1).
+   * @throws {RangeError} unless a positive integer.
+   */
+  setParallelism(parallelism: number): this {
+    this.#parallelism = positiveInteger("parallelism", parallelism);
+    return this;
+  }
+
+  /** The default parallelism. */
+  getParallelism(): number {
+    return this.#parallelism;
+  }
+
+  /**
+   * Sets the default number of key groups (default 128), the upper bound of rescaling.
+   * @throws {RangeError} unless an integer in 1..32768.
+   */
+  setMaxParallelism(maxParallelism: number): this {
+    positiveInteger("maxParallelism", maxParallelism);
+    if (maxParallelism > 32768) {
+      throw new RangeError(
+        `maxParallelism must be at most 32768: current value is ${maxParallelism}`,
+      );
+    }
+    this.#maxParallelism = maxParallelism;
+    return this;
+  }
+
+  /** Runs every operator in its own subtask actor (for debugging and tests). */
+  disableOperatorChaining(): this {
+    this.#chaining = false;
+    return this;
+  }
+
+  /**
+   * Takes a checkpoint every `intervalMs` ms. With checkpointing on and no
+   * restart strategy set, the job restarts with fixed-delay (unlimited
+   * attempts, 1000 ms apart), as Flink does.
+   * @throws {RangeError} unless `intervalMs` is a positive integer.
+   */
+  enableCheckpointing(intervalMs: number, options: CheckpointingOptions = {}): this {
+    this.#checkpointIntervalMs = positiveInteger("checkpoint interval (ms)", intervalMs);
+    const merged = { ...this.#checkpointing, ...options };
+    positiveInteger("timeoutMs", merged.timeoutMs);
+    positiveInteger("maxConcurrentCheckpoints", merged.maxConcurrentCheckpoints);
+    positiveInteger("retainedCheckpoints", merged.retainedCheckpoints);
+    this.#checkpointing = merged;
+    return this;
+  }
+
+  /** Sets the checkpoint storage directory (local mode) without enabling periodic checkpoints. */
+  setCheckpointDirectory(directory: string): this {
+    this.#checkpointing = { ...this.#checkpointing, directory };
+    return this;
+  }
+
+  /**
+   * Sets the restart strategy (see `RestartStrategies`).
+   * @throws {RangeError} for invalid settings.
+   */
+  setRestartStrategy(strategy: RestartStrategyConfig): this {
+    this.#restartStrategy = validateRestartStrategy(strategy);
+    return this;
+  }
+
+  /**
+   * Sets the longest a partly filled network buffer waits while its subtask
+   * is busy, in ms (default 10). Buffers are also sent when full, before
+   * every in-band event and whenever the subtask runs out of input.
+   * @throws {RangeError} when negative.
+   */
+  setBufferTimeout(ms: number): this {
+    if (!(ms >= 0)) throw new RangeError(`buffer timeout must be >= 0 ms: current value is ${ms}`);
+    this.#task.bufferTimeoutMs = ms;
+    return this;
+  }
+
+  /**
+   * Sets the records per network buffer (default 1024) and the buffers in
+   * flight per channel (default 8).
+   * @throws {RangeError} unless positive integers.
+   */
+  setNetworkBuffers(options: { bufferSize?: number; credits?: number }): this {
+    if (options.bufferSize !== undefined) {
+      this.#task.bufferSize = positiveInteger("bufferSize", options.bufferSize);
+    }
+    if (options.credits !== undefined) {
+      this.#task.initialCredits = positiveInteger("credits", options.credits);
+    }
+    return this;
+  }
+
+  /**
+   * Sets the period of source watermark generation, in ms (default 200).
+   * @throws {RangeError} unless a positive integer.
+   */
+  setAutoWatermarkInterval(ms: number): this {
+    this.#task.autoWatermarkIntervalMs = positiveInteger("autoWatermarkInterval", ms);
+    return this;
+  }
+
+  /** Sets the processing-time clock (tests use `ManualClock`). */
+  setClock(clock: Clock): this {
+    this.#clock = clock;
+    return this;
+  }
+
+  /** Makes `execute()` restore checkpoint `checkpointId` of the earlier job `jobId`. */
+  resumeFrom(options: ResumeOptions): this {
+    positiveInteger("checkpointId", options.checkpointId);
+    this.#resume = options;
+    return this;
+  }
+
+  /**
+   * Chaos-testing hooks: `task` is called at each task fault point
+   * (`before-snapshot`, `after-snapshot`, `alignment`, `before-commit`) and
+   * `coordinator` at `before-notify-complete`; throwing there fails the attempt.
+   */
+  setFaultInjector(hooks: {
+    task?: FaultInjector;
+    coordinator?: (point: CoordinatorFaultPoint, checkpointId: number) => void;
+  }): this {
+    this.#faults = hooks.task;
+    this.#coordinatorFaults = hooks.coordinator;
+    return this;
+  }
+
+  /**
+   * Adds a source. Its records get timestamps and watermarks from
+   * `watermarkStrategy`.
+   */
+  fromSource<T, S extends SourceSplit>(
+    source: Source<T, S>,
+    watermarkStrategy: WatermarkStrategy<T>,
+    name: string,
+  ): SingleOutputStreamOperator<T> {
+    const node = this.streamGraph.addNode({
+      kind: "source",
+      source: source as unknown as Source<unknown, SourceSplit>,
+      watermarkStrategy: watermarkStrategy as WatermarkStrategy<unknown>,
+    }, `Source: ${name}`);
+    return new SingleOutputStreamOperator<T>(this, node);
+  }
+
+  /** A bounded stream of `items` (cut into one range per source subtask). */
+  fromCollection<T>(items: readonly T[]): SingleOutputStreamOperator<T> {
+    return this.fromSource(
+      new CollectionSource<T>([...items]),
+      WatermarkStrategy.noWatermarks(),
+      "Collection",
+    );
+  }
+
+  /**
+   * The JobGraph this environment's streams make (for inspection).
+   * @throws {InvalidJobGraphError} for an invalid graph.
+   */
+  getJobGraph(name: string = "Weir job"): JobGraph {
+    return buildJobGraph(this.streamGraph, name, {
+      parallelism: this.#parallelism,
+      maxParallelism: this.#maxParallelism,
+      chaining: this.#chaining,
+    });
+  }
+
+  /**
+   * Runs the job until every source ended and the final checkpoint completed
+   * (or forever, for unbounded sources).
+   * @returns the job's result, with checkpoint counters and a one-line summary.
+   * @throws {InvalidJobGraphError} for an invalid graph.
+   * @throws {JobFailedError} when the job fails and the restart strategy gives up.
+   */
+  async execute(name: string = "Weir job"): Promise<JobExecutionResult> {
+    const graph = this.getJobGraph(name);
+    for (const warning of graph.warnings) log.warn(warning);
+    const restartStrategy = this.#restartStrategy ??
+      (this.#checkpointIntervalMs > 0
+        ? RestartStrategies.fixedDelay(Number.MAX_SAFE_INTEGER, 1000)
+        : RestartStrategies.noRestart());
+    return await executeLocally(graph, {
+      checkpointing: {
+        intervalMs: this.#checkpointIntervalMs,
+        timeoutMs: this.#checkpointing.timeoutMs,
+        minPauseBetweenCheckpointsMs: this.#checkpointing.minPauseBetweenCheckpointsMs,
+        maxConcurrentCheckpoints: this.#checkpointing.maxConcurrentCheckpoints,
+        retainedCheckpoints: this.#checkpointing.retainedCheckpoints,
+        retainOnFinish: this.#checkpointing.retainOnFinish,
+      },
+      checkpointDirectory: this.#checkpointing.directory,
+      restartStrategy,
+      taskConfig: { ...this.#task },
+      clock: this.#clock,
+      resume: this.#resume,
+      faults: this.#faults,
+      coordinatorFaults: this.#coordinatorFaults,
+    });
+  }
+}

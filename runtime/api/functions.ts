@@ -1,0 +1,216 @@
+/**
+ * The interfaces user code implements: map/filter/flatMap/reduce functions,
+ * process functions with timers and side outputs, and the lifecycle hooks
+ * of Flink's rich functions (`open`/`close`), `CheckpointedFunction`
+ * (operator state) and `CheckpointListener` (checkpoint notifications).
+ *
+ * ## Threading
+ *
+ * Every call into user code happens on its subtask's single mailbox loop
+ * (Flink's mailbox model): `processElement`, `onTimer`, `snapshotState` and
+ * the notifications never run concurrently for one subtask, so user code
+ * needs no locks.
+ *
+ * ## Instances
+ *
+ * A function given as an object is copied per parallel subtask (a new object
+ * with the same prototype and a shallow copy of its own fields), as Flink
+ * gives every subtask its own deserialized copy. Create mutable fields in
+ * `open()` or `initializeState()`. A function given as a plain arrow function
+ * is shared by all subtasks; keep it free of mutable captured variables.
+ *
+ * @module
+ */
+
+import type {
+  ListState,
+  ListStateDescriptor,
+  MapState,
+  MapStateDescriptor,
+  OperatorStateStore,
+  ValueState,
+  ValueStateDescriptor,
+} from "./state.ts";
+import type { OutputTag } from "./output_tag.ts";
+
+/** Collects a function's output records. */
+export interface Collector<T> {
+  /** Emits `value` downstream, with the input record's timestamp if it had one. */
+  collect(value: T): void;
+}
+
+/**
+ * What a running subtask tells its functions about itself and gives them
+ * access to keyed state (Flink's `RuntimeContext`).
+ */
+export interface RuntimeContext {
+  /** The job's name as given to `execute(name)`. */
+  readonly jobName: string;
+  /** The operator's name. */
+  readonly operatorName: string;
+  /** The operator's stable uid. */
+  readonly uid: string;
+  /** This subtask's index, 0-based. */
+  readonly subtaskIndex: number;
+  /** The operator's parallelism. */
+  readonly parallelism: number;
+  /** The number of key groups. */
+  readonly maxParallelism: number;
+  /** The execution attempt, 0 for the first run and +1 per restart. */
+  readonly attempt: number;
+  /**
+   * The keyed {@linkcode ValueState} for `descriptor`, scoped to the current key.
+   * @throws {Error} on an operator that is not applied to a `KeyedStream`.
+   */
+  getState<T>(descriptor: ValueStateDescriptor<T>): ValueState<T>;
+  /**
+   * The keyed {@linkcode ListState} for `descriptor`.
+   * @throws {Error} on an operator that is not applied to a `KeyedStream`.
+   */
+  getListState<T>(descriptor: ListStateDescriptor<T>): ListState<T>;
+  /**
+   * The keyed {@linkcode MapState} for `descriptor`.
+   * @throws {Error} on an operator that is not applied to a `KeyedStream`.
+   */
+  getMapState<UK, UV>(descriptor: MapStateDescriptor<UK, UV>): MapState<UK, UV>;
+}
+
+/** Lifecycle hooks of a function (Flink's `RichFunction`). Both are optional. */
+export interface RichFunction {
+  /** Called once per subtask before the first record, after state is restored. */
+  open?(context: RuntimeContext): void | Promise<void>;
+  /** Called once per subtask when it finishes or is cancelled. */
+  close?(): void | Promise<void>;
+}
+
+/** What {@linkcode CheckpointedFunction.initializeState} gets. */
+export interface FunctionInitializationContext {
+  /** True when the subtask was restored from a checkpoint or savepoint. */
+  readonly isRestored: boolean;
+  /** The checkpoint restored from, when `isRestored`. */
+  readonly restoredCheckpointId: number | undefined;
+  /** The subtask's operator state. */
+  readonly operatorStateStore: OperatorStateStore;
+}
+
+/** What {@linkcode CheckpointedFunction.snapshotState} gets. */
+export interface FunctionSnapshotContext {
+  /** The checkpoint being taken. */
+  readonly checkpointId: number;
+  /** When the coordinator triggered it, in ms since the epoch. */
+  readonly checkpointTimestamp: number;
+}
+
+/**
+ * A function with operator state (Flink's `CheckpointedFunction`).
+ *
+ * `initializeState` runs before `open`, on the first start and on every
+ * restore. `snapshotState` runs in the synchronous part of a checkpoint,
+ * when the barrier reaches this operator: copy the function's fields into its
+ * operator state there.
+ */
+export interface CheckpointedFunction {
+  /** Registers and, on restore, reads operator state. */
+  initializeState(context: FunctionInitializationContext): void | Promise<void>;
+  /** Writes the function's fields into its operator state for checkpoint `context.checkpointId`. */
+  snapshotState(context: FunctionSnapshotContext): void | Promise<void>;
+}
+
+/**
+ * Checkpoint notifications (Flink's `CheckpointListener`).
+ *
+ * Notifications may be lost, late or out of order (a restart can intervene),
+ * so completing checkpoint *n* means every checkpoint up to *n* is complete.
+ */
+export interface CheckpointListener {
+  /** Checkpoint `checkpointId` completed: its metadata is durable. */
+  notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
+  /** Checkpoint `checkpointId` was aborted and will never complete. */
+  notifyCheckpointAborted?(checkpointId: number): void | Promise<void>;
+}
+
+/** Any function object may add these hooks. */
+export type FunctionHooks = RichFunction & Partial<CheckpointedFunction> & CheckpointListener;
+
+/** Transforms each record into exactly one record. */
+export type MapFunction<I, O> = ((value: I) => O) | (FunctionHooks & { map(value: I): O });
+
+/** Keeps the records for which it returns true. */
+export type FilterFunction<I> =
+  | ((value: I) => boolean)
+  | (FunctionHooks & { filter(value: I): boolean });
+
+/** Transforms each record into zero or more records. */
+export type FlatMapFunction<I, O> =
+  | ((value: I, out: Collector<O>) => void)
+  | (FunctionHooks & { flatMap(value: I, out: Collector<O>): void });
+
+/** Combines two values of a key into one (associative). */
+export type ReduceFunction<T> =
+  | ((accumulated: T, value: T) => T)
+  | (FunctionHooks & { reduce(accumulated: T, value: T): T });
+
+/** A timestamp that means "no timestamp" never appears: records without one carry `undefined`. */
+export type Timestamp = number | undefined;
+
+/** Timers and time of a process function (Flink's `TimerService`). Times in ms. */
+export interface TimerService {
+  /** The current processing time, from the job's clock. */
+  currentProcessingTime(): number;
+  /** The operator's current event-time watermark (`-Infinity` before the first). */
+  currentWatermark(): number;
+  /**
+   * Fires `onTimer` for the current key when processing time reaches `time`.
+   * Registering the same (key, time) twice fires once.
+   * @throws {Error} outside a keyed context.
+   */
+  registerProcessingTimeTimer(time: number): void;
+  /**
+   * Fires `onTimer` for the current key when the watermark reaches `time`.
+   * @throws {Error} outside a keyed context.
+   */
+  registerEventTimeTimer(time: number): void;
+  /** Deletes the current key's processing-time timer at `time`, if any. */
+  deleteProcessingTimeTimer(time: number): void;
+  /** Deletes the current key's event-time timer at `time`, if any. */
+  deleteEventTimeTimer(time: number): void;
+}
+
+/** What `processElement` of a {@linkcode ProcessFunction} gets. */
+export interface ProcessContext {
+  /** The record's event timestamp in ms, or `undefined`. */
+  timestamp(): Timestamp;
+  /** Emits `value` to the side output named by `tag`. */
+  output<X>(tag: OutputTag<X>, value: X): void;
+  /** Time and timers. Timers need a keyed stream. */
+  timerService(): TimerService;
+}
+
+/** A low-level function over each record (Flink's `ProcessFunction`). */
+export interface ProcessFunction<I, O> extends FunctionHooks {
+  /** Processes one record; emit with `out`, or to a side output with `ctx.output`. */
+  processElement(value: I, ctx: ProcessContext, out: Collector<O>): void;
+}
+
+/** What a {@linkcode KeyedProcessFunction} gets: a {@linkcode ProcessContext} plus the key. */
+export interface KeyedProcessContext<K> extends ProcessContext {
+  /** The key of the record (or timer) being processed. */
+  getCurrentKey(): K;
+}
+
+/** What `onTimer` gets. */
+export interface OnTimerContext<K> extends KeyedProcessContext<K> {
+  /** Which clock fired the timer. */
+  timeDomain(): "event-time" | "processing-time";
+}
+
+/**
+ * A process function over a `KeyedStream`, with keyed state and per-key timers
+ * (Flink's `KeyedProcessFunction`).
+ */
+export interface KeyedProcessFunction<K, I, O> extends FunctionHooks {
+  /** Processes one record of the current key. */
+  processElement(value: I, ctx: KeyedProcessContext<K>, out: Collector<O>): void;
+  /** Called when a timer registered for the current key fires, at `timestamp` ms. */
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
+}

@@ -1,0 +1,92 @@
+/**
+ * The sink interfaces connectors implement.
+ *
+ * - {@linkcode SinkFunction}: writes each record as it comes (at-most-once or
+ *   at-least-once, depending on the target). It may add
+ *   `CheckpointedFunction` and `CheckpointListener` hooks.
+ * - {@linkcode TwoPhaseCommitSink}: exactly-once through two-phase commit,
+ *   after Flink's `TwoPhaseCommitSinkFunction`.
+ *
+ * ## Two-phase commit, exactly when each hook is called
+ *
+ * 1. `beginTransaction` when the subtask starts, and again right after each
+ *    pre-commit.
+ * 2. `invoke(txn, value)` for every record, on the mailbox loop.
+ * 3. At checkpoint *n*'s barrier, in the synchronous part of the snapshot:
+ *    `preCommit(txn)`. The transaction joins the snapshot as pending for *n*,
+ *    and a new one begins.
+ * 4. When checkpoint *n* completes: `commit(txn)` for every pending
+ *    transaction of checkpoints up to *n*, in checkpoint order.
+ * 5. On restore from checkpoint *n*: `commit` (again) for the transactions
+ *    pending in *n* (they were pre-committed but may not have been committed
+ *    before the failure), then `abort` for the transaction that was open
+ *    when *n* was taken. So `commit` must be idempotent, and `commit`/`abort`
+ *    must accept a transaction restored from its MessagePack encoding.
+ * 6. When checkpoint *n* is aborted, its transaction stays pending and is
+ *    committed by the next completed checkpoint.
+ *
+ * A failure between pre-commit and the completion notification therefore
+ * neither loses nor duplicates records. A `commit` that throws fails the job
+ * loudly; nothing pre-committed is ever dropped.
+ *
+ * @module
+ */
+
+import type { FunctionHooks } from "./functions.ts";
+
+/** What a sink gets with each record. */
+export interface SinkContext {
+  /** The record's event timestamp in ms, if any. */
+  readonly timestamp: number | undefined;
+}
+
+/** What a sink gets at start. */
+export interface SinkInitContext {
+  /** This sink subtask's index. */
+  readonly subtaskIndex: number;
+  /** The sink's parallelism. */
+  readonly parallelism: number;
+  /** The execution attempt (0 first, +1 per restart); use it for fencing. */
+  readonly attempt: number;
+  /** The sink's stable uid. */
+  readonly uid: string;
+  /** The job's id. */
+  readonly jobId: string;
+}
+
+/** A sink that writes each record as it comes (Flink's `SinkFunction`). */
+export interface SinkFunction<T> extends FunctionHooks {
+  /** Always `"simple"`. */
+  readonly kind: "simple";
+  /** Writes one record. Errors fail the job's attempt. */
+  invoke(value: T, context: SinkContext): void | Promise<void>;
+  /** Called at end of input, before the final checkpoint: flush buffers here. */
+  finish?(): void | Promise<void>;
+}
+
+/**
+ * An exactly-once sink through two-phase commit (see the module docs for the
+ * exact protocol). `Txn` is the transaction's handle; it is checkpointed, so
+ * it must be MessagePack-encodable (plain data, no class instances).
+ */
+export interface TwoPhaseCommitSink<T, Txn> {
+  /** Always `"two-phase-commit"`. */
+  readonly kind: "two-phase-commit";
+  /** Called once per subtask before the first transaction begins and before restored transactions are resolved. */
+  open?(context: SinkInitContext): void | Promise<void>;
+  /** Starts a transaction. Its id must be unique across attempts (use `attempt`, `subtaskIndex` and a counter). */
+  beginTransaction(context: SinkInitContext): Txn | Promise<Txn>;
+  /** Adds one record to `txn`. */
+  invoke(txn: Txn, value: T, context: SinkContext): void | Promise<void>;
+  /** Makes `txn` durable but still invisible: after this, commit must be able to succeed. */
+  preCommit(txn: Txn): void | Promise<void>;
+  /** Makes `txn` visible. Idempotent: it may be called again for a committed transaction. */
+  commit(txn: Txn): void | Promise<void>;
+  /** Discards `txn`. Idempotent. */
+  abort(txn: Txn): void | Promise<void>;
+  /** Called once when the subtask finishes or is cancelled. */
+  close?(): void | Promise<void>;
+}
+
+/** Anything `sinkTo` accepts. */
+export type Sink<T> = SinkFunction<T> | TwoPhaseCommitSink<T, unknown>;

@@ -1,0 +1,119 @@
+/**
+ * The source interface connectors implement, after Flink's FLIP-27 split
+ * model: a source is cut into *splits* (a file, a stream partition, a range
+ * of a generator), each read by a {@linkcode SourceReader} inside one source
+ * subtask. A reader's checkpointed state is the list of its splits with their
+ * current positions, so a restore resumes each split right after the last
+ * record that the restored checkpoint covers.
+ *
+ * ## Split assignment
+ *
+ * Assignment is static for now: every source subtask calls
+ * {@linkcode Source.enumerateSplits} on the first start of the job and takes
+ * the splits whose index `i` satisfies `i % parallelism == subtaskIndex`;
+ * `enumerateSplits` must therefore be deterministic. On restore, the splits
+ * come from the checkpoint (split-redistributed operator list state), not
+ * from `enumerateSplits`. A dynamic split enumerator on the coordinator
+ * (discovering new partitions at run time) is not part of this interface yet.
+ *
+ * ## Threading
+ *
+ * All reader methods run on the subtask's mailbox loop, never concurrently.
+ *
+ * @module
+ */
+
+import type { OutputTag } from "./output_tag.ts";
+import type { Clock } from "../time/clock.ts";
+
+/** Whether a source ends. A bounded job finishes when all its sources end. */
+export type Boundedness = "bounded" | "continuous-unbounded";
+
+/** A piece of a source's input. It must be MessagePack-encodable: it is checkpointed. */
+export interface SourceSplit {
+  /** Identifies the split, stable across restores (e.g. a file path, a partition). */
+  readonly splitId: string;
+}
+
+/** What the source gets when it enumerates its splits. */
+export interface SplitEnumeratorContext {
+  /** The source operator's parallelism. */
+  readonly parallelism: number;
+}
+
+/** What a reader gets when it is created. */
+export interface SourceReaderContext {
+  /** This source subtask's index. */
+  readonly subtaskIndex: number;
+  /** The source's parallelism. */
+  readonly parallelism: number;
+  /** The execution attempt (0 first, +1 per restart). */
+  readonly attempt: number;
+  /** The source operator's name, for error messages. */
+  readonly operatorName: string;
+  /** The current processing time, in ms (`clock.now()`). */
+  currentProcessingTime(): number;
+  /** The job's processing-time clock: wake-ups for rate limits and pauses go through it. */
+  readonly clock: Clock;
+}
+
+/** What {@linkcode SourceReader.pollNext} reports. */
+export type InputStatus = "MORE_AVAILABLE" | "NOTHING_AVAILABLE" | "END_OF_INPUT";
+
+/** Where a reader emits records. */
+export interface ReaderOutput<T> {
+  /** Emits one record, with an event timestamp in ms when the source has one. */
+  collect(record: T, timestamp?: number): void;
+  /**
+   * Emits `value` to a side output, e.g. a dead-letter record for input the
+   * reader could not parse.
+   */
+  output<X>(tag: OutputTag<X>, value: X): void;
+}
+
+/**
+ * Reads the splits assigned to one source subtask (Flink's `SourceReader`).
+ *
+ * `pollNext` is called again and again from the mailbox loop while the
+ * subtask's outputs have credit. It should emit a bounded batch (up to about
+ * a thousand records) and return; it must not block.
+ */
+export interface SourceReader<T, Split extends SourceSplit> {
+  /** Called once before the first `addSplits`. */
+  start?(): void | Promise<void>;
+  /** Assigns splits (fresh, or restored with their positions). */
+  addSplits(splits: Split[]): void;
+  /**
+   * Emits available records into `output`.
+   * @returns `MORE_AVAILABLE` to be called again at once, `NOTHING_AVAILABLE`
+   *   to be called again after {@linkcode SourceReader.isAvailable} resolves,
+   *   or `END_OF_INPUT` when every split is exhausted (bounded sources only).
+   * @throws any error; it fails the job's attempt (recovery follows the restart strategy).
+   */
+  pollNext(output: ReaderOutput<T>): InputStatus | Promise<InputStatus>;
+  /** Resolves when `pollNext` may have records again. Defaults to a short wait. */
+  isAvailable?(): Promise<void>;
+  /**
+   * The reader's splits with their current positions: everything emitted so
+   * far is before these positions. Called in the synchronous part of a
+   * checkpoint, so the positions match the barrier exactly.
+   */
+  snapshotState(checkpointId: number): Split[];
+  /** Checkpoint `checkpointId` completed. */
+  notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
+  /** Releases resources. Called once on finish or cancel. */
+  close?(): void | Promise<void>;
+}
+
+/** A source of records of type `T`, cut into splits (Flink's `Source`). */
+export interface Source<T, Split extends SourceSplit = SourceSplit> {
+  /** Whether the source ends. */
+  readonly boundedness: Boundedness;
+  /**
+   * The source's splits on the first start of the job. Deterministic: every
+   * source subtask calls it and keeps its share.
+   */
+  enumerateSplits(context: SplitEnumeratorContext): Split[] | Promise<Split[]>;
+  /** Creates the reader of one source subtask. */
+  createReader(context: SourceReaderContext): SourceReader<T, Split>;
+}

@@ -1,0 +1,535 @@
+/**
+ * The job coordinator (Flink's JobManager role for one job): deploys every
+ * subtask of the JobGraph, starts them once all are ready, triggers
+ * checkpoints and tracks the pending ones, writes completed-checkpoint
+ * metadata (the commit point), notifies completion and abort, detects
+ * failures and applies the restart strategy.
+ *
+ * The decisions live in pure code (`CheckpointTracker`, the restart
+ * backoff); this actor executes them and does the I/O.
+ *
+ * ## Recovery
+ *
+ * Failover is full (every subtask restarts): the attempt number goes up,
+ * every task of the old attempt is cancelled (their messages are fenced off
+ * by the attempt number), and every subtask of the new attempt restores from
+ * the latest completed checkpoint found in checkpoint storage.
+ *
+ * ## End of input
+ *
+ * When every source subtask has reported end of input, the coordinator
+ * triggers a final checkpoint (even when periodic checkpointing is off), so
+ * two-phase-commit sinks commit their last transaction; when it completes,
+ * it tells every subtask to finish (FLIP-147).
+ *
+ * @module
+ */
+
+import type { Subscription, Transport } from "../actor/types.ts";
+import { decode, encode } from "../actor/codec.ts";
+import { delay } from "../actor/async.ts";
+import type { JobGraph } from "../graph/job_graph.ts";
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import {
+  type CheckpointCounts,
+  CheckpointTracker,
+  type CompletedCheckpointStats,
+  type PendingCheckpoint,
+  type VertexInfo,
+} from "../checkpoint/pending.ts";
+import { CheckpointFailureReason, type SubtaskRef } from "../checkpoint/types.ts";
+import {
+  createRestartBackoff,
+  type RestartBackoff,
+  type RestartStrategyConfig,
+} from "./restart_strategy.ts";
+import {
+  type CoordinatorMessage,
+  coordinatorSubject,
+  type ErrorInfo,
+  type TaskControlMessage,
+  taskSubject,
+  type WorkerMessage,
+  workerSubject,
+} from "../task/messages.ts";
+import { logger } from "../log.ts";
+
+const log = logger("coordinator");
+
+/** Checkpointing settings (Flink's `CheckpointConfig`). Times in ms. */
+export interface CheckpointConfig {
+  /** Period of checkpoints; 0 disables periodic checkpoints. */
+  readonly intervalMs: number;
+  /** A checkpoint not complete after this long is aborted. */
+  readonly timeoutMs: number;
+  /** Least time from one completion to the next trigger. */
+  readonly minPauseBetweenCheckpointsMs: number;
+  /** Most checkpoints in progress at once. */
+  readonly maxConcurrentCheckpoints: number;
+  /** Completed checkpoints kept in storage. */
+  readonly retainedCheckpoints: number;
+  /** Keep the job's checkpoints after it finishes (default false: they are deleted). */
+  readonly retainOnFinish: boolean;
+}
+
+/** Coordinator-side fault points (chaos hooks for tests). */
+export type CoordinatorFaultPoint = "before-notify-complete";
+
+/** Options of {@linkcode JobCoordinator}. */
+export interface JobCoordinatorOptions {
+  readonly transport: Transport;
+  readonly jobId: string;
+  readonly graph: JobGraph;
+  readonly storage: CheckpointStorage;
+  readonly checkpointing: CheckpointConfig;
+  readonly restartStrategy: RestartStrategyConfig;
+  /** Ids of the workers to deploy on (round-robin). */
+  readonly workers: () => string[];
+  /** Checkpoint to start from (resume), or `null`. */
+  readonly restoreCheckpointId: number | null;
+  /** How long subtasks may take to become ready, in ms. */
+  readonly deployTimeoutMs: number;
+  /** Test hook: throwing fails the job at that point. */
+  readonly faults?: ((point: CoordinatorFaultPoint, checkpointId: number) => void) | undefined;
+}
+
+/** What a finished job reports. */
+export interface JobExecutionResult {
+  /** The job's id. */
+  readonly jobId: string;
+  /** The job's name. */
+  readonly jobName: string;
+  /** Wall time from submission to finish, in ms. */
+  readonly durationMs: number;
+  /** Number of restarts (failovers). */
+  readonly restarts: number;
+  /** Checkpoint counters. */
+  readonly checkpoints: CheckpointCounts;
+  /** The latest completed checkpoint, if any. */
+  readonly latestCheckpoint: CompletedCheckpointStats | undefined;
+  /** One line: checkpoints completed/failed, the latest one's size and duration, restarts. */
+  readonly summary: string;
+}
+
+/** The job failed for good (the restart strategy gave up), or was cancelled. */
+export class JobFailedError extends Error {
+  override name = "JobFailedError";
+}
+
+type Phase = "deploying" | "running" | "restarting" | "done";
+
+/** Coordinates one job. */
+export class JobCoordinator {
+  readonly #o: JobCoordinatorOptions;
+  readonly #tracker: CheckpointTracker;
+  readonly #backoff: RestartBackoff;
+  readonly #tasks: SubtaskRef[] = [];
+  readonly #sources: SubtaskRef[] = [];
+  readonly #vertexInfos: VertexInfo[];
+  readonly #finalizing = new Set<Promise<void>>();
+  #attempt = 0;
+  #phase: Phase = "deploying";
+  #ready = new Set<string>();
+  #finished = new Set<string>();
+  #sourcesEnded = new Set<string>();
+  #finalCheckpointId: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #deployTimer: ReturnType<typeof setTimeout> | undefined;
+  #subscription: Subscription | undefined;
+  #restarts = 0;
+  #startedAt = Date.now();
+  #resolve!: (r: JobExecutionResult) => void;
+  #reject!: (e: unknown) => void;
+
+  constructor(options: JobCoordinatorOptions) {
+    this.#o = options;
+    const cp = options.checkpointing;
+    this.#tracker = new CheckpointTracker({
+      intervalMs: cp.intervalMs,
+      timeoutMs: cp.timeoutMs,
+      minPauseBetweenCheckpointsMs: cp.minPauseBetweenCheckpointsMs,
+      maxConcurrentCheckpoints: cp.maxConcurrentCheckpoints,
+      retainedCheckpoints: cp.retainedCheckpoints,
+    });
+    this.#backoff = createRestartBackoff(options.restartStrategy);
+    for (const v of options.graph.vertices) {
+      for (let s = 0; s < v.parallelism; s++) {
+        this.#tasks.push({ vertexId: v.id, subtask: s });
+        if (v.isSource) this.#sources.push({ vertexId: v.id, subtask: s });
+      }
+    }
+    this.#vertexInfos = options.graph.vertices.map((v) => ({
+      vertexId: v.id,
+      operatorUids: v.operators.map((o) => o.uid),
+      parallelism: v.parallelism,
+      maxParallelism: v.maxParallelism,
+    }));
+  }
+
+  /** The current attempt. */
+  get attempt(): number {
+    return this.#attempt;
+  }
+
+  /**
+   * Runs the job to its end.
+   * @returns the result once every subtask finished.
+   * @throws {JobFailedError} when the restart strategy gives up; the last failure is the cause.
+   */
+  run(): Promise<JobExecutionResult> {
+    const o = this.#o;
+    this.#startedAt = Date.now();
+    const done = new Promise<JobExecutionResult>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#subscription = o.transport.subscribe(coordinatorSubject(o.jobId), (m) => {
+      let msg: CoordinatorMessage;
+      try {
+        msg = decode(m.data) as CoordinatorMessage;
+      } catch (error) {
+        log.warn(`job ${o.jobId}: dropping an undecodable message: ${error}`);
+        return;
+      }
+      this.#onMessage(msg).catch((error) => this.#failover(error));
+    });
+    if (o.restoreCheckpointId !== null) this.#tracker.restoreCounter(o.restoreCheckpointId);
+    this.#deploy(o.restoreCheckpointId);
+    return done.finally(() => this.#shutDown());
+  }
+
+  /** Cancels the job: every subtask is cancelled and `run()` rejects. */
+  cancel(): void {
+    if (this.#phase === "done") return;
+    this.#cancelAttempt();
+    this.#end(new JobFailedError(`Job ${this.#o.jobId} was cancelled`));
+  }
+
+  #key(vertexId: string, subtask: number): string {
+    return `${vertexId}#${subtask}`;
+  }
+
+  #toTask(ref: SubtaskRef, body: DistributiveOmit<TaskControlMessage, "job" | "att">): void {
+    const o = this.#o;
+    const msg = { ...body, job: o.jobId, att: this.#attempt } as TaskControlMessage;
+    o.transport.publish(
+      taskSubject(o.jobId, this.#attempt, ref.vertexId, ref.subtask),
+      encode(msg),
+    );
+  }
+
+  #toAllTasks(body: DistributiveOmit<TaskControlMessage, "job" | "att">): void {
+    for (const t of this.#tasks) this.#toTask(t, body);
+  }
+
+  #toWorker(worker: string, body: DistributiveOmit<WorkerMessage, "job" | "att">): void {
+    const o = this.#o;
+    const msg = { ...body, job: o.jobId, att: this.#attempt } as WorkerMessage;
+    o.transport.publish(workerSubject(worker), encode(msg));
+  }
+
+  #deploy(restoreCheckpointId: number | null): void {
+    const o = this.#o;
+    this.#phase = "deploying";
+    this.#ready = new Set();
+    this.#finished = new Set();
+    this.#sourcesEnded = new Set();
+    this.#finalCheckpointId = undefined;
+    const workers = o.workers();
+    if (workers.length === 0) {
+      this.#end(new JobFailedError(`Job ${o.jobId} has no worker to run on`));
+      return;
+    }
+    log.info(
+      `job ${o.jobId} '${o.graph.name}': deploying attempt ${this.#attempt} (${this.#tasks.length} subtasks)` +
+        (restoreCheckpointId === null ? "" : ` from checkpoint ${restoreCheckpointId}`),
+    );
+    this.#tasks.forEach((t, i) => {
+      this.#toWorker(workers[i % workers.length]!, {
+        t: "deploy",
+        vertex: t.vertexId,
+        subtask: t.subtask,
+        restoreCheckpointId,
+      });
+    });
+    const attempt = this.#attempt;
+    clearTimeout(this.#deployTimer);
+    this.#deployTimer = setTimeout(() => {
+      if (this.#phase === "deploying" && this.#attempt === attempt) {
+        this.#failover(
+          new Error(
+            `Only ${this.#ready.size} of ${this.#tasks.length} subtasks of attempt ${attempt} became ready within ${o.deployTimeoutMs} ms`,
+          ),
+        );
+      }
+    }, o.deployTimeoutMs);
+  }
+
+  async #onMessage(msg: CoordinatorMessage): Promise<void> {
+    if (msg.job !== this.#o.jobId || this.#phase === "done") return;
+    if (msg.att !== this.#attempt) return; // fenced: an older attempt
+    switch (msg.t) {
+      case "ready":
+        this.#ready.add(this.#key(msg.vertex, msg.subtask));
+        if (this.#phase === "deploying" && this.#ready.size === this.#tasks.length) this.#start();
+        return;
+      case "ack": {
+        const outcome = this.#tracker.acknowledge(msg.ack);
+        if (outcome.result !== "SUCCESS") {
+          log.debug(
+            `job ${this.#o.jobId}: ack of checkpoint ${msg.ack.checkpointId} from ${msg.ack.vertexId}#${msg.ack.subtask}: ${outcome.result}`,
+          );
+        }
+        if (outcome.completed) await this.#finalize(outcome.completed);
+        return;
+      }
+      case "decline": {
+        log.warn(
+          `job ${this.#o.jobId}: checkpoint ${msg.id} declined by ${msg.vertex}#${msg.subtask}: ${msg.reason}`,
+        );
+        const aborted = this.#tracker.decline(msg.id);
+        if (aborted) this.#aborted(aborted);
+        return;
+      }
+      case "eoi":
+        this.#sourcesEnded.add(this.#key(msg.vertex, msg.subtask));
+        if (this.#sourcesEnded.size === this.#sources.length && this.#phase === "running") {
+          this.#triggerFinal();
+        }
+        return;
+      case "finished":
+        this.#finished.add(this.#key(msg.vertex, msg.subtask));
+        if (this.#finished.size === this.#tasks.length) await this.#jobFinished();
+        return;
+      case "failed":
+        await this.#failover(new RemoteTaskError(msg.vertex, msg.subtask, msg.att, msg.error));
+        return;
+    }
+  }
+
+  #start(): void {
+    clearTimeout(this.#deployTimer);
+    this.#phase = "running";
+    this.#toAllTasks({ t: "start" });
+    this.#backoff.onRecovered(Date.now());
+    this.#tracker.startScheduler(Date.now());
+    log.info(`job ${this.#o.jobId}: attempt ${this.#attempt} running`);
+    this.#schedule();
+  }
+
+  /** Sets the one timer for the next trigger or expiry. */
+  #schedule(): void {
+    clearTimeout(this.#timer);
+    if (this.#phase !== "running") return;
+    const now = Date.now();
+    let next = this.#tracker.nextExpiryMs;
+    if (this.#finalCheckpointId === undefined) {
+      const decision = this.#tracker.decideTrigger(now);
+      if (decision.kind === "trigger") {
+        this.#trigger(false);
+        return this.#schedule();
+      }
+      if (decision.kind === "wait") {
+        next = next === undefined ? decision.untilMs : Math.min(next, decision.untilMs);
+      }
+    }
+    if (next === undefined) return;
+    this.#timer = setTimeout(() => this.#tick(), Math.max(0, next - now));
+  }
+
+  #tick(): void {
+    if (this.#phase !== "running") return;
+    for (const p of this.#tracker.expire(Date.now())) {
+      log.warn(`job ${this.#o.jobId}: checkpoint ${p.checkpointId} expired before completing`);
+      this.#aborted(p);
+    }
+    this.#schedule();
+  }
+
+  #trigger(force: boolean): number | undefined {
+    const now = Date.now();
+    const decision = this.#tracker.decideTrigger(now, { force });
+    if (decision.kind !== "trigger") return undefined;
+    this.#tracker.startCheckpoint(decision.checkpointId, now, {
+      attempt: this.#attempt,
+      tasks: this.#tasks,
+    });
+    log.debug(`job ${this.#o.jobId}: triggering checkpoint ${decision.checkpointId}`);
+    for (const s of this.#sources) {
+      this.#toTask(s, { t: "trigger", id: decision.checkpointId, ts: now });
+    }
+    return decision.checkpointId;
+  }
+
+  #triggerFinal(): void {
+    this.#tracker.stopScheduler();
+    this.#finalCheckpointId = this.#trigger(true);
+    log.info(
+      `job ${this.#o.jobId}: all sources ended; final checkpoint ${this.#finalCheckpointId}`,
+    );
+    this.#schedule();
+  }
+
+  #aborted(pending: PendingCheckpoint): void {
+    this.#toAllTasks({
+      t: "abort",
+      id: pending.checkpointId,
+      reason: pending.failureReason?.message ?? "aborted",
+    });
+    this.#o.storage.discard(this.#o.jobId, pending.checkpointId).catch(() => {});
+    if (this.#finalCheckpointId === pending.checkpointId && this.#phase === "running") {
+      this.#triggerFinal();
+    }
+    this.#schedule();
+  }
+
+  /** Writes the metadata of a fully acknowledged checkpoint, then notifies. */
+  async #finalize(pending: PendingCheckpoint): Promise<void> {
+    const o = this.#o;
+    const attempt = this.#attempt;
+    const meta = pending.toMetadata({
+      jobId: o.jobId,
+      jobName: o.graph.name,
+      completedAt: Date.now(),
+      vertices: this.#vertexInfos,
+    });
+    let location: string;
+    const write = o.storage.writeMetadata(meta);
+    const tracked = write.then(() => {}, () => {});
+    this.#finalizing.add(tracked);
+    try {
+      location = await write;
+    } catch (error) {
+      log.error(
+        `job ${o.jobId}: cannot write metadata of checkpoint ${pending.checkpointId}: ${error}`,
+      );
+      const aborted = this.#tracker.decline(
+        pending.checkpointId,
+        CheckpointFailureReason.FINALIZE_FAILED,
+      );
+      if (aborted) this.#aborted(aborted);
+      return;
+    } finally {
+      this.#finalizing.delete(tracked);
+    }
+    if (attempt !== this.#attempt || this.#phase !== "running") return;
+    o.faults?.("before-notify-complete", pending.checkpointId);
+    const outcome = this.#tracker.completed(pending.checkpointId, location, Date.now());
+    log.info(`job ${o.jobId}: ${this.#tracker.summary()}`);
+    for (const id of outcome.discard) {
+      o.storage.discard(o.jobId, id).catch((e) =>
+        log.warn(`job ${o.jobId}: cannot discard checkpoint ${id}: ${e}`)
+      );
+    }
+    for (const s of outcome.subsumed) this.#aborted(s);
+    this.#toAllTasks({ t: "complete", id: pending.checkpointId });
+    if (this.#finalCheckpointId !== undefined && pending.checkpointId >= this.#finalCheckpointId) {
+      this.#toAllTasks({ t: "finish" });
+    }
+    this.#schedule();
+  }
+
+  async #failover(error: unknown): Promise<void> {
+    if (this.#phase === "restarting" || this.#phase === "done") return;
+    const o = this.#o;
+    this.#phase = "restarting";
+    clearTimeout(this.#timer);
+    clearTimeout(this.#deployTimer);
+    log.warn(`job ${o.jobId}: attempt ${this.#attempt} failed: ${describe(error)}`);
+    this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING);
+    this.#tracker.stopScheduler();
+    this.#cancelAttempt();
+    const decision = this.#backoff.onFailure(Date.now(), error);
+    if (decision.kind === "fail") {
+      this.#end(
+        new JobFailedError(`Job ${o.jobId} '${o.graph.name}' failed: ${decision.reason}`, {
+          cause: error,
+        }),
+      );
+      return;
+    }
+    await delay(decision.delayMs);
+    if (this.#phase !== "restarting") return;
+    await Promise.all([...this.#finalizing]);
+    let latest: number | null = o.restoreCheckpointId;
+    try {
+      const meta = await o.storage.latestCompleted(o.jobId);
+      if (meta) latest = meta.checkpointId;
+    } catch (e) {
+      this.#end(
+        new JobFailedError(`Job ${o.jobId}: cannot read the latest checkpoint: ${describe(e)}`, {
+          cause: e,
+        }),
+      );
+      return;
+    }
+    if (latest !== null && latest > this.#tracker.lastCheckpointId) {
+      this.#tracker.restoreCounter(latest);
+    }
+    this.#restarts++;
+    this.#attempt++;
+    log.warn(
+      `job ${o.jobId}: restarting as attempt ${this.#attempt} (restart ${this.#restarts}) from ` +
+        (latest === null ? "scratch" : `checkpoint ${latest}`),
+    );
+    this.#deploy(latest);
+  }
+
+  #cancelAttempt(): void {
+    for (const w of this.#o.workers()) this.#toWorker(w, { t: "cancel-attempt" });
+  }
+
+  async #jobFinished(): Promise<void> {
+    const o = this.#o;
+    const result: JobExecutionResult = {
+      jobId: o.jobId,
+      jobName: o.graph.name,
+      durationMs: Date.now() - this.#startedAt,
+      restarts: this.#restarts,
+      checkpoints: this.#tracker.counts,
+      latestCheckpoint: this.#tracker.latestCompleted,
+      summary: `${this.#tracker.summary()}; restarts: ${this.#restarts}`,
+    };
+    if (!o.checkpointing.retainOnFinish) {
+      await o.storage.discardJob(o.jobId).catch((e) =>
+        log.warn(`job ${o.jobId}: cannot discard checkpoints: ${e}`)
+      );
+    }
+    log.info(`job ${o.jobId} '${o.graph.name}' finished: ${result.summary}`);
+    this.#end(result);
+  }
+
+  #end(outcome: JobExecutionResult | Error): void {
+    if (this.#phase === "done") return;
+    this.#phase = "done";
+    clearTimeout(this.#timer);
+    clearTimeout(this.#deployTimer);
+    if (outcome instanceof Error) this.#reject(outcome);
+    else this.#resolve(outcome);
+  }
+
+  #shutDown(): void {
+    this.#subscription?.unsubscribe();
+  }
+}
+
+/** A subtask's failure as reported by its worker. */
+export class RemoteTaskError extends Error {
+  override name = "RemoteTaskError";
+  /** The failing subtask's vertex id. */
+  readonly vertexId: string;
+  /** The failing subtask's index. */
+  readonly subtask: number;
+  constructor(vertexId: string, subtask: number, attempt: number, info: ErrorInfo) {
+    super(`${info.name}: ${info.message} (${vertexId}#${subtask}, attempt ${attempt})`);
+    this.vertexId = vertexId;
+    this.subtask = subtask;
+    if (info.stack) this.stack = info.stack;
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

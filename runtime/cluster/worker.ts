@@ -1,0 +1,147 @@
+/**
+ * The worker (Flink's TaskManager role): receives deployments from job
+ * coordinators and runs each subtask as a {@linkcode StreamTask} actor. A
+ * subtask that fails is reported to its coordinator; it never takes the
+ * worker down. Cancelling an attempt cancels every subtask of that job from
+ * that attempt or earlier.
+ *
+ * @module
+ */
+
+import type { Subscription, Transport } from "../actor/types.ts";
+import { decode, encode } from "../actor/codec.ts";
+import type { JobGraph } from "../graph/job_graph.ts";
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import type { Clock } from "../time/clock.ts";
+import {
+  type CoordinatorMessage,
+  coordinatorSubject,
+  errorInfo,
+  type WorkerMessage,
+  workerSubject,
+} from "../task/messages.ts";
+import { type FaultInjector, StreamTask, type TaskConfig } from "../task/stream_task.ts";
+import { logger } from "../log.ts";
+
+const log = logger("worker");
+
+/** What a worker needs to run a job's subtasks. */
+export interface JobRuntime {
+  readonly graph: JobGraph;
+  readonly storage: CheckpointStorage;
+  readonly config: TaskConfig;
+  readonly clock: Clock;
+  readonly faults?: FaultInjector | undefined;
+}
+
+/** Options of {@linkcode Worker}. */
+export interface WorkerOptions {
+  readonly transport: Transport;
+  /** `[A-Za-z0-9_-]+`. */
+  readonly workerId: string;
+  /** Finds the runtime of a job (local mode: a registry; cluster mode: the job module). */
+  readonly resolveJob: (jobId: string) => JobRuntime | Promise<JobRuntime>;
+}
+
+/** Runs subtasks for coordinators. */
+export class Worker {
+  readonly #o: WorkerOptions;
+  readonly #tasks = new Map<
+    string,
+    { task: StreamTask; attempt: number; job: string; cancelled: boolean }
+  >();
+  #subscription: Subscription | undefined;
+
+  constructor(options: WorkerOptions) {
+    this.#o = options;
+  }
+
+  /** Number of subtasks running. */
+  get runningTasks(): number {
+    return this.#tasks.size;
+  }
+
+  /** Starts listening for deployments. */
+  start(): void {
+    this.#subscription = this.#o.transport.subscribe(workerSubject(this.#o.workerId), (m) => {
+      let msg: WorkerMessage;
+      try {
+        msg = decode(m.data) as WorkerMessage;
+      } catch (error) {
+        log.warn(`worker ${this.#o.workerId}: dropping an undecodable message: ${error}`);
+        return;
+      }
+      this.#onMessage(msg).catch((error) =>
+        log.error(`worker ${this.#o.workerId}: ${error instanceof Error ? error.stack : error}`)
+      );
+    });
+  }
+
+  async #onMessage(msg: WorkerMessage): Promise<void> {
+    if (msg.t === "cancel-attempt") {
+      for (const entry of this.#tasks.values()) {
+        if (entry.job === msg.job && entry.attempt <= msg.att && !entry.cancelled) {
+          entry.cancelled = true;
+          entry.task.cancel();
+        }
+      }
+      return;
+    }
+    const report = (body: Omit<Extract<CoordinatorMessage, { t: "failed" }>, "job" | "att">) => {
+      const full: CoordinatorMessage = { ...body, job: msg.job, att: msg.att };
+      this.#o.transport.publish(coordinatorSubject(msg.job), encode(full));
+    };
+    let runtime: JobRuntime;
+    try {
+      runtime = await this.#o.resolveJob(msg.job);
+    } catch (error) {
+      report({ t: "failed", vertex: msg.vertex, subtask: msg.subtask, error: errorInfo(error) });
+      return;
+    }
+    const vertex = runtime.graph.vertices.find((v) => v.id === msg.vertex);
+    if (!vertex) {
+      report({
+        t: "failed",
+        vertex: msg.vertex,
+        subtask: msg.subtask,
+        error: errorInfo(new Error(`Job ${msg.job} has no vertex ${msg.vertex}`)),
+      });
+      return;
+    }
+    const task = new StreamTask({
+      transport: this.#o.transport,
+      jobId: msg.job,
+      attempt: msg.att,
+      graph: runtime.graph,
+      vertex,
+      subtask: msg.subtask,
+      config: runtime.config,
+      storage: runtime.storage,
+      restoreCheckpointId: msg.restoreCheckpointId,
+      clock: runtime.clock,
+      faults: runtime.faults,
+    });
+    const key = `${msg.job}/${msg.att}/${msg.vertex}/${msg.subtask}`;
+    const entry = { task, attempt: msg.att, job: msg.job, cancelled: false };
+    this.#tasks.set(key, entry);
+    try {
+      await task.run();
+    } catch (error) {
+      if (!entry.cancelled) {
+        log.warn(`${task.name} failed: ${error instanceof Error ? error.message : error}`);
+        report({ t: "failed", vertex: msg.vertex, subtask: msg.subtask, error: errorInfo(error) });
+      }
+    } finally {
+      this.#tasks.delete(key);
+    }
+  }
+
+  /** Cancels every subtask and stops listening. */
+  close(): void {
+    this.#subscription?.unsubscribe();
+    for (const entry of this.#tasks.values()) {
+      entry.cancelled = true;
+      entry.task.cancel();
+    }
+  }
+}

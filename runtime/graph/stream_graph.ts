@@ -1,0 +1,123 @@
+/**
+ * The StreamGraph: the logical dataflow the DataStream API builds, one node
+ * per operator and one edge per connection, before chaining (Flink's
+ * `StreamGraph`). {@linkcode buildJobGraph} turns it into the JobGraph that
+ * runs.
+ *
+ * ## Invariants
+ *
+ * - Node ids are dense, in creation order; a node's inputs are created
+ *   before it, so creation order is a topological order.
+ * - An edge's partitioner is `undefined` until the JobGraph is built, which
+ *   resolves it to `forward` (equal parallelism) or `rebalance` (otherwise),
+ *   as Flink does.
+ *
+ * @module
+ */
+
+import type {
+  FilterFunction,
+  FlatMapFunction,
+  KeyedProcessFunction,
+  MapFunction,
+  ProcessFunction,
+  ReduceFunction,
+} from "../api/functions.ts";
+import type { Sink } from "../api/sink.ts";
+import type { Source, SourceSplit } from "../api/source.ts";
+import type { WatermarkStrategy } from "../time/watermark.ts";
+import type { Key } from "../state/key_group.ts";
+
+/** How records travel along an edge to the target's subtasks (Flink's partitioners). */
+export type Partitioner = "forward" | "rebalance" | "hash" | "broadcast" | "rescale";
+
+/** Extracts a record's key. */
+export type KeySelector<T = unknown, K extends Key = Key> = (value: T) => K;
+
+/** What an operator does; the task instantiates operators from it per subtask. */
+export type OperatorSpec =
+  | {
+    readonly kind: "source";
+    readonly source: Source<unknown, SourceSplit>;
+    readonly watermarkStrategy: WatermarkStrategy<unknown>;
+  }
+  | { readonly kind: "map"; readonly fn: MapFunction<unknown, unknown> }
+  | { readonly kind: "filter"; readonly fn: FilterFunction<unknown> }
+  | { readonly kind: "flatMap"; readonly fn: FlatMapFunction<unknown, unknown> }
+  | { readonly kind: "process"; readonly fn: ProcessFunction<unknown, unknown> }
+  | {
+    readonly kind: "keyedProcess";
+    readonly fn: KeyedProcessFunction<Key, unknown, unknown>;
+  }
+  | { readonly kind: "reduce"; readonly fn: ReduceFunction<unknown> }
+  | { readonly kind: "sink"; readonly sink: Sink<unknown> };
+
+/** One operator of the logical dataflow. */
+export interface StreamNode {
+  /** Dense id, in creation order. */
+  readonly id: number;
+  /** What the operator does. */
+  readonly spec: OperatorSpec;
+  /** Display name. */
+  name: string;
+  /** Explicit uid set with `.uid()`, if any. */
+  uid: string | undefined;
+  /** Explicit parallelism, if set. */
+  parallelism: number | undefined;
+  /** Explicit max parallelism (number of key groups), if set. */
+  maxParallelism: number | undefined;
+  /** For operators on a KeyedStream: the key selector of their input. */
+  keySelector: KeySelector | undefined;
+  /** Whether this operator may be chained to its input (`disableChaining()` clears it). */
+  chainable: boolean;
+}
+
+/** A connection between two nodes. */
+export interface StreamEdge {
+  /** Producing node. */
+  readonly source: number;
+  /** Consuming node. */
+  readonly target: number;
+  /** The partitioner; `undefined` = forward if parallelism is equal, else rebalance. */
+  readonly partitioner: Partitioner | undefined;
+  /** For `hash`: the key selector. */
+  readonly keySelector: KeySelector | undefined;
+  /** The side output this edge carries (an `OutputTag` id), or `undefined` for the main output. */
+  readonly sideOutput: string | undefined;
+}
+
+/** The logical dataflow of one job. */
+export class StreamGraph {
+  /** Nodes, indexed by id. */
+  readonly nodes: StreamNode[] = [];
+  /** Edges, in creation order. */
+  readonly edges: StreamEdge[] = [];
+
+  /** Adds a node and returns it. */
+  addNode(spec: OperatorSpec, name: string): StreamNode {
+    const node: StreamNode = {
+      id: this.nodes.length,
+      spec,
+      name,
+      uid: undefined,
+      parallelism: undefined,
+      maxParallelism: undefined,
+      keySelector: undefined,
+      chainable: true,
+    };
+    this.nodes.push(node);
+    return node;
+  }
+
+  /** Adds an edge. */
+  addEdge(edge: StreamEdge): void {
+    this.edges.push(edge);
+  }
+
+  /** The node with `id`. @throws {RangeError} for an unknown id. */
+  node(id: number): StreamNode {
+    const node = this.nodes[id];
+    if (!node) throw new RangeError(`No stream node with id ${id}`);
+    return node;
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * The consumer side of a subtask's input edges: one channel per producer
+ * subtask, each with its queue of received messages, its expected sequence
+ * number, its watermark and its credit bookkeeping (Flink's `InputGate` and
+ * `StatusWatermarkValve`).
+ *
+ * Messages are queued as the transport delivers them and consumed by the
+ * task's mailbox loop, round-robin over channels that are not blocked by
+ * barrier alignment. A blocked channel's buffers are not consumed, so its
+ * credits are not returned and its producer stalls: that is the aligned
+ * checkpoint's backpressure.
+ *
+ * @module
+ */
+
+import type { Transport } from "../actor/types.ts";
+import { encode } from "../actor/codec.ts";
+import type { JobEdge, JobGraph } from "../graph/job_graph.ts";
+import { channelSources } from "./channels.ts";
+import type { BufferMessage, CreditMessage, EventMessage } from "./messages.ts";
+import { taskSubject } from "./messages.ts";
+
+/** A channel delivered a message out of sequence: data was lost, duplicated or reordered. */
+export class ChannelSequenceError extends Error {
+  override name = "ChannelSequenceError";
+}
+
+/** One input channel. */
+export class InputChannel {
+  /** Position in the gate. */
+  readonly index: number;
+  /** The JobGraph edge. */
+  readonly edge: JobEdge;
+  /** The producer subtask. */
+  readonly producer: number;
+  /** The producer's mailbox subject (credits go there). */
+  readonly producerSubject: string;
+  /** Next expected sequence number. */
+  expectedSeq = 0;
+  /** Received, not yet consumed. */
+  readonly queue: (BufferMessage | EventMessage)[] = [];
+  /** Blocked by alignment. */
+  blocked = false;
+  /** Last watermark received (ms). */
+  watermark = Number.NEGATIVE_INFINITY;
+  /** End of data received. */
+  endOfData = false;
+  /** Buffers consumed since the last credit grant. */
+  unreturnedCredits = 0;
+  constructor(index: number, edge: JobEdge, producer: number, producerSubject: string) {
+    this.index = index;
+    this.edge = edge;
+    this.producer = producer;
+    this.producerSubject = producerSubject;
+  }
+  /** `edge e<edge> from <vertex>#<producer>` for messages. */
+  describe(graph: JobGraph): string {
+    return `channel ${this.index} (edge ${this.edge.index} from ${
+      graph.vertices[this.edge.source]!.id
+    }#${this.producer})`;
+  }
+}
+
+/** Options of {@linkcode InputGate}. */
+export interface InputGateOptions {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly graph: JobGraph;
+  /** The consuming vertex's index. */
+  readonly vertex: number;
+  /** The consuming subtask's index. */
+  readonly subtask: number;
+  readonly transport: Transport;
+  /** Credits granted per channel at start: the most buffers in flight per channel. */
+  readonly initialCredits: number;
+}
+
+/** All input channels of one subtask. */
+export class InputGate {
+  readonly channels: InputChannel[] = [];
+  readonly #byEdge = new Map<number, (InputChannel | undefined)[]>();
+  readonly #options: InputGateOptions;
+  readonly #creditBatch: number;
+  #next = 0;
+  #queued = 0;
+  /** The first sequence error seen, if any. */
+  error: ChannelSequenceError | undefined;
+
+  constructor(options: InputGateOptions) {
+    this.#options = options;
+    this.#creditBatch = Math.max(1, Math.floor(options.initialCredits / 2));
+    const { graph, vertex, subtask, jobId, attempt } = options;
+    for (const edgeIndex of graph.vertices[vertex]!.inputs) {
+      const edge = graph.edges[edgeIndex]!;
+      const producer = graph.vertices[edge.source]!;
+      const sources = channelSources(
+        edge.partitioner,
+        producer.parallelism,
+        graph.vertices[vertex]!.parallelism,
+        subtask,
+      );
+      const byProducer: (InputChannel | undefined)[] = new Array(producer.parallelism);
+      for (const p of sources) {
+        const ch = new InputChannel(
+          this.channels.length,
+          edge,
+          p,
+          taskSubject(jobId, attempt, producer.id, p),
+        );
+        this.channels.push(ch);
+        byProducer[p] = ch;
+      }
+      this.#byEdge.set(edgeIndex, byProducer);
+    }
+  }
+
+  /** Number of channels. */
+  get size(): number {
+    return this.channels.length;
+  }
+
+  /** Messages received and not yet consumed, over all channels. */
+  get queued(): number {
+    return this.#queued;
+  }
+
+  /**
+   * Queues a message from the transport, checking its sequence number.
+   * @returns false when the message is out of sequence (see {@linkcode InputGate.error}).
+   */
+  receive(msg: BufferMessage | EventMessage): boolean {
+    const ch = this.#byEdge.get(msg.edge)?.[msg.src];
+    if (!ch) {
+      this.error ??= new ChannelSequenceError(
+        `Message on unknown channel (edge ${msg.edge}, producer ${msg.src}) at subtask ${this.#options.subtask}`,
+      );
+      return false;
+    }
+    if (msg.seq !== ch.expectedSeq) {
+      const what = msg.seq > ch.expectedSeq
+        ? "gap: messages were lost"
+        : "duplicate or reordered message";
+      this.error ??= new ChannelSequenceError(
+        `Sequence error on ${ch.describe(this.#options.graph)} into ${
+          this.#options.graph.vertices[this.#options.vertex]!.id
+        }#${this.#options.subtask}, attempt ${this.#options.attempt}: expected ${ch.expectedSeq}, got ${msg.seq} (${what})`,
+      );
+      return false;
+    }
+    ch.expectedSeq++;
+    ch.queue.push(msg);
+    this.#queued++;
+    return true;
+  }
+
+  /** The next message of an unblocked channel, round-robin, or `undefined`. */
+  poll(): { channel: InputChannel; message: BufferMessage | EventMessage } | undefined {
+    if (this.#queued === 0) return undefined;
+    const n = this.channels.length;
+    for (let i = 0; i < n; i++) {
+      const ch = this.channels[(this.#next + i) % n]!;
+      if (ch.blocked || ch.queue.length === 0) continue;
+      this.#next = (ch.index + 1) % n;
+      this.#queued--;
+      return { channel: ch, message: ch.queue.shift()! };
+    }
+    return undefined;
+  }
+
+  /** Grants every channel its initial credits (after all subtasks subscribed). */
+  grantInitialCredits(): void {
+    for (const ch of this.channels) this.#grant(ch, this.#options.initialCredits);
+  }
+
+  /** Records that a buffer of `channel` was consumed; returns credits in batches. */
+  consumed(channel: InputChannel): void {
+    channel.unreturnedCredits++;
+    if (channel.unreturnedCredits >= this.#creditBatch) {
+      this.#grant(channel, channel.unreturnedCredits);
+      channel.unreturnedCredits = 0;
+    }
+  }
+
+  #grant(ch: InputChannel, n: number): void {
+    const { jobId, attempt, subtask, transport } = this.#options;
+    const msg: CreditMessage = {
+      t: "credit",
+      job: jobId,
+      att: attempt,
+      edge: ch.edge.index,
+      dst: subtask,
+      n,
+    };
+    transport.publish(ch.producerSubject, encode(msg));
+  }
+
+  /** The minimum watermark over channels that have not ended (ms). */
+  combinedWatermark(): number {
+    let min = Number.POSITIVE_INFINITY;
+    for (const ch of this.channels) {
+      if (!ch.endOfData && ch.watermark < min) min = ch.watermark;
+    }
+    return min;
+  }
+
+  /** Whether every channel delivered end of data. */
+  get allEndOfData(): boolean {
+    return this.channels.every((c) => c.endOfData);
+  }
+
+  /** Unblocks every channel (alignment done or aborted). */
+  unblockAll(): void {
+    for (const ch of this.channels) ch.blocked = false;
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * The messages subtasks, workers and the coordinator exchange, and their
+ * subjects. Every message carries the job id (`job`) and the execution
+ * attempt (`att`); a receiver drops messages of another attempt, so a zombie
+ * from an older attempt can neither deliver data, acknowledge a checkpoint
+ * nor commit.
+ *
+ * ## Subjects
+ *
+ * - `weir.<job>.coord`: the job's coordinator.
+ * - `weir.<job>.<attempt>.task.<vertexId>.<subtask>`: a subtask's mailbox
+ *   (data buffers, in-band events, credits and control).
+ * - `weir.worker.<workerId>`: a worker.
+ *
+ * Job ids and worker ids are `[A-Za-z0-9_-]+`; vertex ids are `v<n>`. No user
+ * data ever appears in a subject.
+ *
+ * ## Data plane
+ *
+ * A channel connects one producer subtask to one consumer subtask along one
+ * JobGraph edge. Each message on a channel (`buf` or `evt`) carries a
+ * sequence number, starting at 0 per attempt and channel; the consumer fails
+ * the attempt on any gap, duplicate or reorder. A `buf` may only be sent with
+ * a credit, granted by the consumer (`credit`) as it consumes buffers; events
+ * (barrier, watermark, end of data) need none and stay in order behind the
+ * buffers queued before them.
+ *
+ * @module
+ */
+
+import type { SubtaskAck } from "../checkpoint/types.ts";
+
+/** An in-band control event of a channel. */
+export type ChannelEvent =
+  | { readonly k: "barrier"; readonly id: number; readonly ts: number }
+  | { readonly k: "wm"; readonly wm: number }
+  | { readonly k: "eod" };
+
+/** Fields of every message. */
+interface Envelope {
+  /** The job id. */
+  readonly job: string;
+  /** The execution attempt. */
+  readonly att: number;
+}
+
+/** A buffer of records on a channel. `ts` is present when some record has a timestamp (`null` = none). */
+export interface BufferMessage extends Envelope {
+  readonly t: "buf";
+  readonly edge: number;
+  readonly src: number;
+  readonly seq: number;
+  readonly v: unknown[];
+  readonly ts?: (number | null)[];
+}
+
+/** An in-band event on a channel. */
+export interface EventMessage extends Envelope {
+  readonly t: "evt";
+  readonly edge: number;
+  readonly src: number;
+  readonly seq: number;
+  readonly e: ChannelEvent;
+}
+
+/** Credits from a consumer to the producer of channel (`edge`, producer `src`, consumer `dst`). */
+export interface CreditMessage extends Envelope {
+  readonly t: "credit";
+  readonly edge: number;
+  readonly dst: number;
+  readonly n: number;
+}
+
+/** Coordinator -> subtask control messages. */
+export type TaskControlMessage =
+  & Envelope
+  & (
+    | { readonly t: "start" }
+    | { readonly t: "trigger"; readonly id: number; readonly ts: number }
+    | { readonly t: "complete"; readonly id: number }
+    | { readonly t: "abort"; readonly id: number; readonly reason: string }
+    | { readonly t: "finish" }
+    | { readonly t: "cancel" }
+  );
+
+/** Everything a subtask's mailbox subject receives. */
+export type TaskMessage = BufferMessage | EventMessage | CreditMessage | TaskControlMessage;
+
+/** A serialized error. */
+export interface ErrorInfo {
+  readonly name: string;
+  readonly message: string;
+  readonly stack?: string;
+}
+
+/** Subtask/worker -> coordinator messages. */
+export type CoordinatorMessage =
+  & Envelope
+  & (
+    | { readonly t: "ready"; readonly vertex: string; readonly subtask: number }
+    | { readonly t: "ack"; readonly ack: SubtaskAck }
+    | {
+      readonly t: "decline";
+      readonly vertex: string;
+      readonly subtask: number;
+      readonly id: number;
+      readonly reason: string;
+    }
+    | { readonly t: "eoi"; readonly vertex: string; readonly subtask: number }
+    | { readonly t: "finished"; readonly vertex: string; readonly subtask: number }
+    | {
+      readonly t: "failed";
+      readonly vertex: string;
+      readonly subtask: number;
+      readonly error: ErrorInfo;
+    }
+  );
+
+/** Coordinator -> worker messages. */
+export type WorkerMessage =
+  & Envelope
+  & (
+    | {
+      readonly t: "deploy";
+      readonly vertex: string;
+      readonly subtask: number;
+      readonly restoreCheckpointId: number | null;
+    }
+    | { readonly t: "cancel-attempt" }
+  );
+
+/** The coordinator's subject of job `jobId`. */
+export function coordinatorSubject(jobId: string): string {
+  return `weir.${jobId}.coord`;
+}
+
+/** The mailbox subject of one subtask. */
+export function taskSubject(
+  jobId: string,
+  attempt: number,
+  vertexId: string,
+  subtask: number,
+): string {
+  return `weir.${jobId}.${attempt}.task.${vertexId}.${subtask}`;
+}
+
+/** A worker's subject. */
+export function workerSubject(workerId: string): string {
+  return `weir.worker.${workerId}`;
+}
+
+/** Turns an error into its serializable form. */
+export function errorInfo(error: unknown): ErrorInfo {
+  if (error instanceof Error) {
+    let message = error.message;
+    let cause: unknown = error.cause;
+    while (cause instanceof Error) {
+      message += `\n  caused by ${cause.name}: ${cause.message}`;
+      cause = cause.cause;
+    }
+    return error.stack === undefined
+      ? { name: error.name, message }
+      : { name: error.name, message, stack: error.stack };
+  }
+  return { name: "Error", message: String(error) };
+}

@@ -1,0 +1,149 @@
+/**
+ * Instantiates a vertex's operator chain for one subtask and wires each
+ * operator's output to the chained operators (direct calls, no
+ * serialization) and to the record writers of its network edges.
+ *
+ * @module
+ */
+
+import type { JobGraph, JobVertex, OperatorOutput } from "../graph/job_graph.ts";
+import type { OperatorEnvironment, Output, StreamOperator } from "./operators/operator.ts";
+import type { RecordWriter } from "./record_writer.ts";
+import { SourceOperator } from "./operators/source_operator.ts";
+import { SimpleSinkOperator, TwoPhaseCommitSinkOperator } from "./operators/sink_operators.ts";
+import {
+  FilterOperator,
+  FlatMapOperator,
+  KeyedProcessOperator,
+  MapOperator,
+  ProcessOperator,
+  ReduceOperator,
+} from "./operators/transform_operators.ts";
+
+interface Target {
+  collect(value: unknown, timestamp: number | undefined): void;
+  watermark(watermark: number): void;
+}
+
+const NO_TARGETS: Target[] = [];
+
+/** Builds an {@linkcode Output} over main and side-output targets. */
+function makeOutput(main: Target[], side: Map<string, Target[]>): Output {
+  const all = [...main, ...[...side.values()].flat()];
+  const emitWatermark = (wm: number) => {
+    for (const t of all) t.watermark(wm);
+  };
+  const collectSide = (tagId: string, value: unknown, ts: number | undefined) => {
+    for (const t of side.get(tagId) ?? NO_TARGETS) t.collect(value, ts);
+  };
+  if (main.length === 1) {
+    const only = main[0]!;
+    return { collect: (v, ts) => only.collect(v, ts), collectSide, emitWatermark };
+  }
+  return {
+    collect(value, ts) {
+      for (const t of main) t.collect(value, ts);
+    },
+    collectSide,
+    emitWatermark,
+  };
+}
+
+/** The operators of one subtask, head first, in topological order. */
+export class OperatorChain {
+  readonly operators: StreamOperator[];
+
+  /**
+   * @param writers record writers by edge index, for this vertex's output edges.
+   * @param autoWatermarkIntervalMs period of source watermarks.
+   */
+  constructor(options: {
+    graph: JobGraph;
+    vertex: JobVertex;
+    env: OperatorEnvironment;
+    writers: Map<number, RecordWriter>;
+    autoWatermarkIntervalMs: number;
+  }) {
+    const { vertex, env, writers } = options;
+    const ops: StreamOperator[] = new Array(vertex.operators.length);
+    // Children have higher indices than parents: build from the end.
+    for (let i = vertex.operators.length - 1; i >= 0; i--) {
+      const spec = vertex.operators[i]!;
+      const main: Target[] = [];
+      const side = new Map<string, Target[]>();
+      for (const out of spec.outputs) {
+        const target = this.#target(out, ops, writers);
+        if (out.sideOutput === undefined) main.push(target);
+        else {(side.get(out.sideOutput) ?? side.set(out.sideOutput, []).get(out.sideOutput)!).push(
+            target,
+          );}
+      }
+      const output = makeOutput(main, side);
+      const common = {
+        uid: spec.uid,
+        name: spec.name,
+        env,
+        output,
+        keySelector: spec.keySelector,
+      };
+      const s = spec.spec;
+      switch (s.kind) {
+        case "source":
+          ops[i] = new SourceOperator({
+            uid: spec.uid,
+            name: spec.name,
+            source: s.source,
+            watermarkStrategy: s.watermarkStrategy,
+            env,
+            output,
+            autoWatermarkIntervalMs: options.autoWatermarkIntervalMs,
+          });
+          break;
+        case "map":
+          ops[i] = new MapOperator({ ...common, fn: s.fn });
+          break;
+        case "filter":
+          ops[i] = new FilterOperator({ ...common, fn: s.fn });
+          break;
+        case "flatMap":
+          ops[i] = new FlatMapOperator({ ...common, fn: s.fn });
+          break;
+        case "process":
+          ops[i] = new ProcessOperator({ ...common, fn: s.fn });
+          break;
+        case "keyedProcess":
+          ops[i] = new KeyedProcessOperator({ ...common, fn: s.fn });
+          break;
+        case "reduce":
+          ops[i] = new ReduceOperator({ ...common, fn: s.fn });
+          break;
+        case "sink":
+          ops[i] = s.sink.kind === "two-phase-commit"
+            ? new TwoPhaseCommitSinkOperator({ uid: spec.uid, name: spec.name, sink: s.sink, env })
+            : new SimpleSinkOperator({ ...common, fn: s.sink });
+          break;
+      }
+    }
+    this.operators = ops;
+  }
+
+  #target(out: OperatorOutput, ops: StreamOperator[], writers: Map<number, RecordWriter>): Target {
+    if (out.kind === "chained") {
+      const op = ops[out.operator]!;
+      return {
+        collect: (v, ts) => op.processElement(v, ts),
+        watermark: (wm) => op.processWatermark(wm),
+      };
+    }
+    const writer = writers.get(out.edge)!;
+    return {
+      collect: (v, ts) => writer.emit(v, ts),
+      watermark: (wm) => writer.broadcastEvent({ k: "wm", wm }),
+    };
+  }
+
+  /** The head operator. */
+  get head(): StreamOperator {
+    return this.operators[0]!;
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * The operator contract a StreamTask drives, and the output an operator
+ * emits into (Flink's `StreamOperator` and `Output`).
+ *
+ * ## Call order, all on the subtask's mailbox loop
+ *
+ * `initializeState` -> `open` -> (`processElement` | `processWatermark` |
+ * `onProcessingTime` | `snapshotState` | `notifyCheckpoint*`)* ->
+ * `endInput` (bounded input only) -> `close`.
+ *
+ * `processElement` is synchronous: it is the hot path. An operator whose
+ * work is asynchronous (a sink's write) queues it in order and reports it
+ * through `quiesce()`, which the task awaits after each input buffer and
+ * before each snapshot.
+ *
+ * @module
+ */
+
+import type { KeyedStateSnapshot } from "../../state/heap_keyed_backend.ts";
+import type { OperatorStateSnapshot } from "../../state/operator_state.ts";
+import type { TimerServiceSnapshot } from "../../state/timer_service.ts";
+import type { KeyGroupRange } from "../../state/key_group.ts";
+import type { Clock } from "../../time/clock.ts";
+
+/** Where an operator's records, side outputs and watermarks go. */
+export interface Output {
+  /** Emits a record on the main output. */
+  collect(value: unknown, timestamp: number | undefined): void;
+  /** Emits a record on side output `tagId`; dropped when nothing consumes that side output. */
+  collectSide(tagId: string, value: unknown, timestamp: number | undefined): void;
+  /** Forwards a watermark (ms). */
+  emitWatermark(watermark: number): void;
+}
+
+/** One operator's part of a subtask snapshot: plain, MessagePack-encodable data. */
+export interface OperatorSnapshot {
+  /** Keyed state, grouped by key group. */
+  keyed?: KeyedStateSnapshot;
+  /** Event- and processing-time timers, grouped by key group. */
+  timers?: TimerServiceSnapshot;
+  /** Operator (non-keyed) state. */
+  operator?: OperatorStateSnapshot;
+}
+
+/** What an operator restores from: the old subtasks' parts for this operator's uid. */
+export interface OperatorRestore {
+  /** The checkpoint restored from. */
+  readonly checkpointId: number;
+  /** Keyed parts of every old subtask whose key groups overlap this subtask's. */
+  readonly keyed: KeyedStateSnapshot[];
+  /** Timer parts likewise. */
+  readonly timers: TimerServiceSnapshot[];
+  /** This subtask's share of the operator state, already redistributed. */
+  readonly operator: OperatorStateSnapshot | undefined;
+}
+
+/** Facts about the running subtask that operators need. */
+export interface OperatorEnvironment {
+  /** The job's id. */
+  readonly jobId: string;
+  /** The job's name. */
+  readonly jobName: string;
+  /** Vertex id (`v<index>`). */
+  readonly vertexId: string;
+  /** Subtask index. */
+  readonly subtaskIndex: number;
+  /** Vertex parallelism. */
+  readonly parallelism: number;
+  /** Number of key groups. */
+  readonly maxParallelism: number;
+  /** Key groups this subtask owns. */
+  readonly keyGroupRange: KeyGroupRange;
+  /** Execution attempt. */
+  readonly attempt: number;
+  /** Processing time. */
+  readonly clock: Clock;
+  /** Asks the task to call `onProcessingTime` at or after `timeMs`. */
+  requestWakeup(timeMs: number): void;
+}
+
+/** The operator contract (see the module docs for the call order). */
+export interface StreamOperator {
+  /** The operator's stable uid. */
+  readonly uid: string;
+  /** The operator's name. */
+  readonly name: string;
+  /** Creates state backends, restoring from `restore` when given. */
+  initializeState(restore: OperatorRestore | undefined): Promise<void>;
+  /** Opens user functions. */
+  open(): Promise<void>;
+  /** Processes one record. Synchronous; throws on user-code errors. */
+  processElement(value: unknown, timestamp: number | undefined): void;
+  /** Advances event time; fires due event-time timers, then forwards the watermark. */
+  processWatermark(watermark: number): void;
+  /** Fires due processing-time timers. */
+  onProcessingTime(nowMs: number): void;
+  /** Resolves when the operator's queued asynchronous work is done; rejects with its error. */
+  quiesce(): Promise<void>;
+  /** End of bounded input: flush what is buffered. */
+  endInput(): Promise<void>;
+  /** The synchronous capture of checkpoint `checkpointId`'s state. */
+  snapshotState(checkpointId: number, timestamp: number): Promise<OperatorSnapshot>;
+  /** Checkpoint `checkpointId` completed. */
+  notifyCheckpointComplete(checkpointId: number): Promise<void>;
+  /** Checkpoint `checkpointId` was aborted. */
+  notifyCheckpointAborted(checkpointId: number): Promise<void>;
+  /** Releases resources (finish or cancel). Idempotent. */
+  close(): Promise<void>;
+}

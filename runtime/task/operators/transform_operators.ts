@@ -1,0 +1,119 @@
+/**
+ * The one-input transformation operators: map, filter, flatMap, process,
+ * keyed process and reduce. Each calls its user function per record; on a
+ * keyed input the current key is set first, so keyed state and timers work
+ * in all of them, as in Flink.
+ *
+ * @module
+ */
+
+import type {
+  Collector,
+  FilterFunction,
+  FlatMapFunction,
+  KeyedProcessFunction,
+  MapFunction,
+  OnTimerContext,
+  ProcessFunction,
+  ReduceFunction,
+} from "../../api/functions.ts";
+import { type ValueState, ValueStateDescriptor } from "../../api/state.ts";
+import type { Key } from "../../state/key_group.ts";
+import { UdfOperator } from "./udf_operator.ts";
+
+/** Calls `map` per record. */
+export class MapOperator extends UdfOperator<MapFunction<unknown, unknown>> {
+  #call!: (value: unknown) => unknown;
+  override async open(): Promise<void> {
+    const fn = this.fn;
+    this.#call = typeof fn === "function" ? fn : (v) => fn.map(v);
+    await super.open();
+  }
+  processElement(value: unknown, timestamp: number | undefined): void {
+    if (this.keySelector) this.setKey(this.keySelector(value));
+    this.output.collect(this.#call(value), timestamp);
+  }
+}
+
+/** Calls `filter` per record. */
+export class FilterOperator extends UdfOperator<FilterFunction<unknown>> {
+  #call!: (value: unknown) => boolean;
+  override async open(): Promise<void> {
+    const fn = this.fn;
+    this.#call = typeof fn === "function" ? fn : (v) => fn.filter(v);
+    await super.open();
+  }
+  processElement(value: unknown, timestamp: number | undefined): void {
+    if (this.keySelector) this.setKey(this.keySelector(value));
+    if (this.#call(value)) this.output.collect(value, timestamp);
+  }
+}
+
+/** Calls `flatMap` per record. */
+export class FlatMapOperator extends UdfOperator<FlatMapFunction<unknown, unknown>> {
+  #call!: (value: unknown, out: Collector<unknown>) => void;
+  #out: Collector<unknown> = this.collector();
+  override async open(): Promise<void> {
+    const fn = this.fn;
+    this.#call = typeof fn === "function" ? fn : (v, out) => fn.flatMap(v, out);
+    await super.open();
+  }
+  processElement(value: unknown, timestamp: number | undefined): void {
+    if (this.keySelector) this.setKey(this.keySelector(value));
+    this.currentTimestamp = timestamp;
+    this.#call(value, this.#out);
+  }
+}
+
+/** Calls a `ProcessFunction` per record. */
+export class ProcessOperator extends UdfOperator<ProcessFunction<unknown, unknown>> {
+  #ctx = this.processContext();
+  #out = this.collector();
+  processElement(value: unknown, timestamp: number | undefined): void {
+    if (this.keySelector) this.setKey(this.keySelector(value));
+    this.currentTimestamp = timestamp;
+    this.fn.processElement(value, this.#ctx, this.#out);
+  }
+}
+
+/** Calls a `KeyedProcessFunction` per record and per timer. */
+export class KeyedProcessOperator extends UdfOperator<KeyedProcessFunction<Key, unknown, unknown>> {
+  #domain: "event-time" | "processing-time" = "event-time";
+  #ctx: OnTimerContext<Key> = this.processContext(() => this.#domain);
+  #out = this.collector();
+  processElement(value: unknown, timestamp: number | undefined): void {
+    this.setKey(this.keySelector!(value));
+    this.currentTimestamp = timestamp;
+    this.fn.processElement(value, this.#ctx, this.#out);
+  }
+  protected override fireTimer(
+    key: Key,
+    timestamp: number,
+    domain: "event-time" | "processing-time",
+  ): void {
+    if (!this.fn.onTimer) return;
+    this.setKey(key);
+    this.#domain = domain;
+    this.currentTimestamp = domain === "event-time" ? timestamp : undefined;
+    this.fn.onTimer(timestamp, this.#ctx, this.#out);
+  }
+}
+
+/** Emits each key's running reduction (Flink's `StreamGroupedReduceOperator`). */
+export class ReduceOperator extends UdfOperator<ReduceFunction<unknown>> {
+  #call!: (acc: unknown, value: unknown) => unknown;
+  #state!: ValueState<unknown>;
+  override async open(): Promise<void> {
+    const fn = this.fn;
+    this.#call = typeof fn === "function" ? fn : (a, v) => fn.reduce(a, v);
+    this.#state = this.keyed!.getValueState(new ValueStateDescriptor<unknown>("_reduce"));
+    await super.open();
+  }
+  processElement(value: unknown, timestamp: number | undefined): void {
+    this.setKey(this.keySelector!(value));
+    const acc = this.#state.value();
+    const next = acc === undefined ? value : this.#call(acc, value);
+    this.#state.update(next);
+    this.output.collect(next, timestamp);
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * The base of operators that run user functions: per-subtask function
+ * copies, the runtime context, keyed state (when the input is keyed), timers,
+ * operator state and the checkpoint hooks (`CheckpointedFunction`,
+ * `CheckpointListener`, `RichFunction`).
+ *
+ * @module
+ */
+
+import type {
+  Collector,
+  FunctionHooks,
+  OnTimerContext,
+  RuntimeContext,
+  TimerService,
+} from "../../api/functions.ts";
+import type {
+  ListState,
+  ListStateDescriptor,
+  MapState,
+  MapStateDescriptor,
+  ValueState,
+  ValueStateDescriptor,
+} from "../../api/state.ts";
+import type { OutputTag } from "../../api/output_tag.ts";
+import type { KeySelector } from "../../graph/stream_graph.ts";
+import { HeapKeyedStateBackend } from "../../state/heap_keyed_backend.ts";
+import { DefaultOperatorStateStore } from "../../state/operator_state.ts";
+import { InternalTimerService } from "../../state/timer_service.ts";
+import { assignToKeyGroup, type Key } from "../../state/key_group.ts";
+import { MIN_WATERMARK } from "../../time/watermark.ts";
+import type {
+  OperatorEnvironment,
+  OperatorRestore,
+  OperatorSnapshot,
+  Output,
+  StreamOperator,
+} from "./operator.ts";
+
+/**
+ * A per-subtask copy of a function object: same prototype, own fields
+ * copied shallowly. Plain functions are returned as they are.
+ */
+export function instantiate<F>(fn: F): F {
+  if (typeof fn !== "object" || fn === null) return fn;
+  const copy = Object.create(Object.getPrototypeOf(fn));
+  return Object.assign(copy, fn) as F;
+}
+
+/** The user-code error of an operator, naming the operator and subtask. */
+export class UserFunctionError extends Error {
+  override name = "UserFunctionError";
+}
+
+/** Base of operators running a user function `fn` (a per-subtask copy). */
+export abstract class UdfOperator<F> implements StreamOperator {
+  readonly uid: string;
+  readonly name: string;
+  /** The per-subtask copy of the user function. */
+  protected readonly fn: F;
+  protected readonly env: OperatorEnvironment;
+  protected readonly output: Output;
+  protected readonly keySelector: KeySelector | undefined;
+  protected keyed: HeapKeyedStateBackend | undefined;
+  protected timers: InternalTimerService<Key> | undefined;
+  protected operatorState: DefaultOperatorStateStore | undefined;
+  protected currentWatermark: number = MIN_WATERMARK;
+  /** Timestamp of the record (or timer) being processed. */
+  protected currentTimestamp: number | undefined;
+  /** The key of the record (or timer) being processed. */
+  protected currentKey: Key | undefined;
+  #closed = false;
+  #restoredCheckpointId: number | undefined;
+
+  constructor(options: {
+    uid: string;
+    name: string;
+    fn: F;
+    env: OperatorEnvironment;
+    output: Output;
+    keySelector: KeySelector | undefined;
+  }) {
+    this.uid = options.uid;
+    this.name = options.name;
+    this.fn = instantiate(options.fn);
+    this.env = options.env;
+    this.output = options.output;
+    this.keySelector = options.keySelector;
+  }
+
+  /** The function's hooks, if it is an object. */
+  protected get hooks(): FunctionHooks | undefined {
+    const fn = this.fn as unknown;
+    return typeof fn === "object" && fn !== null ? fn as FunctionHooks : undefined;
+  }
+
+  /** Where in the job this operator runs, for messages. */
+  protected where(): string {
+    return `operator '${this.name}' (uid ${this.uid}) subtask ${this.env.subtaskIndex}/${this.env.parallelism} of job '${this.env.jobName}'`;
+  }
+
+  async initializeState(restore: OperatorRestore | undefined): Promise<void> {
+    if (this.keySelector) {
+      this.keyed = new HeapKeyedStateBackend({
+        keyGroupRange: this.env.keyGroupRange,
+        maxParallelism: this.env.maxParallelism,
+        clock: () => this.env.clock.now(),
+      });
+      const maxParallelism = this.env.maxParallelism;
+      this.timers = new InternalTimerService<Key>({
+        keyGroupOf: (key) => assignToKeyGroup(key, maxParallelism),
+      });
+      if (restore) {
+        this.keyed.restore(restore.keyed);
+        this.timers.restore(restore.timers, this.env.keyGroupRange);
+        const next = this.timers.nextProcessingTime();
+        if (next !== undefined) this.env.requestWakeup(next);
+      }
+    }
+    this.operatorState = new DefaultOperatorStateStore(restore?.operator);
+    this.#restoredCheckpointId = restore?.checkpointId;
+    await this.hooks?.initializeState?.({
+      isRestored: restore !== undefined,
+      restoredCheckpointId: restore?.checkpointId,
+      operatorStateStore: this.operatorState,
+    });
+  }
+
+  /** Whether this subtask was restored, and from which checkpoint. */
+  protected get restoredCheckpointId(): number | undefined {
+    return this.#restoredCheckpointId;
+  }
+
+  async open(): Promise<void> {
+    await this.hooks?.open?.(this.runtimeContext());
+  }
+
+  abstract processElement(value: unknown, timestamp: number | undefined): void;
+
+  /** Sets the current key for keyed state and timers. */
+  protected setKey(key: Key): void {
+    this.currentKey = key;
+    this.keyed!.setCurrentKey(key);
+  }
+
+  processWatermark(watermark: number): void {
+    if (watermark <= this.currentWatermark) return;
+    this.currentWatermark = watermark;
+    if (this.timers) {
+      for (const timer of this.timers.advanceWatermark(watermark)) {
+        this.fireTimer(timer.key, timer.timestamp, "event-time");
+      }
+    }
+    this.output.emitWatermark(watermark);
+  }
+
+  onProcessingTime(nowMs: number): void {
+    if (!this.timers) return;
+    for (const timer of this.timers.popProcessingTimersUpTo(nowMs)) {
+      this.fireTimer(timer.key, timer.timestamp, "processing-time");
+    }
+    const next = this.timers.nextProcessingTime();
+    if (next !== undefined) this.env.requestWakeup(next);
+  }
+
+  /** Calls the function's timer hook; operators with timers override it. */
+  protected fireTimer(
+    _key: Key,
+    _timestamp: number,
+    _domain: "event-time" | "processing-time",
+  ): void {}
+
+  quiesce(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async endInput(): Promise<void> {}
+
+  async snapshotState(checkpointId: number, timestamp: number): Promise<OperatorSnapshot> {
+    await this.hooks?.snapshotState?.({ checkpointId, checkpointTimestamp: timestamp });
+    const snapshot: OperatorSnapshot = {};
+    if (this.keyed) snapshot.keyed = this.keyed.snapshot();
+    if (this.timers) snapshot.timers = this.timers.snapshot();
+    if (this.operatorState) snapshot.operator = this.operatorState.snapshot();
+    return snapshot;
+  }
+
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    await this.hooks?.notifyCheckpointComplete?.(checkpointId);
+  }
+
+  async notifyCheckpointAborted(checkpointId: number): Promise<void> {
+    await this.hooks?.notifyCheckpointAborted?.(checkpointId);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.hooks?.close?.();
+  }
+
+  /** The runtime context handed to `open`. */
+  protected runtimeContext(): RuntimeContext {
+    const needKeyed = (what: string) => {
+      if (!this.keyed) {
+        throw new Error(
+          `${what} needs a keyed stream: apply ${this.where()} after keyBy()`,
+        );
+      }
+      return this.keyed;
+    };
+    const env = this.env;
+    return {
+      jobName: env.jobName,
+      operatorName: this.name,
+      uid: this.uid,
+      subtaskIndex: env.subtaskIndex,
+      parallelism: env.parallelism,
+      maxParallelism: env.maxParallelism,
+      attempt: env.attempt,
+      getState: <T>(d: ValueStateDescriptor<T>): ValueState<T> =>
+        needKeyed("Keyed ValueState").getValueState(d),
+      getListState: <T>(d: ListStateDescriptor<T>): ListState<T> =>
+        needKeyed("Keyed ListState").getListState(d),
+      getMapState: <UK, UV>(d: MapStateDescriptor<UK, UV>): MapState<UK, UV> =>
+        needKeyed("Keyed MapState").getMapState(d),
+    };
+  }
+
+  /** A timer service bound to the current key. */
+  protected timerService(): TimerService {
+    const timers = () => {
+      if (!this.timers || this.currentKey === undefined) {
+        throw new Error(`Timers need a keyed stream: ${this.where()} is not keyed`);
+      }
+      return this.timers;
+    };
+    return {
+      currentProcessingTime: () => this.env.clock.now(),
+      currentWatermark: () => this.currentWatermark,
+      registerProcessingTimeTimer: (time: number) => {
+        timers().registerProcessingTimeTimer(this.currentKey!, time);
+        this.env.requestWakeup(time);
+      },
+      registerEventTimeTimer: (time: number) => {
+        timers().registerEventTimeTimer(this.currentKey!, time);
+      },
+      deleteProcessingTimeTimer: (time: number) => {
+        timers().deleteProcessingTimeTimer(this.currentKey!, time);
+      },
+      deleteEventTimeTimer: (time: number) => {
+        timers().deleteEventTimeTimer(this.currentKey!, time);
+      },
+    };
+  }
+
+  /**
+   * The context object of process functions: one reusable object per
+   * operator, reading the current record's timestamp and key.
+   */
+  protected processContext(domain?: () => "event-time" | "processing-time"): OnTimerContext<Key> {
+    const timerService = this.timerService();
+    return {
+      timestamp: () => this.currentTimestamp,
+      output: <X>(tag: OutputTag<X>, value: X) => {
+        this.output.collectSide(tag.id, value, this.currentTimestamp);
+      },
+      timerService: () => timerService,
+      getCurrentKey: () => {
+        if (this.currentKey === undefined) {
+          throw new Error(`getCurrentKey() needs a keyed stream: ${this.where()} is not keyed`);
+        }
+        return this.currentKey;
+      },
+      timeDomain: () => domain ? domain() : "event-time",
+    };
+  }
+
+  /** A collector emitting with the current timestamp. */
+  protected collector(): Collector<unknown> {
+    return {
+      collect: (value: unknown) => {
+        this.output.collect(value, this.currentTimestamp);
+      },
+    };
+  }
+}

@@ -1,0 +1,273 @@
+/**
+ * The producer side of one JobGraph edge in one subtask: partitions records
+ * over the edge's channels, batches them into buffers, numbers every message
+ * and sends buffers only against credits (Flink's `RecordWriter` with
+ * credit-based flow control).
+ *
+ * A buffer is sent when it holds `bufferSize` records, before any event on
+ * its channel, when the task runs out of input, and when it is older than the
+ * buffer timeout. A full buffer without credit waits in the channel's queue;
+ * the task stops consuming input while any queue is non-empty (backpressure).
+ *
+ * @module
+ */
+
+import type { Transport } from "../actor/types.ts";
+import { encode } from "../actor/codec.ts";
+import type { JobEdge } from "../graph/job_graph.ts";
+import type { KeySelector } from "../graph/stream_graph.ts";
+import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../state/key_group.ts";
+import { channelTargets } from "./channels.ts";
+import type { BufferMessage, ChannelEvent, EventMessage } from "./messages.ts";
+import { taskSubject } from "./messages.ts";
+
+type Pending =
+  | { readonly kind: "buf"; readonly values: unknown[]; readonly ts: (number | null)[] | undefined }
+  | { readonly kind: "evt"; readonly e: ChannelEvent };
+
+/** A record too large for one transport message. */
+export class RecordTooLargeError extends Error {
+  override name = "RecordTooLargeError";
+}
+
+class ChannelWriter {
+  readonly target: number;
+  readonly subject: string;
+  seq = 0;
+  credits = 0;
+  values: unknown[] = [];
+  timestamps: (number | null)[] = [];
+  hasTimestamps = false;
+  openedAt = 0;
+  readonly queue: Pending[] = [];
+  constructor(target: number, subject: string) {
+    this.target = target;
+    this.subject = subject;
+  }
+}
+
+/** Options of {@linkcode RecordWriter}. */
+export interface RecordWriterOptions {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly edge: JobEdge;
+  /** This producer subtask's index. */
+  readonly producerIndex: number;
+  readonly producerParallelism: number;
+  readonly consumerVertexId: string;
+  readonly consumerParallelism: number;
+  /** Key groups of the consumer (hash partitioning). */
+  readonly consumerMaxParallelism: number;
+  readonly transport: Transport;
+  /** Records per buffer. */
+  readonly bufferSize: number;
+  /** Processing time, for buffer ages. */
+  readonly now: () => number;
+}
+
+/** Writes one edge's records of one producer subtask. */
+export class RecordWriter {
+  readonly edge: JobEdge;
+  readonly #options: RecordWriterOptions;
+  readonly #channels: ChannelWriter[];
+  /** Channel by consumer index (`undefined` when this producer does not feed it). */
+  readonly #byConsumer: (ChannelWriter | undefined)[];
+  readonly #keySelector: KeySelector | undefined;
+  #roundRobin: number;
+  #lastWatermark = Number.NEGATIVE_INFINITY;
+  /** Records written, for metrics. */
+  recordsOut = 0;
+  /** Buffers sent, for metrics. */
+  buffersOut = 0;
+
+  constructor(options: RecordWriterOptions) {
+    this.#options = options;
+    this.edge = options.edge;
+    this.#keySelector = options.edge.keySelector;
+    const targets = channelTargets(
+      options.edge.partitioner,
+      options.producerParallelism,
+      options.consumerParallelism,
+      options.producerIndex,
+    );
+    this.#byConsumer = new Array(options.consumerParallelism).fill(undefined);
+    this.#channels = targets.map((t) => {
+      const ch = new ChannelWriter(
+        t,
+        taskSubject(options.jobId, options.attempt, options.consumerVertexId, t),
+      );
+      this.#byConsumer[t] = ch;
+      return ch;
+    });
+    this.#roundRobin = options.producerIndex % this.#channels.length;
+  }
+
+  /** Partitions and buffers one record. */
+  emit(value: unknown, timestamp: number | undefined): void {
+    this.recordsOut++;
+    switch (this.edge.partitioner) {
+      case "forward":
+        this.#add(this.#channels[0]!, value, timestamp);
+        return;
+      case "hash": {
+        const key = this.#keySelector!(value);
+        const maxParallelism = this.#options.consumerMaxParallelism;
+        const consumer = computeOperatorIndexForKeyGroup(
+          maxParallelism,
+          this.#options.consumerParallelism,
+          assignToKeyGroup(key, maxParallelism),
+        );
+        this.#add(this.#byConsumer[consumer]!, value, timestamp);
+        return;
+      }
+      case "broadcast":
+        for (const ch of this.#channels) this.#add(ch, value, timestamp);
+        return;
+      default: {
+        const ch = this.#channels[this.#roundRobin]!;
+        this.#roundRobin = (this.#roundRobin + 1) % this.#channels.length;
+        this.#add(ch, value, timestamp);
+      }
+    }
+  }
+
+  #add(ch: ChannelWriter, value: unknown, timestamp: number | undefined): void {
+    if (ch.values.length === 0) ch.openedAt = this.#options.now();
+    ch.values.push(value);
+    if (timestamp === undefined) {
+      ch.timestamps.push(null);
+    } else {
+      ch.timestamps.push(timestamp);
+      ch.hasTimestamps = true;
+    }
+    if (ch.values.length >= this.#options.bufferSize) this.#seal(ch);
+  }
+
+  /** Moves a channel's open buffer into its send queue and sends what credit allows. */
+  #seal(ch: ChannelWriter): void {
+    if (ch.values.length === 0) return;
+    ch.queue.push({
+      kind: "buf",
+      values: ch.values,
+      ts: ch.hasTimestamps ? ch.timestamps : undefined,
+    });
+    ch.values = [];
+    ch.timestamps = [];
+    ch.hasTimestamps = false;
+    this.#drain(ch);
+  }
+
+  #drain(ch: ChannelWriter): void {
+    const { jobId, attempt, producerIndex, transport } = this.#options;
+    while (ch.queue.length > 0) {
+      const item = ch.queue[0]!;
+      if (item.kind === "buf") {
+        if (ch.credits <= 0) break;
+        ch.credits--;
+        ch.queue.shift();
+        this.#sendBuffer(ch, item.values, item.ts);
+      } else {
+        ch.queue.shift();
+        const msg: EventMessage = {
+          t: "evt",
+          job: jobId,
+          att: attempt,
+          edge: this.edge.index,
+          src: producerIndex,
+          seq: ch.seq++,
+          e: item.e,
+        };
+        transport.publish(ch.subject, encode(msg));
+      }
+    }
+  }
+
+  #sendBuffer(ch: ChannelWriter, values: unknown[], ts: (number | null)[] | undefined): void {
+    const { jobId, attempt, producerIndex, transport } = this.#options;
+    const msg: BufferMessage = ts === undefined
+      ? {
+        t: "buf",
+        job: jobId,
+        att: attempt,
+        edge: this.edge.index,
+        src: producerIndex,
+        seq: ch.seq,
+        v: values,
+      }
+      : {
+        t: "buf",
+        job: jobId,
+        att: attempt,
+        edge: this.edge.index,
+        src: producerIndex,
+        seq: ch.seq,
+        v: values,
+        ts,
+      };
+    const bytes = encode(msg);
+    if (bytes.byteLength > transport.maxPayload) {
+      if (values.length === 1) {
+        throw new RecordTooLargeError(
+          `A record of ${bytes.byteLength} bytes on edge ${this.edge.index} exceeds the transport's max payload of ${transport.maxPayload} bytes`,
+        );
+      }
+      // Split in two. Each half gets its own sequence number; the extra
+      // message spends one more credit (possibly going below zero), so the
+      // consumer, which grants one credit per buffer consumed, stays in balance.
+      const half = values.length >> 1;
+      ch.credits--;
+      this.#sendBuffer(ch, values.slice(0, half), ts?.slice(0, half));
+      this.#sendBuffer(ch, values.slice(half), ts?.slice(half));
+      return;
+    }
+    ch.seq++;
+    this.buffersOut++;
+    transport.publish(ch.subject, bytes);
+  }
+
+  /** Sends `event` on every channel, after the records buffered before it. */
+  broadcastEvent(event: ChannelEvent): void {
+    if (event.k === "wm") {
+      if (event.wm <= this.#lastWatermark) return;
+      this.#lastWatermark = event.wm;
+    }
+    for (const ch of this.#channels) {
+      this.#seal(ch);
+      ch.queue.push({ kind: "evt", e: event });
+      this.#drain(ch);
+    }
+  }
+
+  /** Seals and sends every open buffer (what credit allows). */
+  flush(): void {
+    for (const ch of this.#channels) this.#seal(ch);
+  }
+
+  /** Seals buffers opened before `nowMs - timeoutMs`. */
+  flushOlderThan(nowMs: number, timeoutMs: number): void {
+    for (const ch of this.#channels) {
+      if (ch.values.length > 0 && nowMs - ch.openedAt >= timeoutMs) this.#seal(ch);
+    }
+  }
+
+  /** Adds `n` credits for consumer `consumer` and sends what waited for them. */
+  addCredit(consumer: number, n: number): void {
+    const ch = this.#byConsumer[consumer];
+    if (!ch) return;
+    ch.credits += n;
+    this.#drain(ch);
+  }
+
+  /** True when no sealed buffer is waiting for credit. */
+  get isAvailable(): boolean {
+    for (const ch of this.#channels) if (ch.queue.length > 0) return false;
+    return true;
+  }
+
+  /** Buffers waiting for credit, over all channels. */
+  get backlog(): number {
+    let n = 0;
+    for (const ch of this.#channels) n += ch.queue.length;
+    return n;
+  }
+}

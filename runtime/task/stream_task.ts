@@ -1,0 +1,690 @@
+/**
+ * StreamTask: one subtask of one vertex, an actor with a single-threaded
+ * mailbox loop (Flink's mailbox model, FLIP-27/FLINK-12477).
+ *
+ * ## The loop
+ *
+ * Control mail (start, checkpoint trigger, completion/abort notifications,
+ * processing-time timers, finish, cancel) is always handled first. Otherwise
+ * the default action runs: a source polls its reader; any other task
+ * consumes the next buffer or event from its input gate. The default action
+ * only runs while every record writer has credit (backpressure). User code
+ * thus never runs concurrently with itself, and needs no locks.
+ *
+ * ## Checkpoints
+ *
+ * A source subtask takes checkpoint *n* when the coordinator's trigger mail
+ * arrives. Any other subtask takes it when barrier *n* has arrived on all its
+ * channels (aligned, see `barrier_handler.ts`). Taking it means: forward
+ * barrier *n* on every output, capture every operator's state synchronously
+ * (this is where two-phase-commit sinks pre-commit), then write the state to
+ * checkpoint storage asynchronously while processing continues, and
+ * acknowledge with the state handles, sizes and durations.
+ *
+ * ## End of input (FLIP-147)
+ *
+ * When a bounded source ends it emits the final watermark and end of data,
+ * and reports to the coordinator. A task whose channels all delivered end of
+ * data calls `endInput` on its operators and forwards end of data. Tasks keep
+ * running so that the coordinator's final checkpoint can flow through; they
+ * close when the coordinator sends `finish` after that checkpoint completed.
+ *
+ * @module
+ */
+
+import type { Subscription, Transport, TransportMessage } from "../actor/types.ts";
+import { decode, encode } from "../actor/codec.ts";
+import { Signal, yieldToEventLoop } from "../actor/async.ts";
+import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import type { StateHandle, SubtaskAck } from "../checkpoint/types.ts";
+import { computeKeyGroupRangeForOperatorIndex, KeyGroupRange } from "../state/key_group.ts";
+import type { KeyedStateSnapshot } from "../state/heap_keyed_backend.ts";
+import type { TimerServiceSnapshot } from "../state/timer_service.ts";
+import { type OperatorStateSnapshot, redistributeOperatorState } from "../state/operator_state.ts";
+import type { Clock } from "../time/clock.ts";
+import { AlignedBarrierHandler, type BarrierAction } from "./barrier_handler.ts";
+import { type InputChannel, InputGate } from "./input_gate.ts";
+import { RecordWriter } from "./record_writer.ts";
+import { OperatorChain } from "./operator_chain.ts";
+import type { OperatorRestore, OperatorSnapshot, StreamOperator } from "./operators/operator.ts";
+import type { SourceOperator } from "./operators/source_operator.ts";
+import {
+  type ChannelEvent,
+  type CoordinatorMessage,
+  coordinatorSubject,
+  type TaskControlMessage,
+  type TaskMessage,
+  taskSubject,
+} from "./messages.ts";
+
+/** Tuning of the data plane and of time. */
+export interface TaskConfig {
+  /** Records per network buffer. */
+  readonly bufferSize: number;
+  /** Longest a partially filled buffer waits while the task is busy, in ms. */
+  readonly bufferTimeoutMs: number;
+  /** Buffers in flight per channel (credits granted at start). */
+  readonly initialCredits: number;
+  /** Period of source watermark generation, in ms. */
+  readonly autoWatermarkIntervalMs: number;
+}
+
+/** Where a fault can be injected in tests (chaos hooks; no effect unless an injector is set). */
+export type FaultPoint =
+  | "before-snapshot"
+  | "after-snapshot"
+  | "alignment"
+  | "before-commit";
+
+/** Where a fault point was reached. */
+export interface FaultSite {
+  readonly vertexId: string;
+  readonly vertexName: string;
+  readonly subtask: number;
+  readonly attempt: number;
+  readonly checkpointId: number;
+}
+
+/** A test hook called at each {@linkcode FaultPoint}; it fails the subtask by throwing. */
+export type FaultInjector = (point: FaultPoint, site: FaultSite) => void;
+
+/** A subtask failed; the message names job, vertex, subtask and attempt. */
+export class TaskFailedError extends Error {
+  override name = "TaskFailedError";
+}
+
+/** Options of {@linkcode StreamTask}. */
+export interface StreamTaskOptions {
+  readonly transport: Transport;
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly graph: JobGraph;
+  readonly vertex: JobVertex;
+  readonly subtask: number;
+  readonly config: TaskConfig;
+  readonly storage: CheckpointStorage;
+  /** Checkpoint to restore from, or `null` for a fresh start. */
+  readonly restoreCheckpointId: number | null;
+  readonly clock: Clock;
+  readonly faults?: FaultInjector | undefined;
+}
+
+type Mail = TaskControlMessage | { readonly t: "timer" };
+
+/** One running subtask. */
+export class StreamTask {
+  readonly #o: StreamTaskOptions;
+  readonly #name: string;
+  readonly #signal = new Signal();
+  readonly #mails: Mail[] = [];
+  readonly #writers = new Map<number, RecordWriter>();
+  readonly #writerList: RecordWriter[] = [];
+  readonly #keyGroupRange: KeyGroupRange;
+  readonly #gate: InputGate;
+  readonly #barriers: AlignedBarrierHandler;
+  readonly #barrierTimestamps = new Map<number, number>();
+  readonly #asyncParts = new Set<Promise<void>>();
+  #chain: OperatorChain | undefined;
+  #subscription: Subscription | undefined;
+  #started = false;
+  #done = false;
+  #failure: unknown;
+  #inputEnded = false;
+  #sourceReady = false;
+  #sourceWaiting = false;
+  #watermark = Number.NEGATIVE_INFINITY;
+  #wakeAt: number | undefined;
+  #cancelWake: (() => void) | undefined;
+  #alignmentFaultFor = 0;
+  /** Records consumed from the input gate. */
+  recordsIn = 0;
+  /** Time spent unable to emit for lack of credit, in ms. */
+  backPressuredMs = 0;
+  /** Messages of other attempts dropped by fencing. */
+  fencedMessages = 0;
+
+  constructor(options: StreamTaskOptions) {
+    this.#o = options;
+    const { vertex, subtask, attempt } = options;
+    this.#name = `${vertex.name} (${
+      subtask + 1
+    }/${vertex.parallelism}) [${vertex.id}#${subtask}, attempt ${attempt}]`;
+    this.#keyGroupRange = computeKeyGroupRangeForOperatorIndex(
+      vertex.maxParallelism,
+      vertex.parallelism,
+      subtask,
+    );
+    this.#gate = new InputGate({
+      jobId: options.jobId,
+      attempt,
+      graph: options.graph,
+      vertex: vertex.index,
+      subtask,
+      transport: options.transport,
+      initialCredits: options.config.initialCredits,
+    });
+    this.#barriers = new AlignedBarrierHandler(Math.max(1, this.#gate.size));
+  }
+
+  /** `<vertex name> (<i>/<n>) [<vertexId>#<subtask>, attempt <a>]`. */
+  get name(): string {
+    return this.#name;
+  }
+
+  /**
+   * Runs the subtask until it finishes (after the job's final checkpoint) or
+   * is cancelled.
+   * @throws {TaskFailedError} when user code, the data plane or a checkpoint's
+   *   synchronous part fails; the cause is attached.
+   */
+  async run(): Promise<void> {
+    const o = this.#o;
+    this.#subscription = o.transport.subscribe(
+      taskSubject(o.jobId, o.attempt, o.vertex.id, o.subtask),
+      (m) => this.#onMessage(m),
+    );
+    try {
+      await this.#setUp();
+      this.#report({ t: "ready", vertex: o.vertex.id, subtask: o.subtask });
+      await this.#loop();
+    } catch (error) {
+      this.#done = true;
+      await this.#closeOperators().catch(() => {});
+      throw error instanceof TaskFailedError ? error : new TaskFailedError(
+        `Subtask ${this.#name} of job ${o.jobId} failed: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { cause: error },
+      );
+    } finally {
+      this.#done = true;
+      this.#subscription.unsubscribe();
+      this.#cancelWake?.();
+    }
+  }
+
+  /** Asks the subtask to stop without finishing (its open transactions are aborted). */
+  cancel(): void {
+    this.#mails.push({ t: "cancel", job: this.#o.jobId, att: this.#o.attempt });
+    this.#signal.notify();
+  }
+
+  #onMessage(m: TransportMessage): void {
+    if (this.#done) return;
+    let msg: TaskMessage;
+    try {
+      msg = decode(m.data) as TaskMessage;
+    } catch (error) {
+      this.#fail(error);
+      return;
+    }
+    if (msg.job !== this.#o.jobId || msg.att !== this.#o.attempt) {
+      this.fencedMessages++;
+      return;
+    }
+    switch (msg.t) {
+      case "buf":
+      case "evt":
+        if (!this.#gate.receive(msg)) this.#fail(this.#gate.error);
+        break;
+      case "credit":
+        this.#writers.get(msg.edge)?.addCredit(msg.dst, msg.n);
+        break;
+      default:
+        this.#mails.push(msg);
+    }
+    this.#signal.notify();
+  }
+
+  #fail(error: unknown): void {
+    this.#failure ??= error;
+    this.#signal.notify();
+  }
+
+  #report(body: DistributiveOmit<CoordinatorMessage, "job" | "att">): void {
+    const o = this.#o;
+    const msg = { ...body, job: o.jobId, att: o.attempt } as CoordinatorMessage;
+    o.transport.publish(coordinatorSubject(o.jobId), encode(msg));
+  }
+
+  async #setUp(): Promise<void> {
+    const o = this.#o;
+    for (const edgeIndex of o.vertex.outputs) {
+      const edge = o.graph.edges[edgeIndex]!;
+      const consumer = o.graph.vertices[edge.target]!;
+      const writer = new RecordWriter({
+        jobId: o.jobId,
+        attempt: o.attempt,
+        edge,
+        producerIndex: o.subtask,
+        producerParallelism: o.vertex.parallelism,
+        consumerVertexId: consumer.id,
+        consumerParallelism: consumer.parallelism,
+        consumerMaxParallelism: consumer.maxParallelism,
+        transport: o.transport,
+        bufferSize: o.config.bufferSize,
+        now: () => o.clock.now(),
+      });
+      this.#writers.set(edgeIndex, writer);
+      this.#writerList.push(writer);
+    }
+    this.#chain = new OperatorChain({
+      graph: o.graph,
+      vertex: o.vertex,
+      writers: this.#writers,
+      autoWatermarkIntervalMs: o.config.autoWatermarkIntervalMs,
+      env: {
+        jobId: o.jobId,
+        jobName: o.graph.name,
+        vertexId: o.vertex.id,
+        subtaskIndex: o.subtask,
+        parallelism: o.vertex.parallelism,
+        maxParallelism: o.vertex.maxParallelism,
+        keyGroupRange: this.#keyGroupRange,
+        attempt: o.attempt,
+        clock: o.clock,
+        requestWakeup: (t) => this.#requestWakeup(t),
+      },
+    });
+    const restores = o.restoreCheckpointId === null
+      ? new Map<string, OperatorRestore>()
+      : await this.#loadRestore(o.restoreCheckpointId);
+    for (const op of this.#chain.operators) await op.initializeState(restores.get(op.uid));
+    for (const op of this.#chain.operators) await op.open();
+  }
+
+  /** Reads this subtask's share of checkpoint `checkpointId`, per operator uid. */
+  async #loadRestore(checkpointId: number): Promise<Map<string, OperatorRestore>> {
+    const o = this.#o;
+    const meta = await o.storage.readMetadata(o.jobId, checkpointId);
+    const files = new Map<string, Promise<Record<string, unknown>>>();
+    const read = (handle: StateHandle) => {
+      let p = files.get(handle.path);
+      if (!p) {
+        p = o.storage.readState(o.jobId, handle).then((b) => decode(b) as Record<string, unknown>);
+        files.set(handle.path, p);
+      }
+      return p;
+    };
+    const result = new Map<string, OperatorRestore>();
+    for (const op of o.vertex.operators) {
+      const vertexMeta = meta.vertices.find((v) => v.operatorUids.includes(op.uid));
+      if (!vertexMeta) continue; // a new operator: starts empty
+      const keyed: KeyedStateSnapshot[] = [];
+      const timers: TimerServiceSnapshot[] = [];
+      const operatorParts: OperatorStateSnapshot[] = [];
+      const subtasks = [...vertexMeta.subtasks].sort((a, b) => a.subtask - b.subtask);
+      for (const s of subtasks) {
+        if (s.keyedHandle && s.keyGroupRange) {
+          const old = new KeyGroupRange(s.keyGroupRange[0], s.keyGroupRange[1]);
+          if (old.intersect(this.#keyGroupRange).size > 0) {
+            const part = (await read(s.keyedHandle))[op.uid] as
+              | { keyed?: KeyedStateSnapshot; timers?: TimerServiceSnapshot }
+              | undefined;
+            if (part?.keyed) keyed.push(part.keyed);
+            if (part?.timers) timers.push(part.timers);
+          }
+        }
+        const opPart = s.operatorHandle
+          ? (await read(s.operatorHandle))[op.uid] as OperatorStateSnapshot | undefined
+          : undefined;
+        operatorParts.push(opPart ?? {});
+      }
+      result.set(op.uid, {
+        checkpointId,
+        keyed,
+        timers,
+        operator: redistributeOperatorState(operatorParts, o.vertex.parallelism, o.subtask),
+      });
+    }
+    return result;
+  }
+
+  async #loop(): Promise<void> {
+    const chain = this.#chain!;
+    const source = this.#o.vertex.isSource ? chain.head as SourceOperator : undefined;
+    let sliceStart = performance.now();
+    for (;;) {
+      if (this.#failure !== undefined) throw this.#failure;
+      const mail = this.#mails.shift();
+      if (mail) {
+        await this.#handleMail(mail);
+        if (this.#done) return;
+        continue;
+      }
+      if (!this.#started) {
+        await this.#signal.wait();
+        continue;
+      }
+      if (!this.#writersAvailable()) {
+        const t0 = performance.now();
+        await this.#signal.wait();
+        this.backPressuredMs += performance.now() - t0;
+        sliceStart = performance.now();
+        continue;
+      }
+      const progressed = source ? await this.#pollSource(source) : await this.#processInput();
+      if (!progressed) {
+        for (const w of this.#writerList) w.flush();
+        await this.#signal.wait();
+        sliceStart = performance.now();
+        continue;
+      }
+      const now = performance.now();
+      if (now - sliceStart > 5) {
+        const t = this.#o.clock.now();
+        for (const w of this.#writerList) w.flushOlderThan(t, this.#o.config.bufferTimeoutMs);
+        await yieldToEventLoop();
+        sliceStart = performance.now();
+      }
+    }
+  }
+
+  #writersAvailable(): boolean {
+    for (const w of this.#writerList) if (!w.isAvailable) return false;
+    return true;
+  }
+
+  async #pollSource(source: SourceOperator): Promise<boolean> {
+    if (this.#inputEnded || !this.#sourceReady) return false;
+    const status = await source.poll();
+    if (status === "END_OF_INPUT") {
+      await this.#endInput();
+      this.#report({ t: "eoi", vertex: this.#o.vertex.id, subtask: this.#o.subtask });
+      return false;
+    }
+    if (status === "NOTHING_AVAILABLE") {
+      this.#sourceReady = false;
+      if (!this.#sourceWaiting) {
+        this.#sourceWaiting = true;
+        source.isAvailable().then(() => {
+          this.#sourceWaiting = false;
+          this.#sourceReady = true;
+          this.#signal.notify();
+        }, (error) => this.#fail(error));
+      }
+      return false;
+    }
+    await this.#quiesce();
+    return true;
+  }
+
+  async #processInput(): Promise<boolean> {
+    const item = this.#gate.poll();
+    if (!item) return false;
+    const { channel, message } = item;
+    if (message.t === "buf") {
+      const head = this.#chain!.head;
+      const values = message.v;
+      const ts = message.ts;
+      const n = values.length;
+      if (ts) {
+        for (let i = 0; i < n; i++) head.processElement(values[i], ts[i] ?? undefined);
+      } else {
+        for (let i = 0; i < n; i++) head.processElement(values[i], undefined);
+      }
+      this.recordsIn += n;
+      await this.#quiesce();
+      this.#gate.consumed(channel);
+    } else {
+      await this.#handleEvent(channel, message.e);
+    }
+    return true;
+  }
+
+  async #quiesce(): Promise<void> {
+    for (const op of this.#chain!.operators) await op.quiesce();
+  }
+
+  async #handleEvent(channel: InputChannel, event: ChannelEvent): Promise<void> {
+    switch (event.k) {
+      case "barrier":
+        this.#barrierTimestamps.set(event.id, event.ts);
+        await this.#runBarrierActions(
+          this.#barriers.onBarrier(channel.index, event.id, performance.now()),
+        );
+        return;
+      case "wm": {
+        channel.watermark = event.wm;
+        this.#advanceWatermark();
+        return;
+      }
+      case "eod":
+        channel.endOfData = true;
+        this.#advanceWatermark();
+        if (this.#gate.allEndOfData) await this.#endInput();
+        return;
+    }
+  }
+
+  #advanceWatermark(): void {
+    const wm = this.#gate.combinedWatermark();
+    if (wm > this.#watermark) {
+      this.#watermark = wm;
+      this.#chain!.head.processWatermark(wm);
+    }
+  }
+
+  async #runBarrierActions(actions: BarrierAction[]): Promise<void> {
+    const o = this.#o;
+    for (const action of actions) {
+      switch (action.kind) {
+        case "block": {
+          this.#gate.channels[action.channel]!.blocked = true;
+          const id = this.#barriers.pendingCheckpointId ?? 0;
+          if (o.faults && this.#alignmentFaultFor !== id) {
+            this.#alignmentFaultFor = id;
+            o.faults("alignment", this.#site(id));
+          }
+          break;
+        }
+        case "unblockAll":
+          this.#gate.unblockAll();
+          break;
+        case "triggerCheckpoint": {
+          const ts = this.#barrierTimestamps.get(action.checkpointId) ?? Date.now();
+          for (const id of this.#barrierTimestamps.keys()) {
+            if (id <= action.checkpointId) this.#barrierTimestamps.delete(id);
+          }
+          await this.#performCheckpoint(action.checkpointId, ts, action.alignmentDurationMs);
+          break;
+        }
+        case "abort":
+          if (action.decline) {
+            this.#report({
+              t: "decline",
+              vertex: o.vertex.id,
+              subtask: o.subtask,
+              id: action.checkpointId,
+              reason: action.reason.message,
+            });
+          }
+          break;
+      }
+    }
+  }
+
+  #site(checkpointId: number) {
+    const o = this.#o;
+    return {
+      vertexId: o.vertex.id,
+      vertexName: o.vertex.name,
+      subtask: o.subtask,
+      attempt: o.attempt,
+      checkpointId,
+    };
+  }
+
+  async #performCheckpoint(
+    checkpointId: number,
+    timestamp: number,
+    alignmentMs: number,
+  ): Promise<void> {
+    const o = this.#o;
+    o.faults?.("before-snapshot", this.#site(checkpointId));
+    const t0 = performance.now();
+    await this.#quiesce();
+    // Forward the barrier first (Flink's order): downstream can start aligning
+    // while this subtask captures its state. No record is emitted in between.
+    for (const w of this.#writerList) {
+      w.broadcastEvent({ k: "barrier", id: checkpointId, ts: timestamp });
+    }
+    const snapshots: Record<string, OperatorSnapshot> = {};
+    for (const op of this.#chain!.operators) {
+      snapshots[op.uid] = await op.snapshotState(checkpointId, timestamp);
+    }
+    const syncMs = performance.now() - t0;
+    o.faults?.("after-snapshot", this.#site(checkpointId));
+    const part = this.#writeSnapshot(checkpointId, snapshots, syncMs, alignmentMs).catch(
+      (error) => {
+        if (this.#done) return;
+        this.#report({
+          t: "decline",
+          vertex: o.vertex.id,
+          subtask: o.subtask,
+          id: checkpointId,
+          reason: `Asynchronous part of checkpoint ${checkpointId} failed in ${this.#name}: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        });
+      },
+    ).finally(() => this.#asyncParts.delete(part));
+    this.#asyncParts.add(part);
+  }
+
+  /** The asynchronous part: encode and write the state, then acknowledge. */
+  async #writeSnapshot(
+    checkpointId: number,
+    snapshots: Record<string, OperatorSnapshot>,
+    syncDurationMs: number,
+    alignmentDurationMs: number,
+  ): Promise<void> {
+    const o = this.#o;
+    await Promise.resolve(); // let the mailbox loop go on before encoding
+    const t0 = performance.now();
+    const keyedParts: Record<
+      string,
+      { keyed?: KeyedStateSnapshot; timers?: TimerServiceSnapshot }
+    > = {};
+    const operatorParts: Record<string, OperatorStateSnapshot> = {};
+    let hasKeyed = false;
+    let hasOperator = false;
+    for (const [uid, s] of Object.entries(snapshots)) {
+      if (s.keyed || s.timers) {
+        const part: { keyed?: KeyedStateSnapshot; timers?: TimerServiceSnapshot } = {};
+        if (s.keyed) part.keyed = s.keyed;
+        if (s.timers) part.timers = s.timers;
+        keyedParts[uid] = part;
+        hasKeyed = true;
+      }
+      if (s.operator && Object.keys(s.operator).length > 0) {
+        operatorParts[uid] = s.operator;
+        hasOperator = true;
+      }
+    }
+    const base = `${o.vertex.id}-${o.subtask}-a${o.attempt}`;
+    const [keyedHandle, operatorHandle] = await Promise.all([
+      hasKeyed
+        ? o.storage.writeState(o.jobId, checkpointId, `${base}.keyed`, encode(keyedParts))
+        : Promise.resolve(null),
+      hasOperator
+        ? o.storage.writeState(o.jobId, checkpointId, `${base}.op`, encode(operatorParts))
+        : Promise.resolve(null),
+    ]);
+    if (this.#done) return;
+    const ack: SubtaskAck = {
+      vertexId: o.vertex.id,
+      subtask: o.subtask,
+      attempt: o.attempt,
+      checkpointId,
+      keyedHandle,
+      operatorHandle,
+      keyGroupRange: hasKeyed
+        ? [this.#keyGroupRange.startKeyGroup, this.#keyGroupRange.endKeyGroup]
+        : null,
+      syncDurationMs,
+      asyncDurationMs: performance.now() - t0,
+      alignmentDurationMs,
+      stateBytes: (keyedHandle?.bytes ?? 0) + (operatorHandle?.bytes ?? 0),
+    };
+    this.#report({ t: "ack", ack });
+  }
+
+  async #endInput(): Promise<void> {
+    if (this.#inputEnded) return;
+    this.#inputEnded = true;
+    for (const op of this.#chain!.operators) {
+      await op.endInput();
+      await op.quiesce();
+    }
+    for (const w of this.#writerList) w.broadcastEvent({ k: "eod" });
+  }
+
+  async #handleMail(mail: Mail): Promise<void> {
+    const o = this.#o;
+    const ops = this.#chain!.operators;
+    switch (mail.t) {
+      case "start":
+        if (this.#started) return;
+        this.#started = true;
+        this.#sourceReady = true;
+        this.#gate.grantInitialCredits();
+        return;
+      case "trigger":
+        if (o.vertex.isSource) await this.#performCheckpoint(mail.id, mail.ts, 0);
+        return;
+      case "complete":
+        o.faults?.("before-commit", this.#site(mail.id));
+        for (const op of ops) await op.notifyCheckpointComplete(mail.id);
+        return;
+      case "abort":
+        await this.#runBarrierActions(this.#barriers.onAbort(mail.id));
+        for (const op of ops) await op.notifyCheckpointAborted(mail.id);
+        return;
+      case "timer": {
+        const now = o.clock.now();
+        for (const op of ops) op.onProcessingTime(now);
+        await this.#quiesce();
+        return;
+      }
+      case "finish":
+        await Promise.all([...this.#asyncParts]);
+        await this.#closeOperators();
+        this.#report({ t: "finished", vertex: o.vertex.id, subtask: o.subtask });
+        this.#done = true;
+        return;
+      case "cancel":
+        this.#done = true;
+        await this.#closeOperators().catch(() => {});
+        return;
+    }
+  }
+
+  async #closeOperators(): Promise<void> {
+    const ops: StreamOperator[] = this.#chain?.operators ?? [];
+    let first: unknown;
+    for (const op of ops) {
+      try {
+        await op.close();
+      } catch (error) {
+        first ??= error;
+      }
+    }
+    if (first !== undefined) throw first;
+  }
+
+  #requestWakeup(timeMs: number): void {
+    if (this.#wakeAt !== undefined && this.#wakeAt <= timeMs) return;
+    this.#cancelWake?.();
+    this.#wakeAt = timeMs;
+    this.#cancelWake = this.#o.clock.schedule(timeMs, () => {
+      this.#wakeAt = undefined;
+      this.#cancelWake = undefined;
+      this.#mails.push({ t: "timer" });
+      this.#signal.notify();
+    });
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -1,0 +1,34 @@
+/**
+ * Processing time. Every reading of the wall clock in the runtime goes
+ * through a {@linkcode Clock}, so tests can drive time by hand with
+ * `ManualClock` from the testing module.
+ *
+ * @module
+ */
+
+/** A source of processing time and of wake-ups at a processing time. */
+export interface Clock {
+  /** The current processing time, in ms since the Unix epoch. */
+  now(): number;
+  /**
+   * Calls `callback` once, at or after processing time `atMs`.
+   * @returns a function that cancels the wake-up (idempotent).
+   */
+  schedule(atMs: number, callback: () => void): () => void;
+}
+
+/** The wall clock (`Date.now()` and `setTimeout`). */
+export class SystemClock implements Clock {
+  /** `Date.now()`. */
+  now(): number {
+    return Date.now();
+  }
+  /** Schedules with `setTimeout`; the timer does not keep the process alive once cancelled. */
+  schedule(atMs: number, callback: () => void): () => void {
+    const id = setTimeout(callback, Math.max(0, atMs - Date.now()));
+    return () => clearTimeout(id);
+  }
+}
+
+/** The shared wall clock. */
+export const systemClock: Clock = new SystemClock();
