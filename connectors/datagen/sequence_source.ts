@@ -29,7 +29,6 @@
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { ManualClock } from "../../runtime/time/manual_clock.ts";
  * import { SequenceSource } from "./sequence_source.ts";
  *
  * const splits = new SequenceSource(1, 10).enumerateSplits({ parallelism: 3 });
@@ -90,6 +89,7 @@ export interface SequenceSourceOptions {
  * ```ts
  * import assert from "node:assert/strict";
  * import { SequenceSource } from "./sequence_source.ts";
+ * import { ManualClock } from "../../runtime/time/manual_clock.ts";
  *
  * const source = new SequenceSource(1, 5);
  * const reader = source.createReader({

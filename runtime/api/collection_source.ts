@@ -19,7 +19,6 @@
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { ManualClock } from "../time/manual_clock.ts";
  * import { CollectionSource } from "./collection_source.ts";
  *
  * const source = new CollectionSource(["a", "b", "c", "d", "e"]);
@@ -73,6 +72,7 @@ export interface CollectionSourceOptions {
  * ```ts
  * import assert from "node:assert/strict";
  * import { CollectionSource } from "./collection_source.ts";
+ * import { ManualClock } from "../time/manual_clock.ts";
  *
  * const source = new CollectionSource([1, 2, 3]);
  * const reader = source.createReader({

@@ -147,8 +147,14 @@ export abstract class UdfOperator<F> implements StreamOperator {
     if (watermark <= this.currentWatermark) return;
     this.currentWatermark = watermark;
     if (this.timers) {
-      for (const timer of this.timers.advanceWatermark(watermark)) {
-        this.fireTimer(timer.key, timer.timestamp, "event-time");
+      // Poll one at a time: a timer registered by onTimer at or before the
+      // watermark fires in this same advance, as in Flink.
+      for (
+        let t = this.timers.pollEventTimeTimer(watermark);
+        t;
+        t = this.timers.pollEventTimeTimer(watermark)
+      ) {
+        this.fireTimer(t.key, t.timestamp, "event-time");
       }
     }
     this.output.emitWatermark(watermark);
@@ -156,8 +162,12 @@ export abstract class UdfOperator<F> implements StreamOperator {
 
   onProcessingTime(nowMs: number): void {
     if (!this.timers) return;
-    for (const timer of this.timers.popProcessingTimersUpTo(nowMs)) {
-      this.fireTimer(timer.key, timer.timestamp, "processing-time");
+    for (
+      let t = this.timers.pollProcessingTimeTimer(nowMs);
+      t;
+      t = this.timers.pollProcessingTimeTimer(nowMs)
+    ) {
+      this.fireTimer(t.key, t.timestamp, "processing-time");
     }
     const next = this.timers.nextProcessingTime();
     if (next !== undefined) this.env.requestWakeup(next);
