@@ -105,3 +105,33 @@ export { SequenceSource } from "./connectors/datagen/sequence_source.ts";
 export type { SequenceSplit } from "./connectors/datagen/sequence_source.ts";
 export { setLogLevel } from "./runtime/log.ts";
 export type { LogLevel } from "./runtime/log.ts";
+export type {
+  ChainedOperator,
+  JobEdge,
+  JobGraph,
+  JobVertex,
+  OperatorOutput,
+} from "./runtime/graph/job_graph.ts";
+export { StreamGraph } from "./runtime/graph/stream_graph.ts";
+export type {
+  KeySelector,
+  OperatorSpec,
+  Partitioner,
+  StreamEdge,
+  StreamNode,
+} from "./runtime/graph/stream_graph.ts";
+export type { FaultInjector, FaultPoint, FaultSite } from "./runtime/task/stream_task.ts";
+export type { CoordinatorFaultPoint } from "./runtime/cluster/coordinator.ts";
+export type { SyncWriter } from "./runtime/api/print_sink.ts";
+export type {
+  ExponentialDelayOptions,
+  FailureRateOptions,
+} from "./runtime/cluster/restart_strategy.ts";
+export type {
+  CheckpointCounts,
+  CheckpointKind,
+  CheckpointStats,
+  CompletedCheckpointStats,
+} from "./runtime/checkpoint/pending.ts";
+export type { KeyPart } from "./runtime/state/key_group.ts";
+export type { CheckpointId } from "./runtime/checkpoint/types.ts";

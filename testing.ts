@@ -64,3 +64,18 @@ export {
   type CollectingTxn,
 } from "./connectors/testing/collecting_sink.ts";
 export { ManualClock } from "./runtime/time/manual_clock.ts";
+export type {
+  Boundedness,
+  InputStatus,
+  ReaderOutput,
+  Source,
+  SourceReader,
+  SourceReaderContext,
+  SourceSplit,
+  SplitEnumeratorContext,
+} from "./runtime/api/source.ts";
+export type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "./runtime/api/sink.ts";
+export type { Clock } from "./runtime/time/clock.ts";
+export type { FaultInjector, FaultPoint, FaultSite } from "./runtime/task/stream_task.ts";
+export type { CoordinatorFaultPoint } from "./runtime/cluster/coordinator.ts";
+export type { OutputTag } from "./runtime/api/output_tag.ts";

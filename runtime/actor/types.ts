@@ -88,30 +88,36 @@ export interface Transport {
 
 /** Base class of the transport's errors; `name` tells them apart. */
 export class TransportError extends Error {
+  /** The error class name. */
   override name = "TransportError";
 }
 
 /** The transport was used after {@linkcode Transport.close}. */
 export class TransportClosedError extends TransportError {
+  /** The error class name. */
   override name = "TransportClosedError";
 }
 
 /** A request got no reply in time. */
 export class TransportTimeoutError extends TransportError {
+  /** The error class name. */
   override name = "TransportTimeoutError";
 }
 
 /** A request found no subscriber on its subject. */
 export class NoRespondersError extends TransportError {
+  /** The error class name. */
   override name = "NoRespondersError";
 }
 
 /** A payload larger than {@linkcode Transport.maxPayload}. */
 export class PayloadTooLargeError extends TransportError {
+  /** The error class name. */
   override name = "PayloadTooLargeError";
 }
 
 /** A subject that is empty, has an empty token, or has wildcards where none are allowed. */
 export class InvalidSubjectError extends TransportError {
+  /** The error class name. */
   override name = "InvalidSubjectError";
 }

@@ -21,6 +21,7 @@ export class OutputTag<_T> {
   /** The tag's id: letters, digits, `_` and `-`. */
   readonly id: string;
   /**
+   * Makes a tag.
    * @param id the side output's name.
    * @throws {TypeError} when `id` is empty or has other characters than letters, digits, `_`, `-`.
    */

@@ -69,6 +69,7 @@ export class ValueStateDescriptor<T> implements StateDescriptor<T> {
   /** Optional TTL. */
   readonly ttl?: StateTtlConfig;
   /**
+   * Declares the state.
    * @param name unique name within the operator.
    * @param options `defaultValue` and `ttl`.
    */
@@ -89,6 +90,7 @@ export class ListStateDescriptor<T> implements StateDescriptor<T> {
   /** Optional TTL (keyed state only). */
   readonly ttl?: StateTtlConfig;
   /**
+   * Declares the state.
    * @param name unique name within the operator.
    * @param options `ttl`.
    * @throws {TypeError} when `name` is empty.
@@ -109,6 +111,7 @@ export class MapStateDescriptor<UK, UV> implements StateDescriptor<[UK, UV]> {
   /** Optional TTL. */
   readonly ttl?: StateTtlConfig;
   /**
+   * Declares the state.
    * @param name unique name within the operator.
    * @param options `ttl`.
    * @throws {TypeError} when `name` is empty.

@@ -113,6 +113,7 @@ export interface JobExecutionResult {
 
 /** The job failed for good (the restart strategy gave up), or was cancelled. */
 export class JobFailedError extends Error {
+  /** The error class name. */
   override name = "JobFailedError";
 }
 
@@ -515,6 +516,7 @@ export class JobCoordinator {
 
 /** A subtask's failure as reported by its worker. */
 export class RemoteTaskError extends Error {
+  /** The error class name. */
   override name = "RemoteTaskError";
   /** The failing subtask's vertex id. */
   readonly vertexId: string;

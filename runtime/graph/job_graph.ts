@@ -117,6 +117,7 @@ export interface JobGraphOptions {
 
 /** The graph is not valid (e.g. a forward edge between unequal parallelisms, duplicate uids). */
 export class InvalidJobGraphError extends Error {
+  /** The error class name. */
   override name = "InvalidJobGraphError";
 }
 

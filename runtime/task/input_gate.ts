@@ -22,6 +22,7 @@ import { taskSubject } from "./messages.ts";
 
 /** A channel delivered a message out of sequence: data was lost, duplicated or reordered. */
 export class ChannelSequenceError extends Error {
+  /** The error class name. */
   override name = "ChannelSequenceError";
 }
 

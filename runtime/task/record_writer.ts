@@ -27,6 +27,7 @@ type Pending =
 
 /** A record too large for one transport message. */
 export class RecordTooLargeError extends Error {
+  /** The error class name. */
   override name = "RecordTooLargeError";
 }
 

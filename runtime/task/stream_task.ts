@@ -79,10 +79,15 @@ export type FaultPoint =
 
 /** Where a fault point was reached. */
 export interface FaultSite {
+  /** Vertex id (`v<n>`). */
   readonly vertexId: string;
+  /** Vertex name (its chained operators). */
   readonly vertexName: string;
+  /** Subtask index. */
   readonly subtask: number;
+  /** Execution attempt. */
   readonly attempt: number;
+  /** The checkpoint concerned (0 when none). */
   readonly checkpointId: number;
 }
 
@@ -91,6 +96,7 @@ export type FaultInjector = (point: FaultPoint, site: FaultSite) => void;
 
 /** A subtask failed; the message names job, vertex, subtask and attempt. */
 export class TaskFailedError extends Error {
+  /** The error class name. */
   override name = "TaskFailedError";
 }
 

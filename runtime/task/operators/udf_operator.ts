@@ -49,6 +49,7 @@ export function instantiate<F>(fn: F): F {
 
 /** The user-code error of an operator, naming the operator and subtask. */
 export class UserFunctionError extends Error {
+  /** The error class name. */
   override name = "UserFunctionError";
 }
 
