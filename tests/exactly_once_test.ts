@@ -1,0 +1,224 @@
+/**
+ * Exactly-once under injected failures: a keyed job (4 keys over 2 source
+ * splits, a keyed running sum at parallelism 2, a two-phase-commit sink)
+ * runs once without failure and then once per seed with one fault at a
+ * random moment. Every faulted run must restart and commit exactly what the
+ * failure-free run committed.
+ *
+ * Run one seed alone with `WEIR_SEED=<n> deno test -A tests/exactly_once_test.ts`.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  type JobExecutionResult,
+  RestartStrategies,
+  type RuntimeContext,
+  StreamExecutionEnvironment,
+  WatermarkStrategy,
+} from "../mod.ts";
+import { CollectingSink, TestSource } from "../testing.ts";
+import type { FaultPoint } from "../runtime/task/stream_task.ts";
+import {
+  assertSameOutput,
+  expectedSums,
+  type KeyedRecord,
+  keyedSplits,
+  type KeyedSplitsOptions,
+  mulberry32,
+  randomInt,
+  SequenceCheck,
+  type SumRecord,
+  withTempDir,
+} from "./_job_kit.ts";
+
+const SPLITS: KeyedSplitsOptions = {
+  splits: 2,
+  keysPerSplit: 2,
+  recordsPerKey: 750,
+  awaitCheckpointEvery: 250,
+};
+/** Checkpoints every split waits for: at least this many complete on every attempt 0. */
+const MARKERS_PER_SPLIT = Math.floor(
+  (SPLITS.keysPerSplit * SPLITS.recordsPerKey) / SPLITS.awaitCheckpointEvery,
+);
+
+const FAULT_KINDS = [
+  "user-map",
+  "before-snapshot",
+  "alignment",
+  "after-snapshot",
+  "before-notify-complete",
+  "before-commit",
+] as const;
+type FaultKind = typeof FAULT_KINDS[number];
+
+/** Operator uids of the job; the fault targets the vertex that runs one of them. */
+const UIDS = ["records", "identity", "sums", "committed"] as const;
+type Uid = typeof UIDS[number];
+
+/** One seed's fault and job settings. */
+interface Scenario {
+  readonly seed: number;
+  readonly kind: FaultKind;
+  /** `user-map`: the record whose map call throws. */
+  readonly record: KeyedRecord;
+  /** The checkpoint at which a checkpoint fault fires. */
+  readonly checkpointId: number;
+  /** The operator whose vertex a task fault hits. */
+  readonly target: Uid;
+  readonly subtask: number;
+  readonly chaining: boolean;
+  readonly intervalMs: number;
+  readonly batchSize: number;
+  readonly bufferSize: number;
+}
+
+function scenario(seed: number, kind: FaultKind): Scenario {
+  const random = mulberry32(seed);
+  const split = randomInt(random, 0, SPLITS.splits - 1);
+  const key = `k${split}-${randomInt(random, 0, SPLITS.keysPerSplit - 1)}`;
+  const target: Uid = kind === "alignment"
+    ? "sums" // the only operator with several input channels (2 source subtasks, hash)
+    : UIDS[randomInt(random, 0, UIDS.length - 1)]!;
+  return {
+    seed,
+    kind,
+    record: { key, seq: randomInt(random, 0, SPLITS.recordsPerKey - 1) },
+    checkpointId: randomInt(random, 1, MARKERS_PER_SPLIT),
+    target,
+    subtask: randomInt(random, 0, 1),
+    chaining: random() < 0.5,
+    intervalMs: randomInt(random, 5, 30),
+    batchSize: randomInt(random, 1, 32),
+    bufferSize: [1, 16, 128, 1024][randomInt(random, 0, 3)]!,
+  };
+}
+
+function describe(s: Scenario): string {
+  const where = s.kind === "user-map"
+    ? `at record ${s.record.key}#${s.record.seq}`
+    : s.kind === "before-notify-complete"
+    ? `of checkpoint ${s.checkpointId} in the coordinator`
+    : `of checkpoint ${s.checkpointId} on '${s.target}' subtask ${s.subtask}`;
+  return `seed ${s.seed}: ${s.kind} ${where} (chaining ${s.chaining ? "on" : "off"}, ` +
+    `interval ${s.intervalMs} ms, batch ${s.batchSize}, buffer ${s.bufferSize})`;
+}
+
+/** A map that throws on attempt 0 when it meets `failAt`. */
+class FailingIdentity {
+  readonly failAt: KeyedRecord | undefined;
+  readonly fired: { count: number };
+  private attempt = 0;
+  constructor(failAt: KeyedRecord | undefined, fired: { count: number }) {
+    this.failAt = failAt;
+    this.fired = fired;
+  }
+  open(context: RuntimeContext): void {
+    this.attempt = context.attempt;
+  }
+  map(record: KeyedRecord): KeyedRecord {
+    const f = this.failAt;
+    if (this.attempt === 0 && f && record.key === f.key && record.seq === f.seq) {
+      this.fired.count++;
+      throw new Error(`induced failure in map at ${f.key}#${f.seq}`);
+    }
+    return record;
+  }
+}
+
+interface Run {
+  readonly result: JobExecutionResult;
+  readonly committed: SumRecord[];
+  readonly fired: number;
+  readonly duplicateCommits: number;
+}
+
+async function runJob(s: Scenario | undefined): Promise<Run> {
+  return await withTempDir(async (dir) => {
+    const fired = { count: 0 };
+    const env = StreamExecutionEnvironment.getExecutionEnvironment()
+      .enableCheckpointing(s?.intervalMs ?? 10, { directory: dir })
+      .setRestartStrategy(RestartStrategies.fixedDelay(3, 0))
+      .setNetworkBuffers({ bufferSize: s?.bufferSize ?? 1024 });
+    if (s && !s.chaining) env.disableOperatorChaining();
+    const sink = new CollectingSink<SumRecord>();
+    env.fromSource(
+      TestSource.perSubtask<KeyedRecord>(keyedSplits(SPLITS), { batchSize: s?.batchSize ?? 16 }),
+      WatermarkStrategy.noWatermarks(),
+      "records",
+    ).uid("records").setParallelism(2)
+      .map(new FailingIdentity(s?.kind === "user-map" ? s.record : undefined, fired))
+      .uid("identity").setParallelism(2)
+      .keyBy((r) => r.key)
+      .process(new SequenceCheck()).uid("sums").setParallelism(2)
+      .sinkTo(sink).uid("committed").setParallelism(2);
+
+    if (s && s.kind !== "user-map") {
+      const vertex = env.getJobGraph().vertices.find((v) =>
+        v.operators.some((o) => o.uid === s.target)
+      );
+      assert.ok(vertex, `${describe(s)}: no vertex runs '${s.target}'`);
+      if (s.kind === "before-notify-complete") {
+        env.setFaultInjector({
+          coordinator: (point, checkpointId) => {
+            if (point === s.kind && checkpointId === s.checkpointId && fired.count === 0) {
+              fired.count++;
+              throw new Error(`induced coordinator failure at ${point} of ${checkpointId}`);
+            }
+          },
+        });
+      } else {
+        const kind: FaultPoint = s.kind;
+        env.setFaultInjector({
+          task: (point, site) => {
+            if (
+              point === kind && site.attempt === 0 && site.checkpointId === s.checkpointId &&
+              site.vertexId === vertex.id && site.subtask === s.subtask
+            ) {
+              fired.count++;
+              throw new Error(`induced failure at ${point} of checkpoint ${site.checkpointId}`);
+            }
+          },
+        });
+      }
+    }
+    const result = await env.execute(s ? `exactly-once seed ${s.seed}` : "exactly-once baseline");
+    return {
+      result,
+      committed: sink.committed(),
+      fired: fired.count,
+      duplicateCommits: sink.stats().duplicateCommits,
+    };
+  });
+}
+
+function seeds(): number[] {
+  const one = Deno.env.get("WEIR_SEED");
+  if (one !== undefined) return [Number(one)];
+  return Array.from({ length: 24 }, (_, i) => 1000 + i * 7919);
+}
+
+Deno.test("a keyed job commits exactly the failure-free output whatever fault a seed injects", async (t) => {
+  const baseline = await runJob(undefined);
+  const expected = [...expectedSums(SPLITS).values()].flat();
+  assertSameOutput(baseline.committed, expected, "failure-free run");
+  assert.equal(baseline.result.restarts, 0, "the failure-free run restarted");
+  assert.ok(
+    baseline.result.checkpoints.completed >= MARKERS_PER_SPLIT,
+    `failure-free run: ${baseline.result.summary}`,
+  );
+
+  const all = seeds();
+  for (const [i, seed] of all.entries()) {
+    const s = scenario(seed, FAULT_KINDS[i % FAULT_KINDS.length]!);
+    await t.step(describe(s), async () => {
+      const run = await runJob(s);
+      const context = `${describe(s)}; ${run.result.summary}`;
+      assert.equal(run.fired, 1, `${context}: the fault fired ${run.fired} times`);
+      assert.ok(run.result.restarts >= 1, `${context}: no restart`);
+      assertSameOutput(run.committed, baseline.committed, context);
+    });
+  }
+});
