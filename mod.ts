@@ -92,7 +92,7 @@ export { MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy } from "./runtime/time/
 export type { TimestampAssigner, WatermarkGenerator } from "./runtime/time/watermark.ts";
 export { SystemClock, systemClock } from "./runtime/time/clock.ts";
 export type { Clock } from "./runtime/time/clock.ts";
-export { RestartStrategies } from "./runtime/cluster/restart_strategy.ts";
+export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/restart_strategy.ts";
 export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
 export { JobFailedError } from "./runtime/cluster/coordinator.ts";
 export type { JobExecutionResult } from "./runtime/cluster/coordinator.ts";

@@ -14,20 +14,39 @@
  * thus a deterministic function of its input, and any lost or replayed
  * record (or lost or stale state) shows up in the committed output.
  *
+ * ## Consistent cuts
+ *
+ * A {@linkcode Cuts} recorder checks the checkpoints themselves: at each
+ * checkpoint, every source-side {@linkcode SplitCounter} reports how many
+ * records of each split it had passed when it took the checkpoint, and
+ * every keyed subtask how many of each split it had processed when it took
+ * it. Aligned barriers make the two equal, split by split.
+ *
  * @module
  */
 
 import assert from "node:assert/strict";
 import type {
+  CheckpointedFunction,
   Collector,
   FunctionInitializationContext,
+  FunctionSnapshotContext,
   KeyedProcessContext,
   KeyedProcessFunction,
+  ListState,
   RuntimeContext,
   ValueState,
 } from "../mod.ts";
-import { ValueStateDescriptor } from "../mod.ts";
-import { TestSource } from "../testing.ts";
+import {
+  assignToKeyGroup,
+  DEFAULT_MAX_PARALLELISM,
+  ListStateDescriptor,
+  ValueStateDescriptor,
+} from "../mod.ts";
+import { computeOperatorIndexForKeyGroup } from "../runtime/state/key_group.ts";
+import { setImmediate } from "node:timers";
+import type { SinkContext } from "../runtime/api/sink.ts";
+import { CollectingSink, type CollectingTxn, TestSource } from "../testing.ts";
 import type { TestItem } from "../testing.ts";
 
 /** A record of the keyed job. */
@@ -64,6 +83,20 @@ export function randomInt(random: () => number, min: number, max: number): numbe
   return min + Math.floor(random() * (max - min + 1));
 }
 
+/** The paths under `dir`, recursively, relative to it (empty when `dir` is empty). */
+export async function listTree(dir: string): Promise<string[]> {
+  const paths: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    paths.push(entry.name);
+    if (entry.isDirectory) {
+      for (const inner of await listTree(`${dir}/${entry.name}`)) {
+        paths.push(`${entry.name}/${inner}`);
+      }
+    }
+  }
+  return paths.sort();
+}
+
 /** Runs `body` with a fresh temporary directory, removed afterwards. */
 export async function withTempDir<R>(body: (dir: string) => Promise<R>): Promise<R> {
   const dir = await Deno.makeTempDir({ prefix: "weir-test-" });
@@ -78,7 +111,10 @@ export async function withTempDir<R>(body: (dir: string) => Promise<R>): Promise
 export interface KeyedSplitsOptions {
   /** Number of splits (one per source subtask). */
   readonly splits: number;
-  /** Keys per split; key names are `k<split>-<i>`. */
+  /**
+   * Keys per split, named `k<split>-<i>` (see {@linkcode splitKeys}): every
+   * split has keys on both subtasks of a keyed operator of parallelism 2.
+   */
   readonly keysPerSplit: number;
   /** Records per key. */
   readonly recordsPerKey: number;
@@ -87,20 +123,57 @@ export interface KeyedSplitsOptions {
 }
 
 /**
+ * The keys of `split`: names `k<split>-<i>` chosen so that they go to the
+ * subtasks of a keyed operator of parallelism 2 in turn (0, 1, 0, ...) with
+ * the default max parallelism. So a keyed subtask gets records from every
+ * source subtask, and every one of its input channels carries data.
+ */
+export function splitKeys(split: number, count: number): string[] {
+  const keys: string[] = [];
+  for (let i = 0; keys.length < count; i++) {
+    const key = `k${split}-${i}`;
+    const subtask = computeOperatorIndexForKeyGroup(
+      DEFAULT_MAX_PARALLELISM,
+      2,
+      assignToKeyGroup(key, DEFAULT_MAX_PARALLELISM),
+    );
+    if (subtask === keys.length % 2) keys.push(key);
+  }
+  return keys;
+}
+
+/** Makes one split of {@linkcode keyedSplits} slower than the others. */
+export interface Skew {
+  /** The slow split. */
+  readonly split: number;
+  /** Pause after every this many records. */
+  readonly every: number;
+  /** Length of each pause, in ms of processing time. */
+  readonly ms: number;
+}
+
+/**
  * The items of each split of the keyed job's `TestSource`: each split's keys
  * interleaved round-robin, with `awaitCheckpoint` markers sprinkled in, so
- * that checkpoints land mid-stream.
+ * that checkpoints land mid-stream, and with `skew`, short pauses in one
+ * split, so that its channels carry less data than the others and barriers
+ * reach a consumer's channels at different times.
  */
-export function keyedSplits(options: KeyedSplitsOptions): TestItem<KeyedRecord>[][] {
+export function keyedSplits(
+  options: KeyedSplitsOptions,
+  skew?: Skew,
+): TestItem<KeyedRecord>[][] {
   const lists: TestItem<KeyedRecord>[][] = [];
   for (let s = 0; s < options.splits; s++) {
     const items: TestItem<KeyedRecord>[] = [];
+    const keys = splitKeys(s, options.keysPerSplit);
     let emitted = 0;
     for (let seq = 0; seq < options.recordsPerKey; seq++) {
-      for (let k = 0; k < options.keysPerSplit; k++) {
-        items.push({ key: `k${s}-${k}`, seq });
+      for (const key of keys) {
+        items.push({ key, seq });
         emitted++;
         if (emitted % options.awaitCheckpointEvery === 0) items.push(TestSource.awaitCheckpoint());
+        if (skew?.split === s && emitted % skew.every === 0) items.push(TestSource.pause(skew.ms));
       }
     }
     lists.push(items);
@@ -112,8 +185,7 @@ export function keyedSplits(options: KeyedSplitsOptions): TestItem<KeyedRecord>[
 export function expectedSums(options: KeyedSplitsOptions): Map<string, SumRecord[]> {
   const byKey = new Map<string, SumRecord[]>();
   for (let s = 0; s < options.splits; s++) {
-    for (let k = 0; k < options.keysPerSplit; k++) {
-      const key = `k${s}-${k}`;
+    for (const key of splitKeys(s, options.keysPerSplit)) {
       const list: SumRecord[] = [];
       let sum = 0;
       for (let seq = 0; seq < options.recordsPerKey; seq++) {
@@ -169,22 +241,178 @@ export function assertSameOutput<R extends { readonly key: string }>(
   }
 }
 
+/** The split a key of {@linkcode splitKeys} belongs to. */
+export function splitOf(key: string): number {
+  return Number(key.slice(1, key.indexOf("-")));
+}
+
+/** What the parties of one checkpoint reported, per split (see the module docs). */
+export interface Cut {
+  /** Records of each split the sources had emitted at the checkpoint. */
+  readonly emitted: number[];
+  /** Records of each split the keyed subtasks had processed at the checkpoint. */
+  readonly processed: number[];
+  /** Who reported (`emitted#<subtask>`, `processed#<subtask>`). */
+  readonly reporters: Set<string>;
+}
+
+/**
+ * Collects the {@linkcode Cut} of every checkpoint, and the attempts that ran
+ * user code; shared by all subtasks of a job.
+ */
+export class Cuts {
+  readonly #byId = new Map<number, Cut>();
+  /** The execution attempts whose subtasks opened a counting function. */
+  readonly attempts: Set<number> = new Set();
+
+  /** Adds `counts` (per split) of one party to checkpoint `checkpointId`. */
+  report(
+    checkpointId: number,
+    side: "emitted" | "processed",
+    subtask: number,
+    counts: readonly number[],
+  ): void {
+    let cut = this.#byId.get(checkpointId);
+    if (!cut) {
+      this.#byId.set(checkpointId, cut = { emitted: [], processed: [], reporters: new Set() });
+    }
+    const reporter = `${side}#${subtask}`;
+    assert.ok(
+      !cut.reporters.has(reporter),
+      `${reporter} reported checkpoint ${checkpointId} twice`,
+    );
+    cut.reporters.add(reporter);
+    counts.forEach((n, split) => cut[side][split] = (cut[side][split] ?? 0) + n);
+  }
+
+  /** The cuts every one of `parties` reported to, by checkpoint id. */
+  complete(parties: number): [number, Cut][] {
+    return [...this.#byId].filter(([, cut]) => cut.reporters.size === parties);
+  }
+}
+
+/**
+ * Asserts that at least `atLeast` checkpoints were taken by every party and
+ * that each of them is a consistent cut: per split, the keyed subtasks
+ * processed exactly what the sources had emitted before their barriers.
+ * @param context names the run in assertion messages.
+ */
+export function assertConsistentCuts(
+  cuts: readonly [number, Cut][],
+  atLeast: number,
+  context: string,
+): void {
+  assert.ok(
+    cuts.length >= atLeast,
+    `${context}: only ${cuts.length} checkpoints reached every party`,
+  );
+  for (const [id, cut] of cuts) {
+    assert.deepEqual(
+      cut.processed,
+      cut.emitted,
+      `${context}: checkpoint ${id} is not a consistent cut (records per split)`,
+    );
+  }
+}
+
+/**
+ * Per-split record counts kept in operator state, so they survive restores.
+ * Every subtask snapshots its whole array; a restore adds up whatever
+ * arrays it is given, so the sum over subtasks stays right however the
+ * list state is redistributed.
+ */
+class SplitCounts {
+  readonly counts: number[] = [];
+  #state!: ListState<number[]>;
+
+  initialize(context: FunctionInitializationContext, name: string): void {
+    this.#state = context.operatorStateStore.getListState(new ListStateDescriptor<number[]>(name));
+    this.counts.length = 0;
+    for (const restored of this.#state.get()) {
+      restored.forEach((n, split) => this.counts[split] = (this.counts[split] ?? 0) + n);
+    }
+  }
+
+  count(key: string): void {
+    const split = splitOf(key);
+    this.counts[split] = (this.counts[split] ?? 0) + 1;
+  }
+
+  snapshot(): number[] {
+    const copy = Array.from(this.counts, (n) => n ?? 0);
+    this.#state.update([copy]);
+    return copy;
+  }
+}
+
+/**
+ * An identity map, to chain to a source, that counts the records of each
+ * split it passes and reports the counts to `cuts` at every checkpoint.
+ * `onRecord` runs first for every record (tests throw from it).
+ */
+export class SplitCounter implements CheckpointedFunction {
+  readonly cuts: Cuts | undefined;
+  // Functions are copied per subtask (own fields, shallowly): per-subtask
+  // objects are made in initializeState, and no #private fields are used.
+  private counts!: SplitCounts;
+  private subtask = -1;
+  constructor(cuts: Cuts | undefined) {
+    this.cuts = cuts;
+  }
+  initializeState(context: FunctionInitializationContext): void {
+    this.counts = new SplitCounts();
+    this.counts.initialize(context, "emitted-per-split");
+  }
+  snapshotState(context: FunctionSnapshotContext): void {
+    this.cuts?.report(context.checkpointId, "emitted", this.subtask, this.counts.snapshot());
+  }
+  open(context: RuntimeContext): void {
+    this.subtask = context.subtaskIndex;
+    this.cuts?.attempts.add(context.attempt);
+  }
+  /** Called for every record before it is counted; a hook for subclasses. */
+  onRecord(_record: KeyedRecord): void {}
+  map(record: KeyedRecord): KeyedRecord {
+    this.onRecord(record);
+    this.counts.count(record.key);
+    return record;
+  }
+}
+
 /**
  * The keyed operator of the keyed job: keeps `sum` and `last` (the last
  * sequence number) per key, fails on a gap or repeat, and emits the running
- * sum.
+ * sum. With `cuts`, it reports what it processed of each split at every
+ * checkpoint.
  */
-export class SequenceCheck implements KeyedProcessFunction<string, KeyedRecord, SumRecord> {
+export class SequenceCheck
+  implements KeyedProcessFunction<string, KeyedRecord, SumRecord>, CheckpointedFunction {
+  readonly cuts: Cuts | undefined;
   private sum!: ValueState<number>;
   private last!: ValueState<number>;
-  /** Checkpoint restored from by this subtask, if any (for debugging). */
-  restoredFrom: number | undefined;
+  private subtask = -1;
+  private processed!: SplitCounts;
+  /** Checkpoint restored from by this subtask, if any (for messages). */
+  private restoredFrom: number | undefined;
+
+  constructor(cuts?: Cuts) {
+    this.cuts = cuts;
+  }
 
   initializeState(context: FunctionInitializationContext): void {
     this.restoredFrom = context.restoredCheckpointId;
+    this.processed = new SplitCounts();
+    this.processed.initialize(context, "processed-per-split");
+  }
+
+  snapshotState(context: FunctionSnapshotContext): void {
+    const counts = this.processed.snapshot();
+    this.cuts?.report(context.checkpointId, "processed", this.subtask, counts);
   }
 
   open(context: RuntimeContext): void {
+    this.subtask = context.subtaskIndex;
+    this.cuts?.attempts.add(context.attempt);
     this.sum = context.getState(new ValueStateDescriptor<number>("sum"));
     this.last = context.getState(new ValueStateDescriptor<number>("last"));
   }
@@ -197,12 +425,43 @@ export class SequenceCheck implements KeyedProcessFunction<string, KeyedRecord, 
     const last = this.last.value() ?? -1;
     if (record.seq !== last + 1) {
       throw new Error(
-        `key ${ctx.getCurrentKey()}: expected seq ${last + 1}, got ${record.seq} (restored from ${this.restoredFrom})`,
+        `key ${ctx.getCurrentKey()}: expected seq ${
+          last + 1
+        }, got ${record.seq} (restored from ${this.restoredFrom})`,
       );
     }
     const sum = (this.sum.value() ?? 0) + record.seq;
     this.last.update(record.seq);
     this.sum.update(sum);
+    this.processed.count(record.key);
     out.collect({ key: record.key, seq: record.seq, sum });
+  }
+}
+
+/** Resolves on the next macrotask turn, so other subtasks run in between. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * A {@linkcode CollectingSink} that is slow on purpose: its `invoke` takes a
+ * macrotask turn every `every` records (0: never), so its subtask falls
+ * behind and the data plane backs up. `counts.invoked` counts the records it
+ * was given (shared by all subtask copies).
+ */
+export class SlowCollectingSink<T> extends CollectingSink<T> {
+  readonly every: number;
+  readonly counts: { invoked: number };
+  constructor(every: number, counts: { invoked: number } = { invoked: 0 }) {
+    super();
+    this.every = every;
+    this.counts = counts;
+  }
+  override invoke(txn: CollectingTxn<T>, value: T, context: SinkContext): void | Promise<void> {
+    this.counts.invoked++;
+    if (this.every === 0 || this.counts.invoked % this.every !== 0) {
+      return super.invoke(txn, value, context);
+    }
+    return nextTurn().then(() => super.invoke(txn, value, context));
   }
 }

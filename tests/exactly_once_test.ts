@@ -18,17 +18,25 @@ import {
   StreamExecutionEnvironment,
   WatermarkStrategy,
 } from "../mod.ts";
-import { CollectingSink, TestSource } from "../testing.ts";
+import { TestSource } from "../testing.ts";
 import type { FaultPoint } from "../runtime/task/stream_task.ts";
 import {
+  assertConsistentCuts,
   assertSameOutput,
+  type Cut,
+  Cuts,
   expectedSums,
   type KeyedRecord,
   keyedSplits,
   type KeyedSplitsOptions,
+  listTree,
   mulberry32,
   randomInt,
   SequenceCheck,
+  type Skew,
+  SlowCollectingSink,
+  SplitCounter,
+  splitKeys,
   type SumRecord,
   withTempDir,
 } from "./_job_kit.ts";
@@ -36,8 +44,8 @@ import {
 const SPLITS: KeyedSplitsOptions = {
   splits: 2,
   keysPerSplit: 2,
-  recordsPerKey: 750,
-  awaitCheckpointEvery: 250,
+  recordsPerKey: 1000,
+  awaitCheckpointEvery: 400,
 };
 /** Checkpoints every split waits for: at least this many complete on every attempt 0. */
 const MARKERS_PER_SPLIT = Math.floor(
@@ -73,14 +81,21 @@ interface Scenario {
   readonly intervalMs: number;
   readonly batchSize: number;
   readonly bufferSize: number;
+  readonly credits: number;
+  /** One source split pauses now and then (see `keyedSplits`). */
+  readonly skew: Skew;
+  /** The sink takes a macrotask turn every this many records (0: never), to back the data plane up. */
+  readonly slowSinkEvery: number;
 }
 
 function scenario(seed: number, kind: FaultKind): Scenario {
   const random = mulberry32(seed);
   const split = randomInt(random, 0, SPLITS.splits - 1);
-  const key = `k${split}-${randomInt(random, 0, SPLITS.keysPerSplit - 1)}`;
+  const key = splitKeys(split, SPLITS.keysPerSplit)[randomInt(random, 0, SPLITS.keysPerSplit - 1)]!;
   const target: Uid = kind === "alignment"
     ? "sums" // the only operator with several input channels (2 source subtasks, hash)
+    : kind === "before-commit"
+    ? "committed" // the sink: its restore must commit what it had pre-committed
     : UIDS[randomInt(random, 0, UIDS.length - 1)]!;
   return {
     seed,
@@ -90,9 +105,16 @@ function scenario(seed: number, kind: FaultKind): Scenario {
     target,
     subtask: randomInt(random, 0, 1),
     chaining: random() < 0.5,
-    intervalMs: randomInt(random, 5, 30),
+    intervalMs: randomInt(random, 1, 4),
     batchSize: randomInt(random, 1, 32),
-    bufferSize: [1, 16, 128, 1024][randomInt(random, 0, 3)]!,
+    bufferSize: [1, 8, 32, 1024][randomInt(random, 0, 3)]!,
+    credits: randomInt(random, 1, 4),
+    slowSinkEvery: [0, 8, 32][randomInt(random, 0, 2)]!,
+    skew: {
+      split: randomInt(random, 0, SPLITS.splits - 1),
+      every: randomInt(random, 10, 40),
+      ms: 1,
+    },
   };
 }
 
@@ -103,56 +125,68 @@ function describe(s: Scenario): string {
     ? `of checkpoint ${s.checkpointId} in the coordinator`
     : `of checkpoint ${s.checkpointId} on '${s.target}' subtask ${s.subtask}`;
   return `seed ${s.seed}: ${s.kind} ${where} (chaining ${s.chaining ? "on" : "off"}, ` +
-    `interval ${s.intervalMs} ms, batch ${s.batchSize}, buffer ${s.bufferSize})`;
+    `interval ${s.intervalMs} ms, batch ${s.batchSize}, buffer ${s.bufferSize}, ` +
+    `credits ${s.credits}, ` +
+    `split ${s.skew.split} pausing every ${s.skew.every}, sink yielding every ${s.slowSinkEvery})`;
 }
 
-/** A map that throws on attempt 0 when it meets `failAt`. */
-class FailingIdentity {
+/** A counting identity map that throws on attempt 0 when it meets `failAt`. */
+class FailingCounter extends SplitCounter {
   readonly failAt: KeyedRecord | undefined;
   readonly fired: { count: number };
   private attempt = 0;
-  constructor(failAt: KeyedRecord | undefined, fired: { count: number }) {
+  constructor(cuts: Cuts, failAt: KeyedRecord | undefined, fired: { count: number }) {
+    super(cuts);
     this.failAt = failAt;
     this.fired = fired;
   }
-  open(context: RuntimeContext): void {
+  override open(context: RuntimeContext): void {
+    super.open(context);
     this.attempt = context.attempt;
   }
-  map(record: KeyedRecord): KeyedRecord {
+  override onRecord(record: KeyedRecord): void {
     const f = this.failAt;
     if (this.attempt === 0 && f && record.key === f.key && record.seq === f.seq) {
       this.fired.count++;
       throw new Error(`induced failure in map at ${f.key}#${f.seq}`);
     }
-    return record;
   }
 }
 
 interface Run {
   readonly result: JobExecutionResult;
+  /** Checkpoints every source and keyed subtask took. */
+  readonly cuts: [number, Cut][];
   readonly committed: SumRecord[];
   readonly fired: number;
   readonly duplicateCommits: number;
+  /** The attempts that ran user code. */
+  readonly attempts: number[];
+  /** What the job left in its checkpoint directory (nothing, with `retainOnFinish` off). */
+  readonly leftovers: string[];
 }
 
 async function runJob(s: Scenario | undefined): Promise<Run> {
   return await withTempDir(async (dir) => {
     const fired = { count: 0 };
+    const cuts = new Cuts();
     const env = StreamExecutionEnvironment.getExecutionEnvironment()
       .enableCheckpointing(s?.intervalMs ?? 10, { directory: dir })
       .setRestartStrategy(RestartStrategies.fixedDelay(3, 0))
-      .setNetworkBuffers({ bufferSize: s?.bufferSize ?? 1024 });
+      .setNetworkBuffers({ bufferSize: s?.bufferSize ?? 1024, credits: s?.credits ?? 8 });
     if (s && !s.chaining) env.disableOperatorChaining();
-    const sink = new CollectingSink<SumRecord>();
+    const sink = new SlowCollectingSink<SumRecord>(s?.slowSinkEvery ?? 0);
     env.fromSource(
-      TestSource.perSubtask<KeyedRecord>(keyedSplits(SPLITS), { batchSize: s?.batchSize ?? 16 }),
+      TestSource.perSubtask<KeyedRecord>(keyedSplits(SPLITS, s?.skew), {
+        batchSize: s?.batchSize ?? 16,
+      }),
       WatermarkStrategy.noWatermarks(),
       "records",
     ).uid("records").setParallelism(2)
-      .map(new FailingIdentity(s?.kind === "user-map" ? s.record : undefined, fired))
+      .map(new FailingCounter(cuts, s?.kind === "user-map" ? s.record : undefined, fired))
       .uid("identity").setParallelism(2)
       .keyBy((r) => r.key)
-      .process(new SequenceCheck()).uid("sums").setParallelism(2)
+      .process(new SequenceCheck(cuts)).uid("sums").setParallelism(2)
       .sinkTo(sink).uid("committed").setParallelism(2);
 
     if (s && s.kind !== "user-map") {
@@ -187,9 +221,12 @@ async function runJob(s: Scenario | undefined): Promise<Run> {
     const result = await env.execute(s ? `exactly-once seed ${s.seed}` : "exactly-once baseline");
     return {
       result,
+      cuts: cuts.complete(4),
       committed: sink.committed(),
       fired: fired.count,
       duplicateCommits: sink.stats().duplicateCommits,
+      attempts: [...cuts.attempts].sort(),
+      leftovers: await listTree(dir),
     };
   });
 }
@@ -204,7 +241,14 @@ Deno.test("a keyed job commits exactly the failure-free output whatever fault a 
   const baseline = await runJob(undefined);
   const expected = [...expectedSums(SPLITS).values()].flat();
   assertSameOutput(baseline.committed, expected, "failure-free run");
-  assert.equal(baseline.result.restarts, 0, "the failure-free run restarted");
+  assertConsistentCuts(baseline.cuts, MARKERS_PER_SPLIT, "failure-free run");
+  assert.equal(
+    baseline.result.restarts,
+    0,
+    `the failure-free run restarted: ${baseline.result.summary}`,
+  );
+  assert.deepEqual(baseline.attempts, [0], "the failure-free run deployed more than one attempt");
+  assert.deepEqual(baseline.leftovers, [], "the failure-free run left checkpoint files behind");
   assert.ok(
     baseline.result.checkpoints.completed >= MARKERS_PER_SPLIT,
     `failure-free run: ${baseline.result.summary}`,
@@ -217,8 +261,12 @@ Deno.test("a keyed job commits exactly the failure-free output whatever fault a 
       const run = await runJob(s);
       const context = `${describe(s)}; ${run.result.summary}`;
       assert.equal(run.fired, 1, `${context}: the fault fired ${run.fired} times`);
-      assert.ok(run.result.restarts >= 1, `${context}: no restart`);
+      // One fault, one restart: any other failure is a bug of its own.
+      assert.equal(run.result.restarts, 1, `${context}: restarts`);
+      assert.deepEqual(run.attempts, [0, 1], `${context}: attempts that ran user code`);
+      assert.deepEqual(run.leftovers, [], `${context}: checkpoint files left behind`);
       assertSameOutput(run.committed, baseline.committed, context);
+      assertConsistentCuts(run.cuts, 1, context);
     });
   }
 });

@@ -60,6 +60,7 @@
  */
 
 import { OutputTag } from "../../runtime/api/output_tag.ts";
+import { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";
 import type {
   Boundedness,
   InputStatus,
@@ -123,13 +124,14 @@ export interface DeserializationErrorOptions {
 
 /**
  * A line could not be deserialized, with `onError: "fail"`. It fails the
- * job's attempt; since the line stays malformed, a restart fails again, so
- * fix the input or use `onError: "dead-letter"`.
+ * job without restarts, whatever the restart strategy (it is a
+ * `SuppressRestartsError`): the line stays malformed, so a restart would fail
+ * again. Fix the input or use `onError: "dead-letter"`.
  *
  * The message reads, for example,
  * `Cannot parse line 3 of examples/data/bad.csv: expected 3 fields, got 2 ("sensor_1,35.8")`.
  */
-export class DeserializationError extends Error {
+export class DeserializationError extends SuppressRestartsError {
   /** The file's path. */
   readonly source: string;
   /** The line's 1-based number. */

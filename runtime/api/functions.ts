@@ -16,8 +16,10 @@
  * A function given as an object is copied per parallel subtask (a new object
  * with the same prototype and a shallow copy of its own fields), as Flink
  * gives every subtask its own deserialized copy. Create mutable fields in
- * `open()` or `initializeState()`. A function given as a plain arrow function
- * is shared by all subtasks; keep it free of mutable captured variables.
+ * `open()` or `initializeState()`. ECMAScript `#private` fields cannot be
+ * copied: use TypeScript `private` fields in function classes. A function
+ * given as a plain arrow function is shared by all subtasks; keep it free of
+ * mutable captured variables.
  *
  * @module
  */

@@ -40,6 +40,7 @@ import {
 import { CheckpointFailureReason, type SubtaskRef } from "../checkpoint/types.ts";
 import {
   createRestartBackoff,
+  SuppressRestartsError,
   type RestartBackoff,
   type RestartStrategyConfig,
 } from "./restart_strategy.ts";
@@ -128,6 +129,8 @@ export class JobCoordinator {
   readonly #sources: SubtaskRef[] = [];
   readonly #vertexInfos: VertexInfo[];
   readonly #finalizing = new Set<Promise<void>>();
+  /** Fully acknowledged checkpoints are finalized one at a time, in the order they completed. */
+  #finalizeQueue: Promise<void> = Promise.resolve();
   #attempt = 0;
   #phase: Phase = "deploying";
   #ready = new Set<string>();
@@ -267,7 +270,8 @@ export class JobCoordinator {
   }
 
   async #onMessage(msg: CoordinatorMessage): Promise<void> {
-    if (msg.job !== this.#o.jobId || this.#phase === "done") return;
+    // While restarting, the failed attempt is being cancelled: nothing it reports counts.
+    if (msg.job !== this.#o.jobId || this.#phase === "done" || this.#phase === "restarting") return;
     if (msg.att !== this.#attempt) return; // fenced: an older attempt
     switch (msg.t) {
       case "ready":
@@ -281,7 +285,14 @@ export class JobCoordinator {
             `job ${this.#o.jobId}: ack of checkpoint ${msg.ack.checkpointId} from ${msg.ack.vertexId}#${msg.ack.subtask}: ${outcome.result}`,
           );
         }
-        if (outcome.completed) await this.#finalize(outcome.completed);
+        if (outcome.completed) {
+          // In order: a later checkpoint must not complete (and subsume this
+          // one) while this one's metadata is still being written.
+          const pending = outcome.completed;
+          const finalized = this.#finalizeQueue.then(() => this.#finalize(pending));
+          this.#finalizeQueue = finalized.catch(() => {});
+          await finalized;
+        }
         return;
       }
       case "decline": {
@@ -388,6 +399,7 @@ export class JobCoordinator {
   async #finalize(pending: PendingCheckpoint): Promise<void> {
     const o = this.#o;
     const attempt = this.#attempt;
+    if (pending.isDiscarded) return; // aborted (failover) while queued behind another
     const meta = pending.toMetadata({
       jobId: o.jobId,
       jobName: o.graph.name,
@@ -464,6 +476,7 @@ export class JobCoordinator {
       );
       return;
     }
+    if (this.#phase !== "restarting") return; // cancelled meanwhile
     if (latest !== null && latest > this.#tracker.lastCheckpointId) {
       this.#tracker.restoreCounter(latest);
     }
@@ -522,8 +535,16 @@ export class RemoteTaskError extends Error {
   readonly vertexId: string;
   /** The failing subtask's index. */
   readonly subtask: number;
+  /**
+   * @param info the reported error; when it suppresses restarts, the cause is
+   *   a `SuppressRestartsError` so the restart strategy fails the job.
+   */
   constructor(vertexId: string, subtask: number, attempt: number, info: ErrorInfo) {
-    super(`${info.name}: ${info.message} (${vertexId}#${subtask}, attempt ${attempt})`);
+    const message = `${info.name}: ${info.message} (${vertexId}#${subtask}, attempt ${attempt})`;
+    super(
+      message,
+      info.suppressRestarts ? { cause: new SuppressRestartsError(info.message) } : undefined,
+    );
     this.vertexId = vertexId;
     this.subtask = subtask;
     if (info.stack) this.stack = info.stack;

@@ -35,6 +35,8 @@ export interface LocalExecutionOptions {
   readonly coordinatorFaults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number) => void)
     | undefined;
+  /** The in-process bus to run on (tests use its drop filter); default: a new bus. */
+  readonly bus?: InProcessBus | undefined;
 }
 
 /** A job id from its name: the name's safe characters plus 8 random hex digits. */
@@ -52,7 +54,7 @@ export async function executeLocally(
   graph: JobGraph,
   options: LocalExecutionOptions,
 ): Promise<JobExecutionResult> {
-  const bus = new InProcessBus();
+  const bus = options.bus ?? new InProcessBus();
   const coordinatorTransport = bus.connect();
   const workerTransport = bus.connect();
   const storage = new LocalDirectoryCheckpointStorage({ directory: options.checkpointDirectory });

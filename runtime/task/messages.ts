@@ -25,10 +25,19 @@
  * (barrier, watermark, end of data) need none and stay in order behind the
  * buffers queued before them.
  *
+ * A `buf` carries its records (and their timestamps, when some record has
+ * one) as one block in `vb`, encoded by `encodeRecords` of
+ * `record_codec.ts`: column by column when the records share a simple shape,
+ * MessagePack otherwise. The envelope around it is MessagePack
+ * (`../actor/codec.ts`), which carries `vb` as binary. The consumer decodes
+ * `vb` once, when the message arrives, into a
+ * {@linkcode ReceivedBufferMessage}.
+ *
  * @module
  */
 
 import type { SubtaskAck } from "../checkpoint/types.ts";
+import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
 
 /** An in-band control event of a channel. */
 export type ChannelEvent =
@@ -44,14 +53,32 @@ interface Envelope {
   readonly att: number;
 }
 
-/** A buffer of records on a channel. `ts` is present when some record has a timestamp (`null` = none). */
+/** A buffer of records on a channel, as it travels. */
 export interface BufferMessage extends Envelope {
   readonly t: "buf";
+  /** The JobGraph edge index. */
   readonly edge: number;
+  /** The producer subtask index. */
   readonly src: number;
+  /** The channel's sequence number (from 0 per attempt and channel). */
   readonly seq: number;
+  /**
+   * The records block: `encodeRecords(records, timestamps)` of
+   * `record_codec.ts`, with one timestamp per record (ms, `null` = none)
+   * when some record has a timestamp, else without timestamps.
+   */
+  readonly vb: Uint8Array;
+}
+
+/**
+ * A {@linkcode BufferMessage} whose block the receiving subtask decoded once,
+ * on arrival, before queueing it in its input gate. Never sent.
+ */
+export interface ReceivedBufferMessage extends BufferMessage {
+  /** The records, in order. */
   readonly v: unknown[];
-  readonly ts?: (number | null)[];
+  /** One timestamp per record (ms, `null` = none), or `undefined` when no record had one. */
+  readonly ts: (number | null)[] | undefined;
 }
 
 /** An in-band event on a channel. */
@@ -88,9 +115,14 @@ export type TaskMessage = BufferMessage | EventMessage | CreditMessage | TaskCon
 
 /** A serialized error. */
 export interface ErrorInfo {
+  /** The error's class name. */
   readonly name: string;
+  /** The message, with the messages of its cause chain appended. */
   readonly message: string;
+  /** The stack, when known. */
   readonly stack?: string;
+  /** True when the cause chain holds a `SuppressRestartsError`: the job fails without restarts. */
+  readonly suppressRestarts?: boolean;
 }
 
 /** Subtask/worker -> coordinator messages. */
@@ -153,14 +185,22 @@ export function workerSubject(workerId: string): string {
 export function errorInfo(error: unknown): ErrorInfo {
   if (error instanceof Error) {
     let message = error.message;
+    let suppressRestarts = error instanceof SuppressRestartsError;
     let cause: unknown = error.cause;
-    while (cause instanceof Error) {
+    const seen = new Set<unknown>([error]);
+    while (cause instanceof Error && !seen.has(cause)) {
+      seen.add(cause);
       message += `\n  caused by ${cause.name}: ${cause.message}`;
+      if (cause instanceof SuppressRestartsError) suppressRestarts = true;
       cause = cause.cause;
     }
-    return error.stack === undefined
-      ? { name: error.name, message }
-      : { name: error.name, message, stack: error.stack };
+    const info: { name: string; message: string; stack?: string; suppressRestarts?: boolean } = {
+      name: error.name,
+      message,
+    };
+    if (error.stack !== undefined) info.stack = error.stack;
+    if (suppressRestarts) info.suppressRestarts = true;
+    return info;
   }
   return { name: "Error", message: String(error) };
 }

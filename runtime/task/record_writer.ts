@@ -9,11 +9,16 @@
  * buffer timeout. A full buffer without credit waits in the channel's queue;
  * the task stops consuming input while any queue is non-empty (backpressure).
  *
+ * A buffer's records are encoded with the record codec (`record_codec.ts`)
+ * into the message's `vb` block. A message larger than the transport's max
+ * payload is split in two halves (each encoded again) until it fits.
+ *
  * @module
  */
 
 import type { Transport } from "../actor/types.ts";
 import { encode } from "../actor/codec.ts";
+import { encodeRecords } from "./record_codec.ts";
 import type { JobEdge } from "../graph/job_graph.ts";
 import type { KeySelector } from "../graph/stream_graph.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../state/key_group.ts";
@@ -62,7 +67,7 @@ export interface RecordWriterOptions {
   readonly transport: Transport;
   /** Records per buffer. */
   readonly bufferSize: number;
-  /** Processing time, for buffer ages. */
+  /** A monotonic clock in ms, for buffer ages (not the job's clock: buffer timeouts are real time). */
   readonly now: () => number;
 }
 
@@ -185,26 +190,15 @@ export class RecordWriter {
 
   #sendBuffer(ch: ChannelWriter, values: unknown[], ts: (number | null)[] | undefined): void {
     const { jobId, attempt, producerIndex, transport } = this.#options;
-    const msg: BufferMessage = ts === undefined
-      ? {
-        t: "buf",
-        job: jobId,
-        att: attempt,
-        edge: this.edge.index,
-        src: producerIndex,
-        seq: ch.seq,
-        v: values,
-      }
-      : {
-        t: "buf",
-        job: jobId,
-        att: attempt,
-        edge: this.edge.index,
-        src: producerIndex,
-        seq: ch.seq,
-        v: values,
-        ts,
-      };
+    const msg: BufferMessage = {
+      t: "buf",
+      job: jobId,
+      att: attempt,
+      edge: this.edge.index,
+      src: producerIndex,
+      seq: ch.seq,
+      vb: encodeRecords(values, ts),
+    };
     const bytes = encode(msg);
     if (bytes.byteLength > transport.maxPayload) {
       if (values.length === 1) {

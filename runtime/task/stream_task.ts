@@ -33,7 +33,8 @@
  */
 
 import type { Subscription, Transport, TransportMessage } from "../actor/types.ts";
-import { decode, encode } from "../actor/codec.ts";
+import { CodecError, decode, encode } from "../actor/codec.ts";
+import { decodeRecords } from "./record_codec.ts";
 import { Signal, yieldToEventLoop } from "../actor/async.ts";
 import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
@@ -50,9 +51,11 @@ import { OperatorChain } from "./operator_chain.ts";
 import type { OperatorRestore, OperatorSnapshot, StreamOperator } from "./operators/operator.ts";
 import type { SourceOperator } from "./operators/source_operator.ts";
 import {
+  type BufferMessage,
   type ChannelEvent,
   type CoordinatorMessage,
   coordinatorSubject,
+  type ReceivedBufferMessage,
   type TaskControlMessage,
   type TaskMessage,
   taskSubject,
@@ -197,12 +200,15 @@ export class StreamTask {
     } catch (error) {
       this.#done = true;
       await this.#closeOperators().catch(() => {});
-      throw error instanceof TaskFailedError ? error : new TaskFailedError(
-        `Subtask ${this.#name} of job ${o.jobId} failed: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
-        { cause: error },
-      );
+      if (error instanceof TaskFailedError) throw error;
+      let message = error instanceof Error ? error.message : String(error);
+      if (error instanceof TypeError && /private member/.test(message)) {
+        message += " (function objects are copied per subtask, and ECMAScript #private fields " +
+          "cannot be copied: use TypeScript `private` fields in function classes)";
+      }
+      throw new TaskFailedError(`Subtask ${this.#name} of job ${o.jobId} failed: ${message}`, {
+        cause: error,
+      });
     } finally {
       this.#done = true;
       this.#subscription.unsubscribe();
@@ -230,7 +236,17 @@ export class StreamTask {
       return;
     }
     switch (msg.t) {
-      case "buf":
+      case "buf": {
+        let received: ReceivedBufferMessage;
+        try {
+          received = this.#decodeBuffer(msg);
+        } catch (error) {
+          this.#fail(error);
+          return;
+        }
+        if (!this.#gate.receive(received)) this.#fail(this.#gate.error);
+        break;
+      }
       case "evt":
         if (!this.#gate.receive(msg)) this.#fail(this.#gate.error);
         break;
@@ -241,6 +257,27 @@ export class StreamTask {
         this.#mails.push(msg);
     }
     this.#signal.notify();
+  }
+
+  /**
+   * Decodes a buffer's records block, once, on arrival.
+   * @throws {CodecError} naming the channel and sequence number when `vb` is
+   * missing or malformed.
+   */
+  #decodeBuffer(msg: BufferMessage): ReceivedBufferMessage {
+    const where = `buffer ${msg.seq} of edge ${msg.edge} from producer subtask ${msg.src}`;
+    if (!(msg.vb instanceof Uint8Array)) {
+      throw new CodecError(`The records block of ${where} is missing`);
+    }
+    try {
+      const { values, timestamps } = decodeRecords(msg.vb);
+      return { ...msg, v: values, ts: timestamps };
+    } catch (error) {
+      throw new CodecError(
+        `Cannot decode ${where}: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    }
   }
 
   #fail(error: unknown): void {
@@ -270,7 +307,7 @@ export class StreamTask {
         consumerMaxParallelism: consumer.maxParallelism,
         transport: o.transport,
         bufferSize: o.config.bufferSize,
-        now: () => o.clock.now(),
+        now: () => performance.now(),
       });
       this.#writers.set(edgeIndex, writer);
       this.#writerList.push(writer);
@@ -379,8 +416,7 @@ export class StreamTask {
       }
       const now = performance.now();
       if (now - sliceStart > 5) {
-        const t = this.#o.clock.now();
-        for (const w of this.#writerList) w.flushOlderThan(t, this.#o.config.bufferTimeoutMs);
+        for (const w of this.#writerList) w.flushOlderThan(now, this.#o.config.bufferTimeoutMs);
         await yieldToEventLoop();
         sliceStart = performance.now();
       }
@@ -422,8 +458,8 @@ export class StreamTask {
     const { channel, message } = item;
     if (message.t === "buf") {
       const head = this.#chain!.head;
-      const values = message.v;
-      const ts = message.ts;
+      // #onMessage queues buffers only once decoded.
+      const { v: values, ts } = message as ReceivedBufferMessage;
       const n = values.length;
       if (ts) {
         for (let i = 0; i < n; i++) head.processElement(values[i], ts[i] ?? undefined);
