@@ -95,6 +95,7 @@ export type { Clock } from "./runtime/time/clock.ts";
 export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/restart_strategy.ts";
 export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
 export { JobFailedError } from "./runtime/cluster/coordinator.ts";
+export { ResumeError } from "./runtime/cluster/local_executor.ts";
 export type { JobExecutionResult } from "./runtime/cluster/coordinator.ts";
 export { InvalidJobGraphError } from "./runtime/graph/job_graph.ts";
 export { assignToKeyGroup, DEFAULT_MAX_PARALLELISM, keyHash } from "./runtime/state/key_group.ts";

@@ -35,6 +35,7 @@ import {
   WatermarkStrategy,
 } from "../mod.ts";
 import { CollectingSink, TestSource } from "../testing.ts";
+import { exitWithError } from "./_cli.ts";
 
 /** Throws once, on the first attempt, when it sees `failAt`. */
 export class FailOnce {
@@ -115,7 +116,7 @@ if (import.meta.main) {
     options: { "fail-after": { type: "string" } },
   });
   const failAfter = values["fail-after"] === undefined ? undefined : Number(values["fail-after"]);
-  const committed = await runEvenOddSums({ failAfter });
+  const committed = await runEvenOddSums({ failAfter }).catch(exitWithError);
   for (const [key, sum] of committed) console.log(`(${key},${sum})`);
   const last = (key: string) => committed.filter(([k]) => k === key).at(-1)?.[1] ?? 0;
   console.log(`sum_even=${last("even")} sum_odd=${last("odd")}`);

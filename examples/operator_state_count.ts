@@ -21,6 +21,7 @@ import {
   WatermarkStrategy,
 } from "../mod.ts";
 import { sensorFile, type SensorReading } from "./sensor.ts";
+import { exitWithError } from "./_cli.ts";
 
 /** Emits how many records this subtask has seen, restored from operator state. */
 export class CountingMap implements CheckpointedFunction {
@@ -53,6 +54,6 @@ if (import.meta.main) {
   ).uid("sensor-source")
     .map(new CountingMap()).uid("counting-map").name("CountingMap")
     .print();
-  const result = await env.execute("operator state count");
+  const result = await env.execute("operator state count").catch(exitWithError);
   console.log(result.summary);
 }

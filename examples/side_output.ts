@@ -22,6 +22,7 @@ import {
   WatermarkStrategy,
 } from "../mod.ts";
 import { sensorFile, type SensorReading } from "./sensor.ts";
+import { exitWithError } from "./_cli.ts";
 
 /** The side output of readings below the threshold. */
 export const LOW_TEMP: OutputTag<string> = new OutputTag<string>("low-temp");
@@ -54,6 +55,6 @@ if (import.meta.main) {
     .process(new SplitByTemperature(30)).name("SplitByTemperature");
   high.print({ prefix: "high-temp" });
   high.getSideOutput(LOW_TEMP).print({ prefix: "low-temp" });
-  const result = await env.execute("side output");
+  const result = await env.execute("side output").catch(exitWithError);
   console.log(result.summary);
 }

@@ -6,7 +6,8 @@
  * Run (local mode):
  *
  *     deno run -A examples/temperature_alert.ts examples/data/sensors.csv
- *     deno run -A examples/temperature_alert.ts bad.csv --dead-letter
+ *     deno run -A examples/temperature_alert.ts examples/data/bad_sensors.csv
+ *     deno run -A examples/temperature_alert.ts examples/data/bad_sensors.csv --dead-letter
  *
  * It prints the alerts, then a one-line checkpoint summary. A malformed line
  * fails the job with an error naming the file and line; with `--dead-letter`
@@ -28,6 +29,7 @@ import {
   WatermarkStrategy,
 } from "../mod.ts";
 import { sensorFile, type SensorReading } from "./sensor.ts";
+import { exitWithError } from "./_cli.ts";
 
 /** Emits `[id, last, current]` when `|current - last| >= threshold`. */
 export class TemperatureJumpAlert
@@ -77,6 +79,6 @@ if (import.meta.main) {
     .uid("temperature-jump-alert")
     .name("TemperatureJumpAlert")
     .print();
-  const result = await env.execute("temperature alert");
+  const result = await env.execute("temperature alert").catch(exitWithError);
   console.log(result.summary);
 }

@@ -83,16 +83,21 @@ export function randomInt(random: () => number, min: number, max: number): numbe
   return min + Math.floor(random() * (max - min + 1));
 }
 
-/** The paths under `dir`, recursively, relative to it (empty when `dir` is empty). */
+/** The paths under `dir`, recursively, relative to it (empty when `dir` is empty or gone). */
 export async function listTree(dir: string): Promise<string[]> {
   const paths: string[] = [];
-  for await (const entry of Deno.readDir(dir)) {
-    paths.push(entry.name);
-    if (entry.isDirectory) {
-      for (const inner of await listTree(`${dir}/${entry.name}`)) {
-        paths.push(`${entry.name}/${inner}`);
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      paths.push(entry.name);
+      if (entry.isDirectory) {
+        for (const inner of await listTree(`${dir}/${entry.name}`)) {
+          paths.push(`${entry.name}/${inner}`);
+        }
       }
     }
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
   }
   return paths.sort();
 }
@@ -103,7 +108,10 @@ export async function withTempDir<R>(body: (dir: string) => Promise<R>): Promise
   try {
     return await body(dir);
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    // A finished job may already have removed its (empty) checkpoint directory.
+    await Deno.remove(dir, { recursive: true }).catch((error) => {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    });
   }
 }
 

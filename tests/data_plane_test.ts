@@ -48,7 +48,6 @@ const SPLITS: KeyedSplitsOptions = {
 interface Dropped {
   subject: string;
   seq: number;
-  records: number;
 }
 
 /**
@@ -67,7 +66,7 @@ function dropOneBuffer(nth: number): {
       if (dropped.length > 0 || !/^weir\.[^.]+\.0\.task\./.test(subject)) return false;
       const msg = decode(data) as TaskMessage;
       if (msg.t !== "buf" || seen++ !== nth) return false;
-      dropped.push({ subject, seq: msg.seq, records: msg.v.length });
+      dropped.push({ subject, seq: msg.seq });
       return true;
     },
   };

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { pack, unpack } from "msgpackr";
+import { decode, encode } from "../../runtime/actor/codec.ts";
 import type { ReaderOutput, SourceReaderContext } from "../../runtime/api/source.ts";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import { SequenceSource, type SequenceSplit } from "./sequence_source.ts";
@@ -75,7 +75,7 @@ Deno.test("SequenceSource resumes after the checkpointed number", () => {
   first.addSplits(source.enumerateSplits({ parallelism: 1 }));
   const before = collector();
   first.pollNext(before);
-  const snapshot = unpack(pack(first.snapshotState(1))) as SequenceSplit[];
+  const snapshot = decode(encode(first.snapshotState(1))) as SequenceSplit[];
   assert.deepEqual(snapshot, [
     { splitId: "sequence-0", next: 6, step: 1, to: Number.POSITIVE_INFINITY },
   ]);

@@ -1,7 +1,7 @@
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { pack, unpack } from "msgpackr";
+import { decode, encode } from "../../runtime/actor/codec.ts";
 import type { OutputTag } from "../../runtime/api/output_tag.ts";
 import type { ReaderOutput, SourceReader, SourceReaderContext } from "../../runtime/api/source.ts";
 import {
@@ -110,7 +110,7 @@ Deno.test("FileSource resumes after the checkpointed line", async () => {
     const before = collector<number>();
     for (let i = 0; i < 5; i++) await first.pollNext(before);
     const checkpointed = before.records.length;
-    const snapshot = unpack(pack(first.snapshotState(1))) as FileSplit[];
+    const snapshot = decode(encode(first.snapshotState(1))) as FileSplit[];
     await first.pollNext(before); // emitted after the checkpoint: lost with the failure
     await first.close?.();
     assert.ok(checkpointed > 0 && checkpointed < 50);

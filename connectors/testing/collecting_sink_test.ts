@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { pack, unpack } from "msgpackr";
+import { decode, encode } from "../../runtime/actor/codec.ts";
 import type { Sink, SinkInitContext } from "../../runtime/api/sink.ts";
 import { CollectingSink, type CollectingTxn } from "./collecting_sink.ts";
 
@@ -69,19 +69,19 @@ Deno.test("CollectingSink commits a restored transaction once", async (t) => {
     const txn = first.beginTransaction(init(0, 0));
     write(first, txn, 5, 6);
     first.preCommit(txn);
-    const checkpointed = pack(txn);
+    const checkpointed = encode(txn);
     // Failure before the completion notification; the restore commits again.
     const restored = copyForSubtask(sink);
-    restored.commit(unpack(checkpointed) as CollectingTxn<number>);
-    restored.commit(unpack(checkpointed) as CollectingTxn<number>);
+    restored.commit(decode(checkpointed) as CollectingTxn<number>);
+    restored.commit(decode(checkpointed) as CollectingTxn<number>);
     assert.deepEqual(sink.committed(), [5, 6]);
     assert.equal(sink.stats().duplicateCommits, 1);
   });
   await t.step("when this store never saw it prepared", () => {
     const sink = new CollectingSink<number>();
     const txn = { id: "sums-1-a3-7", subtask: 1, records: [7, 8] };
-    sink.commit(unpack(pack(txn)) as CollectingTxn<number>);
-    sink.commit(unpack(pack(txn)) as CollectingTxn<number>);
+    sink.commit(decode(encode(txn)) as CollectingTxn<number>);
+    sink.commit(decode(encode(txn)) as CollectingTxn<number>);
     assert.deepEqual(sink.committed(), [7, 8]);
     assert.deepEqual(sink.committedBySubtask(), [[], [7, 8]]);
     assert.deepEqual(sink.committedTransactions(), ["sums-1-a3-7"]);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { pack, unpack } from "msgpackr";
+import { decode, encode } from "../../runtime/actor/codec.ts";
 import type {
   InputStatus,
   ReaderOutput,
@@ -114,7 +114,7 @@ Deno.test("TestSource resumes after the checkpointed position", () => {
   const before = collector<number>();
   first.pollNext(before);
   first.pollNext(before);
-  const snapshot = unpack(pack(first.snapshotState(1))) as TestSplit[];
+  const snapshot = decode(encode(first.snapshotState(1))) as TestSplit[];
   assert.deepEqual(snapshot, [{ splitId: "test-0", list: 0, position: 2, fromCheckpoint: true }]);
   assert.throws(() => pollWhileMore(first, before), InducedFailure);
 

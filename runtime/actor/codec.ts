@@ -49,7 +49,7 @@
  * @module
  */
 
-import { Packr, Unpackr } from "msgpackr";
+import { Packr, Unpackr } from "npm:msgpackr@2.1.4";
 
 /** Shared by encoder and decoder; `useRecords` also makes maps decode as `Map`. */
 const options = { useRecords: true, moreTypes: true } as const;

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { Packr, Unpackr } from "msgpackr";
+import { Packr, Unpackr } from "npm:msgpackr@2.1.4";
 import { decode, encode } from "./codec.ts";
 
 const batchSize = 1_000;

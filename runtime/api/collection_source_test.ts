@@ -1,6 +1,6 @@
 import { ManualClock } from "../time/manual_clock.ts";
 import assert from "node:assert/strict";
-import { pack, unpack } from "msgpackr";
+import { decode, encode } from "../actor/codec.ts";
 import type { ReaderOutput, SourceReaderContext } from "./source.ts";
 import { CollectionSource, type CollectionSplit } from "./collection_source.ts";
 
@@ -87,7 +87,7 @@ Deno.test("CollectionSource resumes after the checkpointed index", () => {
   const before = collector<string>();
   first.pollNext(before);
   first.pollNext(before);
-  const snapshot = unpack(pack(first.snapshotState(1))) as CollectionSplit[];
+  const snapshot = decode(encode(first.snapshotState(1))) as CollectionSplit[];
   assert.deepEqual(snapshot, [{ splitId: "range-0", start: 0, end: 10, position: 6 }]);
   first.pollNext(before); // emitted after the checkpoint, lost with the failure
 

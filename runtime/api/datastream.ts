@@ -295,8 +295,16 @@ export class DataStreamSink<T> {
     this.node = node;
   }
 
-  /** Sets the sink's stable id (see `SingleOutputStreamOperator.uid`). */
+  /**
+   * Sets the sink's stable id (see `SingleOutputStreamOperator.uid`).
+   * @throws {TypeError} when `uid` is empty.
+   */
   uid(uid: string): this {
+    if (typeof uid !== "string" || uid.length === 0) {
+      throw new TypeError(
+        `uid must be a non-empty string: current value is ${JSON.stringify(uid)}`,
+      );
+    }
     this.node.uid = uid;
     return this;
   }

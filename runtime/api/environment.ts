@@ -52,12 +52,26 @@ export interface CheckpointingOptions {
   readonly retainOnFinish?: boolean;
 }
 
-/** Where and how `execute()` resumes a job: its id and the checkpoint to restore. */
+/** Which checkpoint `execute()` resumes from. */
 export interface ResumeOptions {
-  /** The job id printed by the earlier run (checkpoints live under it). */
+  /** The earlier job's id (it names the job's checkpoint directory, and is in the logs and errors). */
   readonly jobId: string;
-  /** The completed checkpoint to restore. */
-  readonly checkpointId: number;
+  /** The completed checkpoint to restore; default: the job's latest completed checkpoint. */
+  readonly checkpointId?: number;
+}
+
+/** Local checkpoint storage unless `enableCheckpointing(…, { directory })` says otherwise. */
+const DEFAULT_CHECKPOINT_DIRECTORY = ".weir/checkpoints";
+
+/** Removes the default checkpoint directory and `.weir` when they are empty (best effort). */
+async function removeEmptyDefaultDirectories(): Promise<void> {
+  for (const dir of [DEFAULT_CHECKPOINT_DIRECTORY, ".weir"]) {
+    try {
+      await Deno.remove(dir);
+    } catch {
+      return; // not empty, or not there
+    }
+  }
 }
 
 function positiveInteger(name: string, value: number): number {
@@ -80,7 +94,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     minPauseBetweenCheckpointsMs: 0,
     maxConcurrentCheckpoints: 1,
     retainedCheckpoints: 1,
-    directory: ".weir/checkpoints",
+    directory: DEFAULT_CHECKPOINT_DIRECTORY,
     retainOnFinish: false,
   };
   #restartStrategy: RestartStrategyConfig | undefined;
@@ -208,9 +222,17 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     return this;
   }
 
-  /** Makes `execute()` restore checkpoint `checkpointId` of the earlier job `jobId`. */
+  /**
+   * Makes `execute()` restore a completed checkpoint of the earlier job
+   * `jobId` (its latest one unless `checkpointId` is given), as Flink's
+   * `--fromSavepoint` does with a retained checkpoint. Operators are matched
+   * by uid; keyed state is redistributed by key group and operator list
+   * state split evenly when the parallelism changed. The resumed run gets a
+   * new job id, and never deletes the checkpoint it resumed from.
+   * @throws {RangeError} when `checkpointId` is given and not a positive integer.
+   */
   resumeFrom(options: ResumeOptions): this {
-    positiveInteger("checkpointId", options.checkpointId);
+    if (options.checkpointId !== undefined) positiveInteger("checkpointId", options.checkpointId);
     this.#resume = options;
     return this;
   }
@@ -272,6 +294,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * (or forever, for unbounded sources).
    * @returns the job's result, with checkpoint counters and a one-line summary.
    * @throws {InvalidJobGraphError} for an invalid graph.
+   * @throws {ResumeError} when `resumeFrom` names no readable completed checkpoint.
    * @throws {JobFailedError} when the job fails and the restart strategy gives up.
    */
   async execute(name: string = "Weir job"): Promise<JobExecutionResult> {
@@ -281,7 +304,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       (this.#checkpointIntervalMs > 0
         ? RestartStrategies.fixedDelay(Number.MAX_SAFE_INTEGER, 1000)
         : RestartStrategies.noRestart());
-    return await executeLocally(graph, {
+    const result = await executeLocally(graph, {
       checkpointing: {
         intervalMs: this.#checkpointIntervalMs,
         timeoutMs: this.#checkpointing.timeoutMs,
@@ -298,5 +321,9 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       faults: this.#faults,
       coordinatorFaults: this.#coordinatorFaults,
     });
+    if (this.#checkpointing.directory === DEFAULT_CHECKPOINT_DIRECTORY) {
+      await removeEmptyDefaultDirectories();
+    }
+    return result;
   }
 }

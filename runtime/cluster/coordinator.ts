@@ -40,14 +40,15 @@ import {
 import { CheckpointFailureReason, type SubtaskRef } from "../checkpoint/types.ts";
 import {
   createRestartBackoff,
-  SuppressRestartsError,
   type RestartBackoff,
   type RestartStrategyConfig,
+  SuppressRestartsError,
 } from "./restart_strategy.ts";
 import {
   type CoordinatorMessage,
   coordinatorSubject,
   type ErrorInfo,
+  type RestorePoint,
   type TaskControlMessage,
   taskSubject,
   type WorkerMessage,
@@ -86,8 +87,8 @@ export interface JobCoordinatorOptions {
   readonly restartStrategy: RestartStrategyConfig;
   /** Ids of the workers to deploy on (round-robin). */
   readonly workers: () => string[];
-  /** Checkpoint to start from (resume), or `null`. */
-  readonly restoreCheckpointId: number | null;
+  /** Checkpoint to start from (resume, possibly of another job id), or `null`. */
+  readonly restoreFrom: RestorePoint | null;
   /** How long subtasks may take to become ready, in ms. */
   readonly deployTimeoutMs: number;
   /** Test hook: throwing fails the job at that point. */
@@ -197,8 +198,10 @@ export class JobCoordinator {
       }
       this.#onMessage(msg).catch((error) => this.#failover(error));
     });
-    if (o.restoreCheckpointId !== null) this.#tracker.restoreCounter(o.restoreCheckpointId);
-    this.#deploy(o.restoreCheckpointId);
+    if (o.restoreFrom !== null && o.restoreFrom.jobId === o.jobId) {
+      this.#tracker.restoreCounter(o.restoreFrom.checkpointId);
+    }
+    this.#deploy(o.restoreFrom);
     return done.finally(() => this.#shutDown());
   }
 
@@ -232,7 +235,7 @@ export class JobCoordinator {
     o.transport.publish(workerSubject(worker), encode(msg));
   }
 
-  #deploy(restoreCheckpointId: number | null): void {
+  #deploy(restore: RestorePoint | null): void {
     const o = this.#o;
     this.#phase = "deploying";
     this.#ready = new Set();
@@ -246,14 +249,14 @@ export class JobCoordinator {
     }
     log.info(
       `job ${o.jobId} '${o.graph.name}': deploying attempt ${this.#attempt} (${this.#tasks.length} subtasks)` +
-        (restoreCheckpointId === null ? "" : ` from checkpoint ${restoreCheckpointId}`),
+        (restore === null ? "" : ` from ${describePoint(restore, o.jobId)}`),
     );
     this.#tasks.forEach((t, i) => {
       this.#toWorker(workers[i % workers.length]!, {
         t: "deploy",
         vertex: t.vertexId,
         subtask: t.subtask,
-        restoreCheckpointId,
+        restore,
       });
     });
     const attempt = this.#attempt;
@@ -454,8 +457,14 @@ export class JobCoordinator {
     this.#cancelAttempt();
     const decision = this.#backoff.onFailure(Date.now(), error);
     if (decision.kind === "fail") {
+      await Promise.all([...this.#finalizing]);
+      const latest = await o.storage.latestCompleted(o.jobId).catch(() => undefined);
+      const hint = latest
+        ? `; its latest completed checkpoint is ${latest.checkpointId}: resume with ` +
+          `resumeFrom({ jobId: "${o.jobId}", checkpointId: ${latest.checkpointId} })`
+        : "; it has no completed checkpoint";
       this.#end(
-        new JobFailedError(`Job ${o.jobId} '${o.graph.name}' failed: ${decision.reason}`, {
+        new JobFailedError(`Job ${o.jobId} '${o.graph.name}' failed: ${decision.reason}${hint}`, {
           cause: error,
         }),
       );
@@ -464,10 +473,10 @@ export class JobCoordinator {
     await delay(decision.delayMs);
     if (this.#phase !== "restarting") return;
     await Promise.all([...this.#finalizing]);
-    let latest: number | null = o.restoreCheckpointId;
+    let latest: RestorePoint | null = o.restoreFrom;
     try {
       const meta = await o.storage.latestCompleted(o.jobId);
-      if (meta) latest = meta.checkpointId;
+      if (meta) latest = { jobId: o.jobId, checkpointId: meta.checkpointId };
     } catch (e) {
       this.#end(
         new JobFailedError(`Job ${o.jobId}: cannot read the latest checkpoint: ${describe(e)}`, {
@@ -477,14 +486,17 @@ export class JobCoordinator {
       return;
     }
     if (this.#phase !== "restarting") return; // cancelled meanwhile
-    if (latest !== null && latest > this.#tracker.lastCheckpointId) {
-      this.#tracker.restoreCounter(latest);
+    if (
+      latest !== null && latest.jobId === o.jobId &&
+      latest.checkpointId > this.#tracker.lastCheckpointId
+    ) {
+      this.#tracker.restoreCounter(latest.checkpointId);
     }
     this.#restarts++;
     this.#attempt++;
     log.warn(
       `job ${o.jobId}: restarting as attempt ${this.#attempt} (restart ${this.#restarts}) from ` +
-        (latest === null ? "scratch" : `checkpoint ${latest}`),
+        (latest === null ? "scratch" : describePoint(latest, o.jobId)),
     );
     this.#deploy(latest);
   }
@@ -549,6 +561,12 @@ export class RemoteTaskError extends Error {
     this.subtask = subtask;
     if (info.stack) this.stack = info.stack;
   }
+}
+
+function describePoint(point: RestorePoint, jobId: string): string {
+  return point.jobId === jobId
+    ? `checkpoint ${point.checkpointId}`
+    : `checkpoint ${point.checkpointId} of job ${point.jobId}`;
 }
 
 function describe(error: unknown): string {

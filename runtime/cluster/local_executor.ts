@@ -20,6 +20,7 @@ import {
   type JobExecutionResult,
 } from "./coordinator.ts";
 import { Worker } from "./worker.ts";
+import type { RestorePoint } from "../task/messages.ts";
 
 /** Everything a local run needs besides the graph. */
 export interface LocalExecutionOptions {
@@ -29,8 +30,14 @@ export interface LocalExecutionOptions {
   readonly restartStrategy: RestartStrategyConfig;
   readonly taskConfig: TaskConfig;
   readonly clock: Clock;
-  /** Resume from this checkpoint of `jobId` (both must be given to resume). */
-  readonly resume?: { readonly jobId: string; readonly checkpointId: number } | undefined;
+  /**
+   * Resume from a completed checkpoint of the earlier job `jobId` (its latest
+   * one when `checkpointId` is omitted). The run gets a new job id; the
+   * restored checkpoint is left as it is.
+   */
+  readonly resume?:
+    | { readonly jobId: string; readonly checkpointId?: number | undefined }
+    | undefined;
   readonly faults?: FaultInjector | undefined;
   readonly coordinatorFaults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number) => void)
@@ -46,8 +53,50 @@ export function newJobId(name: string): string {
   return `${slug}-${[...random].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+/** A resume request names a checkpoint that does not exist or cannot be read. */
+export class ResumeError extends Error {
+  /** The error class name. */
+  override name = "ResumeError";
+}
+
+/** Finds and checks the checkpoint to resume from, before anything is deployed. */
+async function resolveResume(
+  storage: LocalDirectoryCheckpointStorage,
+  resume: { readonly jobId: string; readonly checkpointId?: number | undefined },
+): Promise<RestorePoint> {
+  const where = `${storage.jobDirectory(resume.jobId)}`;
+  let completed: number[];
+  try {
+    completed = await storage.listCompleted(resume.jobId);
+  } catch (error) {
+    throw new ResumeError(
+      `Cannot resume job ${resume.jobId}: cannot list its checkpoints in ${where}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const id = resume.checkpointId ?? completed.at(-1);
+  if (id === undefined || !completed.includes(id)) {
+    throw new ResumeError(
+      `Cannot resume job ${resume.jobId} from ${
+        resume.checkpointId === undefined
+          ? "its latest checkpoint"
+          : `checkpoint ${resume.checkpointId}`
+      }: ${where} has ${
+        completed.length === 0
+          ? "no completed checkpoint"
+          : `completed checkpoints ${completed.join(", ")}`
+      }`,
+    );
+  }
+  await storage.readMetadata(resume.jobId, id); // fails early, naming the path, if unreadable
+  return { jobId: resume.jobId, checkpointId: id };
+}
+
 /**
  * Runs `graph` in this process until it finishes.
+ * @throws {ResumeError} when `resume` names no readable completed checkpoint.
  * @throws {JobFailedError} when the job fails for good.
  */
 export async function executeLocally(
@@ -58,7 +107,8 @@ export async function executeLocally(
   const coordinatorTransport = bus.connect();
   const workerTransport = bus.connect();
   const storage = new LocalDirectoryCheckpointStorage({ directory: options.checkpointDirectory });
-  const jobId = options.resume?.jobId ?? newJobId(graph.name);
+  const restoreFrom = options.resume ? await resolveResume(storage, options.resume) : null;
+  const jobId = newJobId(graph.name);
   const worker = new Worker({
     transport: workerTransport,
     workerId: "local",
@@ -79,7 +129,7 @@ export async function executeLocally(
     checkpointing: options.checkpointing,
     restartStrategy: options.restartStrategy,
     workers: () => ["local"],
-    restoreCheckpointId: options.resume?.checkpointId ?? null,
+    restoreFrom,
     deployTimeoutMs: 60_000,
     faults: options.coordinatorFaults,
   });

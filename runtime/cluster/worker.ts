@@ -117,7 +117,7 @@ export class Worker {
       subtask: msg.subtask,
       config: runtime.config,
       storage: runtime.storage,
-      restoreCheckpointId: msg.restoreCheckpointId,
+      restore: msg.restore,
       clock: runtime.clock,
       faults: runtime.faults,
     });
@@ -128,7 +128,7 @@ export class Worker {
       await task.run();
     } catch (error) {
       if (!entry.cancelled) {
-        log.warn(`${task.name} failed: ${error instanceof Error ? error.message : error}`);
+        log.debug(`${task.name} failed: ${error instanceof Error ? error.message : error}`);
         report({ t: "failed", vertex: msg.vertex, subtask: msg.subtask, error: errorInfo(error) });
       }
     } finally {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { pack, unpack } from "msgpackr";
+import { decode, encode } from "../actor/codec.ts";
 import { ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor } from "../api/state.ts";
 import {
   HeapKeyedStateBackend,
@@ -280,7 +280,7 @@ Deno.test("a snapshot survives a MessagePack round trip and restores", () => {
     value.update({ n: 1 });
     map.put("k", [1, 2]);
   }
-  const decoded = unpack(pack(b.snapshot())) as KeyedStateSnapshot;
+  const decoded = decode(encode(b.snapshot())) as KeyedStateSnapshot;
   const restored = backend();
   restored.restore([decoded]);
   assert.deepEqual(restored.snapshot(), b.snapshot());

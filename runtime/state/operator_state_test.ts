@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { pack, unpack } from "msgpackr";
+import { decode, encode } from "../actor/codec.ts";
 import { ListStateDescriptor } from "../api/state.ts";
 import {
   DefaultOperatorStateStore,
@@ -84,7 +84,7 @@ Deno.test("a snapshot survives a MessagePack round trip", () => {
   const store = new DefaultOperatorStateStore();
   store.getListState(offsets).update([1, 2]);
   store.getUnionListState(config).add("c");
-  const decoded = unpack(pack(store.snapshot())) as OperatorStateSnapshot;
+  const decoded = decode(encode(store.snapshot())) as OperatorStateSnapshot;
   assert.deepEqual(new DefaultOperatorStateStore(decoded).snapshot(), store.snapshot());
 });
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { pack, unpack } from "msgpackr";
+import { decode, encode } from "../actor/codec.ts";
 import {
   assignToKeyGroup,
   computeKeyGroupRangeForOperatorIndex,
@@ -204,7 +204,7 @@ Deno.test("restore() brings back every timer, through MessagePack too", () => {
   timers.registerEventTimeTimer(["t", 1], 10, "ns");
   timers.registerEventTimeTimer(7, 20);
   timers.registerProcessingTimeTimer("p", 1_000);
-  const snap = unpack(pack(timers.snapshot())) as TimerServiceSnapshot;
+  const snap = decode(encode(timers.snapshot())) as TimerServiceSnapshot;
   const restored = service<Key>();
   restored.restore([snap], new KeyGroupRange(0, 127));
   assert.deepEqual(

@@ -55,6 +55,7 @@ interface Envelope {
 
 /** A buffer of records on a channel, as it travels. */
 export interface BufferMessage extends Envelope {
+  /** The message type. */
   readonly t: "buf";
   /** The JobGraph edge index. */
   readonly edge: number;
@@ -148,6 +149,18 @@ export type CoordinatorMessage =
     }
   );
 
+/**
+ * A completed checkpoint to restore: the job whose storage holds it (the
+ * running job itself after a failover, or an earlier job when resuming) and
+ * its id.
+ */
+export interface RestorePoint {
+  /** The job id under which the checkpoint is stored. */
+  readonly jobId: string;
+  /** The checkpoint's id. */
+  readonly checkpointId: number;
+}
+
 /** Coordinator -> worker messages. */
 export type WorkerMessage =
   & Envelope
@@ -156,7 +169,7 @@ export type WorkerMessage =
       readonly t: "deploy";
       readonly vertex: string;
       readonly subtask: number;
-      readonly restoreCheckpointId: number | null;
+      readonly restore: RestorePoint | null;
     }
     | { readonly t: "cancel-attempt" }
   );

@@ -9,6 +9,7 @@
 import type { JobGraph, JobVertex, OperatorOutput } from "../graph/job_graph.ts";
 import type { OperatorEnvironment, Output, StreamOperator } from "./operators/operator.ts";
 import type { RecordWriter } from "./record_writer.ts";
+import { logger } from "../log.ts";
 import { SourceOperator } from "./operators/source_operator.ts";
 import { SimpleSinkOperator, TwoPhaseCommitSinkOperator } from "./operators/sink_operators.ts";
 import {
@@ -25,16 +26,32 @@ interface Target {
   watermark(watermark: number): void;
 }
 
-const NO_TARGETS: Target[] = [];
+const log = logger("task");
 
-/** Builds an {@linkcode Output} over main and side-output targets. */
-function makeOutput(main: Target[], side: Map<string, Target[]>): Output {
+/**
+ * Builds an {@linkcode Output} over main and side-output targets. Records of
+ * a side output that nothing consumes are dropped, as in Flink, but never
+ * silently: the first one of each tag logs a warning naming the operator.
+ */
+function makeOutput(main: Target[], side: Map<string, Target[]>, where: string): Output {
   const all = [...main, ...[...side.values()].flat()];
   const emitWatermark = (wm: number) => {
     for (const t of all) t.watermark(wm);
   };
+  const warned = new Set<string>();
   const collectSide = (tagId: string, value: unknown, ts: number | undefined) => {
-    for (const t of side.get(tagId) ?? NO_TARGETS) t.collect(value, ts);
+    const targets = side.get(tagId);
+    if (targets === undefined) {
+      if (!warned.has(tagId)) {
+        warned.add(tagId);
+        log.warn(
+          `${where} emits to side output '${tagId}', which nothing consumes: its records are dropped ` +
+            `(use getSideOutput(tag) to consume them)`,
+        );
+      }
+      return;
+    }
+    for (const t of targets) t.collect(value, ts);
   };
   if (main.length === 1) {
     const only = main[0]!;
@@ -78,7 +95,11 @@ export class OperatorChain {
             target,
           );}
       }
-      const output = makeOutput(main, side);
+      const output = makeOutput(
+        main,
+        side,
+        `Operator '${spec.name}' (uid ${spec.uid}) subtask ${env.subtaskIndex} of job ${env.jobId}`,
+      );
       const common = {
         uid: spec.uid,
         name: spec.name,

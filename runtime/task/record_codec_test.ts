@@ -183,6 +183,11 @@ Deno.test("encodeRecords() handles empty, single and large buffers", async (t) =
   await t.step("one record", () => {
     assertColumnar([{ key: 1, value: 2 }], "objects");
   });
+  await t.step("a block of several MiB, then a small one", () => {
+    const big = Array.from({ length: 300_000 }, (_, i) => ({ s: `r${i}`, n: i }));
+    assert.deepStrictEqual(decodeRecords(encodeRecords(big)).values, big);
+    assertColumnar([{ s: "small", n: 1 }], "objects");
+  });
   await t.step("10k records", () => {
     const values = Array.from({ length: 10_000 }, (_, i) => ({ key: `k${i % 97}`, value: i / 3 }));
     const timestamps = values.map((_, i) => (i % 5 === 0 ? null : 1_700_000_000_000 + i));

@@ -56,6 +56,7 @@ import {
   type CoordinatorMessage,
   coordinatorSubject,
   type ReceivedBufferMessage,
+  type RestorePoint,
   type TaskControlMessage,
   type TaskMessage,
   taskSubject,
@@ -114,7 +115,7 @@ export interface StreamTaskOptions {
   readonly config: TaskConfig;
   readonly storage: CheckpointStorage;
   /** Checkpoint to restore from, or `null` for a fresh start. */
-  readonly restoreCheckpointId: number | null;
+  readonly restore: RestorePoint | null;
   readonly clock: Clock;
   readonly faults?: FaultInjector | undefined;
 }
@@ -330,22 +331,23 @@ export class StreamTask {
         requestWakeup: (t) => this.#requestWakeup(t),
       },
     });
-    const restores = o.restoreCheckpointId === null
+    const restores = o.restore === null
       ? new Map<string, OperatorRestore>()
-      : await this.#loadRestore(o.restoreCheckpointId);
+      : await this.#loadRestore(o.restore);
     for (const op of this.#chain.operators) await op.initializeState(restores.get(op.uid));
     for (const op of this.#chain.operators) await op.open();
   }
 
   /** Reads this subtask's share of checkpoint `checkpointId`, per operator uid. */
-  async #loadRestore(checkpointId: number): Promise<Map<string, OperatorRestore>> {
+  async #loadRestore(point: RestorePoint): Promise<Map<string, OperatorRestore>> {
     const o = this.#o;
-    const meta = await o.storage.readMetadata(o.jobId, checkpointId);
+    const { jobId, checkpointId } = point;
+    const meta = await o.storage.readMetadata(jobId, checkpointId);
     const files = new Map<string, Promise<Record<string, unknown>>>();
     const read = (handle: StateHandle) => {
       let p = files.get(handle.path);
       if (!p) {
-        p = o.storage.readState(o.jobId, handle).then((b) => decode(b) as Record<string, unknown>);
+        p = o.storage.readState(jobId, handle).then((b) => decode(b) as Record<string, unknown>);
         files.set(handle.path, p);
       }
       return p;
