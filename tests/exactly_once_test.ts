@@ -1,9 +1,18 @@
 /**
  * Exactly-once under injected failures: a keyed job (4 keys over 2 source
  * splits, a keyed running sum at parallelism 2, a two-phase-commit sink)
- * runs once without failure and then once per seed with one fault at a
- * random moment. Every faulted run must restart and commit exactly what the
- * failure-free run committed.
+ * runs once without failure and then once per seed with a fault at a random
+ * moment: a throw in a user map function, or a throw at one of the fault
+ * points (`before-snapshot`, `alignment`, `after-snapshot`, the
+ * coordinator's `before-notify-complete`, `before-commit`). Half of the
+ * seeds also fail the restarted attempt once. The job settings (chaining,
+ * buffers, credits, interval, concurrent checkpoints, a slower source split,
+ * a slow sink) vary with the seed too.
+ *
+ * Every faulted run must restart once per fault, and no more; commit
+ * exactly what the failure-free run committed (same multiset, same order per
+ * key); take only consistent checkpoints (see `Cuts` in `_job_kit.ts`); and
+ * leave no checkpoint files behind.
  *
  * Run one seed alone with `WEIR_SEED=<n> deno test -A tests/exactly_once_test.ts`.
  *
@@ -72,7 +81,11 @@ interface Scenario {
   readonly kind: FaultKind;
   /** `user-map`: the record whose map call throws. */
   readonly record: KeyedRecord;
-  /** The checkpoint at which a checkpoint fault fires. */
+  /**
+   * The checkpoint at which a checkpoint fault fires, or the first later one
+   * that reaches the fault point (with concurrent checkpoints, a later one
+   * may complete first and subsume it).
+   */
   readonly checkpointId: number;
   /** The operator whose vertex a task fault hits. */
   readonly target: Uid;
@@ -150,8 +163,8 @@ function describe(s: Scenario): string {
   const where = s.kind === "user-map"
     ? `at record ${s.record.key}#${s.record.seq}`
     : s.kind === "before-notify-complete"
-    ? `of checkpoint ${s.checkpointId} in the coordinator`
-    : `of checkpoint ${s.checkpointId} on '${s.target}' subtask ${s.subtask}`;
+    ? `of checkpoint ${s.checkpointId}+ in the coordinator`
+    : `of checkpoint ${s.checkpointId}+ on '${s.target}' subtask ${s.subtask}`;
   const again = s.again === undefined
     ? ""
     : s.again.point === "before-notify-complete"
@@ -192,7 +205,6 @@ interface Run {
   readonly cuts: [number, Cut][];
   readonly committed: SumRecord[];
   readonly fired: number;
-  readonly duplicateCommits: number;
   /** The attempts that ran user code. */
   readonly attempts: number[];
   /** What the job left in its checkpoint directory (nothing, with `retainOnFinish` off). */
@@ -249,7 +261,7 @@ async function runJob(s: Scenario | undefined): Promise<Run> {
         task: (point, site) => {
           if (
             first && !firstFired && point === first.point && site.attempt === 0 &&
-            site.checkpointId === s.checkpointId && site.vertexId === first.vertexId &&
+            site.checkpointId >= s.checkpointId && site.vertexId === first.vertexId &&
             site.subtask === s.subtask
           ) {
             firstFired = true;
@@ -264,7 +276,7 @@ async function runJob(s: Scenario | undefined): Promise<Run> {
           }
         },
         coordinator: (point, checkpointId) => {
-          if (s.kind === point && !firstFired && checkpointId === s.checkpointId) {
+          if (s.kind === point && !firstFired && checkpointId >= s.checkpointId) {
             firstFired = true;
             fire(`in the coordinator at ${point} of checkpoint ${checkpointId}`);
           }
@@ -283,17 +295,32 @@ async function runJob(s: Scenario | undefined): Promise<Run> {
       cuts: cuts.complete(4),
       committed: sink.committed(),
       fired: fired.count,
-      duplicateCommits: sink.stats().duplicateCommits,
-      attempts: [...cuts.attempts].sort(),
+      attempts: [...cuts.attempts].sort((a, b) => a - b),
       leftovers: await listTree(dir),
     };
   });
 }
 
+const SEED_BASE = 1000;
+const SEED_STEP = 7919;
+
+/** The seeds to run: 24 by default, or the one in `WEIR_SEED`. */
 function seeds(): number[] {
   const one = Deno.env.get("WEIR_SEED");
   if (one !== undefined) return [Number(one)];
-  return Array.from({ length: 24 }, (_, i) => 1000 + i * 7919);
+  return Array.from({ length: 24 }, (_, i) => SEED_BASE + i * SEED_STEP);
+}
+
+/**
+ * A seed's scenario. The default seeds take every kind of first fault in
+ * turn, each round alone and then followed by a second fault on attempt 1.
+ */
+function scenarioOf(seed: number): Scenario {
+  const i = (seed - SEED_BASE) % SEED_STEP === 0 && seed >= SEED_BASE
+    ? (seed - SEED_BASE) / SEED_STEP
+    : seed;
+  const round = Math.floor(i / FAULT_KINDS.length);
+  return scenario(seed, FAULT_KINDS[i % FAULT_KINDS.length]!, round % 2 === 1);
 }
 
 Deno.test("a keyed job commits exactly the failure-free output whatever fault a seed injects", async (t) => {
@@ -313,12 +340,8 @@ Deno.test("a keyed job commits exactly the failure-free output whatever fault a 
     `failure-free run: ${baseline.result.summary}`,
   );
 
-  const all = seeds();
-  for (const [i, seed] of all.entries()) {
-    // Every kind of first fault in turn, each round alone and then again
-    // followed by a second fault on attempt 1.
-    const round = Math.floor(i / FAULT_KINDS.length);
-    const s = scenario(seed, FAULT_KINDS[i % FAULT_KINDS.length]!, round % 2 === 1);
+  for (const seed of seeds()) {
+    const s = scenarioOf(seed);
     await t.step(describe(s), async () => {
       const run = await runJob(s);
       const context = `${describe(s)}; ${run.result.summary}`;
