@@ -139,13 +139,18 @@ export class RecordWriter {
 
   #add(ch: ChannelWriter, value: unknown, timestamp: number | undefined): void {
     if (ch.values.length === 0) ch.openedAt = this.#options.now();
-    ch.values.push(value);
-    if (timestamp === undefined) {
-      ch.timestamps.push(null);
-    } else {
+    // Timestamps are kept only once a record of this buffer has one (then
+    // the earlier records get null), so untimed streams pay nothing.
+    if (timestamp !== undefined) {
+      if (!ch.hasTimestamps) {
+        ch.hasTimestamps = true;
+        ch.timestamps = new Array(ch.values.length).fill(null);
+      }
       ch.timestamps.push(timestamp);
-      ch.hasTimestamps = true;
+    } else if (ch.hasTimestamps) {
+      ch.timestamps.push(null);
     }
+    ch.values.push(value);
     if (ch.values.length >= this.#options.bufferSize) this.#seal(ch);
   }
 

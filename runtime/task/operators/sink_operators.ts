@@ -32,13 +32,22 @@ class OrderedCalls {
   #error: unknown;
   #failed = false;
 
+  /** True while an asynchronous call is pending (or failed): new calls must queue behind it. */
+  get busy(): boolean {
+    return this.#tail !== undefined || this.#failed;
+  }
+
   run(call: () => void | Promise<void>): void {
     if (this.#failed) return;
     if (this.#tail) {
       this.#tail = this.#tail.then(call).catch(this.#fail);
       return;
     }
-    const result = call();
+    this.settle(call());
+  }
+
+  /** Takes the result of a call made directly while not {@linkcode OrderedCalls.busy}. */
+  settle(result: void | Promise<void>): void {
     if (result && typeof (result as Promise<void>).then === "function") {
       this.#tail = (result as Promise<void>).catch(this.#fail);
     }
@@ -64,14 +73,13 @@ class OrderedCalls {
 /** Calls `invoke` per record (at-least-once at best; see the sink's docs). */
 export class SimpleSinkOperator extends UdfOperator<SinkFunction<unknown>> {
   #calls = new OrderedCalls();
-  #context = { timestamp: undefined as number | undefined };
   processElement(value: unknown, timestamp: number | undefined): void {
     if (this.keySelector) this.setKey(this.keySelector(value));
     const fn = this.fn;
-    this.#calls.run(() => {
-      const context: SinkContext = { timestamp };
-      return fn.invoke(value, context);
-    });
+    const context: SinkContext = { timestamp };
+    // The common case, a synchronous sink, allocates no closure.
+    if (!this.#calls.busy) this.#calls.settle(fn.invoke(value, context));
+    else this.#calls.run(() => fn.invoke(value, context));
   }
   override quiesce(): Promise<void> {
     return this.#calls.quiesce();
@@ -175,7 +183,9 @@ export class TwoPhaseCommitSinkOperator implements StreamOperator {
   processElement(value: unknown, timestamp: number | undefined): void {
     const sink = this.#sink;
     const txn = this.#current;
-    this.#calls.run(() => sink.invoke(txn, value, { timestamp }));
+    const context: SinkContext = { timestamp };
+    if (!this.#calls.busy) this.#calls.settle(sink.invoke(txn, value, context));
+    else this.#calls.run(() => sink.invoke(txn, value, context));
   }
 
   processWatermark(): void {}
