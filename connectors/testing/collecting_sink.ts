@@ -8,7 +8,7 @@
  *
  * - A transaction is plain data, `{ id, subtask, records }`: records are
  *   staged in it, so it survives a MessagePack round trip in a checkpoint.
- *   Ids read `<uid>-<subtask>-a<attempt>-<n>`, unique across attempts.
+ *   Ids read `<jobId>/<uid>-<subtask>-a<attempt>-<n>`, unique across attempts and runs.
  * - `preCommit` copies the transaction's records into a *prepared* store
  *   keyed by id.
  * - `commit` moves a prepared transaction into the *committed* log, once:
@@ -42,7 +42,7 @@
  * sink.commit(txn);
  * sink.commit(txn); // idempotent
  * assert.deepEqual(sink.committed(), ["a"]);
- * assert.deepEqual(sink.committedTransactions(), ["out-0-a0-0"]);
+ * assert.deepEqual(sink.committedTransactions(), ["job/out-0-a0-0"]);
  * ```
  *
  * @module
@@ -52,7 +52,7 @@ import type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "../../run
 
 /** A {@linkcode CollectingSink} transaction. Plain data, MessagePack-encodable if the records are. */
 export interface CollectingTxn<T = unknown> {
-  /** `<uid>-<subtask>-a<attempt>-<n>`, `n` counting from 0 per subtask and attempt. */
+  /** `<jobId>/<uid>-<subtask>-a<attempt>-<n>`, `n` counting from 0 per subtask and attempt. */
   id: string;
   /** The sink subtask that opened it. */
   subtask: number;
@@ -126,7 +126,7 @@ export class CollectingSink<T> implements TwoPhaseCommitSink<T, CollectingTxn<T>
 
   /** A new, empty transaction with a unique id. */
   beginTransaction(context: SinkInitContext): CollectingTxn<T> {
-    const scope = `${context.uid}-${context.subtaskIndex}-a${context.attempt}`;
+    const scope = `${context.jobId}/${context.uid}-${context.subtaskIndex}-a${context.attempt}`;
     const n = this.store.counters.get(scope) ?? 0;
     this.store.counters.set(scope, n + 1);
     return { id: `${scope}-${n}`, subtask: context.subtaskIndex, records: [] };

@@ -26,7 +26,7 @@ Deno.test("CollectingSink keeps records invisible until commit", () => {
   assert.deepEqual(sink.committed(), []);
   sink.preCommit(txn);
   assert.deepEqual(sink.committed(), []);
-  assert.deepEqual(sink.preparedTransactions(), ["sums-0-a0-0"]);
+  assert.deepEqual(sink.preparedTransactions(), ["job-1/sums-0-a0-0"]);
   assert.equal(sink.stats().prepared, 1);
   sink.commit(txn);
   assert.deepEqual(sink.committed(), [1, 2]);
@@ -41,7 +41,12 @@ Deno.test("CollectingSink names transactions by uid, subtask, attempt and counte
     sink.beginTransaction(init(1, 0)).id,
     sink.beginTransaction(init(0, 1)).id,
   ];
-  assert.deepEqual(ids, ["sums-0-a0-0", "sums-0-a0-1", "sums-1-a0-0", "sums-0-a1-0"]);
+  assert.deepEqual(ids, [
+    "job-1/sums-0-a0-0",
+    "job-1/sums-0-a0-1",
+    "job-1/sums-1-a0-0",
+    "job-1/sums-0-a1-0",
+  ]);
 });
 
 Deno.test("CollectingSink commits a transaction once however often commit is called", () => {
@@ -79,12 +84,12 @@ Deno.test("CollectingSink commits a restored transaction once", async (t) => {
   });
   await t.step("when this store never saw it prepared", () => {
     const sink = new CollectingSink<number>();
-    const txn = { id: "sums-1-a3-7", subtask: 1, records: [7, 8] };
+    const txn = { id: "job-1/sums-1-a3-7", subtask: 1, records: [7, 8] };
     sink.commit(decode(encode(txn)) as CollectingTxn<number>);
     sink.commit(decode(encode(txn)) as CollectingTxn<number>);
     assert.deepEqual(sink.committed(), [7, 8]);
     assert.deepEqual(sink.committedBySubtask(), [[], [7, 8]]);
-    assert.deepEqual(sink.committedTransactions(), ["sums-1-a3-7"]);
+    assert.deepEqual(sink.committedTransactions(), ["job-1/sums-1-a3-7"]);
   });
 });
 
@@ -108,11 +113,11 @@ Deno.test("CollectingSink discards aborted transactions, prepared or not", () =>
   });
   assert.throws(
     () => sink.commit(prepared),
-    /cannot commit transaction sums-0-a0-1: it was aborted/,
+    /cannot commit transaction job-1\/sums-0-a0-1: it was aborted/,
   );
   assert.throws(
     () => sink.preCommit(open),
-    /cannot pre-commit transaction sums-0-a0-0: it was already aborted/,
+    /cannot pre-commit transaction job-1\/sums-0-a0-0: it was already aborted/,
   );
 });
 
@@ -142,8 +147,8 @@ Deno.test("CollectingSink shares its store between subtask copies", () => {
   subtasks[0]!.commit(txns[0]!);
   assert.deepEqual(sink.committed(), ["c1", "c2", "a1"]);
   assert.deepEqual(sink.committedBySubtask(), [["a1"], [], ["c1", "c2"]]);
-  assert.deepEqual(sink.committedTransactions(), ["sums-2-a0-0", "sums-0-a0-0"]);
-  assert.deepEqual(sink.preparedTransactions(), ["sums-1-a0-0"]);
+  assert.deepEqual(sink.committedTransactions(), ["job-1/sums-2-a0-0", "job-1/sums-0-a0-0"]);
+  assert.deepEqual(sink.preparedTransactions(), ["job-1/sums-1-a0-0"]);
 });
 
 Deno.test("CollectingSink reset empties the store for every copy", () => {
@@ -162,7 +167,7 @@ Deno.test("CollectingSink reset empties the store for every copy", () => {
     commitCalls: 0,
     duplicateCommits: 0,
   });
-  assert.equal(copy.beginTransaction(init()).id, "sums-0-a0-0");
+  assert.equal(copy.beginTransaction(init()).id, "job-1/sums-0-a0-0");
 });
 
 Deno.test("CollectingSink is a two-phase-commit sink", () => {

@@ -74,7 +74,11 @@ export interface TwoPhaseCommitSink<T, Txn> {
   readonly kind: "two-phase-commit";
   /** Called once per subtask before the first transaction begins and before restored transactions are resolved. */
   open?(context: SinkInitContext): void | Promise<void>;
-  /** Starts a transaction. Its id must be unique across attempts (use `attempt`, `subtaskIndex` and a counter). */
+  /**
+   * Starts a transaction. Its id must be unique across attempts and across
+   * runs: build it from `jobId` (a resumed job gets a new one), `uid`,
+   * `subtaskIndex`, `attempt` and a counter.
+   */
   beginTransaction(context: SinkInitContext): Txn | Promise<Txn>;
   /** Adds one record to `txn`. */
   invoke(txn: Txn, value: T, context: SinkContext): void | Promise<void>;

@@ -93,8 +93,14 @@ function fmix32(h: number): number {
   return h ^ (h >>> 16);
 }
 
-/** Mixes `E(s)` of a string into `h`. */
+/**
+ * Mixes `E(s)` of a string into `h`. A string with lone surrogates is hashed
+ * as its well-formed form (each lone surrogate as U+FFFD, same length):
+ * that is the string a consumer decodes from the data plane's UTF-8, so
+ * producer and consumer agree on its key group.
+ */
 function mixString(h: number, s: string): number {
+  if (!s.isWellFormed()) s = s.toWellFormed();
   const n = s.length;
   h = mix(mix(h, TAG_STRING), n);
   let i = 0;

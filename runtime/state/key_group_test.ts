@@ -310,3 +310,11 @@ Deno.test("operator-index functions reject invalid arguments, stating the curren
     /'keyGroup' must be an integer in \[0, 127\]: current value is 128/,
   );
 });
+
+Deno.test("keyHash hashes a string with a lone surrogate as the string the data plane delivers", () => {
+  const lone = "y\uD800";
+  const delivered = new TextDecoder().decode(new TextEncoder().encode(lone));
+  assert.notEqual(lone, delivered);
+  assert.equal(keyHash(lone), keyHash(delivered));
+  assert.equal(assignToKeyGroup(lone, 128), assignToKeyGroup(delivered, 128));
+});

@@ -209,11 +209,20 @@ export function errorInfo(error: unknown): ErrorInfo {
     }
     const info: { name: string; message: string; stack?: string; suppressRestarts?: boolean } = {
       name: error.name,
-      message,
+      message: truncate(message),
     };
-    if (error.stack !== undefined) info.stack = error.stack;
+    if (error.stack !== undefined) info.stack = truncate(error.stack);
     if (suppressRestarts) info.suppressRestarts = true;
     return info;
   }
-  return { name: "Error", message: String(error) };
+  return { name: "Error", message: truncate(String(error)) };
+}
+
+/** Longest message or stack an error report carries, in characters (reports must fit one transport message). */
+const MAX_ERROR_TEXT = 16 * 1024;
+
+function truncate(text: string): string {
+  return text.length <= MAX_ERROR_TEXT
+    ? text
+    : `${text.slice(0, MAX_ERROR_TEXT)}… (${text.length - MAX_ERROR_TEXT} more characters)`;
 }

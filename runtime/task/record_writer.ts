@@ -26,8 +26,11 @@ import { channelTargets } from "./channels.ts";
 import type { BufferMessage, ChannelEvent, EventMessage } from "./messages.ts";
 import { taskSubject } from "./messages.ts";
 
+/** Room left in a transport message for the envelope around an encoded buffer, in bytes. */
+const ENVELOPE_BYTES = 1024;
+
 type Pending =
-  | { readonly kind: "buf"; readonly values: unknown[]; readonly ts: (number | null)[] | undefined }
+  | { readonly kind: "buf"; readonly vb: Uint8Array }
   | { readonly kind: "evt"; readonly e: ChannelEvent };
 
 /** A record too large for one transport message. */
@@ -157,15 +160,37 @@ export class RecordWriter {
   /** Moves a channel's open buffer into its send queue and sends what credit allows. */
   #seal(ch: ChannelWriter): void {
     if (ch.values.length === 0) return;
-    ch.queue.push({
-      kind: "buf",
-      values: ch.values,
-      ts: ch.hasTimestamps ? ch.timestamps : undefined,
-    });
+    const values = ch.values;
+    const ts = ch.hasTimestamps ? ch.timestamps : undefined;
     ch.values = [];
     ch.timestamps = [];
     ch.hasTimestamps = false;
+    this.#encodeInto(ch, values, ts);
     this.#drain(ch);
+  }
+
+  /**
+   * Encodes records into one or more queued buffers, each small enough for
+   * the transport. Encoding happens here, on the mailbox loop, so a record
+   * that cannot be encoded fails the subtask where it was emitted.
+   * @throws {RecordTooLargeError} for a single record larger than the max payload.
+   */
+  #encodeInto(ch: ChannelWriter, values: unknown[], ts: (number | null)[] | undefined): void {
+    const vb = encodeRecords(values, ts);
+    const limit = this.#options.transport.maxPayload - ENVELOPE_BYTES;
+    if (vb.byteLength <= limit) {
+      ch.queue.push({ kind: "buf", vb });
+      return;
+    }
+    if (values.length === 1) {
+      throw new RecordTooLargeError(
+        `A record of ${vb.byteLength} bytes on edge ${this.edge.index} (to ${this.#options.consumerVertexId}) ` +
+          `exceeds the transport's max payload of ${this.#options.transport.maxPayload} bytes`,
+      );
+    }
+    const half = values.length >> 1;
+    this.#encodeInto(ch, values.slice(0, half), ts?.slice(0, half));
+    this.#encodeInto(ch, values.slice(half), ts?.slice(half));
   }
 
   #drain(ch: ChannelWriter): void {
@@ -176,7 +201,17 @@ export class RecordWriter {
         if (ch.credits <= 0) break;
         ch.credits--;
         ch.queue.shift();
-        this.#sendBuffer(ch, item.values, item.ts);
+        const msg: BufferMessage = {
+          t: "buf",
+          job: jobId,
+          att: attempt,
+          edge: this.edge.index,
+          src: producerIndex,
+          seq: ch.seq++,
+          vb: item.vb,
+        };
+        this.buffersOut++;
+        transport.publish(ch.subject, encode(msg));
       } else {
         ch.queue.shift();
         const msg: EventMessage = {
@@ -191,38 +226,6 @@ export class RecordWriter {
         transport.publish(ch.subject, encode(msg));
       }
     }
-  }
-
-  #sendBuffer(ch: ChannelWriter, values: unknown[], ts: (number | null)[] | undefined): void {
-    const { jobId, attempt, producerIndex, transport } = this.#options;
-    const msg: BufferMessage = {
-      t: "buf",
-      job: jobId,
-      att: attempt,
-      edge: this.edge.index,
-      src: producerIndex,
-      seq: ch.seq,
-      vb: encodeRecords(values, ts),
-    };
-    const bytes = encode(msg);
-    if (bytes.byteLength > transport.maxPayload) {
-      if (values.length === 1) {
-        throw new RecordTooLargeError(
-          `A record of ${bytes.byteLength} bytes on edge ${this.edge.index} exceeds the transport's max payload of ${transport.maxPayload} bytes`,
-        );
-      }
-      // Split in two. Each half gets its own sequence number; the extra
-      // message spends one more credit (possibly going below zero), so the
-      // consumer, which grants one credit per buffer consumed, stays in balance.
-      const half = values.length >> 1;
-      ch.credits--;
-      this.#sendBuffer(ch, values.slice(0, half), ts?.slice(0, half));
-      this.#sendBuffer(ch, values.slice(half), ts?.slice(half));
-      return;
-    }
-    ch.seq++;
-    this.buffersOut++;
-    transport.publish(ch.subject, bytes);
   }
 
   /** Sends `event` on every channel, after the records buffered before it. */

@@ -44,6 +44,7 @@ import type { KeyedStateSnapshot } from "../state/heap_keyed_backend.ts";
 import type { TimerServiceSnapshot } from "../state/timer_service.ts";
 import { type OperatorStateSnapshot, redistributeOperatorState } from "../state/operator_state.ts";
 import type { Clock } from "../time/clock.ts";
+import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
 import { AlignedBarrierHandler, type BarrierAction } from "./barrier_handler.ts";
 import { type InputChannel, InputGate } from "./input_gate.ts";
 import { RecordWriter } from "./record_writer.ts";
@@ -135,11 +136,14 @@ export class StreamTask {
   readonly #barriers: AlignedBarrierHandler;
   readonly #barrierTimestamps = new Map<number, number>();
   readonly #asyncParts = new Set<Promise<void>>();
+  /** Checkpoints the coordinator aborted; their asynchronous parts write nothing more. */
+  readonly #abortedCheckpoints = new Set<number>();
   #chain: OperatorChain | undefined;
   #subscription: Subscription | undefined;
   #started = false;
   #done = false;
   #failure: unknown;
+  #failed = false;
   #inputEnded = false;
   #sourceReady = false;
   #sourceWaiting = false;
@@ -252,7 +256,11 @@ export class StreamTask {
         if (!this.#gate.receive(msg)) this.#fail(this.#gate.error);
         break;
       case "credit":
-        this.#writers.get(msg.edge)?.addCredit(msg.dst, msg.n);
+        try {
+          this.#writers.get(msg.edge)?.addCredit(msg.dst, msg.n);
+        } catch (error) {
+          this.#fail(error); // e.g. the transport refused a buffer: fail here, never skip it
+        }
         break;
       default:
         this.#mails.push(msg);
@@ -282,7 +290,10 @@ export class StreamTask {
   }
 
   #fail(error: unknown): void {
-    this.#failure ??= error;
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#failure = error ??
+      new Error(`Subtask ${this.#name} failed with ${String(error)} as its error`);
     this.#signal.notify();
   }
 
@@ -339,7 +350,25 @@ export class StreamTask {
   }
 
   /** Reads this subtask's share of checkpoint `checkpointId`, per operator uid. */
+  /**
+   * Reads this subtask's share of a checkpoint, per operator uid. A missing,
+   * unreadable or inconsistent checkpoint fails the job without restarts
+   * (`SuppressRestartsError`): restarting cannot repair it.
+   */
   async #loadRestore(point: RestorePoint): Promise<Map<string, OperatorRestore>> {
+    try {
+      return await this.#readRestore(point);
+    } catch (error) {
+      throw new SuppressRestartsError(
+        `Cannot restore ${this.#name} from checkpoint ${point.checkpointId} of job ${point.jobId}: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { cause: error },
+      );
+    }
+  }
+
+  async #readRestore(point: RestorePoint): Promise<Map<string, OperatorRestore>> {
     const o = this.#o;
     const { jobId, checkpointId } = point;
     const meta = await o.storage.readMetadata(jobId, checkpointId);
@@ -347,7 +376,15 @@ export class StreamTask {
     const read = (handle: StateHandle) => {
       let p = files.get(handle.path);
       if (!p) {
-        p = o.storage.readState(jobId, handle).then((b) => decode(b) as Record<string, unknown>);
+        p = o.storage.readState(jobId, handle).then((bytes) => {
+          try {
+            return decode(bytes) as Record<string, unknown>;
+          } catch (error) {
+            throw new Error(`state file ${handle.path} (${handle.bytes} bytes) is corrupt`, {
+              cause: error,
+            });
+          }
+        });
         files.set(handle.path, p);
       }
       return p;
@@ -356,10 +393,20 @@ export class StreamTask {
     for (const op of o.vertex.operators) {
       const vertexMeta = meta.vertices.find((v) => v.operatorUids.includes(op.uid));
       if (!vertexMeta) continue; // a new operator: starts empty
+      const subtasks = [...vertexMeta.subtasks].sort((a, b) => a.subtask - b.subtask);
+      if (
+        subtasks.length !== vertexMeta.parallelism || subtasks.some((s, i) => s.subtask !== i)
+      ) {
+        throw new Error(
+          `its metadata lists subtasks [${
+            subtasks.map((s) => s.subtask).join(", ")
+          }] of vertex ${vertexMeta.vertexId}, ` +
+            `which has parallelism ${vertexMeta.parallelism}`,
+        );
+      }
       const keyed: KeyedStateSnapshot[] = [];
       const timers: TimerServiceSnapshot[] = [];
       const operatorParts: OperatorStateSnapshot[] = [];
-      const subtasks = [...vertexMeta.subtasks].sort((a, b) => a.subtask - b.subtask);
       for (const s of subtasks) {
         if (s.keyedHandle && s.keyGroupRange) {
           const old = new KeyGroupRange(s.keyGroupRange[0], s.keyGroupRange[1]);
@@ -391,7 +438,7 @@ export class StreamTask {
     const source = this.#o.vertex.isSource ? chain.head as SourceOperator : undefined;
     let sliceStart = performance.now();
     for (;;) {
-      if (this.#failure !== undefined) throw this.#failure;
+      if (this.#failed) throw this.#failure;
       const mail = this.#mails.shift();
       if (mail) {
         await this.#handleMail(mail);
@@ -627,6 +674,7 @@ export class StreamTask {
         hasOperator = true;
       }
     }
+    if (this.#abortedCheckpoints.has(checkpointId)) return;
     const base = `${o.vertex.id}-${o.subtask}-a${o.attempt}`;
     const [keyedHandle, operatorHandle] = await Promise.all([
       hasKeyed
@@ -636,6 +684,12 @@ export class StreamTask {
         ? o.storage.writeState(o.jobId, checkpointId, `${base}.op`, encode(operatorParts))
         : Promise.resolve(null),
     ]);
+    if (this.#abortedCheckpoints.has(checkpointId)) {
+      // Aborted while we wrote: the coordinator already discarded the
+      // directory, and our late files would re-create it. Remove them.
+      await o.storage.discard(o.jobId, checkpointId).catch(() => {});
+      return;
+    }
     if (this.#done) return;
     const ack: SubtaskAck = {
       vertexId: o.vertex.id,
@@ -679,10 +733,14 @@ export class StreamTask {
         if (o.vertex.isSource) await this.#performCheckpoint(mail.id, mail.ts, 0);
         return;
       case "complete":
+        for (const id of this.#abortedCheckpoints) {
+          if (id <= mail.id) this.#abortedCheckpoints.delete(id);
+        }
         o.faults?.("before-commit", this.#site(mail.id));
         for (const op of ops) await op.notifyCheckpointComplete(mail.id);
         return;
       case "abort":
+        this.#abortedCheckpoints.add(mail.id);
         await this.#runBarrierActions(this.#barriers.onAbort(mail.id));
         for (const op of ops) await op.notifyCheckpointAborted(mail.id);
         return;
