@@ -24,6 +24,12 @@
  *    must accept a transaction restored from its MessagePack encoding.
  * 6. When checkpoint *n* is aborted, its transaction stays pending and is
  *    committed by the next completed checkpoint.
+ * 7. Transactions pre-committed for checkpoints after the restored one
+ *    (several checkpoints in flight at a crash) are not in the restored
+ *    state, so no hook is called for them: they stay invisible. A sink whose
+ *    target keeps open transactions should abort the lingering ones of its
+ *    `uid` and subtask in `open()` (Kafka's sink does this with its
+ *    transactional-id pool).
  *
  * A failure between pre-commit and the completion notification therefore
  * neither loses nor duplicates records. A `commit` that throws fails the job
