@@ -674,7 +674,7 @@ export class StreamTask {
         hasOperator = true;
       }
     }
-    if (this.#abortedCheckpoints.has(checkpointId)) return;
+    if (this.#abortedCheckpoints.has(checkpointId) || this.#done) return;
     const base = `${o.vertex.id}-${o.subtask}-a${o.attempt}`;
     const [keyedHandle, operatorHandle] = await Promise.all([
       hasKeyed
@@ -684,13 +684,13 @@ export class StreamTask {
         ? o.storage.writeState(o.jobId, checkpointId, `${base}.op`, encode(operatorParts))
         : Promise.resolve(null),
     ]);
-    if (this.#abortedCheckpoints.has(checkpointId)) {
-      // Aborted while we wrote: the coordinator already discarded the
-      // directory, and our late files would re-create it. Remove them.
+    if (this.#abortedCheckpoints.has(checkpointId) || this.#done) {
+      // Aborted, or this attempt was cancelled, while we wrote: the
+      // checkpoint can never complete without our ack, and our late files
+      // would leave (or re-create) its directory. Remove it.
       await o.storage.discard(o.jobId, checkpointId).catch(() => {});
       return;
     }
-    if (this.#done) return;
     const ack: SubtaskAck = {
       vertexId: o.vertex.id,
       subtask: o.subtask,
