@@ -49,13 +49,11 @@ import type {
   SourceSplit,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
-import type { Clock } from "../../runtime/time/clock.ts";
+import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
 
 const DEFAULT_BATCH_SIZE = 1000;
 /** The token bucket holds at most this much processing time worth of records. */
 const BURST_MS = 100;
-/** Without a clock in the reader context, `isAvailable` re-checks at least this often (ms). */
-const MAX_POLL_WAIT_MS = 10;
 
 /** One interleaved part of a {@linkcode SequenceSource}. Plain data, MessagePack-encodable. */
 export interface SequenceSplit extends SourceSplit {
@@ -224,47 +222,8 @@ class RateLimiter {
   }
 }
 
-/** A wake-up at a processing time; `cancel` resolves it early. */
-interface Sleep {
-  readonly promise: Promise<void>;
-  readonly cancel: () => void;
-}
-
-/**
- * Resolves at processing time `dueAtMs`, on the context's `clock` when it
- * exposes one (not yet part of `SourceReaderContext`), else by a real timer
- * of at most {@linkcode MAX_POLL_WAIT_MS} after which the caller re-checks.
- */
-function sleepUntil(
-  context: SourceReaderContext & { readonly clock?: Clock },
-  dueAtMs: number,
-): Sleep {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => resolve = r);
-  let done = false;
-  let cancelTimer: (() => void) | undefined;
-  const finish = () => {
-    if (done) return;
-    done = true;
-    cancelTimer?.();
-    resolve();
-  };
-  if (context.clock !== undefined) {
-    cancelTimer = context.clock.schedule(dueAtMs, finish);
-  } else {
-    const waitMs = Math.min(
-      MAX_POLL_WAIT_MS,
-      Math.max(1, dueAtMs - context.currentProcessingTime()),
-    );
-    const id = setTimeout(finish, waitMs);
-    cancelTimer = () => clearTimeout(id);
-  }
-  if (done) cancelTimer();
-  return { promise, cancel: finish };
-}
-
 class SequenceReader implements SourceReader<number, SequenceSplit> {
-  readonly #context: SourceReaderContext & { readonly clock?: Clock };
+  readonly #context: SourceReaderContext;
   readonly #batchSize: number;
   readonly #limiter: RateLimiter | undefined;
   #splits: ReaderSplit[] = [];
@@ -318,9 +277,8 @@ class SequenceReader implements SourceReader<number, SequenceSplit> {
   }
 
   /**
-   * Resolves when the rate limit lets the next record go: on the reader
-   * context's `clock` when it has one, else by re-checking processing time
-   * at least every 10 ms of real time.
+   * Resolves when the rate limit lets the next record go, on the reader
+   * context's `clock`.
    */
   isAvailable(): Promise<void> {
     if (this.#waiter !== undefined) return this.#waiter.promise;
@@ -329,7 +287,7 @@ class SequenceReader implements SourceReader<number, SequenceSplit> {
     if (limiter === undefined || this.#splits.length === 0 || limiter.available(now) > 0) {
       return Promise.resolve();
     }
-    const waiter = sleepUntil(this.#context, limiter.nextAt(now));
+    const waiter = sleepUntil(this.#context.clock, limiter.nextAt(now));
     this.#waiter = waiter;
     waiter.promise.then(() => {
       if (this.#waiter === waiter) this.#waiter = undefined;

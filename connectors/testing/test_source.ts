@@ -49,9 +49,8 @@
  *   a reader whose splits all met `eof` still returns `END_OF_INPUT`.
  * - `isAvailable` resolves when a split may progress: when a checkpoint
  *   notification releases an `awaitCheckpoint`, when a pause ends (on the
- *   context's `clock` if it exposes one, else re-checking every 10 ms of real
- *   time), or on `close`. An idle unbounded reader's promise stays pending
- *   until `close`.
+ *   context's `clock`), or on `close`. An idle unbounded reader's promise
+ *   stays pending until `close`.
  *
  * @module
  */
@@ -66,10 +65,7 @@ import type {
   SourceSplit,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
-import type { Clock } from "../../runtime/time/clock.ts";
-
-/** Without a clock in the reader context, `isAvailable` re-checks a pause at least this often (ms). */
-const MAX_POLL_WAIT_MS = 10;
+import { sleepUntil } from "../../runtime/time/clock.ts";
 
 /** What a {@linkcode TestMarker} does; see the module docs. */
 export type TestMarkerSpec =
@@ -322,48 +318,9 @@ type Blocked = { readonly until: "checkpoint" | "idle" } | {
   readonly atMs: number;
 };
 
-/** A wake-up at a processing time; `cancel` resolves it early. */
-interface Sleep {
-  readonly promise: Promise<void>;
-  readonly cancel: () => void;
-}
-
-/**
- * Resolves at processing time `dueAtMs`, on the context's `clock` when it
- * exposes one (not yet part of `SourceReaderContext`), else by a real timer
- * of at most {@linkcode MAX_POLL_WAIT_MS} after which the caller re-checks.
- */
-function sleepUntil(
-  context: SourceReaderContext & { readonly clock?: Clock },
-  dueAtMs: number,
-): Sleep {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => resolve = r);
-  let done = false;
-  let cancelTimer: (() => void) | undefined;
-  const finish = () => {
-    if (done) return;
-    done = true;
-    cancelTimer?.();
-    resolve();
-  };
-  if (context.clock !== undefined) {
-    cancelTimer = context.clock.schedule(dueAtMs, finish);
-  } else {
-    const waitMs = Math.min(
-      MAX_POLL_WAIT_MS,
-      Math.max(1, dueAtMs - context.currentProcessingTime()),
-    );
-    const id = setTimeout(finish, waitMs);
-    cancelTimer = () => clearTimeout(id);
-  }
-  if (done) cancelTimer();
-  return { promise, cancel: finish };
-}
-
 class TestSourceReader<T> implements SourceReader<T, TestSplit> {
   readonly #source: TestSource<T>;
-  readonly #context: SourceReaderContext & { readonly clock?: Clock };
+  readonly #context: SourceReaderContext;
   readonly #bounded: boolean;
   /** Splits not ended, in assignment order. */
   #active: SplitState<T>[] = [];
@@ -450,7 +407,7 @@ class TestSourceReader<T> implements SourceReader<T, TestSplit> {
     const promise = new Promise<void>((r) => resolve = r);
     const sleep = wakeAt === Number.POSITIVE_INFINITY
       ? undefined
-      : sleepUntil(this.#context, wakeAt);
+      : sleepUntil(this.#context.clock, wakeAt);
     const waiter = {
       promise,
       wake: () => {

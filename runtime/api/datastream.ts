@@ -10,7 +10,6 @@
  */
 
 import type {
-  Collector,
   FilterFunction,
   FlatMapFunction,
   KeyedProcessFunction,
@@ -46,6 +45,20 @@ export interface StreamInput {
 export interface StreamGraphOwner {
   /** The graph under construction. */
   readonly streamGraph: StreamGraph;
+}
+
+function checkedUid(uid: string): string {
+  if (typeof uid !== "string" || uid.length === 0) {
+    throw new TypeError(`uid must be a non-empty string: current value is ${JSON.stringify(uid)}`);
+  }
+  return uid;
+}
+
+function checkedParallelism(parallelism: number): number {
+  if (!Number.isInteger(parallelism) || parallelism < 1) {
+    throw new RangeError(`parallelism must be a positive integer: current value is ${parallelism}`);
+  }
+  return parallelism;
 }
 
 /** A stream of records of type `T`. */
@@ -188,12 +201,7 @@ export class SingleOutputStreamOperator<T> extends DataStream<T> {
    * @throws {TypeError} when `uid` is empty.
    */
   uid(uid: string): this {
-    if (typeof uid !== "string" || uid.length === 0) {
-      throw new TypeError(
-        `uid must be a non-empty string: current value is ${JSON.stringify(uid)}`,
-      );
-    }
-    this.node.uid = uid;
+    this.node.uid = checkedUid(uid);
     return this;
   }
 
@@ -208,12 +216,7 @@ export class SingleOutputStreamOperator<T> extends DataStream<T> {
    * @throws {RangeError} unless `parallelism` is a positive integer.
    */
   setParallelism(parallelism: number): this {
-    if (!Number.isInteger(parallelism) || parallelism < 1) {
-      throw new RangeError(
-        `parallelism must be a positive integer: current value is ${parallelism}`,
-      );
-    }
-    this.node.parallelism = parallelism;
+    this.node.parallelism = checkedParallelism(parallelism);
     return this;
   }
 
@@ -300,12 +303,7 @@ export class DataStreamSink<T> {
    * @throws {TypeError} when `uid` is empty.
    */
   uid(uid: string): this {
-    if (typeof uid !== "string" || uid.length === 0) {
-      throw new TypeError(
-        `uid must be a non-empty string: current value is ${JSON.stringify(uid)}`,
-      );
-    }
-    this.node.uid = uid;
+    this.node.uid = checkedUid(uid);
     return this;
   }
 
@@ -320,12 +318,7 @@ export class DataStreamSink<T> {
    * @throws {RangeError} unless `parallelism` is a positive integer.
    */
   setParallelism(parallelism: number): this {
-    if (!Number.isInteger(parallelism) || parallelism < 1) {
-      throw new RangeError(
-        `parallelism must be a positive integer: current value is ${parallelism}`,
-      );
-    }
-    this.node.parallelism = parallelism;
+    this.node.parallelism = checkedParallelism(parallelism);
     return this;
   }
 
@@ -333,15 +326,5 @@ export class DataStreamSink<T> {
   disableChaining(): this {
     this.node.chainable = false;
     return this;
-  }
-}
-
-/** A {@linkcode Collector} that pushes into an array (handy in tests and adapters). */
-export class ArrayCollector<T> implements Collector<T> {
-  /** The collected values. */
-  readonly values: T[] = [];
-  /** Appends `value`. */
-  collect(value: T): void {
-    this.values.push(value);
   }
 }

@@ -32,3 +32,33 @@ export class SystemClock implements Clock {
 
 /** The shared wall clock. */
 export const systemClock: Clock = new SystemClock();
+
+/** A pending wake-up; see {@linkcode sleepUntil}. */
+export interface Sleep {
+  /** Resolves at the due time, or when cancelled. Never rejects. */
+  readonly promise: Promise<void>;
+  /** Resolves `promise` now and drops the scheduled wake-up. Idempotent. */
+  readonly cancel: () => void;
+}
+
+/**
+ * A promise that resolves when `clock` reaches `dueAtMs` (processing time,
+ * in ms), or earlier through `cancel`. Sources use it to wait for a rate
+ * limit or a pause without blocking their mailbox loop.
+ */
+export function sleepUntil(clock: Clock, dueAtMs: number): Sleep {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => resolve = r);
+  let done = false;
+  let cancelTimer: (() => void) | undefined = undefined;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    cancelTimer?.();
+    resolve();
+  };
+  const cancel = clock.schedule(dueAtMs, finish);
+  if (done) cancel(); // a clock may fire at once when the time has passed
+  else cancelTimer = cancel;
+  return { promise, cancel: finish };
+}
