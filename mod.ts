@@ -94,7 +94,7 @@ export { SystemClock, systemClock } from "./runtime/time/clock.ts";
 export type { Clock } from "./runtime/time/clock.ts";
 export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/restart_strategy.ts";
 export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
-export { JobFailedError } from "./runtime/cluster/coordinator.ts";
+export { CheckpointFailureThresholdError, JobFailedError } from "./runtime/cluster/coordinator.ts";
 export { ResumeError } from "./runtime/cluster/local_executor.ts";
 export type { JobExecutionResult } from "./runtime/cluster/coordinator.ts";
 export { InvalidJobGraphError } from "./runtime/graph/job_graph.ts";
@@ -135,4 +135,4 @@ export type {
   CompletedCheckpointStats,
 } from "./runtime/checkpoint/pending.ts";
 export type { KeyPart } from "./runtime/state/key_group.ts";
-export type { CheckpointId } from "./runtime/checkpoint/types.ts";
+export type { CheckpointFailureCode, CheckpointId } from "./runtime/checkpoint/types.ts";

@@ -275,14 +275,14 @@ async function runJob(s: Scenario | undefined): Promise<Run> {
             fire(`at ${point} of checkpoint ${site.checkpointId} on attempt 1`);
           }
         },
-        coordinator: (point, checkpointId) => {
-          if (s.kind === point && !firstFired && checkpointId >= s.checkpointId) {
+        coordinator: (point, checkpointId, attempt) => {
+          if (
+            s.kind === point && !firstFired && attempt === 0 && checkpointId >= s.checkpointId
+          ) {
             firstFired = true;
             fire(`in the coordinator at ${point} of checkpoint ${checkpointId}`);
           }
-          // The coordinator does not call this hook for an attempt that failed,
-          // so after the first fault it comes from attempt 1.
-          if (again?.point === point && !againFired && fired.count === 1) {
+          if (again?.point === point && !againFired && attempt === 1) {
             againFired = true;
             fire(`in the coordinator at ${point} of checkpoint ${checkpointId} on attempt 1`);
           }

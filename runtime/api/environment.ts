@@ -50,6 +50,23 @@ export interface CheckpointingOptions {
   readonly directory?: string;
   /** Keep checkpoints after the job finishes. Default false. */
   readonly retainOnFinish?: boolean;
+  /**
+   * How many consecutive checkpoints may fail before the job fails over
+   * (through its restart strategy): a non-negative integer, or `Infinity` to
+   * never fail the job because of failed checkpoints. Default 0, Flink's
+   * default: the first failed checkpoint fails the job. Flink's
+   * `execution.checkpointing.tolerable-failed-checkpoints`
+   * (`CheckpointConfig.setTolerableCheckpointFailureNumber`).
+   *
+   * Counted: checkpoints that expired (`timeoutMs`), that a task declined
+   * (its snapshot failed), or whose state or metadata could not be written.
+   * Not counted: checkpoints subsumed by a newer one, or aborted because the
+   * job is failing over anyway. A completed checkpoint resets the count.
+   * The final checkpoint at the end of input counts too. With `Infinity`, a
+   * source or snapshot that is stuck, or slower than `timeoutMs`, makes the
+   * job retry its checkpoints (the final one included) forever.
+   */
+  readonly tolerableCheckpointFailures?: number;
 }
 
 /** Which checkpoint `execute()` resumes from. */
@@ -96,6 +113,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     retainedCheckpoints: 1,
     directory: DEFAULT_CHECKPOINT_DIRECTORY,
     retainOnFinish: false,
+    tolerableCheckpointFailures: 0,
   };
   #restartStrategy: RestartStrategyConfig | undefined;
   #task: { -readonly [K in keyof TaskConfig]: TaskConfig[K] } = {
@@ -107,7 +125,9 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   #clock: Clock = systemClock;
   #resume: ResumeOptions | undefined;
   #faults: FaultInjector | undefined;
-  #coordinatorFaults: ((point: CoordinatorFaultPoint, checkpointId: number) => void) | undefined;
+  #coordinatorFaults:
+    | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
+    | undefined;
 
   /** A new environment for a job (local mode). */
   static getExecutionEnvironment(): StreamExecutionEnvironment {
@@ -152,8 +172,10 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   /**
    * Takes a checkpoint every `intervalMs` ms. With checkpointing on and no
    * restart strategy set, the job restarts with fixed-delay (unlimited
-   * attempts, 1000 ms apart), as Flink does.
-   * @throws {RangeError} unless `intervalMs` is a positive integer.
+   * attempts, 1000 ms apart), as Flink does. A failed checkpoint fails the
+   * job over unless `options.tolerableCheckpointFailures` tolerates it.
+   * @throws {RangeError} unless `intervalMs` is a positive integer, or when
+   *   an option is out of range (naming it and its current value).
    */
   enableCheckpointing(intervalMs: number, options: CheckpointingOptions = {}): this {
     this.#checkpointIntervalMs = positiveInteger("checkpoint interval (ms)", intervalMs);
@@ -161,6 +183,12 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     positiveInteger("timeoutMs", merged.timeoutMs);
     positiveInteger("maxConcurrentCheckpoints", merged.maxConcurrentCheckpoints);
     positiveInteger("retainedCheckpoints", merged.retainedCheckpoints);
+    const tolerable = merged.tolerableCheckpointFailures;
+    if (!(Number.isSafeInteger(tolerable) && tolerable >= 0) && tolerable !== Infinity) {
+      throw new RangeError(
+        `tolerableCheckpointFailures must be a non-negative integer or Infinity: current value is ${tolerable}`,
+      );
+    }
     this.#checkpointing = merged;
     return this;
   }
@@ -244,7 +272,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    */
   setFaultInjector(hooks: {
     task?: FaultInjector;
-    coordinator?: (point: CoordinatorFaultPoint, checkpointId: number) => void;
+    coordinator?: (point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void;
   }): this {
     this.#faults = hooks.task;
     this.#coordinatorFaults = hooks.coordinator;
@@ -312,6 +340,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
         maxConcurrentCheckpoints: this.#checkpointing.maxConcurrentCheckpoints,
         retainedCheckpoints: this.#checkpointing.retainedCheckpoints,
         retainOnFinish: this.#checkpointing.retainOnFinish,
+        tolerableCheckpointFailures: this.#checkpointing.tolerableCheckpointFailures,
       },
       checkpointDirectory: this.#checkpointing.directory,
       restartStrategy,

@@ -2,14 +2,16 @@
  * The coordinator's bookkeeping of checkpoints, as pure state machines:
  * {@linkcode PendingCheckpoint} collects the acknowledgements of one
  * checkpoint, {@linkcode CheckpointTracker} decides when to trigger, which
- * checkpoints expire, and which completed ones to discard.
+ * checkpoints expire, and which completed ones to discard, and
+ * {@linkcode CheckpointFailureManager} decides when failed checkpoints fail
+ * the job.
  *
  * This module performs no I/O and reads no clock: every time is passed in as
  * `nowMs` (epoch ms), and every method returns a decision that the
  * coordinator actor executes (send trigger messages, write `_metadata`,
  * notify tasks, delete directories). It replaces the bookkeeping half of
  * Flink's `CheckpointCoordinator`, `CheckpointRequestDecider`,
- * `PendingCheckpoint` and `CheckpointStatsTracker`.
+ * `PendingCheckpoint`, `CheckpointStatsTracker` and `CheckpointFailureManager`.
  *
  * ## Design
  *
@@ -26,6 +28,9 @@
  *    it calls `decline(id, FINALIZE_FAILED)` instead.
  * 4. It deletes the checkpoints listed in `discard` and notifies aborts for
  *    `subsumed`, `expire(now)`, `decline(...)` and `abortAll(...)`.
+ * 5. It tells a {@linkcode CheckpointFailureManager} about every checkpoint
+ *    that failed while the attempt was running (`onFailure`) and every one
+ *    that completed (`onSuccess`); an `EXCEEDED` verdict fails the attempt.
  *
  * ## Invariants
  *
@@ -36,6 +41,9 @@
  * - Savepoints are never subsumed and never listed in `discard`.
  * - With `minPauseBetweenCheckpointsMs > 0` at most one periodic checkpoint is
  *   in progress, as in Flink.
+ * - The failure manager counts each checkpoint at most once, only for the
+ *   reasons in {@linkcode COUNTED_FAILURE_CODES}, only for checkpoints newer
+ *   than the latest success, and never savepoints.
  *
  * @module
  */

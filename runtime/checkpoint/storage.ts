@@ -16,11 +16,18 @@
  * - Every file is written atomically: to a temp file in the same directory,
  *   fsynced, renamed into place, and the directory fsynced. A reader sees the
  *   old content or the new, never a torn one.
- * - A checkpoint is complete if and only if its `_metadata` exists and
- *   parses. It is written last (after every state blob is durable), never
+ * - A checkpoint is complete if and only if its `_metadata` exists. It is
+ *   written last (after every state blob is durable), atomically, never
  *   overwritten, and deleted first by `discard`, so a crash at any point
- *   leaves either a complete checkpoint or a directory that
+ *   leaves either a complete checkpoint or a directory without `_metadata`
+ *   (at most a temp file of it) that
  *   {@linkcode CheckpointStorage.latestCompleted} ignores.
+ * - A `_metadata` that exists but does not parse (or names another
+ *   checkpoint) cannot come from a crash: it is corruption, and every read
+ *   reports it as `CORRUPT` instead of skipping it. Skipping it would make a
+ *   restore fall back to an older checkpoint whose successors' transactions
+ *   two-phase-commit sinks may already have committed: records committed
+ *   twice.
  * - State handles are relative to `<directory>/<jobId>`, so a job directory
  *   can be moved as a whole.
  *
@@ -91,15 +98,22 @@ export interface CheckpointStorage {
   readMetadata(jobId: string, checkpointId: CheckpointId): Promise<CheckpointMetadata>;
   /**
    * The complete checkpoint (or savepoint) with the highest id, or `undefined`.
-   * Directories without a valid `_metadata` are ignored.
+   * Directories without `_metadata` (incomplete checkpoints: aborted, or torn
+   * by a crash) are skipped; a `_metadata` that exists but cannot be parsed
+   * is never skipped (see the module's invariants).
    *
-   * @throws {CheckpointStorageError} `IO` when the job directory cannot be read.
+   * @throws {CheckpointStorageError} `CORRUPT`, naming the path, when the
+   *   `_metadata` of a checkpoint newer than every complete one exists but is
+   *   corrupt; `IO` when the job directory or a `_metadata` cannot be read.
    */
   latestCompleted(jobId: string): Promise<CheckpointMetadata | undefined>;
   /**
-   * Ids of the complete checkpoints and savepoints, ascending.
+   * Ids of the complete checkpoints and savepoints, ascending: those whose
+   * `_metadata` exists, as {@linkcode CheckpointStorage.latestCompleted}
+   * decides. Each `_metadata` is read and checked.
    *
-   * @throws {CheckpointStorageError} `IO`.
+   * @throws {CheckpointStorageError} `CORRUPT`, naming the path, when any
+   *   `_metadata` exists but is corrupt; `IO`.
    */
   listCompleted(jobId: string): Promise<CheckpointId[]>;
   /**
@@ -366,7 +380,7 @@ export class LocalDirectoryCheckpointStorage implements CheckpointStorage {
   /** See {@linkcode CheckpointStorage.latestCompleted}. */
   async latestCompleted(jobId: string): Promise<CheckpointMetadata | undefined> {
     for (const id of (await this.listAll(jobId)).reverse()) {
-      const meta = await this.#tryReadMetadata(jobId, id);
+      const meta = await this.#readIfComplete(jobId, id, "find the latest completed checkpoint");
       if (meta !== undefined) return meta;
     }
     return undefined;
@@ -376,7 +390,8 @@ export class LocalDirectoryCheckpointStorage implements CheckpointStorage {
   async listCompleted(jobId: string): Promise<CheckpointId[]> {
     const completed: CheckpointId[] = [];
     for (const id of await this.listAll(jobId)) {
-      if ((await this.#tryReadMetadata(jobId, id)) !== undefined) completed.push(id);
+      const meta = await this.#readIfComplete(jobId, id, "list the completed checkpoints");
+      if (meta !== undefined) completed.push(id);
     }
     return completed;
   }
@@ -431,20 +446,27 @@ export class LocalDirectoryCheckpointStorage implements CheckpointStorage {
     }
   }
 
-  async #tryReadMetadata(
+  /**
+   * The metadata of a checkpoint, or `undefined` when it has no `_metadata`
+   * (incomplete). A corrupt `_metadata` throws `CORRUPT`: never skip it.
+   */
+  async #readIfComplete(
     jobId: string,
     checkpointId: CheckpointId,
+    operation: string,
   ): Promise<CheckpointMetadata | undefined> {
     try {
       return await this.readMetadata(jobId, checkpointId);
     } catch (error) {
-      if (
-        error instanceof CheckpointStorageError &&
-        (error.code === "NOT_FOUND" || error.code === "CORRUPT")
-      ) {
-        return undefined; // torn or partial checkpoint: not complete
-      }
-      throw error;
+      if (!(error instanceof CheckpointStorageError)) throw error;
+      if (error.code === "NOT_FOUND") return undefined; // aborted or torn: not complete
+      if (error.code !== "CORRUPT") throw error;
+      throw new CheckpointStorageError(
+        `Cannot ${operation} of job ${JSON.stringify(jobId)}: ` +
+          `the _metadata of checkpoint ${checkpointId} exists but is corrupt ` +
+          `(refusing to skip it and fall back to an older checkpoint)`,
+        { code: "CORRUPT", jobId, checkpointId, path: error.path, cause: error.cause },
+      );
     }
   }
 }

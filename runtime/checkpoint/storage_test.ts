@@ -184,7 +184,7 @@ Deno.test("LocalDirectoryCheckpointStorage rejects malformed metadata before wri
   });
 });
 
-Deno.test("LocalDirectoryCheckpointStorage latestCompleted ignores torn checkpoints left by a crash", async (t) => {
+Deno.test("LocalDirectoryCheckpointStorage latestCompleted skips incomplete checkpoints left by a crash", async (t) => {
   await withStorage(async (storage, dir) => {
     const jobDir = join(dir, "checkpoints", "job-1");
     await commit(storage, 1);
@@ -204,26 +204,94 @@ Deno.test("LocalDirectoryCheckpointStorage latestCompleted ignores torn checkpoi
       assert.equal((await storage.latestCompleted("job-1"))?.checkpointId, 2);
     });
 
-    await t.step("a _metadata that does not parse or belongs elsewhere", async () => {
-      await Deno.mkdir(join(jobDir, "chk-5"));
-      await Deno.writeTextFile(join(jobDir, "chk-5", "_metadata"), "{not json");
-      await Deno.mkdir(join(jobDir, "chk-6"));
-      await Deno.writeTextFile(join(jobDir, "chk-6", "_metadata"), JSON.stringify(metadata(2)));
-      assert.equal((await storage.latestCompleted("job-1"))?.checkpointId, 2);
-      await assert.rejects(
-        () => storage.readMetadata("job-1", 6),
-        (e: unknown) =>
-          e instanceof CheckpointStorageError && e.code === "CORRUPT" &&
-          /belongs to checkpoint 2/.test(e.message),
-      );
-    });
-
     await t.step("unrelated entries in the job directory", async () => {
       await Deno.writeTextFile(join(jobDir, "chk-9"), "a file, not a dir");
       await Deno.mkdir(join(jobDir, "savepoint-x"));
-      assert.deepEqual(await storage.listAll("job-1"), [1, 2, 3, 4, 5, 6]);
+      assert.deepEqual(await storage.listAll("job-1"), [1, 2, 3, 4]);
       assert.deepEqual(await storage.listCompleted("job-1"), [1, 2]);
       assert.equal((await storage.latestCompleted("job-1"))?.checkpointId, 2);
+    });
+  });
+});
+
+/** Asserts `e` is the `CORRUPT` error of checkpoint `checkpointId`'s `_metadata` at `path`. */
+function isCorruptMetadata(
+  e: unknown,
+  checkpointId: number,
+  path: string,
+  detail: RegExp,
+): true {
+  assert.ok(e instanceof CheckpointStorageError, String(e));
+  assert.equal(e.code, "CORRUPT");
+  assert.equal(e.jobId, "job-1");
+  assert.equal(e.checkpointId, checkpointId);
+  assert.equal(e.path, path);
+  assert.ok(e.message.includes(path), e.message);
+  assert.match(e.message, new RegExp(`checkpoint ${checkpointId} exists but is corrupt`));
+  assert.match(e.message, detail);
+  return true;
+}
+
+Deno.test("LocalDirectoryCheckpointStorage never skips a _metadata that exists but is corrupt", async (t) => {
+  const cases = [
+    { name: "does not parse", content: "{ damaged", detail: /JSON/ },
+    { name: "is empty", content: "", detail: /JSON/ },
+    {
+      name: "is malformed",
+      content: JSON.stringify({ ...metadata(3), vertices: 7 }),
+      detail: /'metadata.vertices' must be an array/,
+    },
+    {
+      name: "belongs to another checkpoint",
+      content: JSON.stringify(metadata(2)),
+      detail: /belongs to checkpoint 2/,
+    },
+  ];
+  for (const c of cases) {
+    await t.step(`when the newest one ${c.name}`, async () => {
+      await withStorage(async (storage, dir) => {
+        await commit(storage, 1);
+        await commit(storage, 2);
+        const path = join(dir, "checkpoints", "job-1", "chk-3", "_metadata");
+        await storage.writeState("job-1", 3, "map#0", new Uint8Array([1, 2, 3]));
+        await Deno.writeTextFile(path, c.content);
+        await assert.rejects(
+          () => storage.latestCompleted("job-1"),
+          (e: unknown) => isCorruptMetadata(e, 3, path, c.detail),
+        );
+        await assert.rejects(
+          () => storage.listCompleted("job-1"),
+          (e: unknown) => isCorruptMetadata(e, 3, path, c.detail),
+        );
+      });
+    });
+  }
+
+  await t.step("an incomplete checkpoint above a corrupt one is still skipped", async () => {
+    await withStorage(async (storage, dir) => {
+      await commit(storage, 1);
+      await commit(storage, 2);
+      const path = join(dir, "checkpoints", "job-1", "chk-2", "_metadata");
+      await Deno.writeTextFile(path, "{ damaged");
+      await storage.writeState("job-1", 3, "map#0", new Uint8Array([1, 2, 3]));
+      await assert.rejects(
+        () => storage.latestCompleted("job-1"),
+        (e: unknown) => isCorruptMetadata(e, 2, path, /JSON/),
+      );
+    });
+  });
+
+  await t.step("listCompleted reports an older corrupt one too", async () => {
+    await withStorage(async (storage, dir) => {
+      await commit(storage, 1);
+      await commit(storage, 2);
+      const path = join(dir, "checkpoints", "job-1", "chk-1", "_metadata");
+      await Deno.writeTextFile(path, "{ damaged");
+      assert.equal((await storage.latestCompleted("job-1"))?.checkpointId, 2);
+      await assert.rejects(
+        () => storage.listCompleted("job-1"),
+        (e: unknown) => isCorruptMetadata(e, 1, path, /JSON/),
+      );
     });
   });
 });

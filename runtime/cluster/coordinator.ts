@@ -13,7 +13,22 @@
  * Failover is full (every subtask restarts): the attempt number goes up,
  * every task of the old attempt is cancelled (their messages are fenced off
  * by the attempt number), and every subtask of the new attempt restores from
- * the latest completed checkpoint found in checkpoint storage.
+ * the latest checkpoint whose metadata this coordinator wrote (or the
+ * checkpoint the job was started from, when it wrote none). The coordinator
+ * remembers that id itself instead of asking storage for the latest
+ * complete checkpoint: once a checkpoint's metadata is written, sinks may
+ * commit its transactions, so restoring anything older would commit records
+ * twice. If that checkpoint's metadata cannot be read back, the job fails
+ * for good (a `SuppressRestartsError`) rather than fall back.
+ *
+ * ## Failed checkpoints
+ *
+ * A checkpoint that expires, is declined, or whose metadata cannot be
+ * written is reported to a `CheckpointFailureManager`: more than
+ * `tolerableCheckpointFailures` consecutive such failures fail the attempt
+ * (a normal failover, through the restart strategy), as Flink's
+ * `execution.checkpointing.tolerable-failed-checkpoints` does. Failures
+ * caused by a failover do not count.
  *
  * ## End of input
  *
@@ -37,7 +52,13 @@ import {
   type PendingCheckpoint,
   type VertexInfo,
 } from "../checkpoint/pending.ts";
-import { CheckpointFailureReason, type SubtaskRef } from "../checkpoint/types.ts";
+import { CheckpointFailureManager } from "../checkpoint/failure_manager.ts";
+import {
+  type CheckpointFailureCode,
+  CheckpointFailureReason,
+  type CheckpointId,
+  type SubtaskRef,
+} from "../checkpoint/types.ts";
 import {
   createRestartBackoff,
   type RestartBackoff,
@@ -72,6 +93,12 @@ export interface CheckpointConfig {
   readonly retainedCheckpoints: number;
   /** Keep the job's checkpoints after it finishes (default false: they are deleted). */
   readonly retainOnFinish: boolean;
+  /**
+   * Consecutive failed checkpoints tolerated before the attempt fails (Flink's
+   * `execution.checkpointing.tolerable-failed-checkpoints`): a non-negative
+   * integer or `Infinity`. Default 0.
+   */
+  readonly tolerableCheckpointFailures?: number | undefined;
 }
 
 /** Coordinator-side fault points (chaos hooks for tests). */
@@ -92,7 +119,9 @@ export interface JobCoordinatorOptions {
   /** How long subtasks may take to become ready, in ms. */
   readonly deployTimeoutMs: number;
   /** Test hook: throwing fails the job at that point. */
-  readonly faults?: ((point: CoordinatorFaultPoint, checkpointId: number) => void) | undefined;
+  readonly faults?:
+    | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
+    | undefined;
 }
 
 /** What a finished job reports. */
@@ -119,12 +148,44 @@ export class JobFailedError extends Error {
   override name = "JobFailedError";
 }
 
+/**
+ * More consecutive checkpoints failed than the job tolerates (Flink's
+ * "Exceeded checkpoint tolerable failure threshold"). The coordinator fails
+ * the attempt with it; the restart strategy decides what follows.
+ */
+export class CheckpointFailureThresholdError extends Error {
+  /** The error class name. */
+  override name = "CheckpointFailureThresholdError";
+  /** The job. */
+  readonly jobId: string;
+  /** The checkpoint whose failure exceeded the threshold. */
+  readonly checkpointId: CheckpointId;
+  /** Why that checkpoint failed. */
+  readonly reason: CheckpointFailureCode;
+
+  /**
+   * Creates the error.
+   * @param message the failure manager's message, e.g. `Exceeded checkpoint
+   *   tolerable failure threshold (0): checkpoint 7 expired before completing`.
+   */
+  constructor(
+    message: string,
+    options: { jobId: string; checkpointId: CheckpointId; reason: CheckpointFailureCode },
+  ) {
+    super(`Job ${options.jobId}: ${message}`);
+    this.jobId = options.jobId;
+    this.checkpointId = options.checkpointId;
+    this.reason = options.reason;
+  }
+}
+
 type Phase = "deploying" | "running" | "restarting" | "done";
 
 /** Coordinates one job. */
 export class JobCoordinator {
   readonly #o: JobCoordinatorOptions;
   readonly #tracker: CheckpointTracker;
+  readonly #failures: CheckpointFailureManager;
   readonly #backoff: RestartBackoff;
   readonly #tasks: SubtaskRef[] = [];
   readonly #sources: SubtaskRef[] = [];
@@ -138,6 +199,11 @@ export class JobCoordinator {
   #finished = new Set<string>();
   #sourcesEnded = new Set<string>();
   #finalCheckpointId: number | undefined;
+  /**
+   * The latest checkpoint whose `_metadata` this coordinator wrote, in any
+   * attempt: the one a failover restores. Set as soon as the write resolves.
+   */
+  #latestWritten: CheckpointId | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #deployTimer: ReturnType<typeof setTimeout> | undefined;
   #subscription: Subscription | undefined;
@@ -155,6 +221,9 @@ export class JobCoordinator {
       minPauseBetweenCheckpointsMs: cp.minPauseBetweenCheckpointsMs,
       maxConcurrentCheckpoints: cp.maxConcurrentCheckpoints,
       retainedCheckpoints: cp.retainedCheckpoints,
+    });
+    this.#failures = new CheckpointFailureManager({
+      tolerableFailures: cp.tolerableCheckpointFailures ?? 0,
     });
     this.#backoff = createRestartBackoff(options.restartStrategy);
     for (const v of options.graph.vertices) {
@@ -302,8 +371,11 @@ export class JobCoordinator {
         log.warn(
           `job ${this.#o.jobId}: checkpoint ${msg.id} declined by ${msg.vertex}#${msg.subtask}: ${msg.reason}`,
         );
-        const aborted = this.#tracker.decline(msg.id);
-        if (aborted) this.#aborted(aborted);
+        const aborted = this.#tracker.decline(
+          msg.id,
+          CheckpointFailureReason[msg.code] ?? CheckpointFailureReason.DECLINED,
+        );
+        if (aborted) this.#aborted(aborted, `by ${msg.vertex}#${msg.subtask}: ${msg.reason}`);
         return;
       }
       case "eoi":
@@ -385,13 +457,43 @@ export class JobCoordinator {
     this.#schedule();
   }
 
-  #aborted(pending: PendingCheckpoint): void {
-    this.#toAllTasks({
-      t: "abort",
-      id: pending.checkpointId,
-      reason: pending.failureReason?.message ?? "aborted",
-    });
-    this.#o.storage.discard(this.#o.jobId, pending.checkpointId).catch(() => {});
+  /**
+   * Notifies the tasks of an aborted checkpoint and deletes its state; then
+   * fails the attempt when the failure manager says so, or else re-triggers
+   * an aborted final checkpoint.
+   *
+   * @param detail what exactly went wrong, for the failure message.
+   */
+  #aborted(pending: PendingCheckpoint, detail?: string): void {
+    const o = this.#o;
+    const reason = pending.failureReason ?? CheckpointFailureReason.ABORTED_BY_COORDINATOR;
+    this.#toAllTasks({ t: "abort", id: pending.checkpointId, reason: reason.message });
+    o.storage.discard(o.jobId, pending.checkpointId).catch(() => {});
+    if (this.#phase === "running" && pending.attempt === this.#attempt) {
+      const verdict = this.#failures.onFailure({
+        checkpointId: pending.checkpointId,
+        reason,
+        kind: pending.kind,
+        ...(detail === undefined ? {} : { detail }),
+      });
+      if (verdict.verdict === "EXCEEDED") {
+        void this.#failover(
+          new CheckpointFailureThresholdError(verdict.message, {
+            jobId: o.jobId,
+            checkpointId: pending.checkpointId,
+            reason: reason.code,
+          }),
+        );
+        return;
+      }
+      if (verdict.verdict === "TOLERATED") {
+        log.warn(
+          `job ${o.jobId}: checkpoint ${pending.checkpointId} failed (${reason.code}); ` +
+            `${verdict.consecutive} consecutive failed checkpoints of ` +
+            `${this.#failures.tolerableFailures} tolerated`,
+        );
+      }
+    }
     if (this.#finalCheckpointId === pending.checkpointId && this.#phase === "running") {
       this.#triggerFinal();
     }
@@ -415,6 +517,10 @@ export class JobCoordinator {
     this.#finalizing.add(tracked);
     try {
       location = await write;
+      // Written: the commit point. Even if a failover started meanwhile, this
+      // is now the checkpoint to restore (sinks may commit its transactions).
+      this.#latestWritten = Math.max(this.#latestWritten ?? 0, pending.checkpointId);
+      this.#failures.onSuccess(pending.checkpointId);
     } catch (error) {
       log.error(
         `job ${o.jobId}: cannot write metadata of checkpoint ${pending.checkpointId}: ${error}`,
@@ -423,13 +529,13 @@ export class JobCoordinator {
         pending.checkpointId,
         CheckpointFailureReason.FINALIZE_FAILED,
       );
-      if (aborted) this.#aborted(aborted);
+      if (aborted) this.#aborted(aborted, describe(error));
       return;
     } finally {
       this.#finalizing.delete(tracked);
     }
     if (attempt !== this.#attempt || this.#phase !== "running") return;
-    o.faults?.("before-notify-complete", pending.checkpointId);
+    o.faults?.("before-notify-complete", pending.checkpointId, attempt);
     const outcome = this.#tracker.completed(pending.checkpointId, location, Date.now());
     log.info(`job ${o.jobId}: ${this.#tracker.summary()}`);
     for (const id of outcome.discard) {
@@ -458,10 +564,10 @@ export class JobCoordinator {
     const decision = this.#backoff.onFailure(Date.now(), error);
     if (decision.kind === "fail") {
       await Promise.all([...this.#finalizing]);
-      const latest = await o.storage.latestCompleted(o.jobId).catch(() => undefined);
-      const hint = latest
-        ? `; its latest completed checkpoint is ${latest.checkpointId}: resume with ` +
-          `resumeFrom({ jobId: "${o.jobId}", checkpointId: ${latest.checkpointId} })`
+      const latest = this.#latestWritten;
+      const hint = latest !== undefined
+        ? `; its latest completed checkpoint is ${latest}: resume with ` +
+          `resumeFrom({ jobId: "${o.jobId}", checkpointId: ${latest} })`
         : "; it has no completed checkpoint";
       this.#end(
         new JobFailedError(`Job ${o.jobId} '${o.graph.name}' failed: ${decision.reason}${hint}`, {
@@ -473,17 +579,26 @@ export class JobCoordinator {
     await delay(decision.delayMs);
     if (this.#phase !== "restarting") return;
     await Promise.all([...this.#finalizing]);
-    let latest: RestorePoint | null = o.restoreFrom;
-    try {
-      const meta = await o.storage.latestCompleted(o.jobId);
-      if (meta) latest = { jobId: o.jobId, checkpointId: meta.checkpointId };
-    } catch (e) {
-      this.#end(
-        new JobFailedError(`Job ${o.jobId}: cannot read the latest checkpoint: ${describe(e)}`, {
-          cause: e,
-        }),
-      );
-      return;
+    const latest: RestorePoint | null = this.#latestWritten === undefined
+      ? o.restoreFrom
+      : { jobId: o.jobId, checkpointId: this.#latestWritten };
+    if (latest !== null) {
+      try {
+        await o.storage.readMetadata(latest.jobId, latest.checkpointId);
+      } catch (e) {
+        const what = `cannot restore ${describePoint(latest, o.jobId)}, ` +
+          (this.#latestWritten === undefined
+            ? "the checkpoint it started from"
+            : "the latest checkpoint it completed") +
+          `: ${describe(e)}. Restoring an older checkpoint could commit records twice ` +
+          `(it was restarting after ${describe(error)})`;
+        this.#end(
+          new JobFailedError(`Job ${o.jobId} '${o.graph.name}' failed for good: ${what}`, {
+            cause: new SuppressRestartsError(`Job ${o.jobId}: ${what}`, { cause: e }),
+          }),
+        );
+        return;
+      }
     }
     if (this.#phase !== "restarting") return; // cancelled meanwhile
     if (

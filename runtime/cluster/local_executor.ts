@@ -40,7 +40,7 @@ export interface LocalExecutionOptions {
     | undefined;
   readonly faults?: FaultInjector | undefined;
   readonly coordinatorFaults?:
-    | ((point: CoordinatorFaultPoint, checkpointId: number) => void)
+    | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
     | undefined;
   /** The in-process bus to run on (tests use its drop filter); default: a new bus. */
   readonly bus?: InProcessBus | undefined;

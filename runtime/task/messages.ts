@@ -36,7 +36,7 @@
  * @module
  */
 
-import type { SubtaskAck } from "../checkpoint/types.ts";
+import type { CheckpointFailureCode, SubtaskAck } from "../checkpoint/types.ts";
 import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
 
 /** An in-band control event of a channel. */
@@ -137,6 +137,8 @@ export type CoordinatorMessage =
       readonly vertex: string;
       readonly subtask: number;
       readonly id: number;
+      /** Why, as a failure code (it decides whether the decline counts as a failed checkpoint). */
+      readonly code: CheckpointFailureCode;
       readonly reason: string;
     }
     | { readonly t: "eoi"; readonly vertex: string; readonly subtask: number }

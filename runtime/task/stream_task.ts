@@ -32,7 +32,12 @@
  * @module
  */
 
-import type { Subscription, Transport, TransportMessage } from "../actor/types.ts";
+import {
+  type Subscription,
+  type Transport,
+  TransportClosedError,
+  type TransportMessage,
+} from "../actor/types.ts";
 import { CodecError, decode, encode } from "../actor/codec.ts";
 import { decodeRecords } from "./record_codec.ts";
 import { Signal, yieldToEventLoop } from "../actor/async.ts";
@@ -300,7 +305,14 @@ export class StreamTask {
   #report(body: DistributiveOmit<CoordinatorMessage, "job" | "att">): void {
     const o = this.#o;
     const msg = { ...body, job: o.jobId, att: o.attempt } as CoordinatorMessage;
-    o.transport.publish(coordinatorSubject(o.jobId), encode(msg));
+    try {
+      o.transport.publish(coordinatorSubject(o.jobId), encode(msg));
+    } catch (error) {
+      // The job is gone (its transport closed) while this subtask of a
+      // cancelled attempt was still finishing work: nobody is listening.
+      if (error instanceof TransportClosedError) return;
+      throw error;
+    }
   }
 
   async #setUp(): Promise<void> {
@@ -588,6 +600,7 @@ export class StreamTask {
               vertex: o.vertex.id,
               subtask: o.subtask,
               id: action.checkpointId,
+              code: action.reason.code,
               reason: action.reason.message,
             });
           }
@@ -635,6 +648,7 @@ export class StreamTask {
           vertex: o.vertex.id,
           subtask: o.subtask,
           id: checkpointId,
+          code: "DECLINED",
           reason: `Asynchronous part of checkpoint ${checkpointId} failed in ${this.#name}: ${
             error instanceof Error ? error.message : String(error)
           }`,
