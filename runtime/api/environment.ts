@@ -75,6 +75,12 @@ export interface ResumeOptions {
   readonly jobId: string;
   /** The completed checkpoint to restore; default: the job's latest completed checkpoint. */
   readonly checkpointId?: number;
+  /**
+   * Resume even when the checkpoint holds state of operator uids this job
+   * does not have, dropping that state (Flink's `--allowNonRestoredState`).
+   * Default false: such a resume fails with a `ResumeError` naming the uids.
+   */
+  readonly allowNonRestoredState?: boolean;
 }
 
 /** Local checkpoint storage unless `enableCheckpointing(…, { directory })` says otherwise. */

@@ -338,6 +338,7 @@ export class PendingCheckpoint {
         keyedHandle: a.keyedHandle,
         operatorHandle: a.operatorHandle,
         keyGroupRange: a.keyGroupRange,
+        stateUids: a.stateUids,
       });
     }
     const vertices: VertexStateMetadata[] = [...options.vertices]

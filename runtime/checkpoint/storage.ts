@@ -507,6 +507,9 @@ export function parseCheckpointMetadata(value: unknown): CheckpointMetadata {
           keyGroupRange: sub.keyGroupRange === null
             ? null
             : range(sub.keyGroupRange, `${sat}.keyGroupRange`),
+          stateUids: array(sub.stateUids, `${sat}.stateUids`).map((u, k) =>
+            string(u, `${sat}.stateUids[${k}]`)
+          ),
         };
       }),
     };

@@ -72,6 +72,8 @@ export interface SubtaskAck {
   readonly operatorHandle: StateHandle | null;
   /** Key groups covered by `keyedHandle` (inclusive `[first, last]`), or `null` when not keyed. */
   readonly keyGroupRange: readonly [number, number] | null;
+  /** Uids of the operators of this subtask that had state (keyed, timers or operator state). */
+  readonly stateUids: readonly string[];
   /** Duration of the synchronous part of the snapshot, in ms. */
   readonly syncDurationMs: number;
   /** Duration of the asynchronous upload, in ms. */
@@ -92,6 +94,8 @@ export interface SubtaskStateMetadata {
   readonly operatorHandle: StateHandle | null;
   /** Key groups covered by `keyedHandle` (inclusive), or `null` when not keyed. */
   readonly keyGroupRange: readonly [number, number] | null;
+  /** Uids of the operators of this subtask that had state (keyed, timers or operator state). */
+  readonly stateUids: readonly string[];
 }
 
 /** What one vertex contributed to a completed checkpoint. */

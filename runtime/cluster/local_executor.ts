@@ -35,9 +35,7 @@ export interface LocalExecutionOptions {
    * one when `checkpointId` is omitted). The run gets a new job id; the
    * restored checkpoint is left as it is.
    */
-  readonly resume?:
-    | { readonly jobId: string; readonly checkpointId?: number | undefined }
-    | undefined;
+  readonly resume?: ResumeRequest | undefined;
   readonly faults?: FaultInjector | undefined;
   readonly coordinatorFaults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
@@ -53,6 +51,16 @@ export function newJobId(name: string): string {
   return `${slug}-${[...random].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+/** Which checkpoint a local run resumes from (see `ResumeOptions` of the environment). */
+export interface ResumeRequest {
+  /** The earlier job's id. */
+  readonly jobId: string;
+  /** The completed checkpoint; default the latest one. */
+  readonly checkpointId?: number | undefined;
+  /** Drop state of operators whose uid is not in the new job, instead of refusing to resume. */
+  readonly allowNonRestoredState?: boolean | undefined;
+}
+
 /** A resume request names a checkpoint that does not exist or cannot be read. */
 export class ResumeError extends Error {
   /** The error class name. */
@@ -62,7 +70,8 @@ export class ResumeError extends Error {
 /** Finds and checks the checkpoint to resume from, before anything is deployed. */
 async function resolveResume(
   storage: LocalDirectoryCheckpointStorage,
-  resume: { readonly jobId: string; readonly checkpointId?: number | undefined },
+  resume: ResumeRequest,
+  graph: JobGraph,
 ): Promise<RestorePoint> {
   const where = `${storage.jobDirectory(resume.jobId)}`;
   let completed: number[];
@@ -90,7 +99,21 @@ async function resolveResume(
       }`,
     );
   }
-  await storage.readMetadata(resume.jobId, id); // fails early, naming the path, if unreadable
+  const meta = await storage.readMetadata(resume.jobId, id); // fails early, naming the path
+  // Like Flink, refuse to drop state silently: every operator that had state
+  // must find an operator with its uid, unless the user allows it.
+  const uids = new Set(graph.vertices.flatMap((v) => v.operators.map((o) => o.uid)));
+  const orphaned = [
+    ...new Set(meta.vertices.flatMap((v) => v.subtasks.flatMap((s) => s.stateUids))),
+  ].filter((uid) => !uids.has(uid)).sort();
+  if (orphaned.length > 0 && !resume.allowNonRestoredState) {
+    throw new ResumeError(
+      `Cannot resume job ${resume.jobId} from checkpoint ${id}: it holds state of operator uids ` +
+        `[${orphaned.join(", ")}] that no operator of this job has. Give the operators their ` +
+        `former uids, or resume with allowNonRestoredState: true to drop that state ` +
+        `(Flink's --allowNonRestoredState)`,
+    );
+  }
   return { jobId: resume.jobId, checkpointId: id };
 }
 
@@ -107,7 +130,7 @@ export async function executeLocally(
   const coordinatorTransport = bus.connect();
   const workerTransport = bus.connect();
   const storage = new LocalDirectoryCheckpointStorage({ directory: options.checkpointDirectory });
-  const restoreFrom = options.resume ? await resolveResume(storage, options.resume) : null;
+  const restoreFrom = options.resume ? await resolveResume(storage, options.resume, graph) : null;
   const jobId = newJobId(graph.name);
   const worker = new Worker({
     transport: workerTransport,

@@ -675,6 +675,9 @@ export class StreamTask {
     const operatorParts: Record<string, OperatorStateSnapshot> = {};
     let hasKeyed = false;
     let hasOperator = false;
+    const stateUids = Object.entries(snapshots).filter(([, snapshot]) => hasState(snapshot)).map((
+      [uid],
+    ) => uid);
     for (const [uid, s] of Object.entries(snapshots)) {
       if (s.keyed || s.timers) {
         const part: { keyed?: KeyedStateSnapshot; timers?: TimerServiceSnapshot } = {};
@@ -719,6 +722,7 @@ export class StreamTask {
       asyncDurationMs: performance.now() - t0,
       alignmentDurationMs,
       stateBytes: (keyedHandle?.bytes ?? 0) + (operatorHandle?.bytes ?? 0),
+      stateUids,
     };
     this.#report({ t: "ack", ack });
   }
@@ -801,6 +805,16 @@ export class StreamTask {
       this.#signal.notify();
     });
   }
+}
+
+/** Whether an operator's snapshot holds any state (keyed entries, timers or operator state). */
+function hasState(snapshot: OperatorSnapshot): boolean {
+  const keyed = snapshot.keyed?.states;
+  if (keyed && Object.values(keyed).some((st) => st.keyGroups.length > 0)) return true;
+  const timers = snapshot.timers;
+  if (timers && (timers.eventTime.length > 0 || timers.processingTime.length > 0)) return true;
+  const operator = snapshot.operator;
+  return operator !== undefined && Object.values(operator).some((e) => e.items.length > 0);
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
