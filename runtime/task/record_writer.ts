@@ -82,6 +82,8 @@ export class RecordWriter {
   /** Channel by consumer index (`undefined` when this producer does not feed it). */
   readonly #byConsumer: (ChannelWriter | undefined)[];
   readonly #keySelector: KeySelector | undefined;
+  /** For `hash`: the channel of each key group (Flink's operator index of the key group). */
+  readonly #byKeyGroup: ChannelWriter[] = [];
   #roundRobin: number;
   #lastWatermark = Number.NEGATIVE_INFINITY;
   /** Records written, for metrics. */
@@ -109,6 +111,16 @@ export class RecordWriter {
       return ch;
     });
     this.#roundRobin = options.producerIndex % this.#channels.length;
+    if (options.edge.partitioner === "hash") {
+      for (let kg = 0; kg < options.consumerMaxParallelism; kg++) {
+        const consumer = computeOperatorIndexForKeyGroup(
+          options.consumerMaxParallelism,
+          options.consumerParallelism,
+          kg,
+        );
+        this.#byKeyGroup.push(this.#byConsumer[consumer]!);
+      }
+    }
   }
 
   /** Partitions and buffers one record. */
@@ -119,14 +131,11 @@ export class RecordWriter {
         this.#add(this.#channels[0]!, value, timestamp);
         return;
       case "hash": {
-        const key = this.#keySelector!(value);
-        const maxParallelism = this.#options.consumerMaxParallelism;
-        const consumer = computeOperatorIndexForKeyGroup(
-          maxParallelism,
-          this.#options.consumerParallelism,
-          assignToKeyGroup(key, maxParallelism),
+        const keyGroup = assignToKeyGroup(
+          this.#keySelector!(value),
+          this.#options.consumerMaxParallelism,
         );
-        this.#add(this.#byConsumer[consumer]!, value, timestamp);
+        this.#add(this.#byKeyGroup[keyGroup]!, value, timestamp);
         return;
       }
       case "broadcast":
