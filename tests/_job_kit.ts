@@ -108,10 +108,25 @@ export async function withTempDir<R>(body: (dir: string) => Promise<R>): Promise
   try {
     return await body(dir);
   } finally {
-    // A finished job may already have removed its (empty) checkpoint directory.
-    await Deno.remove(dir, { recursive: true }).catch((error) => {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    });
+    await removeTree(dir);
+  }
+}
+
+/**
+ * Removes `dir` recursively. A subtask of a failed job that was blocked in
+ * user code may still finish its checkpoint write (and then remove it) after
+ * `execute()` rejected, so a removal racing with it is retried briefly.
+ */
+async function removeTree(dir: string): Promise<void> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      await Deno.remove(dir, { recursive: true });
+      return;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return;
+      if (attempt >= 20) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
   }
 }
 

@@ -43,11 +43,9 @@ import { decodeRecords } from "./record_codec.ts";
 import { Signal, yieldToEventLoop } from "../actor/async.ts";
 import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
-import type { StateHandle, SubtaskAck } from "../checkpoint/types.ts";
-import { computeKeyGroupRangeForOperatorIndex, KeyGroupRange } from "../state/key_group.ts";
-import type { KeyedStateSnapshot } from "../state/heap_keyed_backend.ts";
-import type { TimerServiceSnapshot } from "../state/timer_service.ts";
-import { type OperatorStateSnapshot, redistributeOperatorState } from "../state/operator_state.ts";
+import type { SubtaskAck } from "../checkpoint/types.ts";
+import { computeKeyGroupRangeForOperatorIndex, type KeyGroupRange } from "../state/key_group.ts";
+import { readSubtaskRestore, splitSubtaskSnapshot } from "./subtask_state.ts";
 import type { Clock } from "../time/clock.ts";
 import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
 import { AlignedBarrierHandler, type BarrierAction } from "./barrier_handler.ts";
@@ -369,7 +367,13 @@ export class StreamTask {
    */
   async #loadRestore(point: RestorePoint): Promise<Map<string, OperatorRestore>> {
     try {
-      return await this.#readRestore(point);
+      return await readSubtaskRestore({
+        storage: this.#o.storage,
+        point,
+        vertex: this.#o.vertex,
+        subtask: this.#o.subtask,
+        keyGroupRange: this.#keyGroupRange,
+      });
     } catch (error) {
       throw new SuppressRestartsError(
         `Cannot restore ${this.#name} from checkpoint ${point.checkpointId} of job ${point.jobId}: ${
@@ -378,71 +382,6 @@ export class StreamTask {
         { cause: error },
       );
     }
-  }
-
-  async #readRestore(point: RestorePoint): Promise<Map<string, OperatorRestore>> {
-    const o = this.#o;
-    const { jobId, checkpointId } = point;
-    const meta = await o.storage.readMetadata(jobId, checkpointId);
-    const files = new Map<string, Promise<Record<string, unknown>>>();
-    const read = (handle: StateHandle) => {
-      let p = files.get(handle.path);
-      if (!p) {
-        p = o.storage.readState(jobId, handle).then((bytes) => {
-          try {
-            return decode(bytes) as Record<string, unknown>;
-          } catch (error) {
-            throw new Error(`state file ${handle.path} (${handle.bytes} bytes) is corrupt`, {
-              cause: error,
-            });
-          }
-        });
-        files.set(handle.path, p);
-      }
-      return p;
-    };
-    const result = new Map<string, OperatorRestore>();
-    for (const op of o.vertex.operators) {
-      const vertexMeta = meta.vertices.find((v) => v.operatorUids.includes(op.uid));
-      if (!vertexMeta) continue; // a new operator: starts empty
-      const subtasks = [...vertexMeta.subtasks].sort((a, b) => a.subtask - b.subtask);
-      if (
-        subtasks.length !== vertexMeta.parallelism || subtasks.some((s, i) => s.subtask !== i)
-      ) {
-        throw new Error(
-          `its metadata lists subtasks [${
-            subtasks.map((s) => s.subtask).join(", ")
-          }] of vertex ${vertexMeta.vertexId}, ` +
-            `which has parallelism ${vertexMeta.parallelism}`,
-        );
-      }
-      const keyed: KeyedStateSnapshot[] = [];
-      const timers: TimerServiceSnapshot[] = [];
-      const operatorParts: OperatorStateSnapshot[] = [];
-      for (const s of subtasks) {
-        if (s.keyedHandle && s.keyGroupRange) {
-          const old = new KeyGroupRange(s.keyGroupRange[0], s.keyGroupRange[1]);
-          if (old.intersect(this.#keyGroupRange).size > 0) {
-            const part = (await read(s.keyedHandle))[op.uid] as
-              | { keyed?: KeyedStateSnapshot; timers?: TimerServiceSnapshot }
-              | undefined;
-            if (part?.keyed) keyed.push(part.keyed);
-            if (part?.timers) timers.push(part.timers);
-          }
-        }
-        const opPart = s.operatorHandle
-          ? (await read(s.operatorHandle))[op.uid] as OperatorStateSnapshot | undefined
-          : undefined;
-        operatorParts.push(opPart ?? {});
-      }
-      result.set(op.uid, {
-        checkpointId,
-        keyed,
-        timers,
-        operator: redistributeOperatorState(operatorParts, o.vertex.parallelism, o.subtask),
-      });
-    }
-    return result;
   }
 
   async #loop(): Promise<void> {
@@ -668,37 +607,15 @@ export class StreamTask {
     const o = this.#o;
     await Promise.resolve(); // let the mailbox loop go on before encoding
     const t0 = performance.now();
-    const keyedParts: Record<
-      string,
-      { keyed?: KeyedStateSnapshot; timers?: TimerServiceSnapshot }
-    > = {};
-    const operatorParts: Record<string, OperatorStateSnapshot> = {};
-    let hasKeyed = false;
-    let hasOperator = false;
-    const stateUids = Object.entries(snapshots).filter(([, snapshot]) => hasState(snapshot)).map((
-      [uid],
-    ) => uid);
-    for (const [uid, s] of Object.entries(snapshots)) {
-      if (s.keyed || s.timers) {
-        const part: { keyed?: KeyedStateSnapshot; timers?: TimerServiceSnapshot } = {};
-        if (s.keyed) part.keyed = s.keyed;
-        if (s.timers) part.timers = s.timers;
-        keyedParts[uid] = part;
-        hasKeyed = true;
-      }
-      if (s.operator && Object.keys(s.operator).length > 0) {
-        operatorParts[uid] = s.operator;
-        hasOperator = true;
-      }
-    }
+    const { keyedPart, operatorPart, stateUids } = splitSubtaskSnapshot(snapshots);
     if (this.#abortedCheckpoints.has(checkpointId) || this.#done) return;
     const base = `${o.vertex.id}-${o.subtask}-a${o.attempt}`;
     const [keyedHandle, operatorHandle] = await Promise.all([
-      hasKeyed
-        ? o.storage.writeState(o.jobId, checkpointId, `${base}.keyed`, encode(keyedParts))
+      keyedPart
+        ? o.storage.writeState(o.jobId, checkpointId, `${base}.keyed`, encode(keyedPart))
         : Promise.resolve(null),
-      hasOperator
-        ? o.storage.writeState(o.jobId, checkpointId, `${base}.op`, encode(operatorParts))
+      operatorPart
+        ? o.storage.writeState(o.jobId, checkpointId, `${base}.op`, encode(operatorPart))
         : Promise.resolve(null),
     ]);
     if (this.#abortedCheckpoints.has(checkpointId) || this.#done) {
@@ -715,7 +632,7 @@ export class StreamTask {
       checkpointId,
       keyedHandle,
       operatorHandle,
-      keyGroupRange: hasKeyed
+      keyGroupRange: keyedPart
         ? [this.#keyGroupRange.startKeyGroup, this.#keyGroupRange.endKeyGroup]
         : null,
       syncDurationMs,
@@ -805,16 +722,6 @@ export class StreamTask {
       this.#signal.notify();
     });
   }
-}
-
-/** Whether an operator's snapshot holds any state (keyed entries, timers or operator state). */
-function hasState(snapshot: OperatorSnapshot): boolean {
-  const keyed = snapshot.keyed?.states;
-  if (keyed && Object.values(keyed).some((st) => st.keyGroups.length > 0)) return true;
-  const timers = snapshot.timers;
-  if (timers && (timers.eventTime.length > 0 || timers.processingTime.length > 0)) return true;
-  const operator = snapshot.operator;
-  return operator !== undefined && Object.values(operator).some((e) => e.items.length > 0);
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
