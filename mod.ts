@@ -129,10 +129,10 @@ export type {
   FailureRateOptions,
 } from "./runtime/cluster/restart_strategy.ts";
 export type {
-  CheckpointCounts,
   CheckpointKind,
   CheckpointStats,
   CompletedCheckpointStats,
 } from "./runtime/checkpoint/pending.ts";
+export type { CheckpointCounts } from "./runtime/checkpoint/tracker.ts";
 export type { KeyPart } from "./runtime/state/key_group.ts";
 export type { CheckpointFailureCode, CheckpointId } from "./runtime/checkpoint/types.ts";

@@ -24,6 +24,7 @@
  *   attempt: 0,
  *   operatorName: "numbers",
  *   currentProcessingTime: () => clock.now(),
+ *   clock,
  * });
  * reader.addSplits(source.enumerateSplits({ parallelism: 1 }));
  *

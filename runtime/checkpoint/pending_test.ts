@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { CheckpointTracker, PendingCheckpoint } from "./pending.ts";
+import { PendingCheckpoint } from "./pending.ts";
+import { CheckpointTracker } from "./tracker.ts";
 import type { CheckpointPlan, VertexInfo } from "./pending.ts";
 import { CheckpointFailureReason } from "./types.ts";
 import type { SubtaskAck, SubtaskRef } from "./types.ts";

@@ -45,13 +45,12 @@ import { decode, encode } from "../actor/codec.ts";
 import { delay } from "../actor/async.ts";
 import type { JobGraph } from "../graph/job_graph.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
-import {
-  type CheckpointCounts,
-  CheckpointTracker,
-  type CompletedCheckpointStats,
-  type PendingCheckpoint,
-  type VertexInfo,
+import type {
+  CompletedCheckpointStats,
+  PendingCheckpoint,
+  VertexInfo,
 } from "../checkpoint/pending.ts";
+import { type CheckpointCounts, CheckpointTracker } from "../checkpoint/tracker.ts";
 import { CheckpointFailureManager } from "../checkpoint/failure_manager.ts";
 import {
   type CheckpointFailureCode,
