@@ -226,6 +226,12 @@ export class StreamTask {
 
   /** Asks the subtask to stop without finishing (its open transactions are aborted). */
   cancel(): void {
+    // Stop receiving at once, even if the mailbox loop is stuck in user code
+    // (JavaScript cannot interrupt it, unlike Flink's task thread): the
+    // subtask then neither consumes data nor answers triggers, and whatever
+    // it sends later carries an old attempt number and is fenced off.
+    this.#subscription?.unsubscribe();
+    this.#cancelWake?.();
     this.#mails.push({ t: "cancel", job: this.#o.jobId, att: this.#o.attempt });
     this.#signal.notify();
   }
