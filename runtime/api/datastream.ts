@@ -78,8 +78,20 @@ export class DataStream<T> {
   protected transform<O>(spec: OperatorSpec, name: string): SingleOutputStreamOperator<O> {
     const graph = this.owner.streamGraph;
     const node = graph.addNode(spec, name);
-    const keyed = this.inputs.find((i) => i.partitioner === "hash");
-    if (keyed) node.keySelector = keyed.keySelector;
+    // An operator is keyed when every input is partitioned by one and the
+    // same key selector; mixing keyed and unkeyed inputs, or key selectors,
+    // would put records on subtasks that do not own their key.
+    const selectors = new Set(
+      this.inputs.map((i) => (i.partitioner === "hash" ? i.keySelector : undefined)),
+    );
+    if (selectors.size > 1 && [...selectors].some((s) => s !== undefined)) {
+      throw new TypeError(
+        `Operator '${name}' gets inputs keyed by different key selectors (or keyed and not keyed): ` +
+          `key every input of a union with the same key selector, after the union`,
+      );
+    }
+    const [selector] = selectors;
+    if (selector) node.keySelector = selector;
     for (const input of this.inputs) {
       graph.addEdge({
         source: input.node,

@@ -104,3 +104,17 @@ Deno.test("buildJobGraph rejects a job without a source and a parallelism above 
     /parallelism must be an integer in 1..maxParallelism \(4\): current value is 5/,
   );
 });
+
+Deno.test("an operator fed by streams keyed by different key selectors is refused", () => {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment();
+  const a = env.fromCollection([{ k: "x" }]).uid("a").keyBy((r) => r.k);
+  const b = env.fromCollection([{ k: "y" }]).uid("b").keyBy((r) => r.k);
+  assert.throws(() => a.union(b).map((r) => r), /keyed by different key selectors/);
+  const byK = (r: { k: string }) => r.k;
+  const c = env.fromCollection([{ k: "x" }]).uid("c").keyBy(byK);
+  const d = env.fromCollection([{ k: "y" }]).uid("d").keyBy(byK);
+  c.union(d).map((r) => r).uid("keyed-map");
+  const graph = env.getJobGraph();
+  const map = graph.vertices.flatMap((v) => v.operators).find((o) => o.uid === "keyed-map")!;
+  assert.equal(map.keySelector, byK, "one shared key selector keys the operator");
+});

@@ -230,12 +230,15 @@ export class HeapKeyedStateBackend {
    * string, number, boolean and bigint keys.
    *
    * @param key the current record's key.
+   * @param knownKeyGroup the key's group when the caller already computed
+   *   it (a hash partitioner does, to choose the channel); it must equal
+   *   `assignToKeyGroup(key, maxParallelism)`.
    * @throws {RangeError} when the key's group is outside this backend's
    * range (a partitioning bug); the message names key, group and range.
    * @throws {TypeError} when `key` is not a {@linkcode Key}.
    */
-  setCurrentKey(key: Key): void {
-    const keyGroup = assignToKeyGroup(key, this.#maxParallelism);
+  setCurrentKey(key: Key, knownKeyGroup?: number): void {
+    const keyGroup = knownKeyGroup ?? assignToKeyGroup(key, this.#maxParallelism);
     if (keyGroup < this.#start || keyGroup > this.#end) this.#outOfRange(key, keyGroup);
     const ctx = this.#ctx;
     ctx.key = key;

@@ -69,6 +69,12 @@ export interface BufferMessage extends Envelope {
    * when some record has a timestamp, else without timestamps.
    */
   readonly vb: Uint8Array;
+  /**
+   * On hash-partitioned edges: each record's key group, as the producer
+   * computed it to choose the channel, so the consumer need not hash the key
+   * again.
+   */
+  readonly kg?: Uint16Array;
 }
 
 /**

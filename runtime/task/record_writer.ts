@@ -30,7 +30,7 @@ import { taskSubject } from "./messages.ts";
 const ENVELOPE_BYTES = 1024;
 
 type Pending =
-  | { readonly kind: "buf"; readonly vb: Uint8Array }
+  | { readonly kind: "buf"; readonly vb: Uint8Array; readonly kg: Uint16Array | undefined }
   | { readonly kind: "evt"; readonly e: ChannelEvent };
 
 /** A record too large for one transport message. */
@@ -47,6 +47,8 @@ class ChannelWriter {
   values: unknown[] = [];
   timestamps: (number | null)[] = [];
   hasTimestamps = false;
+  /** Key groups of the open buffer's records (hash edges only). */
+  keyGroups: number[] = [];
   openedAt = 0;
   readonly queue: Pending[] = [];
   constructor(target: number, subject: string) {
@@ -135,7 +137,9 @@ export class RecordWriter {
           this.#keySelector!(value),
           this.#options.consumerMaxParallelism,
         );
-        this.#add(this.#byKeyGroup[keyGroup]!, value, timestamp);
+        const ch = this.#byKeyGroup[keyGroup]!;
+        ch.keyGroups.push(keyGroup);
+        this.#add(ch, value, timestamp);
         return;
       }
       case "broadcast":
@@ -171,10 +175,12 @@ export class RecordWriter {
     if (ch.values.length === 0) return;
     const values = ch.values;
     const ts = ch.hasTimestamps ? ch.timestamps : undefined;
+    const kg = this.edge.partitioner === "hash" ? ch.keyGroups : undefined;
+    ch.keyGroups = [];
     ch.values = [];
     ch.timestamps = [];
     ch.hasTimestamps = false;
-    this.#encodeInto(ch, values, ts);
+    this.#encodeInto(ch, values, ts, kg);
     this.#drain(ch);
   }
 
@@ -184,11 +190,16 @@ export class RecordWriter {
    * that cannot be encoded fails the subtask where it was emitted.
    * @throws {RecordTooLargeError} for a single record larger than the max payload.
    */
-  #encodeInto(ch: ChannelWriter, values: unknown[], ts: (number | null)[] | undefined): void {
+  #encodeInto(
+    ch: ChannelWriter,
+    values: unknown[],
+    ts: (number | null)[] | undefined,
+    kg: number[] | undefined,
+  ): void {
     const vb = encodeRecords(values, ts);
-    const limit = this.#options.transport.maxPayload - ENVELOPE_BYTES;
+    const limit = this.#options.transport.maxPayload - ENVELOPE_BYTES - 2 * (kg?.length ?? 0);
     if (vb.byteLength <= limit) {
-      ch.queue.push({ kind: "buf", vb });
+      ch.queue.push({ kind: "buf", vb, kg: kg ? Uint16Array.from(kg) : undefined });
       return;
     }
     if (values.length === 1) {
@@ -198,8 +209,8 @@ export class RecordWriter {
       );
     }
     const half = values.length >> 1;
-    this.#encodeInto(ch, values.slice(0, half), ts?.slice(0, half));
-    this.#encodeInto(ch, values.slice(half), ts?.slice(half));
+    this.#encodeInto(ch, values.slice(0, half), ts?.slice(0, half), kg?.slice(0, half));
+    this.#encodeInto(ch, values.slice(half), ts?.slice(half), kg?.slice(half));
   }
 
   #drain(ch: ChannelWriter): void {
@@ -210,15 +221,26 @@ export class RecordWriter {
         if (ch.credits <= 0) break;
         ch.credits--;
         ch.queue.shift();
-        const msg: BufferMessage = {
-          t: "buf",
-          job: jobId,
-          att: attempt,
-          edge: this.edge.index,
-          src: producerIndex,
-          seq: ch.seq++,
-          vb: item.vb,
-        };
+        const msg: BufferMessage = item.kg
+          ? {
+            t: "buf",
+            job: jobId,
+            att: attempt,
+            edge: this.edge.index,
+            src: producerIndex,
+            seq: ch.seq++,
+            vb: item.vb,
+            kg: item.kg,
+          }
+          : {
+            t: "buf",
+            job: jobId,
+            att: attempt,
+            edge: this.edge.index,
+            src: producerIndex,
+            seq: ch.seq++,
+            vb: item.vb,
+          };
         this.buffersOut++;
         transport.publish(ch.subject, encode(msg));
       } else {

@@ -289,6 +289,12 @@ export class StreamTask {
     }
     try {
       const { values, timestamps } = decodeRecords(msg.vb);
+      if (
+        msg.kg !== undefined &&
+        (!(msg.kg instanceof Uint16Array) || msg.kg.length !== values.length)
+      ) {
+        throw new Error(`its key groups do not match its ${values.length} records`);
+      }
       return { ...msg, v: values, ts: timestamps };
     } catch (error) {
       throw new CodecError(
@@ -465,9 +471,15 @@ export class StreamTask {
     if (message.t === "buf") {
       const head = this.#chain!.head;
       // #onMessage queues buffers only once decoded.
-      const { v: values, ts } = message as ReceivedBufferMessage;
+      const { v: values, ts, kg } = message as ReceivedBufferMessage;
       const n = values.length;
-      if (ts) {
+      // A producer's key groups are those of the edge's key selector; they
+      // are the head's only when it keys by that same selector.
+      if (kg && channel.edge.keySelector === this.#o.vertex.operators[0]!.keySelector) {
+        for (let i = 0; i < n; i++) {
+          head.processElement(values[i], ts ? ts[i] ?? undefined : undefined, kg[i]);
+        }
+      } else if (ts) {
         for (let i = 0; i < n; i++) head.processElement(values[i], ts[i] ?? undefined);
       } else {
         for (let i = 0; i < n; i++) head.processElement(values[i], undefined);

@@ -88,8 +88,12 @@ export interface StreamOperator {
   initializeState(restore: OperatorRestore | undefined): Promise<void>;
   /** Opens user functions. */
   open(): Promise<void>;
-  /** Processes one record. Synchronous; throws on user-code errors. */
-  processElement(value: unknown, timestamp: number | undefined): void;
+  /**
+   * Processes one record. Synchronous; throws on user-code errors.
+   * @param keyGroup the record's key group when it arrived on a hash edge
+   *   (the producer computed it), so a keyed operator need not hash its key.
+   */
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void;
   /** Advances event time; fires due event-time timers, then forwards the watermark. */
   processWatermark(watermark: number): void;
   /** Fires due processing-time timers. */

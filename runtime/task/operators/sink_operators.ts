@@ -73,8 +73,8 @@ class OrderedCalls {
 /** Calls `invoke` per record (at-least-once at best; see the sink's docs). */
 export class SimpleSinkOperator extends UdfOperator<SinkFunction<unknown>> {
   #calls = new OrderedCalls();
-  processElement(value: unknown, timestamp: number | undefined): void {
-    if (this.keySelector) this.setKey(this.keySelector(value));
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
     const fn = this.fn;
     const context: SinkContext = { timestamp };
     // The common case, a synchronous sink, allocates no closure.
@@ -180,7 +180,7 @@ export class TwoPhaseCommitSinkOperator implements StreamOperator {
     this.#current = await this.#sink.beginTransaction(this.#context);
   }
 
-  processElement(value: unknown, timestamp: number | undefined): void {
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
     const sink = this.#sink;
     const txn = this.#current;
     const context: SinkContext = { timestamp };

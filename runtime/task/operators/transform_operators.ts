@@ -29,8 +29,8 @@ export class MapOperator extends UdfOperator<MapFunction<unknown, unknown>> {
     this.#call = typeof fn === "function" ? fn : (v) => fn.map(v);
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined): void {
-    if (this.keySelector) this.setKey(this.keySelector(value));
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
     this.output.collect(this.#call(value), timestamp);
   }
 }
@@ -43,8 +43,8 @@ export class FilterOperator extends UdfOperator<FilterFunction<unknown>> {
     this.#call = typeof fn === "function" ? fn : (v) => fn.filter(v);
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined): void {
-    if (this.keySelector) this.setKey(this.keySelector(value));
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
     if (this.#call(value)) this.output.collect(value, timestamp);
   }
 }
@@ -58,8 +58,8 @@ export class FlatMapOperator extends UdfOperator<FlatMapFunction<unknown, unknow
     this.#call = typeof fn === "function" ? fn : (v, out) => fn.flatMap(v, out);
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined): void {
-    if (this.keySelector) this.setKey(this.keySelector(value));
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
     this.currentTimestamp = timestamp;
     this.#call(value, this.#out);
   }
@@ -69,8 +69,8 @@ export class FlatMapOperator extends UdfOperator<FlatMapFunction<unknown, unknow
 export class ProcessOperator extends UdfOperator<ProcessFunction<unknown, unknown>> {
   #ctx = this.processContext();
   #out = this.collector();
-  processElement(value: unknown, timestamp: number | undefined): void {
-    if (this.keySelector) this.setKey(this.keySelector(value));
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
     this.currentTimestamp = timestamp;
     this.fn.processElement(value, this.#ctx, this.#out);
   }
@@ -81,8 +81,8 @@ export class KeyedProcessOperator extends UdfOperator<KeyedProcessFunction<Key, 
   #domain: "event-time" | "processing-time" = "event-time";
   #ctx: OnTimerContext<Key> = this.processContext(() => this.#domain);
   #out = this.collector();
-  processElement(value: unknown, timestamp: number | undefined): void {
-    this.setKey(this.keySelector!(value));
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+    this.setKey(this.keySelector!(value), keyGroup);
     this.currentTimestamp = timestamp;
     this.fn.processElement(value, this.#ctx, this.#out);
   }
@@ -109,8 +109,8 @@ export class ReduceOperator extends UdfOperator<ReduceFunction<unknown>> {
     this.#state = this.keyed!.getValueState(new ValueStateDescriptor<unknown>("_reduce"));
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined): void {
-    this.setKey(this.keySelector!(value));
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+    this.setKey(this.keySelector!(value), keyGroup);
     const acc = this.#state.value();
     const next = acc === undefined ? value : this.#call(acc, value);
     this.#state.update(next);

@@ -136,12 +136,16 @@ export abstract class UdfOperator<F> implements StreamOperator {
     await this.hooks?.open?.(this.runtimeContext());
   }
 
-  abstract processElement(value: unknown, timestamp: number | undefined): void;
+  abstract processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+  ): void;
 
-  /** Sets the current key for keyed state and timers. */
-  protected setKey(key: Key): void {
+  /** Sets the current key (and its key group, when known) for keyed state and timers. */
+  protected setKey(key: Key, keyGroup?: number): void {
     this.currentKey = key;
-    this.keyed!.setCurrentKey(key);
+    this.keyed!.setCurrentKey(key, keyGroup);
   }
 
   processWatermark(watermark: number): void {
