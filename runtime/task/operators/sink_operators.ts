@@ -180,7 +180,7 @@ export class TwoPhaseCommitSinkOperator implements StreamOperator {
     this.#current = await this.#sink.beginTransaction(this.#context);
   }
 
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+  processElement(value: unknown, timestamp: number | undefined): void {
     const sink = this.#sink;
     const txn = this.#current;
     const context: SinkContext = { timestamp };
