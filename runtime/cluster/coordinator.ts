@@ -68,6 +68,7 @@ import {
   type CoordinatorMessage,
   coordinatorSubject,
   type ErrorInfo,
+  type MessageBody,
   type RestorePoint,
   type TaskControlMessage,
   taskSubject,
@@ -284,7 +285,7 @@ export class JobCoordinator {
     return `${vertexId}#${subtask}`;
   }
 
-  #toTask(ref: SubtaskRef, body: DistributiveOmit<TaskControlMessage, "job" | "att">): void {
+  #toTask(ref: SubtaskRef, body: MessageBody<TaskControlMessage>): void {
     const o = this.#o;
     const msg = { ...body, job: o.jobId, att: this.#attempt } as TaskControlMessage;
     o.transport.publish(
@@ -293,11 +294,11 @@ export class JobCoordinator {
     );
   }
 
-  #toAllTasks(body: DistributiveOmit<TaskControlMessage, "job" | "att">): void {
+  #toAllTasks(body: MessageBody<TaskControlMessage>): void {
     for (const t of this.#tasks) this.#toTask(t, body);
   }
 
-  #toWorker(worker: string, body: DistributiveOmit<WorkerMessage, "job" | "att">): void {
+  #toWorker(worker: string, body: MessageBody<WorkerMessage>): void {
     const o = this.#o;
     const msg = { ...body, job: o.jobId, att: this.#attempt } as WorkerMessage;
     o.transport.publish(workerSubject(worker), encode(msg));
@@ -686,5 +687,3 @@ function describePoint(point: RestorePoint, jobId: string): string {
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

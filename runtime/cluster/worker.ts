@@ -17,6 +17,7 @@ import {
   type CoordinatorMessage,
   coordinatorSubject,
   errorInfo,
+  type MessageBody,
   type WorkerMessage,
   workerSubject,
 } from "../task/messages.ts";
@@ -87,7 +88,7 @@ export class Worker {
       }
       return;
     }
-    const report = (body: Omit<Extract<CoordinatorMessage, { t: "failed" }>, "job" | "att">) => {
+    const report = (body: MessageBody<Extract<CoordinatorMessage, { t: "failed" }>>) => {
       const full: CoordinatorMessage = { ...body, job: msg.job, att: msg.att };
       this.#o.transport.publish(coordinatorSubject(msg.job), encode(full));
     };

@@ -105,6 +105,12 @@ export interface CreditMessage extends Envelope {
   readonly n: number;
 }
 
+/**
+ * A message without its envelope (`job`, `att`): what a sender fills in
+ * before adding the envelope. Distributes over unions.
+ */
+export type MessageBody<T> = T extends unknown ? Omit<T, "job" | "att"> : never;
+
 /** Coordinator -> subtask control messages. */
 export type TaskControlMessage =
   & Envelope

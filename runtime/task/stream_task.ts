@@ -59,6 +59,7 @@ import {
   type ChannelEvent,
   type CoordinatorMessage,
   coordinatorSubject,
+  type MessageBody,
   type ReceivedBufferMessage,
   type RestorePoint,
   type TaskControlMessage,
@@ -312,7 +313,7 @@ export class StreamTask {
     this.#signal.notify();
   }
 
-  #report(body: DistributiveOmit<CoordinatorMessage, "job" | "att">): void {
+  #report(body: MessageBody<CoordinatorMessage>): void {
     const o = this.#o;
     const msg = { ...body, job: o.jobId, att: o.attempt } as CoordinatorMessage;
     try {
@@ -741,5 +742,3 @@ export class StreamTask {
     });
   }
 }
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
