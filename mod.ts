@@ -96,7 +96,7 @@ export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/rest
 export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
 export { CheckpointFailureThresholdError, JobFailedError } from "./runtime/cluster/coordinator.ts";
 export { ResumeError } from "./runtime/cluster/local_executor.ts";
-export type { JobExecutionResult } from "./runtime/cluster/coordinator.ts";
+export type { JobExecutionResult, VertexMetrics } from "./runtime/cluster/coordinator.ts";
 export { InvalidJobGraphError } from "./runtime/graph/job_graph.ts";
 export { assignToKeyGroup, DEFAULT_MAX_PARALLELISM, keyHash } from "./runtime/state/key_group.ts";
 export type { Key } from "./runtime/state/key_group.ts";

@@ -70,6 +70,7 @@ import {
   type ErrorInfo,
   type MessageBody,
   type RestorePoint,
+  type SubtaskMetrics,
   type TaskControlMessage,
   taskSubject,
   type WorkerMessage,
@@ -140,6 +141,23 @@ export interface JobExecutionResult {
   readonly latestCheckpoint: CompletedCheckpointStats | undefined;
   /** One line: checkpoints completed/failed, the latest one's size and duration, restarts. */
   readonly summary: string;
+  /**
+   * What each vertex's subtasks measured in the last attempt, by vertex id:
+   * records summed, back pressure as the average over its subtasks.
+   */
+  readonly metrics: Readonly<Record<string, VertexMetrics>>;
+}
+
+/** A vertex's metrics in a {@linkcode JobExecutionResult}. */
+export interface VertexMetrics {
+  /** The vertex's name (its chained operators). */
+  readonly name: string;
+  /** Records its subtasks consumed. */
+  readonly numRecordsIn: number;
+  /** Records its subtasks wrote to network outputs. */
+  readonly numRecordsOut: number;
+  /** Average over its subtasks of Flink's `backPressuredTimeMsPerSecond` (0 to 1000). */
+  readonly backPressuredTimeMsPerSecond: number;
 }
 
 /** The job failed for good (the restart strategy gave up), or was cancelled. */
@@ -197,6 +215,7 @@ export class JobCoordinator {
   #phase: Phase = "deploying";
   #ready = new Set<string>();
   #finished = new Set<string>();
+  readonly #subtaskMetrics = new Map<string, SubtaskMetrics>();
   #sourcesEnded = new Set<string>();
   #finalCheckpointId: number | undefined;
   /**
@@ -386,6 +405,7 @@ export class JobCoordinator {
         return;
       case "finished":
         this.#finished.add(this.#key(msg.vertex, msg.subtask));
+        this.#subtaskMetrics.set(this.#key(msg.vertex, msg.subtask), msg.metrics);
         if (this.#finished.size === this.#tasks.length) await this.#jobFinished();
         return;
       case "failed":
@@ -630,6 +650,7 @@ export class JobCoordinator {
       checkpoints: this.#tracker.counts,
       latestCheckpoint: this.#tracker.latestCompleted,
       summary: `${this.#tracker.summary()}; restarts: ${this.#restarts}`,
+      metrics: this.#vertexMetrics(),
     };
     if (!o.checkpointing.retainOnFinish) {
       await o.storage.discardJob(o.jobId).catch((e) =>
@@ -638,6 +659,29 @@ export class JobCoordinator {
     }
     log.info(`job ${o.jobId} '${o.graph.name}' finished: ${result.summary}`);
     this.#end(result);
+  }
+
+  #vertexMetrics(): Record<string, VertexMetrics> {
+    const out: Record<string, VertexMetrics> = {};
+    for (const v of this.#o.graph.vertices) {
+      let numRecordsIn = 0;
+      let numRecordsOut = 0;
+      let backPressured = 0;
+      for (let s = 0; s < v.parallelism; s++) {
+        const m = this.#subtaskMetrics.get(this.#key(v.id, s));
+        if (!m) continue;
+        numRecordsIn += m.numRecordsIn;
+        numRecordsOut += m.numRecordsOut;
+        backPressured += m.backPressuredTimeMsPerSecond;
+      }
+      out[v.id] = {
+        name: v.name,
+        numRecordsIn,
+        numRecordsOut,
+        backPressuredTimeMsPerSecond: backPressured / v.parallelism,
+      };
+    }
+    return out;
   }
 
   #end(outcome: JobExecutionResult | Error): void {

@@ -126,6 +126,21 @@ export type TaskControlMessage =
 /** Everything a subtask's mailbox subject receives. */
 export type TaskMessage = BufferMessage | EventMessage | CreditMessage | TaskControlMessage;
 
+/**
+ * What a subtask measured over its run (Flink's task metrics of the same
+ * names). Times in ms.
+ */
+export interface SubtaskMetrics {
+  /** Records consumed from the input gate (`numRecordsIn`). */
+  readonly numRecordsIn: number;
+  /** Records written to the subtask's network outputs (`numRecordsOut`, chained calls excluded). */
+  readonly numRecordsOut: number;
+  /** Time the subtask waited for credit to emit, in ms per second of its run (`backPressuredTimeMsPerSecond`). */
+  readonly backPressuredTimeMsPerSecond: number;
+  /** Wall time from start to finish, in ms. */
+  readonly durationMs: number;
+}
+
 /** A serialized error. */
 export interface ErrorInfo {
   /** The error's class name. */
@@ -154,7 +169,12 @@ export type CoordinatorMessage =
       readonly reason: string;
     }
     | { readonly t: "eoi"; readonly vertex: string; readonly subtask: number }
-    | { readonly t: "finished"; readonly vertex: string; readonly subtask: number }
+    | {
+      readonly t: "finished";
+      readonly vertex: string;
+      readonly subtask: number;
+      readonly metrics: SubtaskMetrics;
+    }
     | {
       readonly t: "failed";
       readonly vertex: string;

@@ -62,6 +62,7 @@ import {
   type MessageBody,
   type ReceivedBufferMessage,
   type RestorePoint,
+  type SubtaskMetrics,
   type TaskControlMessage,
   type TaskMessage,
   taskSubject,
@@ -159,6 +160,7 @@ export class StreamTask {
   recordsIn = 0;
   /** Time spent unable to emit for lack of credit, in ms. */
   backPressuredMs = 0;
+  readonly #startedAt = performance.now();
   /** Messages of other attempts dropped by fencing. */
   fencedMessages = 0;
 
@@ -707,7 +709,12 @@ export class StreamTask {
       case "finish":
         await Promise.all([...this.#asyncParts]);
         await this.#closeOperators();
-        this.#report({ t: "finished", vertex: o.vertex.id, subtask: o.subtask });
+        this.#report({
+          t: "finished",
+          vertex: o.vertex.id,
+          subtask: o.subtask,
+          metrics: this.#metrics(),
+        });
         this.#done = true;
         return;
       case "cancel":
@@ -715,6 +722,16 @@ export class StreamTask {
         await this.#closeOperators().catch(() => {});
         return;
     }
+  }
+
+  #metrics(): SubtaskMetrics {
+    const durationMs = performance.now() - this.#startedAt;
+    return {
+      numRecordsIn: this.recordsIn,
+      numRecordsOut: this.#writerList.reduce((n, w) => n + w.recordsOut, 0),
+      backPressuredTimeMsPerSecond: durationMs > 0 ? (1000 * this.backPressuredMs) / durationMs : 0,
+      durationMs,
+    };
   }
 
   async #closeOperators(): Promise<void> {
