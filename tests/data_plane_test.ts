@@ -22,9 +22,8 @@ import {
 } from "../mod.ts";
 import { CollectingSink, TestSource } from "../testing.ts";
 import { InProcessBus } from "../runtime/actor/in_process.ts";
-import { decode } from "../runtime/actor/codec.ts";
+import { decodeBufferFrame, isBufferFrame } from "../runtime/task/buffer_frame.ts";
 import { executeLocally } from "../runtime/cluster/local_executor.ts";
-import type { TaskMessage } from "../runtime/task/messages.ts";
 import {
   assertSameOutput,
   expectedSums,
@@ -64,8 +63,8 @@ function dropOneBuffer(nth: number): {
     dropped,
     filter: (subject, data) => {
       if (dropped.length > 0 || !/^weir\.[^.]+\.0\.task\./.test(subject)) return false;
-      const msg = decode(data) as TaskMessage;
-      if (msg.t !== "buf" || seen++ !== nth) return false;
+      if (!isBufferFrame(data) || seen++ !== nth) return false;
+      const msg = decodeBufferFrame(data);
       dropped.push({ subject, seq: msg.seq });
       return true;
     },

@@ -53,7 +53,7 @@ interface Envelope {
   readonly att: number;
 }
 
-/** A buffer of records on a channel, as it travels. */
+/** A buffer of records on a channel. It travels as a binary frame (`buffer_frame.ts`), not as MessagePack. */
 export interface BufferMessage extends Envelope {
   /** The message type. */
   readonly t: "buf";

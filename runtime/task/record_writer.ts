@@ -19,6 +19,7 @@
 import type { Transport } from "../actor/types.ts";
 import { encode } from "../actor/codec.ts";
 import { encodeRecords } from "./record_codec.ts";
+import { encodeBufferFrame } from "./buffer_frame.ts";
 import type { JobEdge } from "../graph/job_graph.ts";
 import type { KeySelector } from "../graph/stream_graph.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../state/key_group.ts";
@@ -242,7 +243,7 @@ export class RecordWriter {
             vb: item.vb,
           };
         this.buffersOut++;
-        transport.publish(ch.subject, encode(msg));
+        transport.publish(ch.subject, encodeBufferFrame(msg));
       } else {
         ch.queue.shift();
         const msg: EventMessage = {

@@ -40,6 +40,7 @@ import {
 } from "../actor/types.ts";
 import { CodecError, decode, encode } from "../actor/codec.ts";
 import { decodeRecords } from "./record_codec.ts";
+import { decodeBufferFrame, isBufferFrame } from "./buffer_frame.ts";
 import { Signal, yieldToEventLoop } from "../actor/async.ts";
 import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
@@ -243,7 +244,7 @@ export class StreamTask {
     if (this.#done) return;
     let msg: TaskMessage;
     try {
-      msg = decode(m.data) as TaskMessage;
+      msg = isBufferFrame(m.data) ? decodeBufferFrame(m.data) : decode(m.data) as TaskMessage;
     } catch (error) {
       this.#fail(error);
       return;
