@@ -585,9 +585,13 @@ export class JobCoordinator {
     if (decision.kind === "fail") {
       await Promise.all([...this.#finalizing]);
       const latest = this.#latestWritten;
+      const from = o.restoreFrom;
       const hint = latest !== undefined
         ? `; its latest completed checkpoint is ${latest}: resume with ` +
           `resumeFrom({ jobId: "${o.jobId}", checkpointId: ${latest} })`
+        : from !== null
+        ? `; it completed no checkpoint of its own: resume again from where it started, with ` +
+          `resumeFrom({ jobId: "${from.jobId}", checkpointId: ${from.checkpointId} })`
         : "; it has no completed checkpoint";
       this.#end(
         new JobFailedError(`Job ${o.jobId} '${o.graph.name}' failed: ${decision.reason}${hint}`, {
