@@ -31,7 +31,7 @@ import {
   StreamExecutionEnvironment,
   WatermarkStrategy,
 } from "../mod.ts";
-import { CheckpointFailureThresholdError } from "../runtime/cluster/coordinator.ts";
+import { CheckpointFailureThresholdError } from "../runtime/cluster/job_result.ts";
 import { CollectingSink, type CollectingTxn, TestSource } from "../testing.ts";
 import {
   assertSameOutput,

@@ -29,7 +29,8 @@ import {
   type RestartStrategyConfig,
   validateRestartStrategy,
 } from "../cluster/restart_strategy.ts";
-import type { CoordinatorFaultPoint, JobExecutionResult } from "../cluster/coordinator.ts";
+import type { CoordinatorFaultPoint } from "../cluster/coordinator.ts";
+import type { JobExecutionResult } from "../cluster/job_result.ts";
 import { executeLocally } from "../cluster/local_executor.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
 import { logger } from "../log.ts";

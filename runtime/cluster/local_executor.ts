@@ -17,8 +17,8 @@ import {
   type CheckpointConfig,
   type CoordinatorFaultPoint,
   JobCoordinator,
-  type JobExecutionResult,
 } from "./coordinator.ts";
+import type { JobExecutionResult } from "./job_result.ts";
 import { Worker } from "./worker.ts";
 import type { RestorePoint } from "../task/messages.ts";
 
