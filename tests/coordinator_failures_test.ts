@@ -114,6 +114,23 @@ interface Tampering {
  * @returns the result or the error, what the sink committed, the restores
  *   and the completed checkpoints.
  */
+/** The job under test: the keyed sequence check, probing restores, into `sink`. */
+function addKeyedJob(
+  env: StreamExecutionEnvironment,
+  restores: Restore[],
+  sink: CollectingSink<SumRecord>,
+): void {
+  env.fromSource(
+    TestSource.perSubtask<KeyedRecord>(keyedSplits(SPLITS), { batchSize: 8 }),
+    WatermarkStrategy.noWatermarks(),
+    "records",
+  ).uid("records")
+    .map(new RestoreProbe(restores)).uid("probe")
+    .keyBy((r) => r.key)
+    .process(new SequenceCheck()).uid("sums")
+    .sinkTo(sink).uid("committed");
+}
+
 async function runJob(dir: string, tampering: Tampering) {
   const completed: number[] = [];
   const restores: Restore[] = [];
@@ -130,15 +147,7 @@ async function runJob(dir: string, tampering: Tampering) {
         tampering.coordinator?.(id, completed);
       },
     });
-  env.fromSource(
-    TestSource.perSubtask<KeyedRecord>(keyedSplits(SPLITS), { batchSize: 8 }),
-    WatermarkStrategy.noWatermarks(),
-    "records",
-  ).uid("records")
-    .map(new RestoreProbe(restores)).uid("probe")
-    .keyBy((r) => r.key)
-    .process(new SequenceCheck()).uid("sums")
-    .sinkTo(sink).uid("committed");
+  addKeyedJob(env, restores, sink);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`the job hung for ${DEADLINE_MS} ms`)), DEADLINE_MS);
@@ -301,15 +310,7 @@ Deno.test("a failover that starts while the newest metadata is being written res
     const restores: Restore[] = [];
     const sink = new CollectingSink<SumRecord>();
     const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(2);
-    env.fromSource(
-      TestSource.perSubtask<KeyedRecord>(keyedSplits(SPLITS), { batchSize: 8 }),
-      WatermarkStrategy.noWatermarks(),
-      "records",
-    ).uid("records")
-      .map(new RestoreProbe(restores)).uid("probe")
-      .keyBy((r) => r.key)
-      .process(new SequenceCheck()).uid("sums")
-      .sinkTo(sink).uid("committed");
+    addKeyedJob(env, restores, sink);
     const graph = env.getJobGraph("held write");
 
     const bus = new InProcessBus();

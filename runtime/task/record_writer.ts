@@ -222,26 +222,16 @@ export class RecordWriter {
         if (ch.credits <= 0) break;
         ch.credits--;
         ch.queue.shift();
-        const msg: BufferMessage = item.kg
-          ? {
-            t: "buf",
-            job: jobId,
-            att: attempt,
-            edge: this.edge.index,
-            src: producerIndex,
-            seq: ch.seq++,
-            vb: item.vb,
-            kg: item.kg,
-          }
-          : {
-            t: "buf",
-            job: jobId,
-            att: attempt,
-            edge: this.edge.index,
-            src: producerIndex,
-            seq: ch.seq++,
-            vb: item.vb,
-          };
+        const msg: BufferMessage = {
+          t: "buf",
+          job: jobId,
+          att: attempt,
+          edge: this.edge.index,
+          src: producerIndex,
+          seq: ch.seq++,
+          vb: item.vb,
+          ...(item.kg ? { kg: item.kg } : {}),
+        };
         this.buffersOut++;
         transport.publish(ch.subject, encodeBufferFrame(msg));
       } else {
