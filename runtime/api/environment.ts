@@ -32,6 +32,7 @@ import {
 import type { CoordinatorFaultPoint } from "../cluster/coordinator.ts";
 import type { JobExecutionResult } from "../cluster/job_result.ts";
 import { executeLocally } from "../cluster/local_executor.ts";
+import { slotLaunch, wantsCluster } from "../cluster/role.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
 import { logger } from "../log.ts";
 
@@ -327,28 +328,57 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   /**
    * Runs the job until every source ended and the final checkpoint completed
    * (or forever, for unbounded sources).
+   *
+   * It acts by role (see `executionRole()`): in local mode it runs the job in
+   * this process; with `--nats <url>` among the arguments (or
+   * `WEIR_NATS_URL` set) it submits the job to the cluster's coordinator and
+   * waits for its end; on a worker's slot thread it hands the graph to the
+   * slot and never resolves.
+   *
    * @returns the job's result, with checkpoint counters and a one-line summary.
    * @throws {InvalidJobGraphError} for an invalid graph.
    * @throws {ResumeError} when `resumeFrom` names no readable completed checkpoint.
    * @throws {JobFailedError} when the job fails and the restart strategy gives up.
+   * @throws {ClusterRequestError} (cluster mode) when NATS or the coordinator cannot be reached.
    */
   async execute(name: string = "Weir job"): Promise<JobExecutionResult> {
     const graph = this.getJobGraph(name);
+    const launch = slotLaunch();
+    if (launch !== undefined) {
+      // A worker's slot thread: hand the graph over; this never resolves.
+      const { runSlot } = await import("../cluster/slot.ts");
+      return await runSlot(launch, graph, {
+        config: { ...this.#task },
+        clock: this.#clock,
+        faults: this.#faults,
+      });
+    }
     for (const warning of graph.warnings) log.warn(warning);
     const restartStrategy = this.#restartStrategy ??
       (this.#checkpointIntervalMs > 0
         ? RestartStrategies.fixedDelay(Number.MAX_SAFE_INTEGER, 1000)
         : RestartStrategies.noRestart());
+    const checkpointing = {
+      intervalMs: this.#checkpointIntervalMs,
+      timeoutMs: this.#checkpointing.timeoutMs,
+      minPauseBetweenCheckpointsMs: this.#checkpointing.minPauseBetweenCheckpointsMs,
+      maxConcurrentCheckpoints: this.#checkpointing.maxConcurrentCheckpoints,
+      retainedCheckpoints: this.#checkpointing.retainedCheckpoints,
+      retainOnFinish: this.#checkpointing.retainOnFinish,
+      tolerableCheckpointFailures: this.#checkpointing.tolerableCheckpointFailures,
+    };
+    if (wantsCluster()) {
+      const { executeOnCluster } = await import("../cluster/client.ts");
+      return await executeOnCluster(graph, {
+        moduleUrl: Deno.mainModule,
+        args: Deno.args,
+        checkpointing,
+        restartStrategy,
+        resume: this.#resume,
+      });
+    }
     const result = await executeLocally(graph, {
-      checkpointing: {
-        intervalMs: this.#checkpointIntervalMs,
-        timeoutMs: this.#checkpointing.timeoutMs,
-        minPauseBetweenCheckpointsMs: this.#checkpointing.minPauseBetweenCheckpointsMs,
-        maxConcurrentCheckpoints: this.#checkpointing.maxConcurrentCheckpoints,
-        retainedCheckpoints: this.#checkpointing.retainedCheckpoints,
-        retainOnFinish: this.#checkpointing.retainOnFinish,
-        tolerableCheckpointFailures: this.#checkpointing.tolerableCheckpointFailures,
-      },
+      checkpointing,
       checkpointDirectory: this.#checkpointing.directory,
       restartStrategy,
       taskConfig: { ...this.#task },

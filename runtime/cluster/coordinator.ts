@@ -43,7 +43,7 @@
 import type { Subscription, Transport } from "../actor/types.ts";
 import { decode, encode } from "../actor/codec.ts";
 import { delay } from "../actor/async.ts";
-import type { JobGraph } from "../graph/job_graph.ts";
+import type { JobGraphShape } from "../graph/job_graph_summary.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import type { PendingCheckpoint, VertexInfo } from "../checkpoint/pending.ts";
 import { CheckpointTracker } from "../checkpoint/tracker.ts";
@@ -110,11 +110,17 @@ export type CoordinatorFaultPoint = "before-notify-complete";
 export interface JobCoordinatorOptions {
   readonly transport: Transport;
   readonly jobId: string;
-  readonly graph: JobGraph;
+  /** The graph to run: a full `JobGraph` or its plain summary (cluster mode). */
+  readonly graph: JobGraphShape;
   readonly storage: CheckpointStorage;
   readonly checkpointing: CheckpointConfig;
   readonly restartStrategy: RestartStrategyConfig;
-  /** Ids of the workers to deploy on (round-robin). */
+  /**
+   * Ids of the workers (slots, in cluster mode) to deploy on, round-robin.
+   * When it is empty at deployment, the coordinator waits for workers until
+   * `deployTimeoutMs` has passed (as Flink waits for slots), then fails the
+   * attempt.
+   */
   readonly workers: () => string[];
   /** Checkpoint to start from (resume, possibly of another job id), or `null`. */
   readonly restoreFrom: RestorePoint | null;
@@ -156,6 +162,7 @@ export class JobCoordinator {
   #deployTimer: ReturnType<typeof setTimeout> | undefined;
   #subscription: Subscription | undefined;
   #restarts = 0;
+  #deployedOn = new Set<string>();
   #startedAt = Date.now();
   #resolve!: (r: JobExecutionResult) => void;
   #reject!: (e: unknown) => void;
@@ -222,6 +229,20 @@ export class JobCoordinator {
     return done.finally(() => this.#shutDown());
   }
 
+  /** The workers the current attempt deployed subtasks to. */
+  get deployedWorkers(): ReadonlySet<string> {
+    return this.#deployedOn;
+  }
+
+  /**
+   * Fails the current attempt from outside (e.g. a worker stopped
+   * heartbeating): failover follows the restart strategy, as for a subtask
+   * failure. Ignored while restarting or after the job ended.
+   */
+  failAttempt(error: Error): void {
+    if (this.#phase === "deploying" || this.#phase === "running") void this.#failover(error);
+  }
+
   /** Cancels the job: every subtask is cancelled and `run()` rejects. */
   cancel(): void {
     if (this.#phase === "done") return;
@@ -261,15 +282,18 @@ export class JobCoordinator {
     this.#finalCheckpointId = undefined;
     const workers = o.workers();
     if (workers.length === 0) {
-      this.#end(new JobFailedError(`Job ${o.jobId} has no worker to run on`));
+      this.#awaitWorkers(restore);
       return;
     }
     log.info(
       `job ${o.jobId} '${o.graph.name}': deploying attempt ${this.#attempt} (${this.#tasks.length} subtasks)` +
         (restore === null ? "" : ` from ${describePoint(restore, o.jobId)}`),
     );
+    this.#deployedOn = new Set();
     this.#tasks.forEach((t, i) => {
-      this.#toWorker(workers[i % workers.length]!, {
+      const worker = workers[i % workers.length]!;
+      this.#deployedOn.add(worker);
+      this.#toWorker(worker, {
         t: "deploy",
         vertex: t.vertexId,
         subtask: t.subtask,
@@ -287,6 +311,26 @@ export class JobCoordinator {
         );
       }
     }, o.deployTimeoutMs);
+  }
+
+  /** No worker yet: polls for one until the deploy timeout, then fails the attempt. */
+  #awaitWorkers(restore: RestorePoint | null): void {
+    const o = this.#o;
+    const attempt = this.#attempt;
+    const since = Date.now();
+    log.warn(`job ${o.jobId}: no worker to deploy attempt ${attempt} on; waiting for workers`);
+    const poll = () => {
+      if (this.#phase !== "deploying" || this.#attempt !== attempt) return;
+      if (o.workers().length > 0) return this.#deploy(restore);
+      if (Date.now() - since >= o.deployTimeoutMs) {
+        return void this.#failover(
+          new Error(`Job ${o.jobId} found no worker to run on within ${o.deployTimeoutMs} ms`),
+        );
+      }
+      this.#deployTimer = setTimeout(poll, 250);
+    };
+    clearTimeout(this.#deployTimer);
+    this.#deployTimer = setTimeout(poll, 250);
   }
 
   async #onMessage(msg: CoordinatorMessage): Promise<void> {
@@ -628,6 +672,8 @@ export class JobCoordinator {
 
   #shutDown(): void {
     this.#subscription?.unsubscribe();
+    // Workers may free what they hold for the job (cluster mode: its slot threads).
+    for (const w of this.#o.workers()) this.#toWorker(w, { t: "release" });
   }
 }
 

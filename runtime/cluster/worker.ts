@@ -62,7 +62,7 @@ export class Worker {
     return this.#tasks.size;
   }
 
-  /** Starts listening for deployments. */
+  /** Starts listening for deployments on the worker's subject. */
   start(): void {
     this.#subscription = this.#o.transport.subscribe(workerSubject(this.#o.workerId), (m) => {
       let msg: WorkerMessage;
@@ -72,16 +72,26 @@ export class Worker {
         log.warn(`worker ${this.#o.workerId}: dropping an undecodable message: ${error}`);
         return;
       }
-      this.#onMessage(msg).catch((error) =>
-        log.error(`worker ${this.#o.workerId}: ${error instanceof Error ? error.stack : error}`)
-      );
+      this.deliver(msg);
     });
   }
 
+  /**
+   * Handles one message from a coordinator (what `start()` does for each
+   * message on the worker's subject). Cluster mode's worker process uses it to
+   * hand a slot thread the messages it received for that slot.
+   */
+  deliver(msg: WorkerMessage): void {
+    this.#onMessage(msg).catch((error) =>
+      log.error(`worker ${this.#o.workerId}: ${error instanceof Error ? error.stack : error}`)
+    );
+  }
+
   async #onMessage(msg: WorkerMessage): Promise<void> {
-    if (msg.t === "cancel-attempt") {
+    if (msg.t === "cancel-attempt" || msg.t === "release") {
       for (const entry of this.#tasks.values()) {
-        if (entry.job === msg.job && entry.attempt <= msg.att && !entry.cancelled) {
+        const fenced = msg.t === "release" || entry.attempt <= msg.att;
+        if (entry.job === msg.job && fenced && !entry.cancelled) {
           entry.cancelled = true;
           entry.task.cancel();
         }

@@ -206,6 +206,8 @@ export type WorkerMessage =
       readonly restore: RestorePoint | null;
     }
     | { readonly t: "cancel-attempt" }
+    /** The job ended: the worker may free what it holds for it. */
+    | { readonly t: "release" }
   );
 
 /** The coordinator's subject of job `jobId`. */

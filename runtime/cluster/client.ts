@@ -1,0 +1,188 @@
+/**
+ * The client side of cluster mode: `execute()` with `--nats URL` submits the
+ * job to the cluster's coordinator and waits for its end, and the CLI lists
+ * and cancels jobs.
+ *
+ * The job module's URL (`Deno.mainModule`) is the unit of deployment:
+ * workers import that URL, so it must be reachable from every worker host
+ * (an `http(s)://` URL, or a `file://` path that exists on every host).
+ *
+ * @module
+ */
+
+import { decode, encode } from "../actor/codec.ts";
+import { NoRespondersError, type Transport } from "../actor/types.ts";
+import { delay } from "../actor/async.ts";
+import type { JobGraph } from "../graph/job_graph.ts";
+import { summarizeJobGraph } from "../graph/job_graph_summary.ts";
+import {
+  CANCEL_SUBJECT,
+  type CancelReply,
+  type ClusterOverview,
+  JOB_STATUS_SUBJECT,
+  type JobStatusReply,
+  LIST_SUBJECT,
+  SUBMIT_SUBJECT,
+  type SubmitReply,
+  type SubmitRequest,
+} from "./cluster_protocol.ts";
+import type { CheckpointConfig } from "./coordinator.ts";
+import type { RestartStrategyConfig } from "./restart_strategy.ts";
+import { newJobId, type ResumeRequest } from "./local_executor.ts";
+import { type JobExecutionResult, JobFailedError } from "./job_result.ts";
+import { connectNats, natsOptionsFromArgs } from "../actor/nats_connect.ts";
+import { NatsTransport } from "../actor/nats_transport.ts";
+import { logger } from "../log.ts";
+
+const log = logger("client");
+
+/** What a submission needs besides the graph. */
+export interface SubmitOptions {
+  /** Transport to the cluster (NATS). */
+  readonly transport: Transport;
+  /** The job module's URL. */
+  readonly moduleUrl: string;
+  /** The job module's arguments. */
+  readonly args: readonly string[];
+  /** Checkpointing settings. */
+  readonly checkpointing: CheckpointConfig;
+  /** Restart strategy. */
+  readonly restartStrategy: RestartStrategyConfig;
+  /** Checkpoint to resume from. */
+  readonly resume?: ResumeRequest | undefined;
+  /** Period of status polls, in ms. Default 250. */
+  readonly pollIntervalMs?: number;
+}
+
+/** The cluster could not be reached or refused a request. */
+export class ClusterRequestError extends Error {
+  /** The error class name. */
+  override name = "ClusterRequestError";
+}
+
+/**
+ * Sends a request to the coordinator and decodes the answer.
+ * @throws {ClusterRequestError} when no coordinator answers.
+ */
+export async function askCoordinator<T>(
+  transport: Transport,
+  subject: string,
+  body: unknown,
+  timeoutMs = 10_000,
+): Promise<T> {
+  try {
+    const reply = await transport.request(subject, encode(body), { timeoutMs });
+    return decode(reply.data) as T;
+  } catch (error) {
+    if (error instanceof NoRespondersError) {
+      throw new ClusterRequestError(
+        `No Weir coordinator answers on ${subject}: start one with ` +
+          "`deno run -A cli.ts coordinator --nats <url>`",
+        { cause: error },
+      );
+    }
+    throw new ClusterRequestError(`The coordinator did not answer on ${subject}: ${error}`, {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * Submits `graph` and waits until the job ends.
+ * @returns the job's result.
+ * @throws {ClusterRequestError} when no coordinator answers or it refuses the job.
+ * @throws {JobFailedError} when the job fails for good or is cancelled.
+ */
+export async function submitToCluster(
+  graph: JobGraph,
+  options: SubmitOptions,
+): Promise<JobExecutionResult> {
+  const request: SubmitRequest = {
+    jobId: newJobId(graph.name),
+    moduleUrl: options.moduleUrl,
+    args: [...options.args],
+    graph: summarizeJobGraph(graph),
+    checkpointing: options.checkpointing,
+    restartStrategy: options.restartStrategy,
+    resume: options.resume,
+  };
+  const reply = await askCoordinator<SubmitReply>(options.transport, SUBMIT_SUBJECT, request);
+  if (!reply.ok) {
+    throw new ClusterRequestError(`The coordinator refused job '${graph.name}': ${reply.error}`);
+  }
+  log.info(`submitted job ${reply.jobId} '${graph.name}' (${options.moduleUrl})`);
+  return await awaitJob(options.transport, reply.jobId, options.pollIntervalMs ?? 250);
+}
+
+/**
+ * Polls a job's status until it ends (polling survives NATS reconnects; a
+ * one-shot notification could be lost).
+ * @throws {JobFailedError} when the job fails or is cancelled.
+ */
+export async function awaitJob(
+  transport: Transport,
+  jobId: string,
+  pollIntervalMs = 250,
+): Promise<JobExecutionResult> {
+  let unreachableSince: number | undefined;
+  while (true) {
+    await delay(pollIntervalMs);
+    let answer: JobStatusReply;
+    try {
+      answer = await askCoordinator<JobStatusReply>(transport, JOB_STATUS_SUBJECT, { jobId }, 5000);
+      unreachableSince = undefined;
+    } catch (error) {
+      // NATS may be restarting: keep polling, but say so once in a while.
+      const now = Date.now();
+      unreachableSince ??= now;
+      if (now - unreachableSince > 10_000) {
+        log.warn(`job ${jobId}: cannot reach the coordinator for ${now - unreachableSince} ms: ${error}`);
+        unreachableSince = now;
+      }
+      continue;
+    }
+    if (!answer.ok) throw new JobFailedError(`Job ${jobId}: ${answer.error}`);
+    const outcome = answer.outcome;
+    if (outcome === undefined) continue;
+    if (outcome.t === "result") return outcome.result;
+    throw new JobFailedError(outcome.error.message);
+  }
+}
+
+/** The cluster's jobs and workers. */
+export function listJobs(transport: Transport): Promise<ClusterOverview> {
+  return askCoordinator<ClusterOverview>(transport, LIST_SUBJECT, {});
+}
+
+/**
+ * Cancels a running job.
+ * @throws {ClusterRequestError} when the job is unknown or not running.
+ */
+export async function cancelJob(transport: Transport, jobId: string): Promise<void> {
+  const reply = await askCoordinator<CancelReply>(transport, CANCEL_SUBJECT, { jobId });
+  if (!reply.ok) throw new ClusterRequestError(`Cannot cancel job ${jobId}: ${reply.error}`);
+}
+
+/**
+ * `execute()` in the client role: connects with the NATS options of `args`
+ * and the environment (`--nats`, `WEIR_NATS_URL`, ...), submits, waits for
+ * the end and disconnects.
+ * @throws {ClusterRequestError} when NATS or the coordinator cannot be reached.
+ * @throws {JobFailedError} when the job fails for good or is cancelled.
+ */
+export async function executeOnCluster(
+  graph: JobGraph,
+  options: Omit<SubmitOptions, "transport">,
+): Promise<JobExecutionResult> {
+  const nats = natsOptionsFromArgs([...options.args], Deno.env);
+  if (nats === undefined) {
+    throw new ClusterRequestError("cluster mode needs --nats <url> or WEIR_NATS_URL");
+  }
+  const nc = await connectNats({ ...nats, name: `weir-client-${graph.name}` });
+  const transport = new NatsTransport(nc, { ownsConnection: true });
+  try {
+    return await submitToCluster(graph, { ...options, transport });
+  } finally {
+    await transport.close();
+  }
+}

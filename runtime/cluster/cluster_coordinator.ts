@@ -1,0 +1,328 @@
+/**
+ * The coordinator process (`cli.ts coordinator`): accepts job submissions,
+ * runs one {@linkcode JobCoordinator} per job, tracks live workers by their
+ * heartbeats, and answers `list` and `cancel`.
+ *
+ * ## Failure detection
+ *
+ * Each worker publishes a heartbeat every `heartbeatIntervalMs`. A worker
+ * not heard from for `heartbeatTimeoutMs` is dead: its slots leave the pool,
+ * and every job whose current attempt had a subtask on one of them fails
+ * that attempt. The job's restart strategy then restarts it from its latest
+ * completed checkpoint on the workers that are left (Flink's heartbeat
+ * timeout between JobManager and TaskManagers; full failover). A worker that
+ * comes back (a new process) joins the pool for later deployments.
+ *
+ * Limitation: the coordinator keeps its jobs in memory. A restarted
+ * coordinator process does not resume the jobs of the one before it (their
+ * checkpoints stay in the bucket and can be resumed with `resumeFrom`).
+ *
+ * @module
+ */
+
+import type { Subscription, Transport, TransportMessage } from "../actor/types.ts";
+import { decode, encode } from "../actor/codec.ts";
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import { JobCoordinator } from "./coordinator.ts";
+import { JobFailedError } from "./job_result.ts";
+import { resolveResume } from "./local_executor.ts";
+import { errorInfo } from "../task/messages.ts";
+import {
+  CANCEL_SUBJECT,
+  type CancelReply,
+  type ClusterOverview,
+  type Heartbeat,
+  HEARTBEAT_SUBJECT,
+  JOB_SPEC_SUBJECT,
+  JOB_STATUS_SUBJECT,
+  type JobOutcome,
+  type JobSpecReply,
+  type JobStatusReply,
+  type JobStatus,
+  LIST_SUBJECT,
+  SUBMIT_SUBJECT,
+  type SubmitReply,
+  type SubmitRequest,
+} from "./cluster_protocol.ts";
+import { logger } from "../log.ts";
+
+const log = logger("cluster");
+
+/** Options of {@linkcode ClusterCoordinator}. */
+export interface ClusterCoordinatorOptions {
+  /** The transport (NATS in production). */
+  readonly transport: Transport;
+  /** Checkpoint storage shared with every worker. */
+  readonly storage: CheckpointStorage;
+  /** The Object Store bucket behind `storage`, told to slot threads. */
+  readonly checkpointBucket: string;
+  /** A worker silent for this long is dead, in ms. Default 3000. */
+  readonly heartbeatTimeoutMs?: number;
+  /** How long subtasks may take to become ready (and to wait for workers), in ms. Default 60 000. */
+  readonly deployTimeoutMs?: number;
+  /** Ended jobs kept for `list`. Default 100. */
+  readonly retainedEndedJobs?: number;
+}
+
+interface WorkerEntry {
+  heartbeat: Heartbeat;
+  lastSeen: number;
+}
+
+interface JobEntry {
+  readonly request: SubmitRequest;
+  readonly coordinator: JobCoordinator;
+  status: JobStatus;
+  outcome?: JobOutcome;
+}
+
+/** Runs the jobs of a cluster (see the module docs). */
+export class ClusterCoordinator {
+  readonly #o: ClusterCoordinatorOptions;
+  readonly #workers = new Map<string, WorkerEntry>();
+  readonly #jobs = new Map<string, JobEntry>();
+  readonly #subscriptions: Subscription[] = [];
+  #sweeper: ReturnType<typeof setInterval> | undefined;
+
+  constructor(options: ClusterCoordinatorOptions) {
+    this.#o = options;
+  }
+
+  get #heartbeatTimeoutMs(): number {
+    return this.#o.heartbeatTimeoutMs ?? 3000;
+  }
+
+  /** Starts answering on the cluster subjects. */
+  start(): void {
+    const t = this.#o.transport;
+    const on = (subject: string, handle: (m: TransportMessage) => void | Promise<void>) => {
+      this.#subscriptions.push(t.subscribe(subject, (m) => {
+        Promise.resolve()
+          .then(() => handle(m))
+          .catch((error) => log.error(`on ${subject}: ${describe(error)}`));
+      }));
+    };
+    on(HEARTBEAT_SUBJECT, (m) => this.#onHeartbeat(decode(m.data) as Heartbeat));
+    on(SUBMIT_SUBJECT, (m) => this.#onSubmit(m));
+    on(LIST_SUBJECT, (m) => this.#reply(m, this.overview()));
+    on(CANCEL_SUBJECT, (m) => this.#onCancel(m));
+    on(JOB_SPEC_SUBJECT, (m) => this.#onJobSpec(m));
+    on(JOB_STATUS_SUBJECT, (m) => this.#onJobStatus(m));
+    this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, this.#heartbeatTimeoutMs / 4));
+  }
+
+  /** The jobs and live workers. */
+  overview(): ClusterOverview {
+    const now = Date.now();
+    const jobs = [...this.#jobs.values()].map((j) => this.#status(j)).sort((a, b) =>
+      Number(a.status !== "RUNNING") - Number(b.status !== "RUNNING") ||
+      (b.endedAt ?? b.startedAt) - (a.endedAt ?? a.startedAt)
+    );
+    const workers = [...this.#workers.values()].map((w) => ({
+      workerId: w.heartbeat.workerId,
+      host: w.heartbeat.host,
+      pid: w.heartbeat.pid,
+      slots: w.heartbeat.slots.length,
+      lastHeartbeatAgoMs: now - w.lastSeen,
+    }));
+    return { jobs, workers };
+  }
+
+  /**
+   * Live slots, interleaved across workers (first slot of every worker, then
+   * the second, ...), so round-robin deployment spreads a job over processes.
+   */
+  slots(): string[] {
+    const lists = [...this.#workers.values()]
+      .sort((a, b) => a.heartbeat.workerId.localeCompare(b.heartbeat.workerId))
+      .map((w) => w.heartbeat.slots);
+    const out: string[] = [];
+    const most = Math.max(0, ...lists.map((l) => l.length));
+    for (let i = 0; i < most; i++) for (const l of lists) if (i < l.length) out.push(l[i]!);
+    return out;
+  }
+
+  /** Cancels every running job and stops answering. */
+  async close(): Promise<void> {
+    clearInterval(this.#sweeper);
+    for (const s of this.#subscriptions) s.unsubscribe();
+    for (const job of this.#jobs.values()) job.coordinator.cancel();
+    await this.#o.transport.flush().catch(() => {});
+  }
+
+  #reply(m: TransportMessage, body: unknown): void {
+    if (m.reply !== undefined) this.#o.transport.publish(m.reply, encode(body));
+  }
+
+  #onHeartbeat(hb: Heartbeat): void {
+    if (!/^[A-Za-z0-9_-]+$/.test(hb.workerId)) {
+      log.warn(`ignoring a heartbeat with an invalid worker id ${JSON.stringify(hb.workerId)}`);
+      return;
+    }
+    const known = this.#workers.get(hb.workerId);
+    if (!known) {
+      log.info(`worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) joined with ${hb.slots.length} slots`);
+    }
+    this.#workers.set(hb.workerId, { heartbeat: hb, lastSeen: Date.now() });
+  }
+
+  /** Declares silent workers dead and fails the attempts that used them. */
+  #sweep(): void {
+    const now = Date.now();
+    for (const [id, w] of this.#workers) {
+      const silentMs = now - w.lastSeen;
+      if (silentMs < this.#heartbeatTimeoutMs) continue;
+      this.#workers.delete(id);
+      log.warn(`worker ${id} (${w.heartbeat.host}, pid ${w.heartbeat.pid}) lost: no heartbeat for ${silentMs} ms`);
+      const lost = new Set(w.heartbeat.slots);
+      for (const job of this.#jobs.values()) {
+        if (job.status.status !== "RUNNING") continue;
+        if (![...job.coordinator.deployedWorkers].some((s) => lost.has(s))) continue;
+        job.coordinator.failAttempt(
+          new WorkerLostError(
+            `Worker ${id} (${w.heartbeat.host}, pid ${w.heartbeat.pid}) running subtasks of ` +
+              `job ${job.request.jobId} sent no heartbeat for ${silentMs} ms`,
+          ),
+        );
+      }
+    }
+  }
+
+  async #onSubmit(m: TransportMessage): Promise<void> {
+    let request: SubmitRequest;
+    try {
+      request = decode(m.data) as SubmitRequest;
+      if (!/^[A-Za-z0-9_-]+$/.test(request.jobId)) {
+        throw new TypeError(`invalid job id ${JSON.stringify(request.jobId)}`);
+      }
+      if (this.#jobs.has(request.jobId)) {
+        throw new Error(`a job with id ${request.jobId} was already submitted`);
+      }
+    } catch (error) {
+      this.#reply(m, { ok: false, error: describe(error) } satisfies SubmitReply);
+      return;
+    }
+    const o = this.#o;
+    let restoreFrom = null;
+    try {
+      if (request.resume) restoreFrom = await resolveResume(o.storage, request.resume, request.graph);
+    } catch (error) {
+      this.#reply(m, { ok: false, error: describe(error) } satisfies SubmitReply);
+      return;
+    }
+    const coordinator = new JobCoordinator({
+      transport: o.transport,
+      jobId: request.jobId,
+      graph: request.graph,
+      storage: o.storage,
+      checkpointing: request.checkpointing,
+      restartStrategy: request.restartStrategy,
+      workers: () => this.slots(),
+      restoreFrom,
+      deployTimeoutMs: o.deployTimeoutMs ?? 60_000,
+    });
+    const entry: JobEntry = {
+      request,
+      coordinator,
+      status: {
+        jobId: request.jobId,
+        name: request.graph.name,
+        status: "RUNNING",
+        attempt: 0,
+        startedAt: Date.now(),
+        moduleUrl: request.moduleUrl,
+      },
+    };
+    this.#jobs.set(request.jobId, entry);
+    log.info(`job ${request.jobId} '${request.graph.name}' submitted from ${request.moduleUrl}`);
+    this.#reply(m, { ok: true, jobId: request.jobId } satisfies SubmitReply);
+    let outcome: JobOutcome;
+    try {
+      const result = await coordinator.run();
+      entry.status = { ...entry.status, status: "FINISHED", attempt: coordinator.attempt, endedAt: Date.now() };
+      outcome = { t: "result", result };
+    } catch (error) {
+      const cancelled = error instanceof JobFailedError && / was cancelled$/.test(error.message);
+      entry.status = {
+        ...entry.status,
+        status: cancelled ? "CANCELED" : "FAILED",
+        attempt: coordinator.attempt,
+        endedAt: Date.now(),
+        error: describe(error),
+      };
+      outcome = { t: "failed", error: errorInfo(error) };
+    }
+    entry.outcome = outcome;
+    this.#forgetOldJobs();
+  }
+
+  #onCancel(m: TransportMessage): void {
+    const { jobId } = decode(m.data) as { jobId: string };
+    const job = this.#jobs.get(jobId);
+    if (!job) return this.#reply(m, { ok: false, error: `no job ${jobId}` } satisfies CancelReply);
+    if (job.status.status !== "RUNNING") {
+      return this.#reply(m, {
+        ok: false,
+        error: `job ${jobId} is already ${job.status.status}`,
+      } satisfies CancelReply);
+    }
+    log.info(`job ${jobId}: cancel requested`);
+    job.coordinator.cancel();
+    this.#reply(m, { ok: true } satisfies CancelReply);
+  }
+
+  #onJobSpec(m: TransportMessage): void {
+    const { jobId } = decode(m.data) as { jobId: string };
+    const job = this.#jobs.get(jobId);
+    if (!job || job.status.status !== "RUNNING") {
+      return this.#reply(m, { ok: false, error: `no running job ${jobId}` } satisfies JobSpecReply);
+    }
+    const r = job.request;
+    this.#reply(m, {
+      ok: true,
+      spec: {
+        jobId,
+        moduleUrl: r.moduleUrl,
+        args: r.args,
+        fingerprint: r.graph.fingerprint,
+        checkpointBucket: this.#o.checkpointBucket,
+      },
+    } satisfies JobSpecReply);
+  }
+
+  #status(job: JobEntry): JobStatus {
+    return job.status.status === "RUNNING"
+      ? { ...job.status, attempt: job.coordinator.attempt }
+      : job.status;
+  }
+
+  #onJobStatus(m: TransportMessage): void {
+    const { jobId } = decode(m.data) as { jobId: string };
+    const job = this.#jobs.get(jobId);
+    if (!job) return this.#reply(m, { ok: false, error: `no job ${jobId}` } satisfies JobStatusReply);
+    this.#reply(m, {
+      ok: true,
+      status: this.#status(job),
+      outcome: job.outcome,
+    } satisfies JobStatusReply);
+  }
+
+  #forgetOldJobs(): void {
+    const keep = this.#o.retainedEndedJobs ?? 100;
+    const ended = [...this.#jobs.values()].filter((j) => j.status.status !== "RUNNING")
+      .sort((a, b) => (a.status.endedAt ?? 0) - (b.status.endedAt ?? 0));
+    for (const j of ended.slice(0, Math.max(0, ended.length - keep))) {
+      this.#jobs.delete(j.request.jobId);
+    }
+  }
+}
+
+/** A worker stopped heartbeating while it ran subtasks of a job. */
+export class WorkerLostError extends Error {
+  /** The error class name. */
+  override name = "WorkerLostError";
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,0 +1,162 @@
+/**
+ * The cluster-level protocol between clients, the coordinator process and
+ * worker processes, over NATS subjects (all messages are MessagePack maps):
+ *
+ * | Subject | Kind | From → to | Payload |
+ * |---|---|---|---|
+ * | `weir.cluster.submit` | request | client → coordinator | {@linkcode SubmitRequest} → {@linkcode SubmitReply} |
+ * | `weir.cluster.list` | request | CLI → coordinator | `{}` → {@linkcode ClusterOverview} |
+ * | `weir.cluster.cancel` | request | CLI → coordinator | `{ jobId }` → {@linkcode CancelReply} |
+ * | `weir.cluster.job-spec` | request | worker → coordinator | `{ jobId }` → {@linkcode JobSpecReply} |
+ * | `weir.cluster.job-status` | request | client → coordinator | `{ jobId }` → {@linkcode JobStatusReply} |
+ * | `weir.cluster.heartbeat` | publish | worker → coordinator | {@linkcode Heartbeat}, every interval |
+ * | `weir.worker.<slotId>` | publish | job coordinator → worker | `WorkerMessage` (deploy, cancel, release) |
+ *
+ * Job ids come from {@linkcode newJobId} (the job name's `[A-Za-z0-9_-]`
+ * characters and random hex digits) and slot ids from the worker id and
+ * slot index, so no user text reaches a subject unescaped.
+ *
+ * @module
+ */
+
+import type { JobGraphSummary } from "../graph/job_graph_summary.ts";
+import type { CheckpointConfig } from "./coordinator.ts";
+import type { RestartStrategyConfig } from "./restart_strategy.ts";
+import type { ResumeRequest } from "./local_executor.ts";
+import type { JobExecutionResult } from "./job_result.ts";
+import type { ErrorInfo } from "../task/messages.ts";
+
+/** Subject of job submissions. */
+export const SUBMIT_SUBJECT = "weir.cluster.submit";
+/** Subject of job listings. */
+export const LIST_SUBJECT = "weir.cluster.list";
+/** Subject of cancellations. */
+export const CANCEL_SUBJECT = "weir.cluster.cancel";
+/** Subject where slot threads fetch what they need to load a job. */
+export const JOB_SPEC_SUBJECT = "weir.cluster.job-spec";
+/** Subject where a client polls its job's status and outcome. */
+export const JOB_STATUS_SUBJECT = "weir.cluster.job-status";
+/** Subject of worker heartbeats. */
+export const HEARTBEAT_SUBJECT = "weir.cluster.heartbeat";
+
+/** A job submission (Flink's client submitting a JobGraph). */
+export interface SubmitRequest {
+  /** The job's id, chosen by the client with `newJobId`. */
+  readonly jobId: string;
+  /** URL of the job module that workers import (`Deno.mainModule` of the client). */
+  readonly moduleUrl: string;
+  /** The job module's command-line arguments; workers see them as `Deno.args`. */
+  readonly args: readonly string[];
+  /** The graph the client built. */
+  readonly graph: JobGraphSummary;
+  /** Checkpointing settings. */
+  readonly checkpointing: CheckpointConfig;
+  /** Restart strategy. */
+  readonly restartStrategy: RestartStrategyConfig;
+  /** The checkpoint to resume from, if any. */
+  readonly resume?: ResumeRequest | undefined;
+}
+
+/** The coordinator's answer to a {@linkcode SubmitRequest}. */
+export type SubmitReply =
+  | { readonly ok: true; readonly jobId: string }
+  | { readonly ok: false; readonly error: string };
+
+/** What a slot thread needs to load a job's module. */
+export interface JobSpec {
+  /** The job. */
+  readonly jobId: string;
+  /** The job module's URL. */
+  readonly moduleUrl: string;
+  /** Its arguments. */
+  readonly args: readonly string[];
+  /** The graph's fingerprint; the rebuilt graph must match it. */
+  readonly fingerprint: string;
+  /** The Object Store bucket of checkpoint storage. */
+  readonly checkpointBucket: string;
+}
+
+/** The answer to a job-spec request. */
+export type JobSpecReply =
+  | { readonly ok: true; readonly spec: JobSpec }
+  | { readonly ok: false; readonly error: string };
+
+/** A worker's periodic sign of life. */
+export interface Heartbeat {
+  /** The worker's id (`[A-Za-z0-9_-]+`). */
+  readonly workerId: string;
+  /** Host name, for display. */
+  readonly host: string;
+  /** Process id, for display. */
+  readonly pid: number;
+  /** The worker's slot ids; each is also a `weir.worker.<slotId>` subject. */
+  readonly slots: readonly string[];
+  /** Slot threads running, over all jobs. */
+  readonly slotThreads: number;
+  /** Wall-clock time of sending, in ms since the epoch. */
+  readonly sentAt: number;
+}
+
+/** The state of a job, as `cli.ts list` shows it (Flink's JobStatus names). */
+export type JobStatusName = "RUNNING" | "FINISHED" | "FAILED" | "CANCELED";
+
+/** One job in a {@linkcode ClusterOverview}. */
+export interface JobStatus {
+  /** The job's id. */
+  readonly jobId: string;
+  /** The job's name. */
+  readonly name: string;
+  /** Its state. */
+  readonly status: JobStatusName;
+  /** The current attempt (0 first). */
+  readonly attempt: number;
+  /** Submission time, in ms since the epoch. */
+  readonly startedAt: number;
+  /** End time, in ms since the epoch, once ended. */
+  readonly endedAt?: number | undefined;
+  /** The job module's URL. */
+  readonly moduleUrl: string;
+  /** Why it failed, when it did. */
+  readonly error?: string | undefined;
+}
+
+/** One worker in a {@linkcode ClusterOverview}. */
+export interface WorkerStatus {
+  /** The worker's id. */
+  readonly workerId: string;
+  /** Host name. */
+  readonly host: string;
+  /** Process id. */
+  readonly pid: number;
+  /** Number of slots. */
+  readonly slots: number;
+  /** Time since its last heartbeat, in ms. */
+  readonly lastHeartbeatAgoMs: number;
+}
+
+/** What `weir.cluster.list` answers. */
+export interface ClusterOverview {
+  /** Jobs, running first, then the most recently ended. */
+  readonly jobs: readonly JobStatus[];
+  /** Live workers. */
+  readonly workers: readonly WorkerStatus[];
+}
+
+/** The answer to a cancel request. */
+export type CancelReply =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly error: string };
+
+/** How a job ended. */
+export type JobOutcome =
+  | { readonly t: "result"; readonly result: JobExecutionResult }
+  | { readonly t: "failed"; readonly error: ErrorInfo };
+
+/**
+ * The answer to a job-status request: the status, and the outcome once the
+ * job ended. Clients poll it, which survives NATS reconnects (a one-shot
+ * message could be lost).
+ */
+export type JobStatusReply =
+  | { readonly ok: true; readonly status: JobStatus; readonly outcome?: JobOutcome | undefined }
+  | { readonly ok: false; readonly error: string };

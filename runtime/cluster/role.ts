@@ -1,0 +1,83 @@
+/**
+ * Which role this thread plays for a job module, decided before the module's
+ * own code runs:
+ *
+ * - **slot**: a worker process started this thread (a Web Worker) to run a
+ *   job's subtasks. Its name is `weir-slot:` followed by the JSON of a
+ *   {@linkcode SlotLaunch}. Importing this module (which every job does,
+ *   through `mod.ts`) replaces `Deno.args` with the job's own arguments, so
+ *   the job module parses the same arguments as on the client and builds the
+ *   same graph; `execute()` then hands the graph to the slot instead of
+ *   running or submitting it.
+ * - **client**: `--nats URL` is among the arguments (or `WEIR_NATS_URL` is
+ *   set): `execute()` submits the job to the cluster and waits for its end.
+ * - **local**: otherwise; `execute()` runs the job in this process.
+ *
+ * Code a job module runs before `execute()` runs in every role, so on every
+ * slot thread too: guard side effects (creating streams, writing input) with
+ * `executionRole() !== "slot"`.
+ *
+ * @module
+ */
+
+/** What a worker process tells a slot thread it starts (see the module docs). */
+export interface SlotLaunch {
+  /** The job. */
+  readonly jobId: string;
+  /** The slot (also the worker subject's last token). */
+  readonly slotId: string;
+  /** The job module's arguments. */
+  readonly args: readonly string[];
+  /** The fingerprint of the graph the client submitted. */
+  readonly fingerprint: string;
+  /** The Object Store bucket of checkpoint storage. */
+  readonly checkpointBucket: string;
+  /** How to reach NATS (the worker process's own connection options). */
+  readonly nats: {
+    readonly servers: string;
+    readonly user?: string;
+    readonly password?: string;
+    readonly token?: string;
+    readonly tls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
+  };
+}
+
+/** The prefix of a slot thread's name. */
+export const SLOT_NAME_PREFIX = "weir-slot:";
+
+/** The role of this thread (see the module docs). */
+export type ExecutionRole = "local" | "client" | "slot";
+
+const launch: SlotLaunch | undefined = readLaunch();
+if (launch !== undefined) {
+  Object.defineProperty(Deno, "args", { value: [...launch.args], configurable: true });
+}
+
+function readLaunch(): SlotLaunch | undefined {
+  const name = (globalThis as { name?: unknown }).name;
+  if (typeof name !== "string" || !name.startsWith(SLOT_NAME_PREFIX)) return undefined;
+  return JSON.parse(name.slice(SLOT_NAME_PREFIX.length)) as SlotLaunch;
+}
+
+/** The launch parameters when this thread is a slot thread, else `undefined`. */
+export function slotLaunch(): SlotLaunch | undefined {
+  return launch;
+}
+
+/** Whether `args` or the environment ask for cluster mode (`--nats`, `WEIR_NATS_URL`). */
+export function wantsCluster(args: readonly string[] = Deno.args): boolean {
+  if (args.some((a) => a === "--nats" || a.startsWith("--nats="))) return true;
+  try {
+    return (Deno.env.get("WEIR_NATS_URL") ?? "") !== "";
+  } catch {
+    return false; // no --allow-env: the variable cannot be read
+  }
+}
+
+/**
+ * The role `execute()` will take in this thread: `"slot"` on a worker's slot
+ * thread, `"client"` when cluster mode is asked for, else `"local"`.
+ */
+export function executionRole(): ExecutionRole {
+  return launch !== undefined ? "slot" : wantsCluster() ? "client" : "local";
+}

@@ -1,0 +1,74 @@
+/**
+ * The inside of a slot thread (a Web Worker a worker process starts for one
+ * job on one slot; see `role.ts` and `worker_process.ts`). The job module's
+ * `execute()` calls {@linkcode runSlot} with the graph it built: the slot
+ * checks the graph's fingerprint against the submitted one, connects to
+ * NATS, opens the shared checkpoint storage, and runs a {@linkcode Worker}
+ * that receives the slot's messages from its parent through `postMessage`.
+ *
+ * Messages to the parent: `{ t: "ready" }` once it accepts deployments, or
+ * `{ t: "error", message }` when it cannot run the job.
+ *
+ * @module
+ */
+
+import { decode } from "../actor/codec.ts";
+import { connectNats } from "../actor/nats_connect.ts";
+import { NatsTransport } from "../actor/nats_transport.ts";
+import { ObjectStoreCheckpointStorage } from "../checkpoint/object_store_storage.ts";
+import type { JobGraph } from "../graph/job_graph.ts";
+import { jobGraphFingerprint } from "../graph/job_graph_summary.ts";
+import type { WorkerMessage } from "../task/messages.ts";
+import type { SlotLaunch } from "./role.ts";
+import { type JobRuntime, Worker } from "./worker.ts";
+
+/** What the slot thread posts to its parent. */
+export type SlotThreadMessage =
+  | { readonly t: "ready" }
+  | { readonly t: "error"; readonly message: string };
+
+/** The job settings the job module's environment gives the slot. */
+export type SlotRuntimeSettings = Omit<JobRuntime, "graph" | "storage">;
+
+/**
+ * Runs this slot thread's share of the job until the parent terminates it.
+ * Never resolves.
+ */
+export async function runSlot(
+  launch: SlotLaunch,
+  graph: JobGraph,
+  settings: SlotRuntimeSettings,
+): Promise<never> {
+  const post = (m: SlotThreadMessage) => (self as unknown as Worker_).postMessage(m);
+  try {
+    const fingerprint = jobGraphFingerprint(graph);
+    if (fingerprint !== launch.fingerprint) {
+      throw new Error(
+        `the job module built a different graph on slot ${launch.slotId} than on the client ` +
+          `(fingerprint ${fingerprint.slice(0, 12)} vs ${launch.fingerprint.slice(0, 12)}): a job ` +
+          `module must build the same graph from the same arguments everywhere`,
+      );
+    }
+    const nc = await connectNats({ ...launch.nats, name: `weir-slot-${launch.slotId}` });
+    const transport = new NatsTransport(nc, { ownsConnection: true });
+    const storage = await ObjectStoreCheckpointStorage.open({
+      connection: nc,
+      bucket: launch.checkpointBucket,
+    });
+    const runtime: JobRuntime = { graph, storage, ...settings };
+    const worker = new Worker({ transport, workerId: launch.slotId, resolveJob: () => runtime });
+    (self as unknown as Worker_).onmessage = (e: MessageEvent<Uint8Array>) => {
+      worker.deliver(decode(e.data) as WorkerMessage);
+    };
+    post({ t: "ready" });
+  } catch (error) {
+    post({ t: "error", message: error instanceof Error ? error.message : String(error) });
+  }
+  return await new Promise<never>(() => {});
+}
+
+/** The dedicated-worker global's part this module uses. */
+interface Worker_ {
+  postMessage(message: unknown): void;
+  onmessage: ((e: MessageEvent<Uint8Array>) => void) | null;
+}

@@ -1,0 +1,297 @@
+/**
+ * The worker process (`cli.ts worker`, Flink's TaskManager): offers slots
+ * to the cluster, heartbeats, and runs each job's subtasks in slot threads.
+ *
+ * ## Slots and threads
+ *
+ * The process has `slots` slots (default: the number of cores). Each slot
+ * has a subject `weir.worker.<slotId>` on which job coordinators deploy
+ * subtasks. On the first deployment of a job to a slot, the process fetches
+ * the job's spec from the coordinator and starts a *slot thread*: a Web
+ * Worker whose entry is the job module itself (so `import.meta.main` holds
+ * and its `Deno.args` are the job's arguments; see `role.ts`). The module
+ * rebuilds the graph and `execute()` turns the thread into a worker for that
+ * slot (`slot.ts`). The process hands the slot's messages to the thread in
+ * order. Subtasks of one job on one slot share a thread; each slot thread
+ * has its own NATS connection, so a process uses as many cores as it has
+ * busy slots.
+ *
+ * A subtask's exception is reported by the thread and never reaches the
+ * process. An uncaught error in a thread (a job module that throws while
+ * loading, or an unhandled rejection in user code) is caught here: the
+ * thread is terminated and the failure is reported to the job's coordinator,
+ * which restarts the job; the next deployment starts a fresh thread. When a
+ * job ends, its coordinator sends `release` and the process terminates the
+ * job's threads, which also frees subtasks stuck in user code.
+ *
+ * @module
+ */
+
+import type { Subscription, Transport } from "../actor/types.ts";
+import { decode, encode } from "../actor/codec.ts";
+import {
+  type CoordinatorMessage,
+  coordinatorSubject,
+  errorInfo,
+  type WorkerMessage,
+  workerSubject,
+} from "../task/messages.ts";
+import {
+  type Heartbeat,
+  HEARTBEAT_SUBJECT,
+  JOB_SPEC_SUBJECT,
+  type JobSpecReply,
+} from "./cluster_protocol.ts";
+import { SLOT_NAME_PREFIX, type SlotLaunch } from "./role.ts";
+import type { SlotThreadMessage } from "./slot.ts";
+import { logger } from "../log.ts";
+
+const log = logger("worker");
+
+/** Options of {@linkcode WorkerProcess}. */
+export interface WorkerProcessOptions {
+  /** The process's transport (NATS). */
+  readonly transport: Transport;
+  /** Connection options slot threads use to connect to NATS themselves. */
+  readonly nats: SlotLaunch["nats"];
+  /** `[A-Za-z0-9_-]+`; default: host name, pid and random digits. */
+  readonly workerId?: string;
+  /** Number of slots; default `navigator.hardwareConcurrency`. */
+  readonly slots?: number;
+  /** Heartbeat period, in ms. Default 500. */
+  readonly heartbeatIntervalMs?: number;
+  /** How long a slot thread may take to load the job module, in ms. Default 60 000. */
+  readonly slotStartTimeoutMs?: number;
+}
+
+/** Runs a cluster worker (see the module docs). */
+export class WorkerProcess {
+  readonly #o: WorkerProcessOptions;
+  /** The worker's id. */
+  readonly workerId: string;
+  /** Its slot ids. */
+  readonly slotIds: readonly string[];
+  readonly #threads = new Map<string, SlotThread>();
+  readonly #subscriptions: Subscription[] = [];
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+
+  constructor(options: WorkerProcessOptions) {
+    this.#o = options;
+    this.workerId = options.workerId ?? defaultWorkerId();
+    if (!/^[A-Za-z0-9_-]+$/.test(this.workerId)) {
+      throw new RangeError(`worker id must match [A-Za-z0-9_-]+, got ${JSON.stringify(this.workerId)}`);
+    }
+    const slots = options.slots ?? navigator.hardwareConcurrency;
+    if (!Number.isInteger(slots) || slots < 1) {
+      throw new RangeError(`slots must be a positive integer, got ${slots}`);
+    }
+    this.slotIds = Array.from({ length: slots }, (_, i) => `${this.workerId}-s${i}`);
+  }
+
+  /** Number of slot threads running. */
+  get slotThreads(): number {
+    return this.#threads.size;
+  }
+
+  /** Subscribes to the slots' subjects and starts heartbeating. */
+  start(): void {
+    for (const slotId of this.slotIds) {
+      this.#subscriptions.push(this.#o.transport.subscribe(workerSubject(slotId), (m) => {
+        let msg: WorkerMessage;
+        try {
+          msg = decode(m.data) as WorkerMessage;
+        } catch (error) {
+          log.warn(`slot ${slotId}: dropping an undecodable message: ${error}`);
+          return;
+        }
+        this.#onMessage(slotId, msg, m.data);
+      }));
+    }
+    const beat = () => {
+      const hb: Heartbeat = {
+        workerId: this.workerId,
+        host: Deno.hostname(),
+        pid: Deno.pid,
+        slots: this.slotIds,
+        slotThreads: this.#threads.size,
+        sentAt: Date.now(),
+      };
+      try {
+        this.#o.transport.publish(HEARTBEAT_SUBJECT, encode(hb));
+      } catch (error) {
+        log.warn(`worker ${this.workerId}: cannot send a heartbeat: ${error}`);
+      }
+    };
+    beat();
+    this.#heartbeat = setInterval(beat, this.#o.heartbeatIntervalMs ?? 500);
+    log.info(`worker ${this.workerId} started with ${this.slotIds.length} slots`);
+  }
+
+  /** Terminates every slot thread and stops heartbeating. */
+  close(): void {
+    clearInterval(this.#heartbeat);
+    for (const s of this.#subscriptions) s.unsubscribe();
+    for (const t of this.#threads.values()) t.terminate();
+    this.#threads.clear();
+  }
+
+  #onMessage(slotId: string, msg: WorkerMessage, bytes: Uint8Array): void {
+    const key = `${msg.job}/${slotId}`;
+    let thread = this.#threads.get(key);
+    if (msg.t === "release") {
+      if (thread) log.debug(`slot ${slotId}: releasing job ${msg.job}`);
+      thread?.terminate();
+      this.#threads.delete(key);
+      return;
+    }
+    if (msg.t === "cancel-attempt") {
+      thread?.post(bytes);
+      return;
+    }
+    if (!thread) {
+      thread = new SlotThread({
+        jobId: msg.job,
+        slotId,
+        transport: this.#o.transport,
+        nats: this.#o.nats,
+        startTimeoutMs: this.#o.slotStartTimeoutMs ?? 60_000,
+        onDead: () => {
+          if (this.#threads.get(key) === thread) this.#threads.delete(key);
+        },
+      });
+      this.#threads.set(key, thread);
+      thread.start();
+    }
+    thread.noteDeploy(msg);
+    thread.post(bytes);
+  }
+}
+
+interface SlotThreadOptions {
+  readonly jobId: string;
+  readonly slotId: string;
+  readonly transport: Transport;
+  readonly nats: SlotLaunch["nats"];
+  readonly startTimeoutMs: number;
+  readonly onDead: () => void;
+}
+
+/** One job's Web Worker on one slot. */
+class SlotThread {
+  readonly #o: SlotThreadOptions;
+  #worker: globalThis.Worker | undefined;
+  #ready = false;
+  #dead = false;
+  readonly #queue: Uint8Array[] = [];
+  #lastDeploy: Extract<WorkerMessage, { t: "deploy" }> | undefined;
+  #startTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(options: SlotThreadOptions) {
+    this.#o = options;
+  }
+
+  noteDeploy(msg: Extract<WorkerMessage, { t: "deploy" }>): void {
+    this.#lastDeploy = msg;
+  }
+
+  /** Fetches the job's spec and starts the thread. */
+  start(): void {
+    this.#spawn().catch((error) => this.#fail(error));
+  }
+
+  async #spawn(): Promise<void> {
+    const o = this.#o;
+    const reply = await o.transport.request(JOB_SPEC_SUBJECT, encode({ jobId: o.jobId }), {
+      timeoutMs: 10_000,
+    });
+    const answer = decode(reply.data) as JobSpecReply;
+    if (!answer.ok) throw new Error(`cannot load job ${o.jobId}: ${answer.error}`);
+    if (this.#dead) return;
+    const spec = answer.spec;
+    const launch: SlotLaunch = {
+      jobId: o.jobId,
+      slotId: o.slotId,
+      args: spec.args,
+      fingerprint: spec.fingerprint,
+      checkpointBucket: spec.checkpointBucket,
+      nats: o.nats,
+    };
+    log.info(`slot ${o.slotId}: starting a thread for job ${o.jobId} from ${spec.moduleUrl}`);
+    const worker = new globalThis.Worker(spec.moduleUrl, {
+      type: "module",
+      name: SLOT_NAME_PREFIX + JSON.stringify(launch),
+    });
+    this.#worker = worker;
+    worker.onmessage = (e: MessageEvent<SlotThreadMessage>) => {
+      const m = e.data;
+      if (m.t === "ready") {
+        clearTimeout(this.#startTimer);
+        this.#ready = true;
+        for (const bytes of this.#queue.splice(0)) worker.postMessage(bytes);
+      } else {
+        this.#fail(new Error(`slot ${o.slotId} cannot run job ${o.jobId}: ${m.message}`));
+      }
+    };
+    worker.onerror = (e: ErrorEvent) => {
+      e.preventDefault(); // never let a job's error take the worker process down
+      this.#fail(new Error(`uncaught error in the slot thread of job ${o.jobId}: ${e.message}`));
+    };
+    this.#startTimer = setTimeout(() => {
+      if (!this.#ready) {
+        this.#fail(
+          new Error(
+            `the job module ${spec.moduleUrl} did not call execute() within ` +
+              `${o.startTimeoutMs} ms on slot ${o.slotId}`,
+          ),
+        );
+      }
+    }, o.startTimeoutMs);
+  }
+
+  /** Hands a message to the thread, in order (queued until it is ready). */
+  post(bytes: Uint8Array): void {
+    if (this.#dead) return;
+    if (this.#ready) this.#worker!.postMessage(bytes);
+    else this.#queue.push(bytes);
+  }
+
+  /** Reports the failure to the job's coordinator and ends the thread. */
+  #fail(error: unknown): void {
+    if (this.#dead) return;
+    const o = this.#o;
+    log.error(`slot ${o.slotId}: ${error instanceof Error ? error.message : error}`);
+    const d = this.#lastDeploy;
+    if (d) {
+      const msg: CoordinatorMessage = {
+        t: "failed",
+        job: d.job,
+        att: d.att,
+        vertex: d.vertex,
+        subtask: d.subtask,
+        error: errorInfo(error),
+      };
+      try {
+        o.transport.publish(coordinatorSubject(d.job), encode(msg));
+      } catch (e) {
+        log.warn(`slot ${o.slotId}: cannot report the failure: ${e}`);
+      }
+    }
+    this.terminate();
+  }
+
+  terminate(): void {
+    if (this.#dead) return;
+    this.#dead = true;
+    clearTimeout(this.#startTimer);
+    this.#worker?.terminate();
+    this.#queue.length = 0;
+    this.#o.onDead();
+  }
+}
+
+function defaultWorkerId(): string {
+  const host = Deno.hostname().replace(/[^A-Za-z0-9_-]+/g, "-").slice(0, 24) || "worker";
+  const random = [...crypto.getRandomValues(new Uint8Array(2))]
+    .map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `${host}-${Deno.pid}-${random}`;
+}
