@@ -130,7 +130,9 @@ async function main(argv: string[]): Promise<number> {
         heartbeatTimeoutMs: positiveInt(values["heartbeat-timeout"], "--heartbeat-timeout", 3000),
       });
       coordinator.start();
-      console.error(`weir coordinator: listening on ${nats.servers}, checkpoints in bucket ${bucket}`);
+      console.error(
+        `weir coordinator: listening on ${nats.servers}, checkpoints in bucket ${bucket}`,
+      );
       const signal = await untilSignal();
       console.error(`weir coordinator: ${signal}, cancelling running jobs`);
       await coordinator.close();
@@ -170,7 +172,9 @@ async function main(argv: string[]): Promise<number> {
         }
         console.log(`\nWORKER\tHOST\tPID\tSLOTS\tLAST HEARTBEAT`);
         for (const w of overview.workers) {
-          console.log(`${w.workerId}\t${w.host}\t${w.pid}\t${w.slots}\t${w.lastHeartbeatAgoMs} ms ago`);
+          console.log(
+            `${w.workerId}\t${w.host}\t${w.pid}\t${w.slots}\t${w.lastHeartbeatAgoMs} ms ago`,
+          );
         }
         return 0;
       } finally {

@@ -135,6 +135,13 @@ export interface CheckpointStorage {
    * @throws {CheckpointStorageError} `IO`.
    */
   discardJob(jobId: string): Promise<void>;
+  /**
+   * Where the checkpoints of a job live, for messages and logs: a directory
+   * or a URL such as `nats-object-store://<bucket>/<jobId>/`.
+   *
+   * @throws {RangeError} for an invalid job id.
+   */
+  jobLocation(jobId: string): string;
 }
 
 /** What went wrong in a {@linkcode CheckpointStorageError}. */
@@ -197,9 +204,12 @@ export interface LocalDirectoryCheckpointStorageOptions {
   readonly directory: string;
 }
 
-const METADATA = "_metadata";
-const CHECKPOINT_DIR = /^chk-([1-9][0-9]*)$/;
-const MAX_NAME_BYTES = 200;
+/** Name of a checkpoint's commit point, `<jobId>/chk-<id>/_metadata`, in every storage. */
+export const METADATA = "_metadata";
+/** A checkpoint's directory (or object-name segment), `chk-<id>`; group 1 is the id. */
+export const CHECKPOINT_DIR: RegExp = /^chk-([1-9][0-9]*)$/;
+/** Longest job id or state name, in UTF-8 bytes. */
+export const MAX_NAME_BYTES = 200;
 
 /**
  * {@linkcode CheckpointStorage} on a local (or mounted shared) directory,
@@ -253,6 +263,11 @@ export class LocalDirectoryCheckpointStorage implements CheckpointStorage {
   checkpointDirectory(jobId: string, checkpointId: CheckpointId): string {
     checkCheckpointId(checkpointId);
     return join(this.jobDirectory(jobId), `chk-${checkpointId}`);
+  }
+
+  /** See {@linkcode CheckpointStorage.jobLocation}: the job's directory. */
+  jobLocation(jobId: string): string {
+    return this.jobDirectory(jobId);
   }
 
   /** See {@linkcode CheckpointStorage.writeState}. */
@@ -583,13 +598,28 @@ function range(v: unknown, field: string): [number, number] {
   return [integer(r[0], `${field}[0]`), integer(r[1], `${field}[1]`)];
 }
 
-function isValidName(name: string): boolean {
+/**
+ * Whether `name` is a valid job id or state name in every checkpoint storage:
+ * non-empty, at most {@linkcode MAX_NAME_BYTES} UTF-8 bytes, without `/`,
+ * `\` or NUL, not starting with `.`, and not {@linkcode METADATA}.
+ *
+ * @param name the candidate.
+ * @returns `true` when valid.
+ */
+export function isValidName(name: string): boolean {
   return typeof name === "string" && name.length > 0 &&
     new TextEncoder().encode(name).byteLength <= MAX_NAME_BYTES &&
     !name.startsWith(".") && name !== METADATA && !/[/\\\0]/.test(name);
 }
 
-function checkName(what: "jobId" | "name", name: string): void {
+/**
+ * Checks a job id or state name with {@linkcode isValidName}.
+ *
+ * @param what which argument is checked, for the message.
+ * @param name the value.
+ * @throws {RangeError} naming the argument and its current value.
+ */
+export function checkName(what: "jobId" | "name", name: string): void {
   if (!isValidName(name)) {
     throw new RangeError(
       `Checkpoint storage: '${what}' must be a non-empty file name of at most ${MAX_NAME_BYTES} bytes ` +
@@ -600,7 +630,13 @@ function checkName(what: "jobId" | "name", name: string): void {
   }
 }
 
-function checkCheckpointId(checkpointId: CheckpointId): void {
+/**
+ * Checks that a checkpoint id is a positive safe integer.
+ *
+ * @param checkpointId the value.
+ * @throws {RangeError} naming its current value.
+ */
+export function checkCheckpointId(checkpointId: CheckpointId): void {
   if (!Number.isSafeInteger(checkpointId) || checkpointId < 1) {
     throw new RangeError(
       `Checkpoint storage: 'checkpointId' must be a positive integer: current value is ${checkpointId}`,

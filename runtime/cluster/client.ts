@@ -136,7 +136,9 @@ export async function awaitJob(
       const now = Date.now();
       unreachableSince ??= now;
       if (now - unreachableSince > 10_000) {
-        log.warn(`job ${jobId}: cannot reach the coordinator for ${now - unreachableSince} ms: ${error}`);
+        log.warn(
+          `job ${jobId}: cannot reach the coordinator for ${now - unreachableSince} ms: ${error}`,
+        );
         unreachableSince = now;
       }
       continue;

@@ -37,8 +37,8 @@ import {
   JOB_STATUS_SUBJECT,
   type JobOutcome,
   type JobSpecReply,
-  type JobStatusReply,
   type JobStatus,
+  type JobStatusReply,
   LIST_SUBJECT,
   SUBMIT_SUBJECT,
   type SubmitReply,
@@ -161,7 +161,9 @@ export class ClusterCoordinator {
     }
     const known = this.#workers.get(hb.workerId);
     if (!known) {
-      log.info(`worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) joined with ${hb.slots.length} slots`);
+      log.info(
+        `worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) joined with ${hb.slots.length} slots`,
+      );
     }
     this.#workers.set(hb.workerId, { heartbeat: hb, lastSeen: Date.now() });
   }
@@ -173,7 +175,9 @@ export class ClusterCoordinator {
       const silentMs = now - w.lastSeen;
       if (silentMs < this.#heartbeatTimeoutMs) continue;
       this.#workers.delete(id);
-      log.warn(`worker ${id} (${w.heartbeat.host}, pid ${w.heartbeat.pid}) lost: no heartbeat for ${silentMs} ms`);
+      log.warn(
+        `worker ${id} (${w.heartbeat.host}, pid ${w.heartbeat.pid}) lost: no heartbeat for ${silentMs} ms`,
+      );
       const lost = new Set(w.heartbeat.slots);
       for (const job of this.#jobs.values()) {
         if (job.status.status !== "RUNNING") continue;
@@ -205,7 +209,9 @@ export class ClusterCoordinator {
     const o = this.#o;
     let restoreFrom = null;
     try {
-      if (request.resume) restoreFrom = await resolveResume(o.storage, request.resume, request.graph);
+      if (request.resume) {
+        restoreFrom = await resolveResume(o.storage, request.resume, request.graph);
+      }
     } catch (error) {
       this.#reply(m, { ok: false, error: describe(error) } satisfies SubmitReply);
       return;
@@ -239,7 +245,12 @@ export class ClusterCoordinator {
     let outcome: JobOutcome;
     try {
       const result = await coordinator.run();
-      entry.status = { ...entry.status, status: "FINISHED", attempt: coordinator.attempt, endedAt: Date.now() };
+      entry.status = {
+        ...entry.status,
+        status: "FINISHED",
+        attempt: coordinator.attempt,
+        endedAt: Date.now(),
+      };
       outcome = { t: "result", result };
     } catch (error) {
       const cancelled = error instanceof JobFailedError && / was cancelled$/.test(error.message);
@@ -261,10 +272,13 @@ export class ClusterCoordinator {
     const job = this.#jobs.get(jobId);
     if (!job) return this.#reply(m, { ok: false, error: `no job ${jobId}` } satisfies CancelReply);
     if (job.status.status !== "RUNNING") {
-      return this.#reply(m, {
-        ok: false,
-        error: `job ${jobId} is already ${job.status.status}`,
-      } satisfies CancelReply);
+      return this.#reply(
+        m,
+        {
+          ok: false,
+          error: `job ${jobId} is already ${job.status.status}`,
+        } satisfies CancelReply,
+      );
     }
     log.info(`job ${jobId}: cancel requested`);
     job.coordinator.cancel();
@@ -278,16 +292,19 @@ export class ClusterCoordinator {
       return this.#reply(m, { ok: false, error: `no running job ${jobId}` } satisfies JobSpecReply);
     }
     const r = job.request;
-    this.#reply(m, {
-      ok: true,
-      spec: {
-        jobId,
-        moduleUrl: r.moduleUrl,
-        args: r.args,
-        fingerprint: r.graph.fingerprint,
-        checkpointBucket: this.#o.checkpointBucket,
-      },
-    } satisfies JobSpecReply);
+    this.#reply(
+      m,
+      {
+        ok: true,
+        spec: {
+          jobId,
+          moduleUrl: r.moduleUrl,
+          args: r.args,
+          fingerprint: r.graph.fingerprint,
+          checkpointBucket: this.#o.checkpointBucket,
+        },
+      } satisfies JobSpecReply,
+    );
   }
 
   #status(job: JobEntry): JobStatus {
@@ -299,12 +316,17 @@ export class ClusterCoordinator {
   #onJobStatus(m: TransportMessage): void {
     const { jobId } = decode(m.data) as { jobId: string };
     const job = this.#jobs.get(jobId);
-    if (!job) return this.#reply(m, { ok: false, error: `no job ${jobId}` } satisfies JobStatusReply);
-    this.#reply(m, {
-      ok: true,
-      status: this.#status(job),
-      outcome: job.outcome,
-    } satisfies JobStatusReply);
+    if (!job) {
+      return this.#reply(m, { ok: false, error: `no job ${jobId}` } satisfies JobStatusReply);
+    }
+    this.#reply(
+      m,
+      {
+        ok: true,
+        status: this.#status(job),
+        outcome: job.outcome,
+      } satisfies JobStatusReply,
+    );
   }
 
   #forgetOldJobs(): void {

@@ -8,8 +8,10 @@
  */
 
 import { InProcessBus } from "../actor/in_process.ts";
+import type { Transport } from "../actor/types.ts";
 import type { JobGraph } from "../graph/job_graph.ts";
-import { LocalDirectoryCheckpointStorage } from "../checkpoint/storage.ts";
+import type { JobGraphShape } from "../graph/job_graph_summary.ts";
+import { type CheckpointStorage, LocalDirectoryCheckpointStorage } from "../checkpoint/storage.ts";
 import type { RestartStrategyConfig } from "./restart_strategy.ts";
 import type { Clock } from "../time/clock.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
@@ -25,8 +27,14 @@ import type { RestorePoint } from "../task/messages.ts";
 /** Everything a local run needs besides the graph. */
 export interface LocalExecutionOptions {
   readonly checkpointing: CheckpointConfig;
-  /** Directory of checkpoint storage. */
+  /** Directory of checkpoint storage (unused when `storage` is given). */
   readonly checkpointDirectory: string;
+  /**
+   * Checkpoint storage to use instead of a `LocalDirectoryCheckpointStorage`
+   * on `checkpointDirectory`, e.g. an `ObjectStoreCheckpointStorage`; the
+   * caller keeps owning it (and its connection).
+   */
+  readonly storage?: CheckpointStorage | undefined;
   readonly restartStrategy: RestartStrategyConfig;
   readonly taskConfig: TaskConfig;
   readonly clock: Clock;
@@ -42,6 +50,14 @@ export interface LocalExecutionOptions {
     | undefined;
   /** The in-process bus to run on (tests use its drop filter); default: a new bus. */
   readonly bus?: InProcessBus | undefined;
+  /**
+   * Makes the transports to run on instead of `bus` (then ignored), e.g.
+   * `NatsTransport`s, to run a whole job over NATS in this process. Called
+   * once for the coordinator and once for the worker; the run closes both
+   * when it ends. The worker then has an id of its own, `local-<jobId>`, so
+   * that runs sharing a NATS server never take each other's deployments.
+   */
+  readonly transports?: (() => Transport | Promise<Transport>) | undefined;
 }
 
 /** A job id from its name: the name's safe characters plus 8 random hex digits. */
@@ -67,13 +83,17 @@ export class ResumeError extends Error {
   override name = "ResumeError";
 }
 
-/** Finds and checks the checkpoint to resume from, before anything is deployed. */
-async function resolveResume(
-  storage: LocalDirectoryCheckpointStorage,
+/**
+ * Finds and checks the checkpoint to resume from, before anything is
+ * deployed (local mode, and the cluster coordinator on submission).
+ * @throws {ResumeError} when it does not exist, cannot be read, or holds state of unknown uids.
+ */
+export async function resolveResume(
+  storage: CheckpointStorage,
   resume: ResumeRequest,
-  graph: JobGraph,
+  graph: JobGraphShape,
 ): Promise<RestorePoint> {
-  const where = `${storage.jobDirectory(resume.jobId)}`;
+  const where = storage.jobLocation(resume.jobId);
   let completed: number[];
   try {
     completed = await storage.listCompleted(resume.jobId);
@@ -126,15 +146,21 @@ export async function executeLocally(
   graph: JobGraph,
   options: LocalExecutionOptions,
 ): Promise<JobExecutionResult> {
-  const bus = options.bus ?? new InProcessBus();
-  const coordinatorTransport = bus.connect();
-  const workerTransport = bus.connect();
-  const storage = new LocalDirectoryCheckpointStorage({ directory: options.checkpointDirectory });
+  const storage = options.storage ??
+    new LocalDirectoryCheckpointStorage({ directory: options.checkpointDirectory });
   const restoreFrom = options.resume ? await resolveResume(storage, options.resume, graph) : null;
   const jobId = newJobId(graph.name);
+  const bus = options.bus ?? new InProcessBus();
+  const makeTransport = options.transports ?? (() => bus.connect());
+  const workerId = options.transports === undefined ? "local" : `local-${jobId}`;
+  const coordinatorTransport = await makeTransport();
+  const workerTransport = await Promise.resolve().then(makeTransport).catch(async (error) => {
+    await coordinatorTransport.close();
+    throw error;
+  });
   const worker = new Worker({
     transport: workerTransport,
-    workerId: "local",
+    workerId,
     resolveJob: () => ({
       graph,
       storage,
@@ -151,12 +177,15 @@ export async function executeLocally(
     storage,
     checkpointing: options.checkpointing,
     restartStrategy: options.restartStrategy,
-    workers: () => ["local"],
+    workers: () => [workerId],
     restoreFrom,
     deployTimeoutMs: 60_000,
     faults: options.coordinatorFaults,
   });
   try {
+    // Over NATS, the server must know the worker's subscription before the
+    // coordinator (another connection) deploys to it.
+    await workerTransport.flush();
     return await coordinator.run();
   } finally {
     worker.close();

@@ -38,7 +38,11 @@ export interface SlotLaunch {
     readonly user?: string;
     readonly password?: string;
     readonly token?: string;
-    readonly tls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
+    readonly tls?: {
+      readonly caFile?: string;
+      readonly certFile?: string;
+      readonly keyFile?: string;
+    };
   };
 }
 

@@ -45,7 +45,9 @@ export async function runSlot(
     if (fingerprint !== launch.fingerprint) {
       throw new Error(
         `the job module built a different graph on slot ${launch.slotId} than on the client ` +
-          `(fingerprint ${fingerprint.slice(0, 12)} vs ${launch.fingerprint.slice(0, 12)}): a job ` +
+          `(fingerprint ${fingerprint.slice(0, 12)} vs ${
+            launch.fingerprint.slice(0, 12)
+          }): a job ` +
           `module must build the same graph from the same arguments everywhere`,
       );
     }

@@ -79,7 +79,9 @@ export class WorkerProcess {
     this.#o = options;
     this.workerId = options.workerId ?? defaultWorkerId();
     if (!/^[A-Za-z0-9_-]+$/.test(this.workerId)) {
-      throw new RangeError(`worker id must match [A-Za-z0-9_-]+, got ${JSON.stringify(this.workerId)}`);
+      throw new RangeError(
+        `worker id must match [A-Za-z0-9_-]+, got ${JSON.stringify(this.workerId)}`,
+      );
     }
     const slots = options.slots ?? navigator.hardwareConcurrency;
     if (!Number.isInteger(slots) || slots < 1) {

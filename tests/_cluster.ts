@@ -1,0 +1,227 @@
+/**
+ * Test support for cluster mode: serves the repository over HTTP (so jobs
+ * and Weir are imported by `http://` URLs, as from another host), and starts
+ * a coordinator and worker processes with `cli.ts`, which a test can kill
+ * with SIGKILL and restart.
+ *
+ * @module
+ */
+
+import { fileURLToPath } from "node:url";
+import { dirname, extname, join, normalize } from "node:path";
+import { connect, objApi } from "../runtime/actor/nats_deps.ts";
+
+/** The repository's root directory. */
+export const REPO_ROOT: string = dirname(dirname(fileURLToPath(import.meta.url)));
+
+/** A running HTTP server of a directory. */
+export interface FileServer {
+  /** Base URL, ending with `/`. */
+  readonly url: string;
+  /** Stops serving. */
+  close(): Promise<void>;
+}
+
+const TYPES: Record<string, string> = {
+  ".ts": "application/typescript",
+  ".js": "application/javascript",
+  ".json": "application/json",
+  ".csv": "text/csv",
+};
+
+/** Serves `root` read-only on 127.0.0.1 at a free port. */
+export function serveDirectory(root: string = REPO_ROOT): FileServer {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const path = normalize(decodeURIComponent(new URL(req.url).pathname));
+    if (path.includes("..")) return new Response("bad path", { status: 400 });
+    try {
+      const body = await Deno.readFile(join(root, path));
+      return new Response(body, {
+        headers: { "content-type": TYPES[extname(path)] ?? "application/octet-stream" },
+      });
+    } catch {
+      return new Response("not found", { status: 404 });
+    }
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/`,
+    close: () => server.shutdown(),
+  };
+}
+
+/** A child process with its output collected. */
+export class Proc {
+  readonly name: string;
+  readonly child: Deno.ChildProcess;
+  #out = "";
+  readonly #done: Promise<Deno.CommandStatus>;
+  readonly #pumps: Promise<void>[];
+
+  constructor(name: string, args: string[], env: Record<string, string> = {}) {
+    this.name = name;
+    this.child = new Deno.Command(Deno.execPath(), {
+      args,
+      cwd: REPO_ROOT,
+      env,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const pump = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const chunk of stream.pipeThrough(new TextDecoderStream())) this.#out += chunk;
+    };
+    this.#pumps = [pump(this.child.stdout), pump(this.child.stderr)];
+    this.#done = this.child.status;
+  }
+
+  /** Everything the process printed so far (stdout and stderr interleaved by arrival). */
+  get output(): string {
+    return this.#out;
+  }
+
+  /** Resolves with the exit status once the process ended and its output was read. */
+  async wait(): Promise<Deno.CommandStatus> {
+    const status = await this.#done;
+    await Promise.all(this.#pumps);
+    return status;
+  }
+
+  /** Sends `signal` (default SIGKILL) and waits for the end. */
+  async kill(signal: Deno.Signal = "SIGKILL"): Promise<void> {
+    try {
+      this.child.kill(signal);
+    } catch {
+      // already gone
+    }
+    await this.wait();
+  }
+
+  /** Resolves when the output matches `pattern`; rejects after `timeoutMs` or on exit. */
+  async waitFor(pattern: RegExp, timeoutMs = 60_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    let exited = false;
+    this.#done.then(() => exited = true);
+    while (!pattern.test(this.#out)) {
+      if (exited) throw new Error(`${this.name} exited before printing ${pattern}:\n${this.#out}`);
+      if (Date.now() > until) {
+        throw new Error(
+          `${this.name} did not print ${pattern} within ${timeoutMs} ms:\n${this.#out}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** Options of {@linkcode startCluster}. */
+export interface ClusterOptions {
+  /** NATS URL. */
+  readonly nats: string;
+  /** Number of worker processes. Default 2. */
+  readonly workers?: number;
+  /** Slots per worker. Default 2. */
+  readonly slots?: number;
+  /** Checkpoint bucket; default a unique one (deleted by `stop`). */
+  readonly checkpointBucket?: string;
+  /** Heartbeat timeout of the coordinator, in ms. Default 2000. */
+  readonly heartbeatTimeoutMs?: number;
+  /** Extra environment variables of every process (e.g. `WEIR_LOG_LEVEL`). */
+  readonly env?: Record<string, string>;
+}
+
+/** A coordinator and workers, each a `cli.ts` process. */
+export class TestCluster {
+  readonly options: ClusterOptions;
+  readonly bucket: string;
+  coordinator!: Proc;
+  readonly workers: Proc[] = [];
+  #started = 0;
+
+  constructor(options: ClusterOptions) {
+    this.options = options;
+    this.bucket = options.checkpointBucket ??
+      `weir-test-chk-${crypto.randomUUID().slice(0, 8)}`;
+  }
+
+  #cli(...args: string[]): string[] {
+    return ["run", "-A", join(REPO_ROOT, "cli.ts"), ...args, "--nats", this.options.nats];
+  }
+
+  /** Starts the coordinator and the workers; resolves once all are up. */
+  async start(): Promise<void> {
+    this.coordinator = new Proc(
+      "coordinator",
+      this.#cli(
+        "coordinator",
+        "--checkpoint-bucket",
+        this.bucket,
+        "--heartbeat-timeout",
+        String(this.options.heartbeatTimeoutMs ?? 2000),
+      ),
+      this.options.env,
+    );
+    await this.coordinator.waitFor(/weir coordinator: listening/);
+    await Promise.all(
+      Array.from({ length: this.options.workers ?? 2 }, () => this.startWorker()),
+    );
+  }
+
+  /** Starts one more worker process; resolves once it is connected. */
+  async startWorker(): Promise<Proc> {
+    const id = `w${this.#started++}`;
+    const worker = new Proc(
+      id,
+      this.#cli("worker", "--slots", String(this.options.slots ?? 2), "--id", `${id}-${Deno.pid}`),
+      this.options.env,
+    );
+    this.workers.push(worker);
+    await worker.waitFor(/weir worker .*slots/);
+    return worker;
+  }
+
+  /** Runs `cli.ts <args...> --nats URL` to its end. */
+  async cli(...args: string[]): Promise<{ code: number; output: string }> {
+    const p = new Proc(`cli ${args[0]}`, this.#cli(...args), this.options.env);
+    const status = await p.wait();
+    return { code: status.code, output: p.output };
+  }
+
+  /** Stops every process (SIGTERM, then SIGKILL) and deletes the checkpoint bucket. */
+  async stop(): Promise<void> {
+    await Promise.all(
+      [...this.workers, this.coordinator].filter(Boolean).map(async (p) => {
+        try {
+          p.child.kill("SIGTERM");
+        } catch {
+          // gone
+        }
+        const timer = setTimeout(() => {
+          try {
+            p.child.kill("SIGKILL");
+          } catch {
+            // gone
+          }
+        }, 5000);
+        await p.wait();
+        clearTimeout(timer);
+      }),
+    );
+    if (this.options.checkpointBucket === undefined) {
+      const nc = await connect({ servers: this.options.nats });
+      try {
+        const store = await new objApi.Objm(nc).open(this.bucket);
+        await store.destroy();
+      } catch {
+        // never created
+      } finally {
+        await nc.close();
+      }
+    }
+  }
+
+  /** Everything the processes printed, for failure messages. */
+  logs(): string {
+    return [this.coordinator, ...this.workers].filter(Boolean)
+      .map((p) => `----- ${p.name}\n${p.output}`).join("\n");
+  }
+}

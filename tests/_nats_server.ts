@@ -1,0 +1,195 @@
+/**
+ * Private `nats-server` processes for tests that need a server of their own:
+ * with credentials, or one to stop, kill and restart mid-run (chaos tests).
+ * Tests that need only core NATS or JetStream use the shared server at
+ * `nats://127.0.0.1:4222` instead.
+ *
+ * Each server listens on 127.0.0.1 on a free port and keeps its JetStream
+ * store and log in a temporary directory (or in `storeDir`, when given),
+ * which {@linkcode NatsServerHandle.stop} removes.
+ *
+ * ```ts ignore
+ * const server = await startNatsServer({ jetstream: true });
+ * try {
+ *   const nc = await connectNats({ servers: server.url });
+ *   // ...
+ *   await server.kill();    // SIGKILL, as a crash
+ *   await server.restart(); // same port and store; resolves once it accepts connections
+ * } finally {
+ *   await server.stop();
+ * }
+ * ```
+ *
+ * @module
+ */
+
+import { delay } from "../runtime/actor/async.ts";
+
+/** The nats-server binary of this machine (Debian's package). */
+export const NATS_SERVER_BINARY = "/usr/sbin/nats-server";
+
+/** How long a server may take to accept TCP connections after it is started, in ms. */
+const STARTUP_TIMEOUT_MS = 10_000;
+
+/** Options of {@linkcode startNatsServer}. */
+export interface NatsServerOptions {
+  /** Enable JetStream (`-js`). Default false. */
+  readonly jetstream?: boolean;
+  /**
+   * The JetStream store directory (`-sd`). Default: a temporary directory,
+   * removed by `stop()`. A given directory is left in place.
+   */
+  readonly storeDir?: string;
+  /** More arguments for nats-server, e.g. `["--user", "u", "--pass", "p"]`. */
+  readonly args?: readonly string[];
+}
+
+/** A running private nats-server; see {@linkcode startNatsServer}. */
+export interface NatsServerHandle {
+  /** `nats://127.0.0.1:<port>`. */
+  readonly url: string;
+  /** The TCP port it listens on. */
+  readonly port: number;
+  /** Its JetStream store directory. */
+  readonly storeDir: string;
+  /**
+   * Stops it with SIGTERM (when running), waits for the process to exit, and
+   * removes the temporary directory. Idempotent; call it in `finally`.
+   */
+  stop(): Promise<void>;
+  /** Kills it with SIGKILL (a crash) and waits for the process to exit; the store is kept. */
+  kill(): Promise<void>;
+  /**
+   * Stops it with SIGTERM if it is running, then starts it again on the same
+   * port with the same store, and resolves once it accepts TCP connections.
+   *
+   * @throws {Error} after `stop()`, or when it does not start (with its log).
+   */
+  restart(): Promise<void>;
+}
+
+/**
+ * Starts a nats-server on a free port of 127.0.0.1 and resolves once it
+ * accepts TCP connections.
+ *
+ * @param options JetStream, store directory and extra arguments.
+ * @returns A handle to stop, kill or restart it.
+ * @throws {Error} with the server's log when it exits or does not accept
+ * connections within 10 s.
+ */
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerHandle> {
+  const dir = await Deno.makeTempDir({ prefix: "weir-nats-" });
+  const storeDir = options.storeDir ?? `${dir}/store`;
+  const logFile = `${dir}/nats.log`;
+  const argsFor = (port: number) => [
+    "-a",
+    "127.0.0.1",
+    "-p",
+    String(port),
+    "-l",
+    logFile,
+    ...(options.jetstream ? ["-js", "-sd", storeDir] : []),
+    ...(options.args ?? []),
+  ];
+  let process: Deno.ChildProcess | undefined;
+  let port = 0;
+  try {
+    // Another process may take the free port before the server binds it: try a few.
+    for (let attempt = 0;; attempt++) {
+      port = freePort();
+      try {
+        process = await launch(argsFor(port), port, logFile);
+        break;
+      } catch (error) {
+        if (attempt >= 4 || !/address already in use/i.test(String(error))) throw error;
+      }
+    }
+  } catch (error) {
+    await Deno.remove(dir, { recursive: true });
+    throw error;
+  }
+  let stopped = false;
+  const halt = async (signal: Deno.Signal) => {
+    const running = process;
+    process = undefined;
+    if (running === undefined) return;
+    try {
+      running.kill(signal);
+    } catch {
+      // already exited
+    }
+    await running.status;
+  };
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    storeDir,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await halt("SIGTERM");
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+    kill: () => halt("SIGKILL"),
+    async restart() {
+      if (stopped) {
+        throw new Error(`Cannot restart the nats-server of port ${port}: it was stopped`);
+      }
+      await halt("SIGTERM");
+      process = await launch(argsFor(port), port, logFile);
+    },
+  };
+}
+
+/** A port that was free a moment ago. */
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+/** Spawns the server and waits until `port` accepts connections. */
+async function launch(args: string[], port: number, logFile: string): Promise<Deno.ChildProcess> {
+  const child = new Deno.Command(NATS_SERVER_BINARY, {
+    args,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  let exited: Deno.CommandStatus | undefined;
+  child.status.then((status) => exited = status);
+  const start = performance.now();
+  while (true) {
+    if (exited !== undefined) {
+      throw new Error(
+        `nats-server ${args.join(" ")} exited with code ${exited.code} before accepting ` +
+          `connections on port ${port}; its log:\n${await readLog(logFile)}`,
+      );
+    }
+    try {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      conn.close();
+      return child;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() - start > STARTUP_TIMEOUT_MS) {
+      child.kill("SIGKILL");
+      await child.status;
+      throw new Error(
+        `nats-server ${args.join(" ")} did not accept connections on port ${port} within ` +
+          `${STARTUP_TIMEOUT_MS} ms; its log:\n${await readLog(logFile)}`,
+      );
+    }
+    await delay(20);
+  }
+}
+
+async function readLog(logFile: string): Promise<string> {
+  try {
+    return (await Deno.readTextFile(logFile)).slice(-4_000);
+  } catch (error) {
+    return `(no log: ${error instanceof Error ? error.message : error})`;
+  }
+}
