@@ -38,6 +38,7 @@ import { ClusterCoordinator } from "./runtime/cluster/cluster_coordinator.ts";
 import { WorkerProcess } from "./runtime/cluster/worker_process.ts";
 import { cancelJob, listJobs } from "./runtime/cluster/client.ts";
 import { runReadCommand } from "./connectors/jetstream/reader.ts";
+import { setLogLevel } from "./runtime/log.ts";
 
 const USAGE = `usage: deno run -A cli.ts <command> --nats URL [options]
 
@@ -117,6 +118,9 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined && !values.help ? 2 : 0;
   }
   const nats = natsOptions(argv);
+  // Cluster processes log at info by default (checkpoints, deployments, failovers).
+  const server = command === "coordinator" || command === "worker";
+  if (server && (Deno.env.get("WEIR_LOG_LEVEL") ?? "") === "") setLogLevel("info");
   switch (command) {
     case "coordinator": {
       const nc = await connectNats({ ...nats, name: "weir-coordinator" });

@@ -94,8 +94,15 @@ export { SystemClock, systemClock } from "./runtime/time/clock.ts";
 export type { Clock } from "./runtime/time/clock.ts";
 export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/restart_strategy.ts";
 export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
-export { CheckpointFailureThresholdError, JobFailedError } from "./runtime/cluster/job_result.ts";
+export {
+  CheckpointFailureThresholdError,
+  ClusterRequestError,
+  JobFailedError,
+} from "./runtime/cluster/job_result.ts";
 export { ResumeError } from "./runtime/cluster/local_executor.ts";
+export { executionRole } from "./runtime/cluster/role.ts";
+export type { ExecutionRole } from "./runtime/cluster/role.ts";
+
 export type { JobExecutionResult, VertexMetrics } from "./runtime/cluster/job_result.ts";
 export { InvalidJobGraphError } from "./runtime/graph/job_graph.ts";
 export { assignToKeyGroup, DEFAULT_MAX_PARALLELISM, keyHash } from "./runtime/state/key_group.ts";

@@ -29,7 +29,7 @@ import {
 import type { CheckpointConfig } from "./coordinator.ts";
 import type { RestartStrategyConfig } from "./restart_strategy.ts";
 import { newJobId, type ResumeRequest } from "./local_executor.ts";
-import { type JobExecutionResult, JobFailedError } from "./job_result.ts";
+import { ClusterRequestError, type JobExecutionResult, JobFailedError } from "./job_result.ts";
 import { connectNats, natsOptionsFromArgs } from "../actor/nats_connect.ts";
 import { NatsTransport } from "../actor/nats_transport.ts";
 import { logger } from "../log.ts";
@@ -52,12 +52,6 @@ export interface SubmitOptions {
   readonly resume?: ResumeRequest | undefined;
   /** Period of status polls, in ms. Default 250. */
   readonly pollIntervalMs?: number;
-}
-
-/** The cluster could not be reached or refused a request. */
-export class ClusterRequestError extends Error {
-  /** The error class name. */
-  override name = "ClusterRequestError";
 }
 
 /**

@@ -106,3 +106,12 @@ export class RemoteTaskError extends Error {
     if (info.stack) this.stack = info.stack;
   }
 }
+
+/**
+ * Cluster mode: NATS or the coordinator could not be reached, or the
+ * coordinator refused a request (an invalid submission, an unknown job).
+ */
+export class ClusterRequestError extends Error {
+  /** The error class name. */
+  override name = "ClusterRequestError";
+}

@@ -20,12 +20,13 @@ import type { JobGraph } from "../graph/job_graph.ts";
 import { jobGraphFingerprint } from "../graph/job_graph_summary.ts";
 import type { WorkerMessage } from "../task/messages.ts";
 import type { SlotLaunch } from "./role.ts";
+import { SuppressRestartsError } from "./restart_strategy.ts";
 import { type JobRuntime, Worker } from "./worker.ts";
 
 /** What the slot thread posts to its parent. */
 export type SlotThreadMessage =
   | { readonly t: "ready" }
-  | { readonly t: "error"; readonly message: string };
+  | { readonly t: "error"; readonly message: string; readonly suppressRestarts: boolean };
 
 /** The job settings the job module's environment gives the slot. */
 export type SlotRuntimeSettings = Omit<JobRuntime, "graph" | "storage">;
@@ -43,7 +44,7 @@ export async function runSlot(
   try {
     const fingerprint = jobGraphFingerprint(graph);
     if (fingerprint !== launch.fingerprint) {
-      throw new Error(
+      throw new SuppressRestartsError(
         `the job module built a different graph on slot ${launch.slotId} than on the client ` +
           `(fingerprint ${fingerprint.slice(0, 12)} vs ${
             launch.fingerprint.slice(0, 12)
@@ -64,7 +65,11 @@ export async function runSlot(
     };
     post({ t: "ready" });
   } catch (error) {
-    post({ t: "error", message: error instanceof Error ? error.message : String(error) });
+    post({
+      t: "error",
+      message: error instanceof Error ? error.message : String(error),
+      suppressRestarts: error instanceof SuppressRestartsError,
+    });
   }
   return await new Promise<never>(() => {});
 }

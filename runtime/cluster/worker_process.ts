@@ -33,6 +33,7 @@ import {
   type CoordinatorMessage,
   coordinatorSubject,
   errorInfo,
+  subjectToken,
   type WorkerMessage,
   workerSubject,
 } from "../task/messages.ts";
@@ -44,6 +45,7 @@ import {
 } from "./cluster_protocol.ts";
 import { SLOT_NAME_PREFIX, type SlotLaunch } from "./role.ts";
 import type { SlotThreadMessage } from "./slot.ts";
+import { SuppressRestartsError } from "./restart_strategy.ts";
 import { logger } from "../log.ts";
 
 const log = logger("worker");
@@ -138,6 +140,12 @@ export class WorkerProcess {
   }
 
   #onMessage(slotId: string, msg: WorkerMessage, bytes: Uint8Array): void {
+    try {
+      subjectToken(msg.job, "job id");
+    } catch (error) {
+      log.warn(`slot ${slotId}: dropping a ${msg.t} message: ${error}`);
+      return;
+    }
     const key = `${msg.job}/${slotId}`;
     let thread = this.#threads.get(key);
     if (msg.t === "release") {
@@ -231,7 +239,8 @@ class SlotThread {
         this.#ready = true;
         for (const bytes of this.#queue.splice(0)) worker.postMessage(bytes);
       } else {
-        this.#fail(new Error(`slot ${o.slotId} cannot run job ${o.jobId}: ${m.message}`));
+        const message = `slot ${o.slotId} cannot run job ${o.jobId}: ${m.message}`;
+        this.#fail(m.suppressRestarts ? new SuppressRestartsError(message) : new Error(message));
       }
     };
     worker.onerror = (e: ErrorEvent) => {

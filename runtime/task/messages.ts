@@ -210,9 +210,25 @@ export type WorkerMessage =
     | { readonly t: "release" }
   );
 
-/** The coordinator's subject of job `jobId`. */
+/**
+ * Checks that `value` can be one subject token: `[A-Za-z0-9_-]+`. Ids that
+ * reach subjects (job, vertex, worker and slot ids) are made of these
+ * characters, and one that arrives off the wire otherwise (e.g. a job id
+ * `*`) must not turn into a wildcard that receives other jobs' messages.
+ * @throws {RangeError} naming `what` and the value.
+ */
+export function subjectToken(value: string, what: string): string {
+  if (!SUBJECT_TOKEN.test(value)) {
+    throw new RangeError(`${what} must match [A-Za-z0-9_-]+, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+const SUBJECT_TOKEN = /^[A-Za-z0-9_-]+$/;
+
+/** The coordinator's subject of job `jobId`. @throws {RangeError} for an invalid job id. */
 export function coordinatorSubject(jobId: string): string {
-  return `weir.${jobId}.coord`;
+  return `weir.${subjectToken(jobId, "job id")}.coord`;
 }
 
 /** The mailbox subject of one subtask. */
@@ -222,12 +238,19 @@ export function taskSubject(
   vertexId: string,
   subtask: number,
 ): string {
+  subjectToken(jobId, "job id");
+  subjectToken(vertexId, "vertex id");
+  if (!Number.isInteger(attempt) || attempt < 0 || !Number.isInteger(subtask) || subtask < 0) {
+    throw new RangeError(
+      `attempt and subtask must be non-negative integers, got ${attempt}, ${subtask}`,
+    );
+  }
   return `weir.${jobId}.${attempt}.task.${vertexId}.${subtask}`;
 }
 
-/** A worker's subject. */
+/** A worker's (or slot's) subject. @throws {RangeError} for an invalid id. */
 export function workerSubject(workerId: string): string {
-  return `weir.worker.${workerId}`;
+  return `weir.worker.${subjectToken(workerId, "worker id")}`;
 }
 
 /** Turns an error into its serializable form. */

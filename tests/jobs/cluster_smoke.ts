@@ -1,26 +1,71 @@
 /**
  * A small job for cluster-mode tests: the numbers 1..N (`--count`, default
- * 1000) keyed by `n % 3`, with a running sum per key, printed as
- * `key,sum` lines by the sink subtasks (on the workers' stdout).
+ * 1000, at `--rate` records/s when given) keyed by `n % 3`, with a running
+ * sum per key, printed as `sum=<n>` lines by the sink subtasks (on the
+ * workers' stdout).
  *
  *     deno run -A tests/jobs/cluster_smoke.ts --nats nats://127.0.0.1:4222 --count 1000
+ *
+ * Fault options (for tests):
+ * - `--fail-once`: the map throws in attempt 0 at record 500 (a subtask's
+ *   exception: the worker must survive it and the job restart);
+ * - `--throw-in-slot`: the module throws while loading on slot threads (an
+ *   uncaught error in a slot thread);
+ * - `--vary-graph`: the graph differs on slot threads (fingerprint mismatch).
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { StreamExecutionEnvironment } from "../../mod.ts";
+import {
+  executionRole,
+  RestartStrategies,
+  type RuntimeContext,
+  StreamExecutionEnvironment,
+  WatermarkStrategy,
+} from "../../mod.ts";
+import { SequenceSource } from "../../connectors/datagen/sequence_source.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { nats: { type: "string" }, count: { type: "string", default: "1000" } },
+  options: {
+    nats: { type: "string" },
+    count: { type: "string", default: "1000" },
+    rate: { type: "string" },
+    "fail-once": { type: "boolean" },
+    "throw-in-slot": { type: "boolean" },
+    "vary-graph": { type: "boolean" },
+  },
 });
+const onSlot = executionRole() === "slot";
+if (values["throw-in-slot"] && onSlot) throw new Error("boom while loading on a slot thread");
 const count = Number(values.count);
 const env = StreamExecutionEnvironment.getExecutionEnvironment();
-env.setParallelism(2);
+env.setParallelism(values["vary-graph"] && onSlot ? 3 : 2);
 env.enableCheckpointing(200);
-env.fromCollection(Array.from({ length: count }, (_, i) => i + 1))
+env.setRestartStrategy(RestartStrategies.fixedDelay(3, 100));
+const failOnce = values["fail-once"] ?? false;
+let attempt = 0;
+env.fromSource(
+  new SequenceSource(
+    1,
+    count,
+    values.rate === undefined ? {} : { recordsPerSecond: Number(values.rate) },
+  ),
+  WatermarkStrategy.noWatermarks(),
+  "numbers",
+)
   .uid("numbers")
+  .map({
+    open(ctx: RuntimeContext) {
+      attempt = ctx.attempt;
+    },
+    map(n: number) {
+      if (failOnce && attempt === 0 && n === 500) throw new Error("planned failure at 500");
+      return n;
+    },
+  })
+  .uid("check")
   .keyBy((n) => n % 3)
   .reduce((a, b) => a + b)
   .uid("sum")
