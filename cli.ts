@@ -9,6 +9,7 @@
  *     deno run -A cli.ts list        --nats nats://host:4222 [--json]
  *     deno run -A cli.ts cancel JOB  --nats nats://host:4222
  *     deno run -A cli.ts read        --nats nats://host:4222 --stream S [--committed] [--from SEQ]
+ *                                    [--subject F] [--txn-bucket B] [--follow]
  *
  * Every command takes the NATS connection options `--nats URL`,
  * `--nats-user`, `--nats-password`, `--nats-token`, `--nats-tls-ca`,
@@ -48,6 +49,7 @@ commands:
   list          list jobs and workers [--json]
   cancel JOB    cancel a running job
   read          print a stream's records as JSON lines --stream S [--committed] [--from SEQ]
+                [--subject F] [--txn-bucket B] [--follow]
 
 NATS options: --nats URL --nats-user U --nats-password P --nats-token T
               --nats-tls-ca F --nats-tls-cert F --nats-tls-key F (or WEIR_NATS_* variables)`;
@@ -76,7 +78,10 @@ function parse(args: string[]) {
       "heartbeat-interval": text,
       stream: text,
       from: text,
+      subject: text,
+      "txn-bucket": text,
       committed: { type: "boolean" },
+      follow: { type: "boolean" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -203,7 +208,10 @@ async function main(argv: string[]): Promise<number> {
         nats,
         stream: values.stream,
         committed: values.committed ?? false,
-        ...(values.from === undefined ? {} : { fromSequence: positiveInt(values.from, "--from") }),
+        follow: values.follow ?? false,
+        ...(values.from === undefined ? {} : { from: positiveInt(values.from, "--from") }),
+        ...(values.subject === undefined ? {} : { filterSubject: values.subject }),
+        ...(values["txn-bucket"] === undefined ? {} : { txnBucket: values["txn-bucket"] }),
       }, (line) => console.log(line));
       return 0;
     }

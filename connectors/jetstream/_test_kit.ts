@@ -1,0 +1,95 @@
+/**
+ * Test support for the JetStream connectors: unique stream and bucket names
+ * on the shared NATS server (`WEIR_TEST_NATS_URL`, default
+ * `nats://127.0.0.1:4222`), removed in `finally`, and helpers to drive a
+ * sink the way the two-phase-commit operator does.
+ *
+ * @module
+ */
+
+import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
+import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
+import type { SinkInitContext } from "../../runtime/api/sink.ts";
+import { readCommitted, type ReadOptions } from "./reader.ts";
+
+/** The NATS server of the tests. */
+export const NATS_URL: string = Deno.env.get("WEIR_TEST_NATS_URL") ?? "nats://127.0.0.1:4222";
+
+/** Connection options for the test server. */
+export const CONNECTION: NatsConnectionOptions = { servers: NATS_URL, name: "weir-test" };
+
+/** `<base>-<8 random hex digits>`: a name no other test run uses. */
+export function uniqueName(base: string): string {
+  return `${base}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+/** What {@linkcode withJetStream} gives the test body. */
+export interface TestJetStream {
+  /** An open connection. */
+  readonly nc: NatsConnection;
+  /** A JetStream client on it. */
+  readonly js: jetstreamApi.JetStreamClient;
+  /** A fresh stream's name (capturing `<name>.>`). */
+  readonly stream: string;
+  /** A fresh KV bucket name (not created). */
+  readonly bucket: string;
+}
+
+/**
+ * Runs `body` with a fresh stream capturing `<stream>.>` and a fresh bucket
+ * name; deletes both afterwards (the bucket only if something created it).
+ */
+export async function withJetStream<R>(
+  body: (t: TestJetStream) => Promise<R>,
+  streamConfig: Partial<jetstreamApi.StreamConfig> = {},
+): Promise<R> {
+  const nc = await connectNats(CONNECTION);
+  const jsm = await jetstreamApi.jetstreamManager(nc);
+  const stream = uniqueName("weir-test");
+  const bucket = uniqueName("weir-test-txn");
+  try {
+    await jsm.streams.add({ name: stream, subjects: [`${stream}.>`], ...streamConfig });
+    return await body({ nc, js: jetstreamApi.jetstream(nc), stream, bucket });
+  } finally {
+    await jsm.streams.delete(stream).catch(() => {});
+    await jsm.streams.delete(`KV_${bucket}`).catch(() => {});
+    await nc.close();
+  }
+}
+
+/** A sink's init context for subtask `subtask` of `parallelism`. */
+export function initContext(
+  subtask: number,
+  parallelism: number,
+  attempt = 0,
+  uid = "out",
+): SinkInitContext {
+  return { subtaskIndex: subtask, parallelism, attempt, uid, jobId: "jetstream-test" };
+}
+
+/** Publishes each value as JSON to `subject`, non-transactionally, and waits for the acks. */
+export async function publishJson(
+  js: jetstreamApi.JetStreamClient,
+  subject: string,
+  values: readonly unknown[],
+): Promise<void> {
+  const encoder = new TextEncoder();
+  await Promise.all(values.map((v) => js.publish(subject, encoder.encode(JSON.stringify(v)))));
+}
+
+/**
+ * Reads `stream` to its last sequence at start (bounded) and returns the
+ * payloads parsed as JSON.
+ */
+export async function readJson(
+  stream: string,
+  options: Partial<Omit<ReadOptions, "stream" | "connection">> = {},
+): Promise<unknown[]> {
+  const values: unknown[] = [];
+  for await (
+    const record of readCommitted({ connection: CONNECTION, stream, bounded: true, ...options })
+  ) {
+    values.push(JSON.parse(new TextDecoder().decode(record.data)));
+  }
+  return values;
+}

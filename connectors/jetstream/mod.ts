@@ -1,0 +1,76 @@
+/**
+ * JetStream connectors: a replayable source ({@linkcode JetStreamSource},
+ * read-committed by default), an exactly-once transactional sink
+ * ({@linkcode JetStreamSink}, Kafka's transactions emulated on JetStream),
+ * and a read-committed reader ({@linkcode readCommitted},
+ * {@linkcode runReadCommand}). The protocol, which any NATS client can
+ * follow, is documented in `protocol.ts`.
+ *
+ * @example
+ * ```ts
+ * import { JetStreamSink, JetStreamSource } from "./mod.ts";
+ *
+ * const connection = { servers: "nats://127.0.0.1:4222" };
+ * const readings = new JetStreamSource<{ id: string; t: number }>({ connection, stream: "readings" });
+ * const alerts = new JetStreamSink<{ id: string }>({ connection, stream: "alerts", subject: "alerts.new" });
+ * console.assert(readings.boundedness === "continuous-unbounded" && alerts.stream === "alerts");
+ * ```
+ *
+ * @module
+ */
+
+export {
+  JETSTREAM_DEAD_LETTER,
+  type JetStreamDeadLetter,
+  JetStreamDeserializationError,
+  JetStreamSource,
+  type JetStreamSourceOptions,
+  type JetStreamSplit,
+  type MessageMeta,
+  type StartPosition,
+} from "./source.ts";
+export { DEFAULT_MAX_IN_FLIGHT, JetStreamSink, type JetStreamSinkOptions } from "./sink.ts";
+export type { JetStreamTxn } from "./producer.ts";
+export {
+  DEFAULT_MAX_BUFFERED,
+  printableValue,
+  type ReadCommandOptions,
+  readCommitted,
+  type ReadOptions,
+  type ReadRecord,
+  runReadCommand,
+} from "./reader.ts";
+export {
+  DEFAULT_TXN_BUCKET,
+  MSG_ID_HEADER,
+  ProducerFencedError,
+  type ProducerRecord,
+  TransactionStateError,
+  TXN_HEADER,
+  type TxnRecord,
+  type TxnState,
+} from "./protocol.ts";
+export type { FeedMessage, MessageHeaders } from "./feed.ts";
+export {
+  type Isolation,
+  type KnownState,
+  ReadCommittedBuffer,
+  type Sequenced,
+  type Step,
+} from "./read_committed.ts";
+// Types of the runtime and of the NATS client that this module's API refers to.
+export type { NatsConnectionOptions, NatsTlsOptions } from "../../runtime/actor/nats_connect.ts";
+export type {
+  Boundedness,
+  InputStatus,
+  ReaderOutput,
+  Source,
+  SourceReader,
+  SourceReaderContext,
+  SourceSplit,
+  SplitEnumeratorContext,
+} from "../../runtime/api/source.ts";
+export type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "../../runtime/api/sink.ts";
+export type { Clock } from "../../runtime/time/clock.ts";
+export { OutputTag } from "../../runtime/api/output_tag.ts";
+export { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";

@@ -1,0 +1,385 @@
+/**
+ * A transactional producer on JetStream, one per sink subtask (Kafka's
+ * transactional `KafkaProducer`): it owns transactionalIds, fences their
+ * older epochs, publishes records of its open transaction with a window of
+ * asynchronous acknowledgements, and moves transaction records through the
+ * protocol of `protocol.ts`.
+ *
+ * ## Epochs and fencing
+ *
+ * {@linkcode TransactionalProducer.init} bumps the epoch of each owned
+ * transactionalId with compare-and-set (Kafka's `initTransactions`). A
+ * producer whose epoch is no longer current throws
+ * {@linkcode ProducerFencedError} when it begins, pre-commits or commits:
+ *
+ * - begin creates `txn.<id>` (open) first and checks the epoch after, so a
+ *   transaction a fenced producer creates after the new owner listed the
+ *   lingering ones is aborted by its own creator (or never gets a record);
+ * - pre-commit and commit check the epoch before their compare-and-set. A
+ *   zombie's commit that passed the check just before the fence completes,
+ *   as a Kafka commit that reached `PrepareCommit` does; it can only be the
+ *   commit of a checkpoint that completed, which the new owner commits too.
+ *
+ * Committing a restored transaction of an older epoch is the new owner's
+ * job and is allowed: the check is on the caller's epoch.
+ *
+ * ## Lingering transactions
+ *
+ * Open transactions of older epochs of the owned ids (left by a crash, or
+ * pre-committed for a checkpoint that never completed) are aborted: at the
+ * first `begin`, those never pre-committed (no checkpoint holds them); the
+ * pre-committed ones at the first commit of this producer's own epoch, when
+ * the first checkpoint of the new attempt has completed and so every
+ * subtask has committed what it restored (after a rescale, a restored
+ * transaction may belong to another subtask). Then `settledEpoch` is set,
+ * so later starts scan only newer epochs.
+ *
+ * ## Invariants
+ *
+ * - One transaction is open at a time; `preCommit` awaits every
+ *   outstanding acknowledgement, so its record count and first and last
+ *   sequences are complete, and a failed publish fails the transaction.
+ * - At most `maxInFlight` publishes await their acknowledgement; `send`
+ *   returns a promise only while the window is full.
+ * - Publishing goes through an {@linkcode AsyncPublisher}: a publish whose
+ *   acknowledgement times out is sent again with the same `Nats-Msg-Id`, so
+ *   the stream stores it once.
+ *
+ * @module
+ */
+
+import { headers as natsHeaders, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
+import { logger } from "../../runtime/log.ts";
+import {
+  decideCommit,
+  decideLingering,
+  decidePreCommit,
+  MSG_ID_HEADER,
+  msgIdOf,
+  ownedSubtasks,
+  ProducerFencedError,
+  transactionalIdOf,
+  TransactionStateError,
+  TXN_HEADER,
+  txnIdOf,
+} from "./protocol.ts";
+import type { TransactionLog } from "./transactions.ts";
+import { AsyncPublisher } from "./publisher.ts";
+
+const log = logger("jetstream-sink");
+
+/**
+ * A transaction handle: plain data, checkpointed with the sink's state
+ * (MessagePack-encodable).
+ */
+export interface JetStreamTxn {
+  /** The txnId, `<transactionalId>.<epoch>.<counter>`. */
+  id: string;
+  /** `<prefix>.<subtask>`. */
+  transactionalId: string;
+  /** The producer epoch that began it. */
+  epoch: number;
+  /** Records published in it. */
+  records: number;
+  /** Stream sequence of its first record (0: none yet). */
+  firstSeq: number;
+  /** Stream sequence of its last record (0: none yet). */
+  lastSeq: number;
+}
+
+/** Options of {@linkcode TransactionalProducer.init}. */
+export interface ProducerOptions {
+  /** An open connection (the caller closes it). */
+  readonly nc: NatsConnection;
+  /** The transaction log. */
+  readonly log: TransactionLog;
+  /** The target stream: every acknowledgement must come from it. */
+  readonly stream: string;
+  /** The transactionalId prefix. */
+  readonly prefix: string;
+  /** The sink subtask. */
+  readonly subtask: number;
+  /** The sink's parallelism. */
+  readonly parallelism: number;
+  /** Publishes awaiting acknowledgement at most. */
+  readonly maxInFlight: number;
+}
+
+interface Owned {
+  readonly transactionalId: string;
+  readonly epoch: number;
+  readonly settledEpoch: number;
+  settled: boolean;
+}
+
+/** A sink subtask's transactional producer; see the module docs. */
+export class TransactionalProducer {
+  readonly #o: ProducerOptions;
+  readonly #publisher: AsyncPublisher;
+  readonly #owned: Owned[];
+  #counter = 0;
+  #cleanedAtBegin = false;
+  #inflight: (Promise<void> | undefined)[] = [];
+  #head = 0;
+  #failure: Error | undefined;
+
+  private constructor(options: ProducerOptions, owned: Owned[]) {
+    this.#o = options;
+    this.#publisher = new AsyncPublisher(options.nc);
+    this.#owned = owned;
+  }
+
+  /**
+   * Takes ownership of the subtask's transactionalIds: bumps their epochs
+   * (see the module docs).
+   * @throws {Error} naming the bucket and key when the KV bucket cannot be used.
+   */
+  static async init(options: ProducerOptions): Promise<TransactionalProducer> {
+    const known = await options.log.listProducerSubtasks(options.prefix);
+    const owned: Owned[] = [];
+    for (const subtask of ownedSubtasks(options.subtask, options.parallelism, known)) {
+      const transactionalId = transactionalIdOf(options.prefix, subtask);
+      const { value } = await options.log.bumpEpoch(transactionalId, options.parallelism);
+      owned.push({
+        transactionalId,
+        epoch: value.epoch,
+        settledEpoch: value.settledEpoch,
+        settled: value.settledEpoch >= value.epoch,
+      });
+    }
+    return new TransactionalProducer(options, owned);
+  }
+
+  /** The subtask's own transactionalId. */
+  get transactionalId(): string {
+    return this.#owned[0]!.transactionalId;
+  }
+
+  /** This producer's epoch of its own transactionalId. */
+  get epoch(): number {
+    return this.#owned[0]!.epoch;
+  }
+
+  /**
+   * Begins a transaction: `txn.<id>` is created open before any record.
+   * The first call aborts lingering transactions first (see the module docs).
+   * @throws {ProducerFencedError} when a newer epoch owns the transactionalId.
+   */
+  async begin(): Promise<JetStreamTxn> {
+    if (this.#failure) throw this.#failure;
+    if (!this.#cleanedAtBegin) {
+      await this.#cleanUp(false);
+      this.#cleanedAtBegin = true;
+    }
+    const { transactionalId, epoch } = this;
+    const id = txnIdOf(transactionalId, epoch, this.#counter++);
+    const created = await this.#o.log.createTxn(id, {
+      state: "open",
+      producer: transactionalId,
+      epoch,
+      records: 0,
+    });
+    if (created === "exists") {
+      // Ours when a retried create had landed; otherwise a newer owner wrote it aborted.
+      const existing = await this.#o.log.getTxn(id);
+      if (existing?.value.state !== "open" || existing.value.preCommitted) {
+        throw await this.#fenced(`begins transaction ${id}`);
+      }
+    }
+    await this.#checkEpoch(`begins transaction ${id}`, id);
+    return { id, transactionalId, epoch, records: 0, firstSeq: 0, lastSeq: 0 };
+  }
+
+  /**
+   * Publishes one record of `txn` to `subject` without waiting for its
+   * acknowledgement.
+   * @returns a promise only while the window of acknowledgements is full.
+   * @throws {Error} naming the subject, stream and transaction when an earlier publish failed.
+   */
+  send(txn: JetStreamTxn, subject: string, data: Uint8Array): void | Promise<void> {
+    if (this.#failure) throw this.#failure;
+    const n = txn.records++;
+    const headers = natsHeaders();
+    headers.set(TXN_HEADER, txn.id);
+    headers.set(MSG_ID_HEADER, msgIdOf(txn.id, n));
+    const stream = this.#o.stream;
+    const published = this.#publisher.publish(subject, data, headers).then((ack) => {
+      if (ack.stream !== stream) {
+        throw new Error(`the subject is stored by stream ${ack.stream}, not by the sink's stream`);
+      }
+      if (txn.firstSeq === 0 || ack.seq < txn.firstSeq) txn.firstSeq = ack.seq;
+      if (ack.seq > txn.lastSeq) txn.lastSeq = ack.seq;
+    }).catch((error) => {
+      this.#failure ??= new Error(
+        `Cannot publish record ${n} of transaction ${txn.id} to subject ${subject} of stream ${stream}: ${
+          error instanceof Error ? error.message : error
+        }`,
+        { cause: error },
+      );
+    });
+    this.#inflight.push(published);
+    if (this.#inflight.length - this.#head >= this.#o.maxInFlight) return this.#awaitWindow();
+  }
+
+  /**
+   * Awaits every outstanding acknowledgement.
+   * @throws {Error} naming the subject, stream and transaction when a publish failed.
+   */
+  async flush(): Promise<void> {
+    while (this.#head < this.#inflight.length) await this.#takeOldest();
+    this.#inflight = [];
+    this.#head = 0;
+    if (this.#failure) throw this.#failure;
+  }
+
+  /**
+   * Pre-commits `txn`: awaits its acknowledgements and records its count and
+   * sequences in the handle and in `txn.<id>` (still open).
+   * @throws {ProducerFencedError} when a newer epoch owns the transactionalId or aborted `txn`.
+   * @throws {TransactionStateError} when `txn` is committed or has no record.
+   */
+  async preCommit(txn: JetStreamTxn): Promise<void> {
+    await this.flush();
+    await this.#checkEpoch(`pre-commits transaction ${txn.id}`);
+    const result = await this.#o.log.transition(txn.id, (current) =>
+      decidePreCommit(current, {
+        records: txn.records,
+        firstSeq: txn.firstSeq,
+        lastSeq: txn.lastSeq,
+      }));
+    if (result.kind !== "refuse") return;
+    if (result.reason === "aborted") throw await this.#fenced(`pre-commits transaction ${txn.id}`);
+    throw new TransactionStateError(
+      `Cannot pre-commit transaction ${txn.id} in bucket ${this.#o.log.bucket}: it is ${result.reason}`,
+      txn.id,
+    );
+  }
+
+  /**
+   * Commits `txn` (open → committed); idempotent. The first commit of this
+   * producer's own epoch also aborts the pre-committed lingering
+   * transactions (see the module docs).
+   * @throws {ProducerFencedError} when a newer epoch owns this producer's transactionalId.
+   * @throws {TransactionStateError} when `txn` is aborted or has no record:
+   *   its pre-committed records can never become visible.
+   */
+  async commit(txn: JetStreamTxn): Promise<void> {
+    await this.#checkEpoch(`commits transaction ${txn.id}`);
+    const result = await this.#o.log.transition(txn.id, decideCommit);
+    if (result.kind === "refuse") {
+      throw new TransactionStateError(
+        `Cannot commit transaction ${txn.id} in bucket ${this.#o.log.bucket}: it is ${result.reason}; ` +
+          `its ${txn.records} pre-committed records (stream ${this.#o.stream}, sequences ` +
+          `${txn.firstSeq}..${txn.lastSeq}) can never become visible`,
+        txn.id,
+      );
+    }
+    if (txn.transactionalId === this.transactionalId && txn.epoch === this.epoch) {
+      const unsettled = this.#owned.filter((o) => !o.settled).map((o) => o.transactionalId);
+      if (unsettled.length === 0) return;
+      try {
+        await this.#cleanUp(true);
+      } catch (error) {
+        throw new Error(
+          `Committed transaction ${txn.id}, but cannot abort the lingering transactions of ` +
+            `${unsettled.join(", ")} in bucket ${this.#o.log.bucket}: ${
+              error instanceof Error ? error.message : error
+            }`,
+          { cause: error },
+        );
+      }
+    }
+  }
+
+  /** Aborts `txn` (open → aborted); idempotent; a committed transaction stays committed. */
+  async abort(txn: JetStreamTxn): Promise<void> {
+    const result = await this.#o.log.abort(txn.id, txn.transactionalId, txn.epoch);
+    if (result.kind === "done" && result.outcome === "already-committed") {
+      log.warn(
+        `transaction ${txn.id} in bucket ${this.#o.log.bucket} was to be aborted but is committed; it stays committed`,
+      );
+    }
+  }
+
+  /** Waits for outstanding publishes (their failures are dropped: the transaction is abandoned). */
+  async close(): Promise<void> {
+    this.#publisher.close();
+    await Promise.allSettled(this.#inflight.slice(this.#head));
+    this.#inflight = [];
+    this.#head = 0;
+  }
+
+  async #takeOldest(): Promise<void> {
+    const oldest = this.#inflight[this.#head];
+    this.#inflight[this.#head] = undefined;
+    this.#head++;
+    await oldest;
+  }
+
+  async #awaitWindow(): Promise<void> {
+    // Down to half, so that the next publishes go out in a burst (one socket write for many).
+    const low = Math.floor(this.#o.maxInFlight / 2);
+    while (this.#inflight.length - this.#head > low) await this.#takeOldest();
+    if (this.#head > 4096 && this.#head * 2 > this.#inflight.length) {
+      this.#inflight = this.#inflight.slice(this.#head);
+      this.#head = 0;
+    }
+    if (this.#failure) throw this.#failure;
+  }
+
+  /** Throws {@linkcode ProducerFencedError} (aborting `txnId` first, if given) unless our epoch is current. */
+  async #checkEpoch(action: string, txnId?: string): Promise<void> {
+    const current = await this.#o.log.getProducer(this.transactionalId);
+    if (current?.value.epoch === this.epoch) return;
+    if (txnId !== undefined) {
+      await this.#o.log.abort(txnId, this.transactionalId, this.epoch).catch(() => {});
+    }
+    throw new ProducerFencedError({
+      transactionalId: this.transactionalId,
+      epoch: this.epoch,
+      currentEpoch: current?.value.epoch,
+      action,
+      bucket: this.#o.log.bucket,
+    });
+  }
+
+  async #fenced(action: string): Promise<ProducerFencedError> {
+    const current = await this.#o.log.getProducer(this.transactionalId).catch(() => undefined);
+    return new ProducerFencedError({
+      transactionalId: this.transactionalId,
+      epoch: this.epoch,
+      currentEpoch: current?.value.epoch,
+      action,
+      bucket: this.#o.log.bucket,
+    });
+  }
+
+  /** Aborts lingering transactions of older epochs; see the module docs. */
+  async #cleanUp(restoredCommitsDone: boolean): Promise<void> {
+    const txnLog = this.#o.log;
+    for (const owned of this.#owned) {
+      if (owned.settled) continue;
+      let leftOpen = 0;
+      for (let epoch = owned.settledEpoch; epoch < owned.epoch; epoch++) {
+        for (const txnId of await txnLog.openTxns(owned.transactionalId, epoch)) {
+          const result = await txnLog.transition(
+            txnId,
+            (current) => decideLingering(current, restoredCommitsDone),
+          );
+          if (result.kind === "written") {
+            log.info(
+              `aborted lingering transaction ${txnId} (${result.record.records} records) in bucket ${txnLog.bucket}`,
+            );
+          } else if (result.kind === "done" && result.outcome === "left-open") {
+            leftOpen++;
+          }
+        }
+      }
+      if (leftOpen === 0) {
+        // False when a newer epoch started: this producer is fenced, and its next action says so.
+        await txnLog.settle(owned.transactionalId, owned.epoch);
+        owned.settled = true;
+      }
+    }
+  }
+}

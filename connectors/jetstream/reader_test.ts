@@ -1,0 +1,131 @@
+import assert from "node:assert/strict";
+import { headers } from "../../runtime/actor/nats_deps.ts";
+import { printableValue, readCommitted, runReadCommand } from "./reader.ts";
+import { JetStreamSink } from "./sink.ts";
+import {
+  CONNECTION,
+  initContext,
+  publishJson,
+  readJson,
+  type TestJetStream,
+  withJetStream,
+} from "./_test_kit.ts";
+
+const NO_TIMESTAMP = { timestamp: undefined };
+
+/** A sink opened on the test stream, writing to `<stream>.out`. */
+async function openSink(t: TestJetStream): Promise<JetStreamSink<unknown>> {
+  const sink = new JetStreamSink<unknown>({
+    connection: CONNECTION,
+    stream: t.stream,
+    subject: `${t.stream}.out`,
+    txnBucket: t.bucket,
+  });
+  await sink.open(initContext(0, 1));
+  return sink;
+}
+
+Deno.test("runReadCommand prints JSON lines, every record by default and only committed ones with committed", async () => {
+  await withJetStream(async (t) => {
+    const sink = await openSink(t);
+    try {
+      await publishJson(t.js, `${t.stream}.plain`, [{ n: 1 }]);
+      const open = await sink.beginTransaction(initContext(0, 1));
+      await sink.invoke(open, "pending", NO_TIMESTAMP);
+      await sink.preCommit(open);
+      await t.js.publish(`${t.stream}.plain`, new TextEncoder().encode("not json"));
+      const lines: string[] = [];
+      const options = { nats: CONNECTION.servers, stream: t.stream, txnBucket: t.bucket };
+      assert.equal(await runReadCommand(options, (line) => void lines.push(line)), 3);
+      assert.deepEqual(lines, [
+        `{"seq":1,"subject":"${t.stream}.plain","value":{"n":1}}`,
+        `{"seq":2,"subject":"${t.stream}.out","value":"pending"}`,
+        `{"seq":3,"subject":"${t.stream}.plain","value":"not json"}`,
+      ]);
+      lines.length = 0;
+      // Read committed stops at the open transaction: the last stable offset.
+      assert.equal(
+        await runReadCommand({ ...options, committed: true }, (l) => void lines.push(l)),
+        1,
+      );
+      assert.deepEqual(lines, [`{"seq":1,"subject":"${t.stream}.plain","value":{"n":1}}`]);
+      await sink.commit(open);
+      lines.length = 0;
+      assert.equal(
+        await runReadCommand({ ...options, committed: true, from: 2 }, (l) => void lines.push(l)),
+        2,
+      );
+      assert.deepEqual(lines.map((l) => JSON.parse(l).seq), [2, 3]);
+    } finally {
+      await sink.close();
+    }
+  });
+});
+
+Deno.test("an unbounded read-committed reader delivers a transaction's records when it commits", async () => {
+  await withJetStream(async (t) => {
+    const sink = await openSink(t);
+    const ctx = initContext(0, 1);
+    const records = readCommitted({
+      connection: CONNECTION,
+      stream: t.stream,
+      txnBucket: t.bucket,
+    });
+    try {
+      const txn = await sink.beginTransaction(ctx);
+      await sink.invoke(txn, "a", NO_TIMESTAMP);
+      await sink.invoke(txn, "b", NO_TIMESTAMP);
+      await sink.preCommit(txn);
+      await publishJson(t.js, `${t.stream}.plain`, ["c"]);
+      const first = records.next();
+      await sink.commit(txn);
+      const values = [await first, await records.next(), await records.next()].map((r) =>
+        r.done ? undefined : JSON.parse(new TextDecoder().decode(r.value.data))
+      );
+      assert.deepEqual(values, ["a", "b", "c"]);
+    } finally {
+      await records.return(undefined);
+      await sink.close();
+    }
+  });
+});
+
+Deno.test("a record whose transaction has no state fails the read, naming the key and the bucket", async () => {
+  await withJetStream(async (t) => {
+    await openSink(t).then((s) => s.close()); // creates the bucket
+    const h = headers();
+    h.set("Weir-Txn", "ghost.0.0.0");
+    await t.js.publish(`${t.stream}.x`, new TextEncoder().encode("1"), { headers: h });
+    await assert.rejects(
+      readJson(t.stream, { txnBucket: t.bucket }),
+      (e: Error) =>
+        e.message.includes("txn.ghost.0.0.0") && e.message.includes(t.bucket) &&
+        e.message.includes("sequence 1"),
+    );
+    assert.deepEqual(
+      await readJson(t.stream, { txnBucket: t.bucket, isolation: "read_uncommitted" }),
+      [1],
+    );
+  });
+});
+
+Deno.test("a filtered read delivers only the subject's records", async () => {
+  await withJetStream(async (t) => {
+    await publishJson(t.js, `${t.stream}.a`, [1]);
+    await publishJson(t.js, `${t.stream}.b`, [2]);
+    await publishJson(t.js, `${t.stream}.a`, [3]);
+    assert.deepEqual(await readJson(t.stream, { filterSubject: `${t.stream}.a` }), [1, 3]);
+    assert.deepEqual(await readJson(t.stream, { fromSequence: 4 }), []);
+  });
+});
+
+Deno.test("reading a missing stream fails, naming it", async () => {
+  await assert.rejects(readJson("weir-test-no-such-stream"), /weir-test-no-such-stream/);
+});
+
+Deno.test("printableValue parses JSON, else gives the text", () => {
+  const bytes = (s: string) => new TextEncoder().encode(s);
+  assert.deepEqual(printableValue(bytes('{"a":[1]}')), { a: [1] });
+  assert.equal(printableValue(bytes("plain")), "plain");
+  assert.equal(printableValue(new Uint8Array([0x61, 0xff])), "a\ufffd");
+});

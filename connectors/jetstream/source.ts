@@ -1,0 +1,501 @@
+/**
+ * A replayable JetStream source (Flink's `KafkaSource`, on JetStream):
+ * splits are subject partitions of a stream, a split's offset is a stream
+ * sequence, and by default it reads with read-committed isolation, so it
+ * sees only what committed transactions of `JetStreamSink` wrote.
+ *
+ * ## Splits and offsets
+ *
+ * - Without `filterSubject`, one split reads the whole stream (split id
+ *   `<stream>`).
+ * - With `filterSubject`, one split per subject of the stream that matches
+ *   it at the job's first start, sorted (split id `<stream>:<subject>`): the
+ *   stream's info with `subjects_filter`. A filter without wildcards is one
+ *   split. Subjects that appear later are not read (no split discovery), and
+ *   a wildcard that matches nothing yet is one split of the wildcard.
+ * - A split's offset is the sequence of the last record emitted (or skipped:
+ *   aborted, or dead-lettered), checkpointed by `snapshotState`; a restore
+ *   reads on right after it with a new ordered consumer, so no record is
+ *   emitted twice or lost.
+ * - `startPosition` is resolved to an offset when the splits are
+ *   enumerated, on the job's first start: `"earliest"` (0), `"latest"` (the
+ *   stream's last sequence then), `{ sequence: n }` (n - 1) or
+ *   `{ time: ms }` (before the first message of the split stored at or
+ *   after that time). A restart before the first completed checkpoint
+ *   enumerates again, so `"latest"` moves on.
+ * - `bounded: true` ends each split at the stream's last sequence at
+ *   enumeration (kept in the split, so restores end at the same place),
+ *   after every transaction up to it is decided.
+ *
+ * ## Records
+ *
+ * The deserializer gets the payload and `{ subject, seq, headers }`
+ * (default: JSON of UTF-8). The event timestamp is the stream's timestamp
+ * of the message (ms), or `timestamp(value, meta)` when given. When the
+ * deserializer throws, `onMalformed: "fail"` (the default) fails the job
+ * with a {@linkcode JetStreamDeserializationError} naming stream, subject
+ * and sequence (no restarts: the input stays malformed), and
+ * `"dead-letter"` emits a {@linkcode JetStreamDeadLetter} to
+ * {@linkcode JETSTREAM_DEAD_LETTER} and goes on.
+ *
+ * ## Invariants
+ *
+ * - `pollNext` is synchronous: it emits at most `batchSize` records (dead
+ *   letters count) from the splits in turn and never waits; `isAvailable`
+ *   resolves when a split has something to emit.
+ * - Each source subtask has its own connection, opened in `start()` and
+ *   closed in `close()`; the source object holds only options.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { JetStreamSource } from "./source.ts";
+ *
+ * const orders = new JetStreamSource<{ id: string }>({
+ *   connection: { servers: "nats://127.0.0.1:4222" },
+ *   stream: "orders",
+ *   filterSubject: "orders.*",
+ *   startPosition: "earliest",
+ *   bounded: true,
+ * });
+ * assert.equal(orders.boundedness, "bounded");
+ * ```
+ *
+ * @module
+ */
+
+import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
+import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
+import { OutputTag } from "../../runtime/api/output_tag.ts";
+import { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";
+import type {
+  Boundedness,
+  InputStatus,
+  ReaderOutput,
+  Source,
+  SourceReader,
+  SourceReaderContext,
+  SourceSplit,
+  SplitEnumeratorContext,
+} from "../../runtime/api/source.ts";
+import { type FeedMessage, MessageFeed, type MessageHeaders } from "./feed.ts";
+import { DEFAULT_TXN_BUCKET } from "./protocol.ts";
+import type { Isolation } from "./read_committed.ts";
+import { DEFAULT_MAX_BUFFERED } from "./reader.ts";
+import { TxnStateTracker } from "./txn_states.ts";
+
+const DEFAULT_BATCH_SIZE = 1000;
+const MAX_QUOTED = 200;
+
+/** Where a split starts on the job's first start; see the module docs. */
+export type StartPosition = "earliest" | "latest" | { readonly sequence: number } | {
+  readonly time: number;
+};
+
+/** What the deserializer and the timestamp extractor get besides the payload. */
+export interface MessageMeta {
+  /** The message's subject. */
+  readonly subject: string;
+  /** Its stream sequence. */
+  readonly seq: number;
+  /** Its headers, if any. */
+  readonly headers: MessageHeaders | undefined;
+}
+
+/** A split of a {@linkcode JetStreamSource}. Plain data, MessagePack-encodable. */
+export interface JetStreamSplit extends SourceSplit {
+  /** `<stream>` or `<stream>:<subject>`. */
+  readonly splitId: string;
+  /** The stream. */
+  readonly stream: string;
+  /** The split's subject filter, or null for the whole stream. */
+  readonly subject: string | null;
+  /** The sequence of the last record emitted or skipped (0: none yet). */
+  readonly offset: number;
+  /** Bounded: the last sequence to read (inclusive); null when unbounded. */
+  readonly stopAt: number | null;
+}
+
+/** A message the deserializer rejected, sent to {@linkcode JETSTREAM_DEAD_LETTER}. */
+export interface JetStreamDeadLetter {
+  /** The stream. */
+  readonly stream: string;
+  /** The message's subject. */
+  readonly subject: string;
+  /** Its stream sequence. */
+  readonly seq: number;
+  /** Its headers, each name with its values. */
+  readonly headers: Record<string, string[]>;
+  /** The payload, as it was. */
+  readonly data: Uint8Array;
+  /** What the deserializer threw. */
+  readonly error: string;
+}
+
+/** The side output of malformed messages under `onMalformed: "dead-letter"` (id `"jetstream-dead-letter"`). */
+export const JETSTREAM_DEAD_LETTER: OutputTag<JetStreamDeadLetter> = new OutputTag<
+  JetStreamDeadLetter
+>("jetstream-dead-letter");
+
+/**
+ * A message could not be deserialized, with `onMalformed: "fail"`. It fails
+ * the job without restarts (a `SuppressRestartsError`), like the file
+ * source's `DeserializationError`. The message reads, e.g.,
+ * `Cannot deserialize sequence 7 of stream orders (subject orders.eu): Unexpected token … ("{oops")`.
+ */
+export class JetStreamDeserializationError extends SuppressRestartsError {
+  /** The stream. */
+  readonly stream: string;
+  /** The message's subject. */
+  readonly subject: string;
+  /** Its stream sequence. */
+  readonly seq: number;
+  /**
+   * Creates the error.
+   * @param options where the message was and what the deserializer threw (kept as `cause`).
+   */
+  constructor(
+    options: { stream: string; subject: string; seq: number; data: Uint8Array; cause: unknown },
+  ) {
+    const text = new TextDecoder().decode(options.data.subarray(0, MAX_QUOTED * 4));
+    const quoted = text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text;
+    super(
+      `Cannot deserialize sequence ${options.seq} of stream ${options.stream} (subject ${options.subject}): ${
+        messageOf(options.cause)
+      } (${JSON.stringify(quoted)})`,
+      { cause: options.cause },
+    );
+    this.name = "JetStreamDeserializationError";
+    this.stream = options.stream;
+    this.subject = options.subject;
+    this.seq = options.seq;
+  }
+}
+
+/** Options of {@linkcode JetStreamSource}. */
+export interface JetStreamSourceOptions<T> {
+  /** How each source subtask connects to NATS. */
+  readonly connection: NatsConnectionOptions;
+  /** The stream to read. */
+  readonly stream: string;
+  /** Only these subjects, one split per matching subject (see the module docs). */
+  readonly filterSubject?: string;
+  /** Where to start on the job's first start (default `"earliest"`). */
+  readonly startPosition?: StartPosition;
+  /** Turns a payload into a record (default: JSON of UTF-8). */
+  readonly deserializer?: (data: Uint8Array, meta: MessageMeta) => T;
+  /** `read_committed` (default) or `read_uncommitted`. */
+  readonly isolation?: Isolation;
+  /** The KV bucket of transaction state (default `weir-txn`). */
+  readonly txnBucket?: string;
+  /** Stop at the stream's last sequence at the job's first start (default false). */
+  readonly bounded?: boolean;
+  /** What a message the deserializer rejects does (default `"fail"`). */
+  readonly onMalformed?: "fail" | "dead-letter";
+  /** The record's event timestamp in ms (default: the stream's timestamp of the message). */
+  readonly timestamp?: (value: T, meta: MessageMeta) => number;
+  /** Records per `pollNext` call at most (default 1000). */
+  readonly batchSize?: number;
+  /** Records buffered per split at most (default 10 000). */
+  readonly maxBuffered?: number;
+}
+
+const utf8 = new TextDecoder();
+
+/** A source of a JetStream stream's records; see the module docs. */
+export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
+  /** `"bounded"` with `bounded: true`, else `"continuous-unbounded"`. */
+  readonly boundedness: Boundedness;
+  /** The options, with defaults filled in. */
+  readonly options:
+    & Readonly<Required<Omit<JetStreamSourceOptions<T>, "filterSubject" | "timestamp">>>
+    & {
+      readonly filterSubject: string | undefined;
+      readonly timestamp: ((value: T, meta: MessageMeta) => number) | undefined;
+    };
+
+  /**
+   * Creates the source (no I/O until a subtask starts).
+   * @throws {TypeError} when `stream` is empty or an option has a wrong value.
+   * @throws {RangeError} when `batchSize`, `maxBuffered` or a start sequence is not a positive integer.
+   */
+  constructor(options: JetStreamSourceOptions<T>) {
+    if (typeof options.stream !== "string" || options.stream === "") {
+      throw new TypeError(
+        `A JetStreamSource needs a stream name: current value is ${JSON.stringify(options.stream)}`,
+      );
+    }
+    const onMalformed = options.onMalformed ?? "fail";
+    if (onMalformed !== "fail" && onMalformed !== "dead-letter") {
+      throw new TypeError(
+        `JetStreamSource of stream ${options.stream}: 'onMalformed' must be "fail" or "dead-letter": current value is ${
+          JSON.stringify(onMalformed)
+        }`,
+      );
+    }
+    const isolation = options.isolation ?? "read_committed";
+    if (isolation !== "read_committed" && isolation !== "read_uncommitted") {
+      throw new TypeError(
+        `JetStreamSource of stream ${options.stream}: 'isolation' must be "read_committed" or "read_uncommitted": current value is ${
+          JSON.stringify(isolation)
+        }`,
+      );
+    }
+    const start = options.startPosition ?? "earliest";
+    if (typeof start === "object" && "sequence" in start) {
+      positive("startPosition.sequence", start.sequence, options.stream);
+    }
+    this.boundedness = options.bounded ? "bounded" : "continuous-unbounded";
+    this.options = {
+      connection: options.connection,
+      stream: options.stream,
+      filterSubject: options.filterSubject,
+      startPosition: start,
+      deserializer: options.deserializer ??
+        ((data: Uint8Array) => JSON.parse(utf8.decode(data)) as T),
+      isolation,
+      txnBucket: options.txnBucket ?? DEFAULT_TXN_BUCKET,
+      bounded: options.bounded ?? false,
+      onMalformed,
+      timestamp: options.timestamp,
+      batchSize: positive("batchSize", options.batchSize ?? DEFAULT_BATCH_SIZE, options.stream),
+      maxBuffered: positive(
+        "maxBuffered",
+        options.maxBuffered ?? DEFAULT_MAX_BUFFERED,
+        options.stream,
+      ),
+    };
+  }
+
+  /**
+   * The splits at the job's first start: one per matching subject, sorted, or
+   * one for the stream, with their start offsets resolved (see the module docs).
+   * @throws {Error} naming the stream when it does not exist or NATS cannot be reached.
+   */
+  async enumerateSplits(_context: SplitEnumeratorContext): Promise<JetStreamSplit[]> {
+    const { stream, filterSubject } = this.options;
+    const nc = await connectNats({ name: `weir-source-${stream}`, ...this.options.connection });
+    try {
+      const jsm = await jetstreamApi.jetstreamManager(nc);
+      let info: jetstreamApi.StreamInfo;
+      try {
+        info = filterSubject === undefined
+          ? await jsm.streams.info(stream)
+          : await jsm.streams.info(stream, { subjects_filter: filterSubject });
+      } catch (error) {
+        throw new Error(`Cannot enumerate the splits of stream ${stream}: ${messageOf(error)}`, {
+          cause: error,
+        });
+      }
+      const lastSeq = info.state.last_seq;
+      let subjects: (string | null)[] = [null];
+      if (filterSubject !== undefined) {
+        const matching = Object.keys(info.state.subjects ?? {}).sort();
+        subjects = /[*>]/.test(filterSubject) && matching.length > 0 ? matching : [filterSubject];
+      }
+      const splits: JetStreamSplit[] = [];
+      for (const subject of subjects) {
+        splits.push({
+          splitId: subject === null ? stream : `${stream}:${subject}`,
+          stream,
+          subject,
+          offset: await this.#startOffset(nc, subject, lastSeq),
+          stopAt: this.options.bounded ? lastSeq : null,
+        });
+      }
+      return splits;
+    } finally {
+      await nc.close();
+    }
+  }
+
+  /** Creates the reader of one source subtask. */
+  createReader(context: SourceReaderContext): SourceReader<T, JetStreamSplit> {
+    return new JetStreamReader(this, context.operatorName);
+  }
+
+  async #startOffset(nc: NatsConnection, subject: string | null, lastSeq: number): Promise<number> {
+    const start = this.options.startPosition;
+    if (start === "earliest") return 0;
+    if (start === "latest") return lastSeq;
+    if ("sequence" in start) return start.sequence - 1;
+    const js = jetstreamApi.jetstream(nc);
+    const options: Partial<jetstreamApi.OrderedConsumerOptions> = {
+      opt_start_time: new Date(start.time).toISOString(),
+    };
+    if (subject !== null) options.filter_subjects = subject;
+    const consumer = await js.consumers.get(this.options.stream, options);
+    try {
+      if ((await consumer.info(true)).num_pending === 0) return lastSeq;
+      const first = await consumer.next({ expires: 5_000 });
+      if (first === null) {
+        throw new Error(
+          `Cannot find the first message at or after ${options.opt_start_time} in stream ${this.options.stream}`,
+        );
+      }
+      return first.seq - 1;
+    } finally {
+      await consumer.delete().catch(() => {});
+    }
+  }
+}
+
+function positive(name: string, value: number, stream: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(
+      `JetStreamSource of stream ${stream}: '${name}' must be a positive integer: current value is ${value}`,
+    );
+  }
+  return value;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function headerRecord(headers: MessageHeaders | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (headers === undefined) return out;
+  for (const name of headers.keys()) out[name] = headers.values(name);
+  return out;
+}
+
+interface ActiveSplit {
+  readonly split: JetStreamSplit;
+  readonly feed: MessageFeed;
+  done: boolean;
+}
+
+/** Reads the splits of one source subtask; see the module docs. */
+class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
+  readonly #source: JetStreamSource<T>;
+  readonly #operatorName: string;
+  #nc: NatsConnection | undefined;
+  #tracker: Promise<TxnStateTracker> | undefined;
+  #splits: ActiveSplit[] = [];
+  #next = 0;
+  #wake: (() => void) | undefined;
+  #waiting: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(source: JetStreamSource<T>, operatorName: string) {
+    this.#source = source;
+    this.#operatorName = operatorName;
+  }
+
+  async start(): Promise<void> {
+    const { connection, stream } = this.#source.options;
+    this.#nc = await connectNats({ name: `weir-source-${stream}`, ...connection });
+  }
+
+  addSplits(splits: JetStreamSplit[]): void {
+    const o = this.#source.options;
+    const nc = this.#nc!;
+    for (const split of splits) {
+      if (
+        typeof split.stream !== "string" || !Number.isSafeInteger(split.offset) || split.offset < 0
+      ) {
+        throw new Error(
+          `Cannot add split ${split.splitId} to JetStreamSource ${this.#operatorName}: it is not a JetStream split`,
+        );
+      }
+      const feed = new MessageFeed({
+        js: jetstreamApi.jetstream(nc),
+        stream: split.stream,
+        filterSubject: split.subject ?? undefined,
+        afterSeq: split.offset,
+        stopAt: split.stopAt ?? undefined,
+        isolation: o.isolation,
+        states: () => this.#tracker ??= TxnStateTracker.open(nc, o.txnBucket),
+        maxBuffered: o.maxBuffered,
+        onChange: () => this.#notify(),
+      });
+      this.#splits.push({ split, feed, done: false });
+      feed.start();
+    }
+  }
+
+  pollNext(output: ReaderOutput<T>): InputStatus {
+    const o = this.#source.options;
+    const count = this.#splits.length;
+    // Skipped records count as work too, so one call stays bounded behind a large aborted transaction.
+    let work = 0;
+    let idle = 0;
+    while (work < o.batchSize && idle < count) {
+      const active = this.#splits[this.#next % count]!;
+      const step = active.done ? { kind: "end" as const } : active.feed.next();
+      if (step.kind === "record" || step.kind === "skipped") {
+        if (step.kind === "record") this.#emit(step.message, output);
+        work++;
+        idle = 0;
+        if (step.kind === "record") this.#next++;
+        continue;
+      }
+      if (step.kind === "end") active.done = true;
+      idle++;
+      this.#next++;
+    }
+    if (work > 0) return "MORE_AVAILABLE";
+    if (o.bounded && this.#splits.every((s) => s.done)) return "END_OF_INPUT";
+    return "NOTHING_AVAILABLE";
+  }
+
+  isAvailable(): Promise<void> {
+    if (this.#closed || this.#splits.some((s) => !s.done && s.feed.ready)) return Promise.resolve();
+    if (this.#source.options.bounded && this.#splits.every((s) => s.done)) return Promise.resolve();
+    return this.#waiting ??= new Promise((resolve) => this.#wake = resolve);
+  }
+
+  snapshotState(_checkpointId: number): JetStreamSplit[] {
+    return this.#splits.map(({ split, feed }) => ({ ...split, offset: feed.position }));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#notify();
+    await Promise.all(this.#splits.map((s) => s.feed.close()));
+    if (this.#tracker) await this.#tracker.then((t) => t.close(), () => {});
+    await this.#nc?.close();
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    this.#waiting = undefined;
+    wake?.();
+  }
+
+  #emit(message: FeedMessage, output: ReaderOutput<T>): void {
+    const o = this.#source.options;
+    const meta: MessageMeta = {
+      subject: message.subject,
+      seq: message.seq,
+      headers: message.headers,
+    };
+    let value: T;
+    try {
+      value = o.deserializer(message.data, meta);
+    } catch (cause) {
+      if (o.onMalformed === "fail") {
+        throw new JetStreamDeserializationError({
+          stream: o.stream,
+          subject: message.subject,
+          seq: message.seq,
+          data: message.data,
+          cause,
+        });
+      }
+      output.output(JETSTREAM_DEAD_LETTER, {
+        stream: o.stream,
+        subject: message.subject,
+        seq: message.seq,
+        headers: headerRecord(message.headers),
+        data: message.data,
+        error: messageOf(cause),
+      });
+      return;
+    }
+    output.collect(value, o.timestamp ? o.timestamp(value, meta) : message.timestamp);
+  }
+}
