@@ -32,6 +32,7 @@ import {
   connectNats,
   type NatsConnectionOptions,
   natsOptionsFromArgs,
+  watchReconnects,
 } from "./runtime/actor/nats_connect.ts";
 import { NatsTransport } from "./runtime/actor/nats_transport.ts";
 import { ObjectStoreCheckpointStorage } from "./runtime/checkpoint/object_store_storage.ts";
@@ -139,6 +140,7 @@ async function main(argv: string[]): Promise<number> {
         heartbeatTimeoutMs: positiveInt(values["heartbeat-timeout"], "--heartbeat-timeout", 3000),
       });
       coordinator.start();
+      watchReconnects(nc, () => coordinator.connectionRestored());
       console.error(
         `weir coordinator: listening on ${nats.servers}, checkpoints in bucket ${bucket}`,
       );

@@ -399,3 +399,15 @@ function watchStatus(nc: NatsConnection, name: string): void {
     }
   })().catch((error) => log.error(`${who}: status watch failed: ${error}`));
 }
+
+/**
+ * Calls `onReconnect` each time `nc` reconnects after losing its server
+ * (core NATS may have dropped messages in between). Ends when `nc` closes.
+ */
+export function watchReconnects(nc: NatsConnection, onReconnect: () => void): void {
+  (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "reconnect") onReconnect();
+    }
+  })().catch(() => {});
+}

@@ -142,6 +142,24 @@ export class ClusterCoordinator {
     return out;
   }
 
+  /**
+   * The coordinator's NATS connection was lost and re-established: core NATS
+   * may have dropped control messages (acknowledgements, notifications), so
+   * every running job fails its attempt and restarts from its latest
+   * checkpoint rather than wait for a checkpoint timeout.
+   */
+  connectionRestored(): void {
+    for (const job of this.#jobs.values()) {
+      if (job.status.status !== "RUNNING") continue;
+      job.coordinator.failAttempt(
+        new Error(
+          `the coordinator lost its NATS connection and reconnected: messages of job ` +
+            `${job.request.jobId} may have been lost`,
+        ),
+      );
+    }
+  }
+
   /** Cancels every running job and stops answering. */
   async close(): Promise<void> {
     clearInterval(this.#sweeper);

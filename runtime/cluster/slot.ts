@@ -13,7 +13,7 @@
  */
 
 import { decode } from "../actor/codec.ts";
-import { connectNats } from "../actor/nats_connect.ts";
+import { connectNats, watchReconnects } from "../actor/nats_connect.ts";
 import { NatsTransport } from "../actor/nats_transport.ts";
 import { ObjectStoreCheckpointStorage } from "../checkpoint/object_store_storage.ts";
 import type { JobGraph } from "../graph/job_graph.ts";
@@ -63,6 +63,13 @@ export async function runSlot(
     (self as unknown as Worker_).onmessage = (e: MessageEvent<Uint8Array>) => {
       worker.deliver(decode(e.data) as WorkerMessage);
     };
+    watchReconnects(nc, () =>
+      worker.failAll(
+        new Error(
+          `slot ${launch.slotId} lost its NATS connection and reconnected: messages may have ` +
+            `been lost, so its subtasks restart from the latest checkpoint`,
+        ),
+      ));
     post({ t: "ready" });
   } catch (error) {
     post({

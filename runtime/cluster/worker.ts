@@ -49,7 +49,14 @@ export class Worker {
   readonly #o: WorkerOptions;
   readonly #tasks = new Map<
     string,
-    { task: StreamTask; attempt: number; job: string; cancelled: boolean }
+    {
+      task: StreamTask;
+      attempt: number;
+      job: string;
+      vertex: string;
+      subtask: number;
+      cancelled: boolean;
+    }
   >();
   #subscription: Subscription | undefined;
 
@@ -133,7 +140,14 @@ export class Worker {
       faults: runtime.faults,
     });
     const key = `${msg.job}/${msg.att}/${msg.vertex}/${msg.subtask}`;
-    const entry = { task, attempt: msg.att, job: msg.job, cancelled: false };
+    const entry = {
+      task,
+      attempt: msg.att,
+      job: msg.job,
+      vertex: msg.vertex,
+      subtask: msg.subtask,
+      cancelled: false,
+    };
     this.#tasks.set(key, entry);
     try {
       await task.run();
@@ -144,6 +158,34 @@ export class Worker {
       }
     } finally {
       this.#tasks.delete(key);
+    }
+  }
+
+  /**
+   * Fails every running subtask with `error`: each is cancelled and reported
+   * to its coordinator as failed. Cluster mode calls it when the NATS
+   * connection was lost and re-established, since core NATS may have dropped
+   * messages meanwhile (a lost credit or acknowledgement would otherwise
+   * stall the attempt until a checkpoint times out).
+   */
+  failAll(error: Error): void {
+    for (const entry of this.#tasks.values()) {
+      if (entry.cancelled) continue;
+      entry.cancelled = true;
+      entry.task.cancel();
+      const msg: CoordinatorMessage = {
+        t: "failed",
+        job: entry.job,
+        att: entry.attempt,
+        vertex: entry.vertex,
+        subtask: entry.subtask,
+        error: errorInfo(error),
+      };
+      try {
+        this.#o.transport.publish(coordinatorSubject(entry.job), encode(msg));
+      } catch (e) {
+        log.warn(`worker ${this.#o.workerId}: cannot report a failure: ${e}`);
+      }
     }
   }
 
