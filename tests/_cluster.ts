@@ -60,7 +60,8 @@ export class Proc {
   constructor(name: string, args: string[], env: Record<string, string> = {}) {
     this.name = name;
     this.child = new Deno.Command(Deno.execPath(), {
-      args,
+      // No lockfile: modules served over HTTP on a random port must not pile up in deno.lock.
+      args: args[0] === "run" ? ["run", "--no-lock", ...args.slice(1)] : args,
       cwd: REPO_ROOT,
       env,
       stdin: "null",

@@ -125,7 +125,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   };
   #restartStrategy: RestartStrategyConfig | undefined;
   #task: { -readonly [K in keyof TaskConfig]: TaskConfig[K] } = {
-    bufferSize: 1024,
+    bufferSize: 2048,
     bufferTimeoutMs: 10,
     initialCredits: 8,
     autoWatermarkIntervalMs: 200,
@@ -229,7 +229,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   }
 
   /**
-   * Sets the records per network buffer (default 1024) and the buffers in
+   * Sets the records per network buffer (default 2048) and the buffers in
    * flight per channel (default 8).
    * @throws {RangeError} unless positive integers.
    */

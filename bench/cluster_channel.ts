@@ -1,0 +1,381 @@
+/**
+ * Benchmark (a) of cluster mode: one data channel between two processes,
+ * raw core NATS against a Weir channel, in the same run.
+ *
+ *     deno task bench:cluster                      # both cluster benchmarks
+ *     deno run -A bench/cluster_channel.ts [--records 10000000] [--rounds 3] [--window 8]
+ *         [--buffer-size 1024] [--credits 8] [--nats URL] [--cpu-prof DIR]
+ *
+ * The same records, `{ key: i % 10000, value: i }` for `i` in `0..records-1`,
+ * go from one Deno process to another:
+ *
+ * 1. **raw**: a publisher process makes the objects, packs 1000 records per
+ *    message (an 8-byte header, sequence number and count as uint32, then
+ *    key and value as float64 per record: 16 bytes a record) and publishes
+ *    them on core NATS; a subscriber process checks the sequence number,
+ *    unpacks every record into an object and counts. The subscriber grants
+ *    credits (`--window` messages in flight, returned in batches of half of
+ *    it, as Weir's input gate does), so nothing is lost to a slow consumer.
+ * 2. **weir**: `bench/jobs/channel_job.ts` on a coordinator and two worker
+ *    processes with one slot each: the source subtask (a sequence source and
+ *    a chained map making the objects) runs on one worker, the counting sink
+ *    on the other, across one `rebalance()` channel (buffers of 1024
+ *    records, 8 credits per channel: Weir's defaults, which `--buffer-size`
+ *    and `--credits` change). The benchmark checks from the subtasks'
+ *    reports that they ran in the two worker processes, and that the sink
+ *    counted every record once (count and sum of values).
+ *
+ * Timing, for both: from the first record made by the sending side to the
+ * last record counted by the receiving side, in wall-clock time of the
+ * same host. It excludes process start-up, connecting, and, for Weir,
+ * submission, deployment (slot threads loading the job module) and the
+ * final checkpoint after the last record; those are printed separately as
+ * the job's wall time. Each round runs raw then Weir; figures are medians
+ * over the rounds and the ratio Weir/raw is the one to compare (target
+ * >= 50%). Nothing is asserted on timing.
+ *
+ * Without `--nats`, the benchmark starts its own nats-server (with JetStream,
+ * for the checkpoint bucket) on a free port and stops it at the end. With
+ * `--cpu-prof DIR`, the worker processes write V8 CPU profiles there, and
+ * the benchmark prints their top self-time functions.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { fileURLToPath } from "node:url";
+import { connect } from "../runtime/actor/nats_deps.ts";
+import { Proc } from "../tests/_cluster.ts";
+import {
+  BenchCluster,
+  benchNats,
+  formatRate,
+  median,
+  parseResultLine,
+  printCpuProfiles,
+  runDeno,
+  waitOrKill,
+} from "./_cluster_bench.ts";
+import { readReports, wallClockMs } from "./jobs/_report.ts";
+
+const SELF = fileURLToPath(import.meta.url);
+const JOB = fileURLToPath(new URL("./jobs/channel_job.ts", import.meta.url));
+/** Records per raw message. */
+const BATCH = 1000;
+/** Bytes of a raw message's header: sequence number and record count, uint32 each. */
+const HEADER = 8;
+/** Bytes of a raw record: key and value, float64 each. */
+const RECORD = 16;
+
+/** What the raw subscriber prints on its `RESULT` line. */
+interface RawSubscriberResult {
+  readonly records: number;
+  readonly checksum: number;
+  readonly firstMs: number;
+  readonly lastMs: number;
+}
+
+/** Little-endian uint32 as 4 bytes (a credit grant). */
+function u32(n: number): Uint8Array {
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, n, true);
+  return out;
+}
+
+/** The raw publisher: packs and publishes against credits; prints the time of its first record. */
+async function rawPublisher(url: string, subject: string, records: number): Promise<void> {
+  const nc = await connect({ servers: url, name: "bench-raw-publisher" });
+  let credits = 0;
+  let wake: (() => void) | undefined;
+  nc.subscribe(`${subject}.credit`, {
+    callback: (_error, msg) => {
+      credits += new DataView(msg.data.buffer, msg.data.byteOffset, 4).getUint32(0, true);
+      wake?.();
+    },
+  });
+  await nc.flush();
+  nc.publish(`${subject}.start`);
+  let firstMs = 0;
+  let seq = 0;
+  for (let i = 0; i < records;) {
+    if (credits === 0) {
+      await new Promise<void>((resolve) => wake = resolve);
+      wake = undefined;
+      continue;
+    }
+    if (seq === 0) firstMs = wallClockMs();
+    const n = Math.min(BATCH, records - i);
+    const batch: { key: number; value: number }[] = new Array(n);
+    for (let j = 0; j < n; j++) batch[j] = { key: (i + j) % 10_000, value: i + j };
+    const bytes = new Uint8Array(HEADER + RECORD * n);
+    const view = new DataView(bytes.buffer);
+    view.setUint32(0, seq, true);
+    view.setUint32(4, n, true);
+    for (let j = 0, at = HEADER; j < n; j++, at += RECORD) {
+      const r = batch[j]!;
+      view.setFloat64(at, r.key, true);
+      view.setFloat64(at + 8, r.value, true);
+    }
+    nc.publish(`${subject}.data`, bytes);
+    seq++;
+    credits--;
+    i += n;
+  }
+  await nc.flush();
+  console.log(`RESULT ${JSON.stringify({ firstMs, messages: seq })}`);
+  await nc.close();
+}
+
+/** The raw subscriber: checks sequence numbers, unpacks to objects, counts, grants credits. */
+async function rawSubscriber(
+  url: string,
+  subject: string,
+  records: number,
+  window: number,
+): Promise<void> {
+  const nc = await connect({ servers: url, name: "bench-raw-subscriber" });
+  const creditBatch = Math.max(1, Math.floor(window / 2));
+  let expectedSeq = 0;
+  let count = 0;
+  let checksum = 0;
+  let firstMs = 0;
+  let lastMs = 0;
+  let unreturned = 0;
+  let failure: Error | undefined;
+  const { promise: done, resolve } = Promise.withResolvers<void>();
+  nc.subscribe(`${subject}.start`, {
+    callback: () => nc.publish(`${subject}.credit`, u32(window)),
+  });
+  nc.subscribe(`${subject}.data`, {
+    callback: (_error, msg) => {
+      const d = msg.data;
+      const view = new DataView(d.buffer, d.byteOffset, d.byteLength);
+      const seq = view.getUint32(0, true);
+      if (seq !== expectedSeq) {
+        failure ??= new Error(
+          `raw subscriber on ${subject}.data: expected ${expectedSeq}, got ${seq}`,
+        );
+        resolve();
+        return;
+      }
+      expectedSeq++;
+      if (count === 0) firstMs = wallClockMs();
+      const n = view.getUint32(4, true);
+      const batch: { key: number; value: number }[] = new Array(n);
+      for (let j = 0, at = HEADER; j < n; j++, at += RECORD) {
+        batch[j] = { key: view.getFloat64(at, true), value: view.getFloat64(at + 8, true) };
+      }
+      for (let j = 0; j < n; j++) {
+        count++;
+        checksum += batch[j]!.value;
+      }
+      if (++unreturned >= creditBatch) {
+        nc.publish(`${subject}.credit`, u32(unreturned));
+        unreturned = 0;
+      }
+      if (count >= records) {
+        lastMs = wallClockMs();
+        resolve();
+      }
+    },
+  });
+  await nc.flush();
+  console.log("READY");
+  await done;
+  await nc.close();
+  if (failure) throw failure;
+  const result: RawSubscriberResult = { records: count, checksum, firstMs, lastMs };
+  console.log(`RESULT ${JSON.stringify(result)}`);
+}
+
+/** One measurement: records/s, and what else to print. */
+interface Measurement {
+  readonly recordsPerSecond: number;
+  readonly note: string;
+}
+
+/** Expected checksum: 0 + 1 + ... + (records - 1). */
+function expectedChecksum(records: number): number {
+  return (records * (records - 1)) / 2;
+}
+
+async function measureRaw(url: string, records: number, window: number): Promise<Measurement> {
+  const subject = `bench_raw_${crypto.randomUUID().slice(0, 8)}`;
+  const common = ["--nats", url, "--subject", subject, "--records", String(records)];
+  const subscriber = new Proc("raw subscriber", [
+    "run",
+    "-A",
+    SELF,
+    "--raw-peer",
+    "subscriber",
+    "--window",
+    String(window),
+    ...common,
+  ]);
+  try {
+    await subscriber.waitFor(/READY/);
+    const publisherOut = await runDeno("raw publisher", [
+      "run",
+      "-A",
+      SELF,
+      "--raw-peer",
+      "publisher",
+      ...common,
+    ]);
+    const status = await waitOrKill(subscriber, 60_000);
+    if (status.code !== 0) throw new Error(`raw subscriber failed:\n${subscriber.output}`);
+    const pub = parseResultLine<{ firstMs: number }>(publisherOut);
+    const sub = parseResultLine<RawSubscriberResult>(subscriber.output);
+    if (sub.records !== records || sub.checksum !== expectedChecksum(records)) {
+      throw new Error(`raw: received ${sub.records} records, checksum ${sub.checksum}`);
+    }
+    const seconds = (sub.lastMs - pub.firstMs) / 1000;
+    return {
+      recordsPerSecond: records / seconds,
+      note: `${seconds.toFixed(2)} s first record packed -> last unpacked`,
+    };
+  } finally {
+    await subscriber.kill("SIGTERM");
+  }
+}
+
+/** What a Weir run is given. */
+interface WeirRunOptions {
+  readonly url: string;
+  readonly records: number;
+  /** Records per buffer (Weir's default 1024). */
+  readonly bufferSize: number;
+  /** Credits per channel (Weir's default 8). */
+  readonly credits: number;
+}
+
+async function measureWeir(cluster: BenchCluster, o: WeirRunOptions): Promise<Measurement> {
+  const { url, records } = o;
+  const dir = await Deno.makeTempDir({ prefix: "weir-bench-channel-" });
+  try {
+    const out = await runDeno("channel job", [
+      "run",
+      "-A",
+      JOB,
+      "--nats",
+      url,
+      "--records",
+      String(records),
+      "--report",
+      dir,
+      "--buffer-size",
+      String(o.bufferSize),
+      "--credits",
+      String(o.credits),
+    ]);
+    const result = parseResultLine<{
+      durationMs: number;
+      restarts: number;
+      metrics: Record<string, { name: string; backPressuredTimeMsPerSecond: number }>;
+    }>(out);
+    const backPressure = Object.values(result.metrics)
+      .find((m) => /sequence/.test(m.name))?.backPressuredTimeMsPerSecond ?? 0;
+    const reports = await readReports(dir);
+    const source = reports.find((r) => r.role === "source");
+    const sink = reports.find((r) => r.role === "sink");
+    if (source === undefined || sink === undefined || reports.length !== 2) {
+      throw new Error(`expected one source and one sink report, got ${JSON.stringify(reports)}`);
+    }
+    const workers = [cluster.workerPid(0), cluster.workerPid(1)];
+    if (source.pid === sink.pid || !workers.includes(source.pid) || !workers.includes(sink.pid)) {
+      throw new Error(
+        `the source ran in pid ${source.pid} and the sink in pid ${sink.pid}: expected the two ` +
+          `worker processes ${workers.join(" and ")}`,
+      );
+    }
+    if (sink.records !== records || sink.checksum !== expectedChecksum(records)) {
+      throw new Error(`weir: the sink counted ${sink.records} records, checksum ${sink.checksum}`);
+    }
+    if (result.restarts !== 0) throw new Error(`weir: the job restarted ${result.restarts} times`);
+    const seconds = (sink.lastMs - source.firstMs) / 1000;
+    return {
+      recordsPerSecond: records / seconds,
+      note: `${seconds.toFixed(2)} s first record made (pid ${source.pid}) -> last counted ` +
+        `(pid ${sink.pid}); source back-pressured ${backPressure.toFixed(0)} ms/s; ` +
+        `job wall time incl. deployment and final checkpoint ` +
+        `${(result.durationMs / 1000).toFixed(2)} s`,
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      nats: { type: "string" },
+      records: { type: "string", default: "10000000" },
+      rounds: { type: "string", default: "3" },
+      window: { type: "string", default: "8" },
+      "buffer-size": { type: "string", default: "1024" },
+      credits: { type: "string", default: "8" },
+      "cpu-prof": { type: "string" },
+      "raw-peer": { type: "string" },
+      subject: { type: "string" },
+    },
+  });
+  const records = Number(values.records);
+  const window = Number(values.window);
+  if (values["raw-peer"] !== undefined) {
+    const url = values.nats!;
+    const subject = values.subject!;
+    if (values["raw-peer"] === "publisher") return await rawPublisher(url, subject, records);
+    return await rawSubscriber(url, subject, records, window);
+  }
+  const rounds = Number(values.rounds);
+  const nats = await benchNats(values.nats);
+  const cpuProfileDir = values["cpu-prof"];
+  const cluster = new BenchCluster({ nats: nats.url, workers: 2, slots: 1, cpuProfileDir });
+  const raw: number[] = [];
+  const weir: number[] = [];
+  try {
+    await cluster.start();
+    console.log(
+      `${records} records {key, value} per run; NATS ${nats.url}` +
+        `${nats.private ? " (private server)" : ""}; coordinator + 2 workers x 1 slot`,
+    );
+    for (let r = 1; r <= rounds; r++) {
+      const a = await measureRaw(nats.url, records, window);
+      raw.push(a.recordsPerSecond);
+      console.log(`round ${r}: raw  ${formatRate(a.recordsPerSecond)} (${a.note})`);
+      const b = await measureWeir(cluster, {
+        url: nats.url,
+        records,
+        bufferSize: Number(values["buffer-size"]),
+        credits: Number(values.credits),
+      });
+      weir.push(b.recordsPerSecond);
+      console.log(`round ${r}: weir ${formatRate(b.recordsPerSecond)} (${b.note})`);
+    }
+  } catch (error) {
+    console.error(cluster.logs());
+    throw error;
+  } finally {
+    await cluster.stop();
+    await nats.stop();
+  }
+  const rawEps = median(raw);
+  const weirEps = median(weir);
+  console.log(`medians over ${rounds} rounds:`);
+  console.log(
+    `raw core NATS, ${BATCH} records/message, window ${window}: ${formatRate(rawEps)}`,
+  );
+  console.log(
+    `weir channel between two workers, buffers of ${values["buffer-size"]} records, ` +
+      `${values.credits} credits: ${formatRate(weirEps)}`,
+  );
+  console.log(`weir / raw: ${(100 * weirEps / rawEps).toFixed(1)}% (target >= 50%)`);
+  console.log(
+    `RESULT raw_eps=${Math.round(rawEps)} weir_eps=${Math.round(weirEps)} ` +
+      `ratio=${(weirEps / rawEps).toFixed(3)}`,
+  );
+  if (cpuProfileDir !== undefined) await printCpuProfiles(cpuProfileDir);
+}
+
+if (import.meta.main) await main();

@@ -1,0 +1,78 @@
+/**
+ * How the benchmark jobs get figures out of the subtasks that measured
+ * them: the sources and sinks of a cluster job run in slot threads of worker
+ * processes, so each subtask writes one JSON report file, at `close()`, into
+ * the directory the job was given (`--report DIR`), and the benchmark reads
+ * them after the job finished (a subtask closes before it reports itself
+ * finished, so every file is there when `execute()` returns on the client).
+ *
+ * Times are wall-clock milliseconds from {@linkcode wallClockMs}, comparable
+ * across threads and processes of one host.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+
+/** What one source or sink subtask measured. */
+export interface SubtaskReport {
+  /** `"source"` (the map chained to the source, which made the records) or `"sink"`. */
+  readonly role: "source" | "sink";
+  /** The subtask's index. */
+  readonly subtask: number;
+  /** The execution attempt (0 unless the job restarted). */
+  readonly attempt: number;
+  /** The process the subtask ran in (a worker process in cluster mode). */
+  readonly pid: number;
+  /** Records the subtask saw. */
+  readonly records: number;
+  /** Wall-clock time of its first record, in ms ({@linkcode wallClockMs}); 0 when it saw none. */
+  readonly firstMs: number;
+  /** Wall-clock time of its last record, in ms; 0 when it saw none. */
+  readonly lastMs: number;
+  /** Sum of the records' `value` fields (to check that nothing was lost or duplicated). */
+  readonly checksum: number;
+  /**
+   * Sinks of the latency job: end-to-end latencies in microseconds, as an
+   * HdrHistogram in its compressed base64 encoding (`hdr-histogram-js`).
+   */
+  readonly histogram?: string;
+}
+
+/**
+ * Wall-clock time in ms with sub-millisecond resolution
+ * (`performance.timeOrigin + performance.now()`): one host's threads and
+ * processes agree on it, so a record stamped in one process can be timed in
+ * another.
+ */
+export function wallClockMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
+ * Writes `report` as `<dir>/<role>-<subtask>-<attempt>.json`, synchronously
+ * (it is called from `close()`).
+ * @throws {Deno.errors.NotFound} when `dir` does not exist.
+ */
+export function writeReport(dir: string, report: SubtaskReport): void {
+  const file = join(dir, `${report.role}-${report.subtask}-${report.attempt}.json`);
+  Deno.writeTextFileSync(file, JSON.stringify(report));
+}
+
+/**
+ * Reads every report of `dir`.
+ * @throws {Error} naming the file when one is not valid JSON.
+ */
+export async function readReports(dir: string): Promise<SubtaskReport[]> {
+  const reports: SubtaskReport[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (!entry.isFile || !entry.name.endsWith(".json")) continue;
+    const text = await Deno.readTextFile(join(dir, entry.name));
+    try {
+      reports.push(JSON.parse(text) as SubtaskReport);
+    } catch (error) {
+      throw new Error(`The report ${join(dir, entry.name)} is not JSON: ${error}`);
+    }
+  }
+  return reports.sort((a, b) => a.role.localeCompare(b.role) || a.subtask - b.subtask);
+}
