@@ -4,7 +4,7 @@
  *
  *     deno task bench:cluster                      # both cluster benchmarks
  *     deno run -A bench/cluster_channel.ts [--records 10000000] [--rounds 3] [--window 8]
- *         [--buffer-size 1024] [--credits 8] [--nats URL] [--cpu-prof DIR]
+ *         [--buffer-size 2048] [--credits 8] [--nats URL] [--cpu-prof DIR]
  *
  * The same records, `{ key: i % 10000, value: i }` for `i` in `0..records-1`,
  * go from one Deno process to another:
@@ -19,7 +19,7 @@
  * 2. **weir**: `bench/jobs/channel_job.ts` on a coordinator and two worker
  *    processes with one slot each: the source subtask (a sequence source and
  *    a chained map making the objects) runs on one worker, the counting sink
- *    on the other, across one `rebalance()` channel (buffers of 1024
+ *    on the other, across one `rebalance()` channel (buffers of 2048
  *    records, 8 credits per channel: Weir's defaults, which `--buffer-size`
  *    and `--credits` change). The benchmark checks from the subtasks'
  *    reports that they ran in the two worker processes, and that the sink
@@ -243,7 +243,7 @@ async function measureRaw(url: string, records: number, window: number): Promise
 interface WeirRunOptions {
   readonly url: string;
   readonly records: number;
-  /** Records per buffer (Weir's default 1024). */
+  /** Records per buffer (Weir's default 2048). */
   readonly bufferSize: number;
   /** Credits per channel (Weir's default 8). */
   readonly credits: number;
@@ -313,7 +313,7 @@ async function main(): Promise<void> {
       records: { type: "string", default: "10000000" },
       rounds: { type: "string", default: "3" },
       window: { type: "string", default: "8" },
-      "buffer-size": { type: "string", default: "1024" },
+      "buffer-size": { type: "string", default: "2048" },
       credits: { type: "string", default: "8" },
       "cpu-prof": { type: "string" },
       "raw-peer": { type: "string" },

@@ -7,7 +7,7 @@
  * processes, and every record crosses NATS once.
  *
  *     deno run -A bench/jobs/channel_job.ts --nats nats://127.0.0.1:4222 \
- *       --records 5000000 --report /tmp/reports [--buffer-size 1024] [--credits 8]
+ *       --records 5000000 --report /tmp/reports [--buffer-size 2048] [--credits 8]
  *
  * The map (source side) and the sink each write a {@linkcode SubtaskReport}
  * into `--report DIR` at `close()`: their pid, the wall-clock times of their
@@ -129,7 +129,7 @@ if (import.meta.main) {
       nats: { type: "string" },
       records: { type: "string", default: "5000000" },
       report: { type: "string" },
-      "buffer-size": { type: "string", default: "1024" },
+      "buffer-size": { type: "string", default: "2048" },
       credits: { type: "string", default: "8" },
     },
   });
