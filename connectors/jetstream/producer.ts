@@ -101,6 +101,10 @@ export interface ProducerOptions {
   readonly subtask: number;
   /** The sink's parallelism. */
   readonly parallelism: number;
+  /** The job (epochs of one job follow its attempts). */
+  readonly jobId: string;
+  /** The execution attempt of the starting sink subtask. */
+  readonly attempt: number;
   /** Publishes awaiting acknowledgement at most. */
   readonly maxInFlight: number;
 }
@@ -139,7 +143,10 @@ export class TransactionalProducer {
     const owned: Owned[] = [];
     for (const subtask of ownedSubtasks(options.subtask, options.parallelism, known)) {
       const transactionalId = transactionalIdOf(options.prefix, subtask);
-      const { value } = await options.log.bumpEpoch(transactionalId, options.parallelism);
+      const { value } = await options.log.bumpEpoch(transactionalId, options.parallelism, {
+        jobId: options.jobId,
+        attempt: options.attempt,
+      });
       owned.push({
         transactionalId,
         epoch: value.epoch,

@@ -143,6 +143,32 @@ export interface ProducerRecord {
   readonly parallelism: number;
   /** Every transaction of an epoch below this one is committed, aborted or empty. */
   readonly settledEpoch: number;
+  /**
+   * The job and execution attempt whose sink took the current epoch. A sink
+   * subtask of an older attempt of the same job that starts late (a zombie
+   * still deploying while the coordinator already restarted) must not take
+   * the epoch from the newer attempt: see {@linkcode decideEpochBump}.
+   */
+  readonly owner?: { readonly jobId: string; readonly attempt: number };
+}
+
+/**
+ * Whether a sink subtask of `jobId`/`attempt` may bump the epoch of a
+ * transactionalId whose record is `current`: always, unless the record's
+ * owner is a newer attempt of the same job (then the caller is a zombie
+ * and must stop). Epochs then follow attempts, not the order in which sink
+ * subtasks happened to start. A different job id (a resumed run) always
+ * takes over, as with Kafka's transactional ids.
+ */
+export function decideEpochBump(
+  current: ProducerRecord | undefined,
+  jobId: string,
+  attempt: number,
+): "bump" | "fenced" {
+  const owner = current?.owner;
+  return owner !== undefined && owner.jobId === jobId && owner.attempt > attempt
+    ? "fenced"
+    : "bump";
 }
 
 /**
@@ -374,9 +400,14 @@ export function parseProducerRecord(
   } catch {
     value = undefined;
   }
+  const owner = (value as { owner?: unknown } | undefined)?.owner;
+  const ownerOk = owner === undefined ||
+    (typeof owner === "object" && owner !== null &&
+      typeof (owner as { jobId?: unknown }).jobId === "string" &&
+      isCount((owner as { attempt?: unknown }).attempt));
   if (
     typeof value !== "object" || value === null || !isCount(value.epoch) ||
-    !isCount(value.parallelism) || !isCount(value.settledEpoch)
+    !isCount(value.parallelism) || !isCount(value.settledEpoch) || !ownerOk
   ) {
     throw new TypeError(
       `Key ${producerKey(transactionalId)} of bucket ${bucket} is not a producer record: ${

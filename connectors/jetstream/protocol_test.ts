@@ -3,6 +3,7 @@ import {
   checkPrefix,
   decideAbort,
   decideCommit,
+  decideEpochBump,
   decideLingering,
   decidePreCommit,
   defaultTransactionalIdPrefix,
@@ -162,4 +163,15 @@ Deno.test("records that are not valid JSON records are refused, naming the key a
     () => parseProducerRecord('{"epoch":-1}', "p.0", "b"),
     /producer\.p\.0 of bucket b/,
   );
+});
+
+Deno.test("decideEpochBump fences a late sink of an older attempt of the same job, not a resumed job", () => {
+  const record = { epoch: 3, parallelism: 2, settledEpoch: 3, owner: { jobId: "j-1", attempt: 2 } };
+  assert.equal(decideEpochBump(undefined, "j-1", 0), "bump");
+  assert.equal(decideEpochBump(record, "j-1", 2), "bump"); // the same attempt restarting its subtask
+  assert.equal(decideEpochBump(record, "j-1", 3), "bump"); // a newer attempt
+  assert.equal(decideEpochBump(record, "j-1", 1), "fenced"); // a zombie of attempt 1 starting late
+  assert.equal(decideEpochBump(record, "j-2", 0), "bump"); // a resumed run has a new job id
+  const { owner: _, ...legacy } = record;
+  assert.equal(decideEpochBump(legacy, "j-1", 0), "bump");
 });

@@ -186,6 +186,8 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
         prefix: this.config.prefix ?? defaultTransactionalIdPrefix(stream, context.uid),
         subtask: context.subtaskIndex,
         parallelism: context.parallelism,
+        jobId: context.jobId,
+        attempt: context.attempt,
         maxInFlight,
       });
       this.opened = { nc, producer };

@@ -29,9 +29,11 @@ import {
 } from "../../runtime/actor/nats_deps.ts";
 import {
   decideAbort,
+  decideEpochBump,
   parseProducerRecord,
   parseTxnRecord,
   PRODUCER_KEY_PREFIX,
+  ProducerFencedError,
   producerKey,
   type ProducerRecord,
   type Transition,
@@ -202,19 +204,33 @@ export class TransactionLog {
 
   /**
    * Starts a new epoch of `transactionalId` (Kafka's `initTransactions`):
-   * epoch + 1 with compare-and-set, or epoch 0 when the id is new.
+   * epoch + 1 with compare-and-set, or epoch 0 when the id is new, recording
+   * `owner` (the job and attempt of the starting sink subtask).
    * @returns the new record and its revision.
+   * @throws {ProducerFencedError} when a newer attempt of the same job owns the id
+   *   (see `decideEpochBump`).
    */
   async bumpEpoch(
     transactionalId: string,
     parallelism: number,
+    owner: { jobId: string; attempt: number },
   ): Promise<Versioned<ProducerRecord>> {
     const key = producerKey(transactionalId);
     for (;;) {
       const current = await this.getProducer(transactionalId);
+      if (decideEpochBump(current?.value, owner.jobId, owner.attempt) === "fenced") {
+        throw new ProducerFencedError({
+          transactionalId,
+          epoch: current!.value.epoch,
+          currentEpoch: current!.value.epoch,
+          action: `starts for attempt ${owner.attempt} of job ${owner.jobId} (attempt ` +
+            `${current!.value.owner!.attempt} already owns it)`,
+          bucket: this.bucket,
+        });
+      }
       const next: ProducerRecord = current === undefined
-        ? { epoch: 0, parallelism, settledEpoch: 0 }
-        : { ...current.value, epoch: current.value.epoch + 1, parallelism };
+        ? { epoch: 0, parallelism, settledEpoch: 0, owner }
+        : { ...current.value, epoch: current.value.epoch + 1, parallelism, owner };
       const revision = current === undefined
         ? await this.#create(key, next)
         : await this.#update(key, next, current.revision);
