@@ -104,7 +104,11 @@ export async function submitToCluster(
   if (!reply.ok) {
     throw new ClusterRequestError(`The coordinator refused job '${graph.name}': ${reply.error}`);
   }
-  log.info(`submitted job ${reply.jobId} '${graph.name}' (${options.moduleUrl})`);
+  // Always shown (Flink's client prints the JobID too): it is what `cli.ts cancel` needs.
+  console.error(
+    `weir: submitted job ${reply.jobId} '${graph.name}' from ${options.moduleUrl}; ` +
+      `cancel it with: cli.ts cancel ${reply.jobId} --nats <url>`,
+  );
   return await awaitJob(options.transport, reply.jobId, options.pollIntervalMs ?? 250);
 }
 
@@ -119,6 +123,7 @@ export async function awaitJob(
   pollIntervalMs = 250,
 ): Promise<JobExecutionResult> {
   let unreachableSince: number | undefined;
+  let attempt = 0;
   while (true) {
     await delay(pollIntervalMs);
     let answer: JobStatusReply;
@@ -138,6 +143,14 @@ export async function awaitJob(
       continue;
     }
     if (!answer.ok) throw new JobFailedError(`Job ${jobId}: ${answer.error}`);
+    if (answer.status.attempt > attempt) {
+      attempt = answer.status.attempt;
+      log.warn(
+        `job ${jobId} restarted as attempt ${attempt} after: ${
+          answer.status.lastFailure ?? "a failure"
+        }`,
+      );
+    }
     const outcome = answer.outcome;
     if (outcome === undefined) continue;
     if (outcome.t === "result") return outcome.result;

@@ -326,9 +326,10 @@ export class ClusterCoordinator {
   }
 
   #status(job: JobEntry): JobStatus {
+    const lastFailure = job.coordinator.lastFailure;
     return job.status.status === "RUNNING"
-      ? { ...job.status, attempt: job.coordinator.attempt }
-      : job.status;
+      ? { ...job.status, attempt: job.coordinator.attempt, lastFailure }
+      : { ...job.status, lastFailure };
   }
 
   #onJobStatus(m: TransportMessage): void {

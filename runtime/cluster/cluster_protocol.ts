@@ -118,6 +118,8 @@ export interface JobStatus {
   readonly moduleUrl: string;
   /** Why it failed, when it did. */
   readonly error?: string | undefined;
+  /** Why its latest attempt failed, when one did (the job may have restarted since). */
+  readonly lastFailure?: string | undefined;
 }
 
 /** One worker in a {@linkcode ClusterOverview}. */

@@ -163,6 +163,7 @@ export class JobCoordinator {
   #subscription: Subscription | undefined;
   #restarts = 0;
   #deployedOn = new Set<string>();
+  #lastFailure: string | undefined;
   #startedAt = Date.now();
   #resolve!: (r: JobExecutionResult) => void;
   #reject!: (e: unknown) => void;
@@ -198,6 +199,11 @@ export class JobCoordinator {
   /** The current attempt. */
   get attempt(): number {
     return this.#attempt;
+  }
+
+  /** Why the latest attempt failed (`name: message`), if one did. */
+  get lastFailure(): string | undefined {
+    return this.#lastFailure;
   }
 
   /**
@@ -550,7 +556,8 @@ export class JobCoordinator {
     this.#phase = "restarting";
     clearTimeout(this.#timer);
     clearTimeout(this.#deployTimer);
-    log.warn(`job ${o.jobId}: attempt ${this.#attempt} failed: ${describe(error)}`);
+    this.#lastFailure = describe(error);
+    log.warn(`job ${o.jobId}: attempt ${this.#attempt} failed: ${this.#lastFailure}`);
     this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING);
     this.#tracker.stopScheduler();
     this.#cancelAttempt();
