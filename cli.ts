@@ -161,6 +161,7 @@ async function main(argv: string[]): Promise<number> {
         ...(values.id === undefined ? {} : { workerId: values.id }),
       });
       worker.start();
+      watchReconnects(nc, () => worker.heartbeatNow());
       console.error(
         `weir worker ${worker.workerId}: ${worker.slotIds.length} slots, connected to ${nats.servers}`,
       );

@@ -100,7 +100,7 @@ Deno.test({
       assert.equal(status.code, 0, job.output);
       const restarts = Number(/RESULT restarts=(\d+)/.exec(job.output)?.[1]);
       assert.ok(restarts >= 1, job.output);
-      assert.match(cluster.coordinator.output, /lost: no heartbeat/);
+      assert.match(cluster.coordinator.output, /lost: it sent no heartbeat/);
       for (const sum of FINAL_SUMS) assert.ok(cluster.workers[1]!.output.includes(sum), sum);
     });
   },

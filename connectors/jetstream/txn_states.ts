@@ -18,6 +18,7 @@
 import { kvApi, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
 import { parseTxnRecord, TXN_KEY_PREFIX, txnKey, type TxnState } from "./protocol.ts";
 import { withRetries } from "./transactions.ts";
+import { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";
 
 /** Receives a transaction's state. */
 export type TxnStateListener = (txn: string, state: TxnState) => void;
@@ -68,7 +69,8 @@ export class TxnStateTracker {
 
   /**
    * Reads the state of `txn`.
-   * @throws {Error} naming the key and bucket when the transaction has no state.
+   * @throws {SuppressRestartsError} naming the key and bucket when the transaction has no
+   *   state (restarting would not help, so the job fails without restarts).
    */
   async lookup(txn: string): Promise<TxnState> {
     const key = txnKey(txn);
@@ -77,7 +79,8 @@ export class TxnStateTracker {
       () => this.#kv.get(key),
     );
     if (entry === null || entry.operation !== "PUT") {
-      throw new Error(
+      // Deterministic bad input: restarting cannot make the state appear.
+      throw new SuppressRestartsError(
         `Transaction ${txn} has no state: KV bucket ${this.bucket} holds no key ${key}; ` +
           `the sink writes its transactions to another bucket (set txnBucket), or the key was deleted`,
       );

@@ -146,9 +146,14 @@ export class ClusterCoordinator {
    * The coordinator's NATS connection was lost and re-established: core NATS
    * may have dropped control messages (acknowledgements, notifications), so
    * every running job fails its attempt and restarts from its latest
-   * checkpoint rather than wait for a checkpoint timeout.
+   * checkpoint rather than wait for a checkpoint timeout. Workers are
+   * forgotten until their next heartbeat, so the restart deploys only to
+   * workers that are connected again.
    */
   connectionRestored(): void {
+    // Workers count again once a heartbeat shows they reconnected too: a
+    // deployment sent to a worker still disconnected would be lost.
+    this.#workers.clear();
     for (const job of this.#jobs.values()) {
       if (job.status.status !== "RUNNING") continue;
       job.coordinator.failAttempt(
@@ -178,14 +183,23 @@ export class ClusterCoordinator {
       return;
     }
     const known = this.#workers.get(hb.workerId);
-    if (!known) {
+    if (known && known.heartbeat.instance !== hb.instance) {
+      // Another process took the id: the one before it is gone (restarted at
+      // once, faster than the heartbeat timeout), or two workers share the id.
+      this.#workers.delete(hb.workerId);
+      this.#workerLost(
+        known,
+        `was replaced by another process with the same id (pid ${known.heartbeat.pid} -> ` +
+          `${hb.pid}; two live workers must not share an id)`,
+      );
+    }
+    if (!this.#workers.has(hb.workerId)) {
       log.info(
         `worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) joined with ${hb.slots.length} slots`,
       );
     }
     this.#workers.set(hb.workerId, { heartbeat: hb, lastSeen: Date.now() });
   }
-
   /** Declares silent workers dead and fails the attempts that used them. */
   #sweep(): void {
     const now = Date.now();
@@ -193,20 +207,24 @@ export class ClusterCoordinator {
       const silentMs = now - w.lastSeen;
       if (silentMs < this.#heartbeatTimeoutMs) continue;
       this.#workers.delete(id);
-      log.warn(
-        `worker ${id} (${w.heartbeat.host}, pid ${w.heartbeat.pid}) lost: no heartbeat for ${silentMs} ms`,
+      this.#workerLost(w, `sent no heartbeat for ${silentMs} ms`);
+    }
+  }
+
+  /** Fails the current attempt of every running job with a subtask on `w`'s slots. */
+  #workerLost(w: WorkerEntry, why: string): void {
+    const hb = w.heartbeat;
+    log.warn(`worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) lost: it ${why}`);
+    const lost = new Set(hb.slots);
+    for (const job of this.#jobs.values()) {
+      if (job.status.status !== "RUNNING") continue;
+      if (![...job.coordinator.deployedWorkers].some((s) => lost.has(s))) continue;
+      job.coordinator.failAttempt(
+        new WorkerLostError(
+          `Worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) running subtasks of job ` +
+            `${job.request.jobId} ${why}`,
+        ),
       );
-      const lost = new Set(w.heartbeat.slots);
-      for (const job of this.#jobs.values()) {
-        if (job.status.status !== "RUNNING") continue;
-        if (![...job.coordinator.deployedWorkers].some((s) => lost.has(s))) continue;
-        job.coordinator.failAttempt(
-          new WorkerLostError(
-            `Worker ${id} (${w.heartbeat.host}, pid ${w.heartbeat.pid}) running subtasks of ` +
-              `job ${job.request.jobId} sent no heartbeat for ${silentMs} ms`,
-          ),
-        );
-      }
     }
   }
 

@@ -89,6 +89,11 @@ export interface Heartbeat {
   readonly host: string;
   /** Process id, for display. */
   readonly pid: number;
+  /**
+   * Random per worker process: a new value under a known worker id means
+   * the process was replaced (restarted faster than the heartbeat timeout).
+   */
+  readonly instance: string;
   /** The worker's slot ids; each is also a `weir.worker.<slotId>` subject. */
   readonly slots: readonly string[];
   /** Slot threads running, over all jobs. */

@@ -18,8 +18,11 @@
  * remembers that id itself instead of asking storage for the latest
  * complete checkpoint: once a checkpoint's metadata is written, sinks may
  * commit its transactions, so restoring anything older would commit records
- * twice. If that checkpoint's metadata cannot be read back, the job fails
- * for good (a `SuppressRestartsError`) rather than fall back.
+ * twice. If that checkpoint's metadata is gone or corrupt, the job fails
+ * for good (a `SuppressRestartsError`) rather than fall back. If storage
+ * cannot be reached (an `IO` error, e.g. while NATS restarts), that is a
+ * failed restart: the restart strategy decides whether and when to try
+ * again, as for any other failure.
  *
  * ## Failed checkpoints
  *
@@ -44,7 +47,7 @@ import type { Subscription, Transport } from "../actor/types.ts";
 import { decode, encode } from "../actor/codec.ts";
 import { delay } from "../actor/async.ts";
 import type { JobGraphShape } from "../graph/job_graph_summary.ts";
-import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import { type CheckpointStorage, CheckpointStorageError } from "../checkpoint/storage.ts";
 import type { PendingCheckpoint, VertexInfo } from "../checkpoint/pending.ts";
 import { CheckpointTracker } from "../checkpoint/tracker.ts";
 import { CheckpointFailureManager } from "../checkpoint/failure_manager.ts";
@@ -561,35 +564,41 @@ export class JobCoordinator {
     this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING);
     this.#tracker.stopScheduler();
     this.#cancelAttempt();
-    const decision = this.#backoff.onFailure(Date.now(), error);
-    if (decision.kind === "fail") {
+    let failure = error;
+    let latest: RestorePoint | null;
+    for (;;) {
+      const decision = this.#backoff.onFailure(Date.now(), failure);
+      if (decision.kind === "fail") {
+        await Promise.all([...this.#finalizing]);
+        this.#end(
+          new JobFailedError(
+            `Job ${o.jobId} '${o.graph.name}' failed: ${decision.reason}${this.#resumeHint()}`,
+            { cause: failure },
+          ),
+        );
+        return;
+      }
+      await delay(decision.delayMs);
+      if (this.#phase !== "restarting") return;
       await Promise.all([...this.#finalizing]);
-      const latest = this.#latestWritten;
-      const from = o.restoreFrom;
-      const hint = latest !== undefined
-        ? `; its latest completed checkpoint is ${latest}: resume with ` +
-          `resumeFrom({ jobId: "${o.jobId}", checkpointId: ${latest} })`
-        : from !== null
-        ? `; it completed no checkpoint of its own: resume again from where it started, with ` +
-          `resumeFrom({ jobId: "${from.jobId}", checkpointId: ${from.checkpointId} })`
-        : "; it has no completed checkpoint";
-      this.#end(
-        new JobFailedError(`Job ${o.jobId} '${o.graph.name}' failed: ${decision.reason}${hint}`, {
-          cause: error,
-        }),
-      );
-      return;
-    }
-    await delay(decision.delayMs);
-    if (this.#phase !== "restarting") return;
-    await Promise.all([...this.#finalizing]);
-    const latest: RestorePoint | null = this.#latestWritten === undefined
-      ? o.restoreFrom
-      : { jobId: o.jobId, checkpointId: this.#latestWritten };
-    if (latest !== null) {
+      latest = this.#latestWritten === undefined
+        ? o.restoreFrom
+        : { jobId: o.jobId, checkpointId: this.#latestWritten };
+      if (latest === null) break;
       try {
         await o.storage.readMetadata(latest.jobId, latest.checkpointId);
+        break;
       } catch (e) {
+        if (e instanceof CheckpointStorageError && e.code === "IO") {
+          // Storage out of reach (e.g. NATS restarting): a failed restart, not a lost checkpoint.
+          log.warn(
+            `job ${o.jobId}: cannot read ${describePoint(latest, o.jobId)} to restore it: ` +
+              `${describe(e)}; the restart strategy decides when to try again`,
+          );
+          if (this.#phase !== "restarting") return;
+          failure = e;
+          continue;
+        }
         const what = `cannot restore ${describePoint(latest, o.jobId)}, ` +
           (this.#latestWritten === undefined
             ? "the checkpoint it started from"
@@ -618,6 +627,20 @@ export class JobCoordinator {
         (latest === null ? "scratch" : describePoint(latest, o.jobId)),
     );
     this.#deploy(latest);
+  }
+
+  /** How to resume the job after it failed for good (`; …`), for its error message. */
+  #resumeHint(): string {
+    const o = this.#o;
+    const latest = this.#latestWritten;
+    const from = o.restoreFrom;
+    return latest !== undefined
+      ? `; its latest completed checkpoint is ${latest}: resume with ` +
+        `resumeFrom({ jobId: "${o.jobId}", checkpointId: ${latest} })`
+      : from !== null
+      ? `; it completed no checkpoint of its own: resume again from where it started, with ` +
+        `resumeFrom({ jobId: "${from.jobId}", checkpointId: ${from.checkpointId} })`
+      : "; it has no completed checkpoint";
   }
 
   #cancelAttempt(): void {

@@ -8,7 +8,8 @@
  *   through `mod.ts`) replaces `Deno.args` with the job's own arguments, so
  *   the job module parses the same arguments as on the client and builds the
  *   same graph; `execute()` then hands the graph to the slot instead of
- *   running or submitting it.
+ *   running or submitting it. It also replaces `Deno.exit`, which would end
+ *   the thread unnoticed, with a reported failure of the slot.
  * - **client**: `--nats URL` is among the arguments (or `WEIR_NATS_URL` is
  *   set): `execute()` submits the job to the cluster and waits for its end.
  * - **local**: otherwise; `execute()` runs the job in this process.
@@ -55,6 +56,21 @@ export type ExecutionRole = "local" | "client" | "slot";
 const launch: SlotLaunch | undefined = readLaunch();
 if (launch !== undefined) {
   Object.defineProperty(Deno, "args", { value: [...launch.args], configurable: true });
+  // `Deno.exit` would end the slot thread silently (a Web Worker's exit fires
+  // no event in its parent): report it as a failure instead, then close.
+  Object.defineProperty(Deno, "exit", {
+    configurable: true,
+    value: (code?: number): never => {
+      const scope = globalThis as unknown as { postMessage(m: unknown): void; close(): void };
+      scope.postMessage({
+        t: "error",
+        message: `the job's code called Deno.exit(${code ?? ""}) on slot thread ${launch.slotId}`,
+        suppressRestarts: false,
+      });
+      scope.close();
+      throw new Error(`Deno.exit(${code ?? ""}) on a slot thread`);
+    },
+  });
 }
 
 function readLaunch(): SlotLaunch | undefined {

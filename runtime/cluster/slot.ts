@@ -6,13 +6,15 @@
  * NATS, opens the shared checkpoint storage, and runs a {@linkcode Worker}
  * that receives the slot's messages from its parent through `postMessage`.
  *
- * Messages to the parent: `{ t: "ready" }` once it accepts deployments, or
- * `{ t: "error", message }` when it cannot run the job.
+ * Messages to the parent: `{ t: "ready" }` once it accepts deployments,
+ * `{ t: "error", message }` when it cannot run the job, and
+ * `{ t: "released" }` once its subtasks ended after a `release`.
  *
  * @module
  */
 
 import { decode } from "../actor/codec.ts";
+import { delay } from "../actor/async.ts";
 import { connectNats, watchReconnects } from "../actor/nats_connect.ts";
 import { NatsTransport } from "../actor/nats_transport.ts";
 import { ObjectStoreCheckpointStorage } from "../checkpoint/object_store_storage.ts";
@@ -26,6 +28,8 @@ import { type JobRuntime, Worker } from "./worker.ts";
 /** What the slot thread posts to its parent. */
 export type SlotThreadMessage =
   | { readonly t: "ready" }
+  /** Every subtask ended after a `release` (sinks closed and aborted their open transactions). */
+  | { readonly t: "released" }
   | { readonly t: "error"; readonly message: string; readonly suppressRestarts: boolean };
 
 /** The job settings the job module's environment gives the slot. */
@@ -61,7 +65,15 @@ export async function runSlot(
     const runtime: JobRuntime = { graph, storage, ...settings };
     const worker = new Worker({ transport, workerId: launch.slotId, resolveJob: () => runtime });
     (self as unknown as Worker_).onmessage = (e: MessageEvent<Uint8Array>) => {
-      worker.deliver(decode(e.data) as WorkerMessage);
+      const msg = decode(e.data) as WorkerMessage;
+      worker.deliver(msg);
+      if (msg.t === "release") {
+        // Let cancelled subtasks close (a sink aborts its open transaction), then say so.
+        void (async () => {
+          while (worker.runningTasks > 0) await delay(20);
+          post({ t: "released" });
+        })();
+      }
     };
     watchReconnects(nc, () =>
       worker.failAll(

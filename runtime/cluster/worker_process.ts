@@ -64,6 +64,12 @@ export interface WorkerProcessOptions {
   readonly heartbeatIntervalMs?: number;
   /** How long a slot thread may take to load the job module, in ms. Default 60 000. */
   readonly slotStartTimeoutMs?: number;
+  /**
+   * How long a released job's slot thread may take to close its subtasks
+   * (sinks abort their open transactions) before it is terminated, in ms.
+   * Default 5000.
+   */
+  readonly releaseGraceMs?: number;
 }
 
 /** Runs a cluster worker (see the module docs). */
@@ -76,6 +82,8 @@ export class WorkerProcess {
   readonly #threads = new Map<string, SlotThread>();
   readonly #subscriptions: Subscription[] = [];
   #heartbeat: ReturnType<typeof setInterval> | undefined;
+  #beat: (() => void) | undefined;
+  readonly #instance = crypto.randomUUID();
 
   constructor(options: WorkerProcessOptions) {
     this.#o = options;
@@ -116,6 +124,7 @@ export class WorkerProcess {
         workerId: this.workerId,
         host: Deno.hostname(),
         pid: Deno.pid,
+        instance: this.#instance,
         slots: this.slotIds,
         slotThreads: this.#threads.size,
         sentAt: Date.now(),
@@ -126,9 +135,15 @@ export class WorkerProcess {
         log.warn(`worker ${this.workerId}: cannot send a heartbeat: ${error}`);
       }
     };
+    this.#beat = beat;
     beat();
     this.#heartbeat = setInterval(beat, this.#o.heartbeatIntervalMs ?? 500);
     log.info(`worker ${this.workerId} started with ${this.slotIds.length} slots`);
+  }
+
+  /** Sends a heartbeat now (cluster mode calls it when the NATS connection is back). */
+  heartbeatNow(): void {
+    this.#beat?.();
   }
 
   /** Terminates every slot thread and stops heartbeating. */
@@ -150,8 +165,8 @@ export class WorkerProcess {
     let thread = this.#threads.get(key);
     if (msg.t === "release") {
       if (thread) log.debug(`slot ${slotId}: releasing job ${msg.job}`);
-      thread?.terminate();
       this.#threads.delete(key);
+      thread?.release(bytes, this.#o.releaseGraceMs ?? 5000);
       return;
     }
     if (msg.t === "cancel-attempt") {
@@ -234,7 +249,9 @@ class SlotThread {
     this.#worker = worker;
     worker.onmessage = (e: MessageEvent<SlotThreadMessage>) => {
       const m = e.data;
-      if (m.t === "ready") {
+      if (m.t === "released") {
+        this.terminate();
+      } else if (m.t === "ready") {
         clearTimeout(this.#startTimer);
         this.#ready = true;
         for (const bytes of this.#queue.splice(0)) worker.postMessage(bytes);
@@ -288,6 +305,17 @@ class SlotThread {
       }
     }
     this.terminate();
+  }
+
+  /**
+   * Hands the thread a `release` so its subtasks close, and terminates it
+   * when it says they did, or after `graceMs` (user code stuck in a loop).
+   */
+  release(bytes: Uint8Array, graceMs: number): void {
+    if (this.#dead) return;
+    if (!this.#ready) return this.terminate();
+    this.#worker!.postMessage(bytes);
+    setTimeout(() => this.terminate(), graceMs);
   }
 
   terminate(): void {

@@ -26,6 +26,7 @@ import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../state/key_
 import { channelTargets } from "./channels.ts";
 import type { BufferMessage, ChannelEvent, EventMessage } from "./messages.ts";
 import { taskSubject } from "./messages.ts";
+import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
 
 /** Room left in a transport message for the envelope around an encoded buffer, in bytes. */
 const ENVELOPE_BYTES = 1024;
@@ -34,8 +35,12 @@ type Pending =
   | { readonly kind: "buf"; readonly vb: Uint8Array; readonly kg: Uint16Array | undefined }
   | { readonly kind: "evt"; readonly e: ChannelEvent };
 
-/** A record too large for one transport message. */
-export class RecordTooLargeError extends Error {
+/**
+ * A record too large for one transport message (NATS: 1 MiB, less about
+ * 1 KiB of envelope) on a network edge. Restarting cannot help, so the job
+ * fails without restarts. Records on chained edges have no size limit.
+ */
+export class RecordTooLargeError extends SuppressRestartsError {
   /** The error class name. */
   override name = "RecordTooLargeError";
 }
@@ -206,7 +211,9 @@ export class RecordWriter {
     if (values.length === 1) {
       throw new RecordTooLargeError(
         `A record of ${vb.byteLength} bytes on edge ${this.edge.index} (to ${this.#options.consumerVertexId}) ` +
-          `exceeds the transport's max payload of ${this.#options.transport.maxPayload} bytes`,
+          `exceeds the transport's max payload of ${this.#options.transport.maxPayload} bytes ` +
+          `(less ${ENVELOPE_BYTES} bytes of envelope); records crossing a network edge must fit ` +
+          `one message`,
       );
     }
     const half = values.length >> 1;
