@@ -38,11 +38,21 @@
  * `"dead-letter"` emits a {@linkcode JetStreamDeadLetter} to
  * {@linkcode JETSTREAM_DEAD_LETTER} and goes on.
  *
+ * ## Rate limit
+ *
+ * With `recordsPerSecond` = *r*, each of the `p` source subtasks emits at
+ * most *r* ÷ *p* records (dead letters count, skipped records do not) per
+ * second of processing time on average, as Flink's source `RateLimiter`
+ * (FLIP-238) does: a token bucket holding at most 100 ms worth of records
+ * (at least one), refilled on the reader context's clock, so tests can
+ * drive it with a `ManualClock`.
+ *
  * ## Invariants
  *
  * - `pollNext` is synchronous: it emits at most `batchSize` records (dead
- *   letters count) from the splits in turn and never waits; `isAvailable`
- *   resolves when a split has something to emit.
+ *   letters count) from the splits in turn, within the rate limit, and
+ *   never waits; `isAvailable` resolves when a split has something to emit
+ *   and the rate limit lets a record go.
  * - Each source subtask has its own connection, opened in `start()` and
  *   closed in `close()`; the source object holds only options.
  *
@@ -78,6 +88,7 @@ import type {
   SourceSplit,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
+import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
 import { type FeedMessage, MessageFeed, type MessageHeaders } from "./feed.ts";
 import { DEFAULT_TXN_BUCKET } from "./protocol.ts";
 import type { Isolation } from "./read_committed.ts";
@@ -86,6 +97,8 @@ import { TxnStateTracker } from "./txn_states.ts";
 
 const DEFAULT_BATCH_SIZE = 1000;
 const MAX_QUOTED = 200;
+/** The rate limiter's bucket holds at most this much processing time worth of records. */
+const BURST_MS = 100;
 
 /** Where a split starts on the job's first start; see the module docs. */
 export type StartPosition = "earliest" | "latest" | { readonly sequence: number } | {
@@ -198,6 +211,12 @@ export interface JetStreamSourceOptions<T> {
   readonly batchSize?: number;
   /** Records buffered per split at most (default 10 000). */
   readonly maxBuffered?: number;
+  /**
+   * The total rate over all source subtasks, in records per second of
+   * processing time (> 0); see "Rate limit" in the module docs. Unlimited
+   * when absent.
+   */
+  readonly recordsPerSecond?: number;
 }
 
 const utf8 = new TextDecoder();
@@ -208,16 +227,22 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
   readonly boundedness: Boundedness;
   /** The options, with defaults filled in. */
   readonly options:
-    & Readonly<Required<Omit<JetStreamSourceOptions<T>, "filterSubject" | "timestamp">>>
+    & Readonly<
+      Required<
+        Omit<JetStreamSourceOptions<T>, "filterSubject" | "timestamp" | "recordsPerSecond">
+      >
+    >
     & {
       readonly filterSubject: string | undefined;
       readonly timestamp: ((value: T, meta: MessageMeta) => number) | undefined;
+      readonly recordsPerSecond: number | undefined;
     };
 
   /**
    * Creates the source (no I/O until a subtask starts).
    * @throws {TypeError} when `stream` is empty or an option has a wrong value.
-   * @throws {RangeError} when `batchSize`, `maxBuffered` or a start sequence is not a positive integer.
+   * @throws {RangeError} when `batchSize`, `maxBuffered` or a start sequence is not a positive
+   *   integer, or `recordsPerSecond` is not a positive finite number.
    */
   constructor(options: JetStreamSourceOptions<T>) {
     if (typeof options.stream !== "string" || options.stream === "") {
@@ -245,6 +270,12 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
     if (typeof start === "object" && "sequence" in start) {
       positive("startPosition.sequence", start.sequence, options.stream);
     }
+    const rate = options.recordsPerSecond;
+    if (rate !== undefined && !(rate > 0 && Number.isFinite(rate))) {
+      throw new RangeError(
+        `JetStreamSource of stream ${options.stream}: 'recordsPerSecond' must be a positive number: current value is ${rate}`,
+      );
+    }
     this.boundedness = options.bounded ? "bounded" : "continuous-unbounded";
     this.options = {
       connection: options.connection,
@@ -264,6 +295,7 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
         options.maxBuffered ?? DEFAULT_MAX_BUFFERED,
         options.stream,
       ),
+      recordsPerSecond: rate,
     };
   }
 
@@ -309,9 +341,14 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
     }
   }
 
-  /** Creates the reader of one source subtask. */
+  /** Creates the reader of one source subtask; its rate is `recordsPerSecond / parallelism`. */
   createReader(context: SourceReaderContext): SourceReader<T, JetStreamSplit> {
-    return new JetStreamReader(this, context.operatorName);
+    const rate = this.options.recordsPerSecond;
+    return new JetStreamReader(
+      this,
+      context,
+      rate === undefined ? undefined : new RateLimiter(rate / context.parallelism),
+    );
   }
 
   async #startOffset(nc: NatsConnection, subject: string | null, lastSeq: number): Promise<number> {
@@ -360,6 +397,37 @@ function headerRecord(headers: MessageHeaders | undefined): Record<string, strin
   return out;
 }
 
+/** A token bucket over processing time (see "Rate limit" in the module docs). */
+class RateLimiter {
+  readonly #perMs: number;
+  readonly #capacity: number;
+  #tokens = 1;
+  #lastMs: number | undefined;
+
+  constructor(recordsPerSecond: number) {
+    this.#perMs = recordsPerSecond / 1000;
+    this.#capacity = Math.max(1, recordsPerSecond * BURST_MS / 1000);
+  }
+
+  /** How many whole records may go at `nowMs`. */
+  available(nowMs: number): number {
+    if (this.#lastMs !== undefined && nowMs > this.#lastMs) {
+      this.#tokens = Math.min(this.#capacity, this.#tokens + (nowMs - this.#lastMs) * this.#perMs);
+    }
+    if (this.#lastMs === undefined || nowMs > this.#lastMs) this.#lastMs = nowMs;
+    return Math.floor(this.#tokens);
+  }
+
+  take(count: number): void {
+    this.#tokens -= count;
+  }
+
+  /** When one record may go, after `available(nowMs)` was 0. */
+  nextAt(nowMs: number): number {
+    return nowMs + Math.max(1, Math.ceil((1 - this.#tokens) / this.#perMs));
+  }
+}
+
 interface ActiveSplit {
   readonly split: JetStreamSplit;
   readonly feed: MessageFeed;
@@ -370,6 +438,9 @@ interface ActiveSplit {
 class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   readonly #source: JetStreamSource<T>;
   readonly #operatorName: string;
+  readonly #context: SourceReaderContext;
+  readonly #limiter: RateLimiter | undefined;
+  #rateWait: Sleep | undefined;
   #nc: NatsConnection | undefined;
   #tracker: Promise<TxnStateTracker> | undefined;
   #splits: ActiveSplit[] = [];
@@ -378,9 +449,15 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   #waiting: Promise<void> | undefined;
   #closed = false;
 
-  constructor(source: JetStreamSource<T>, operatorName: string) {
+  constructor(
+    source: JetStreamSource<T>,
+    context: SourceReaderContext,
+    limiter: RateLimiter | undefined,
+  ) {
     this.#source = source;
-    this.#operatorName = operatorName;
+    this.#operatorName = context.operatorName;
+    this.#context = context;
+    this.#limiter = limiter;
   }
 
   async start(): Promise<void> {
@@ -418,14 +495,23 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   pollNext(output: ReaderOutput<T>): InputStatus {
     const o = this.#source.options;
     const count = this.#splits.length;
+    const limiter = this.#limiter;
+    const allowed = limiter === undefined
+      ? o.batchSize
+      : Math.min(o.batchSize, limiter.available(this.#context.currentProcessingTime()));
+    if (allowed === 0) return "NOTHING_AVAILABLE";
     // Skipped records count as work too, so one call stays bounded behind a large aborted transaction.
     let work = 0;
+    let emitted = 0;
     let idle = 0;
-    while (work < o.batchSize && idle < count) {
+    while (work < o.batchSize && emitted < allowed && idle < count) {
       const active = this.#splits[this.#next % count]!;
       const step = active.done ? { kind: "end" as const } : active.feed.next();
       if (step.kind === "record" || step.kind === "skipped") {
-        if (step.kind === "record") this.#emit(step.message, output);
+        if (step.kind === "record") {
+          this.#emit(step.message, output);
+          emitted++;
+        }
         work++;
         idle = 0;
         if (step.kind === "record") this.#next++;
@@ -435,13 +521,28 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       idle++;
       this.#next++;
     }
+    limiter?.take(emitted);
     if (work > 0) return "MORE_AVAILABLE";
     if (o.bounded && this.#splits.every((s) => s.done)) return "END_OF_INPUT";
     return "NOTHING_AVAILABLE";
   }
 
   isAvailable(): Promise<void> {
-    if (this.#closed || this.#splits.some((s) => !s.done && s.feed.ready)) return Promise.resolve();
+    if (this.#closed) return Promise.resolve();
+    const limiter = this.#limiter;
+    if (limiter !== undefined) {
+      if (this.#rateWait !== undefined) return this.#rateWait.promise;
+      const now = this.#context.currentProcessingTime();
+      if (limiter.available(now) === 0) {
+        const wait = sleepUntil(this.#context.clock, limiter.nextAt(now));
+        this.#rateWait = wait;
+        wait.promise.then(() => {
+          if (this.#rateWait === wait) this.#rateWait = undefined;
+        });
+        return wait.promise;
+      }
+    }
+    if (this.#splits.some((s) => !s.done && s.feed.ready)) return Promise.resolve();
     if (this.#source.options.bounded && this.#splits.every((s) => s.done)) return Promise.resolve();
     return this.#waiting ??= new Promise((resolve) => this.#wake = resolve);
   }
@@ -453,6 +554,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#rateWait?.cancel();
     this.#notify();
     await Promise.all(this.#splits.map((s) => s.feed.close()));
     if (this.#tracker) await this.#tracker.then((t) => t.close(), () => {});
