@@ -50,10 +50,9 @@ import type {
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
 import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
+import { RateLimiter } from "../../runtime/time/rate_limiter.ts";
 
 const DEFAULT_BATCH_SIZE = 1000;
-/** The token bucket holds at most this much processing time worth of records. */
-const BURST_MS = 100;
 
 /** One interleaved part of a {@linkcode SequenceSource}. Plain data, MessagePack-encodable. */
 export interface SequenceSplit extends SourceSplit {
@@ -189,37 +188,6 @@ interface ReaderSplit {
   next: number;
   readonly step: number;
   readonly to: number;
-}
-
-/** A token bucket over processing time. */
-class RateLimiter {
-  readonly #perMs: number;
-  readonly #capacity: number;
-  #tokens = 1;
-  #lastMs: number | undefined;
-
-  constructor(recordsPerSecond: number) {
-    this.#perMs = recordsPerSecond / 1000;
-    this.#capacity = Math.max(1, recordsPerSecond * BURST_MS / 1000);
-  }
-
-  /** How many whole records may go now. */
-  available(nowMs: number): number {
-    if (this.#lastMs !== undefined && nowMs > this.#lastMs) {
-      this.#tokens = Math.min(this.#capacity, this.#tokens + (nowMs - this.#lastMs) * this.#perMs);
-    }
-    if (this.#lastMs === undefined || nowMs > this.#lastMs) this.#lastMs = nowMs;
-    return Math.floor(this.#tokens);
-  }
-
-  take(count: number): void {
-    this.#tokens -= count;
-  }
-
-  /** The processing time at which one record may go, after `available(nowMs)` was 0. */
-  nextAt(nowMs: number): number {
-    return nowMs + Math.max(1, Math.ceil((1 - this.#tokens) / this.#perMs));
-  }
 }
 
 class SequenceReader implements SourceReader<number, SequenceSplit> {

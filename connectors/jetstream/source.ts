@@ -94,11 +94,10 @@ import { DEFAULT_TXN_BUCKET } from "./protocol.ts";
 import type { Isolation } from "./read_committed.ts";
 import { DEFAULT_MAX_BUFFERED } from "./reader.ts";
 import { TxnStateTracker } from "./txn_states.ts";
+import { RateLimiter } from "../../runtime/time/rate_limiter.ts";
 
 const DEFAULT_BATCH_SIZE = 1000;
 const MAX_QUOTED = 200;
-/** The rate limiter's bucket holds at most this much processing time worth of records. */
-const BURST_MS = 100;
 
 /** Where a split starts on the job's first start; see the module docs. */
 export type StartPosition = "earliest" | "latest" | { readonly sequence: number } | {
@@ -395,37 +394,6 @@ function headerRecord(headers: MessageHeaders | undefined): Record<string, strin
   if (headers === undefined) return out;
   for (const name of headers.keys()) out[name] = headers.values(name);
   return out;
-}
-
-/** A token bucket over processing time (see "Rate limit" in the module docs). */
-class RateLimiter {
-  readonly #perMs: number;
-  readonly #capacity: number;
-  #tokens = 1;
-  #lastMs: number | undefined;
-
-  constructor(recordsPerSecond: number) {
-    this.#perMs = recordsPerSecond / 1000;
-    this.#capacity = Math.max(1, recordsPerSecond * BURST_MS / 1000);
-  }
-
-  /** How many whole records may go at `nowMs`. */
-  available(nowMs: number): number {
-    if (this.#lastMs !== undefined && nowMs > this.#lastMs) {
-      this.#tokens = Math.min(this.#capacity, this.#tokens + (nowMs - this.#lastMs) * this.#perMs);
-    }
-    if (this.#lastMs === undefined || nowMs > this.#lastMs) this.#lastMs = nowMs;
-    return Math.floor(this.#tokens);
-  }
-
-  take(count: number): void {
-    this.#tokens -= count;
-  }
-
-  /** When one record may go, after `available(nowMs)` was 0. */
-  nextAt(nowMs: number): number {
-    return nowMs + Math.max(1, Math.ceil((1 - this.#tokens) / this.#perMs));
-  }
 }
 
 interface ActiveSplit {
