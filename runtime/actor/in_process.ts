@@ -54,7 +54,6 @@
 
 import { setImmediate } from "node:timers";
 import {
-  InvalidSubjectError,
   NoRespondersError,
   PayloadTooLargeError,
   type RequestOptions,
@@ -63,6 +62,7 @@ import {
   TransportClosedError,
   type TransportMessage,
   TransportTimeoutError,
+  validateSubject,
 } from "./types.ts";
 
 /** The default {@linkcode InProcessBus.maxPayload}: 1 MiB, as NATS's default `max_payload`. */
@@ -581,28 +581,4 @@ function collect(
   if (literal !== undefined) collect(literal, tokens, i + 1, found);
   const star = node.children.get("*");
   if (star !== undefined) collect(star, tokens, i + 1, found);
-}
-
-/**
- * Splits a subject into tokens, checking it follows NATS's rules: not empty,
- * no empty token, no whitespace; wildcards only as whole tokens, only when
- * `wildcards` is true, and `>` only last.
- *
- * @throws {InvalidSubjectError} naming the subject and the rule it breaks.
- */
-function validateSubject(subject: string, wildcards: boolean): string[] {
-  const fail = (rule: string) =>
-    new InvalidSubjectError(`Invalid subject ${JSON.stringify(subject)}: ${rule}`);
-  if (typeof subject !== "string" || subject.length === 0) throw fail("it is empty");
-  if (/\s/.test(subject)) throw fail("it contains whitespace");
-  const tokens = subject.split(".");
-  for (let i = 0; i < tokens.length; i++) {
-    const token = tokens[i]!;
-    if (token.length === 0) throw fail(`token ${i + 1} is empty`);
-    if (token === "*" || token === ">") {
-      if (!wildcards) throw fail("a wildcard is not allowed here");
-      if (token === ">" && i !== tokens.length - 1) throw fail("'>' must be the last token");
-    }
-  }
-  return tokens;
 }

@@ -77,6 +77,7 @@ import {
   TransportError,
   type TransportMessage,
   TransportTimeoutError,
+  validateSubject,
 } from "./types.ts";
 import { logger } from "../log.ts";
 
@@ -488,31 +489,6 @@ function unsubscribeQuietly(subscription: NatsSubscription): void {
         error instanceof natsErrors.DrainingConnectionError)
     ) {
       throw error;
-    }
-  }
-}
-
-/**
- * Splits a subject into tokens, checking NATS's rules: not empty, no empty
- * token, no whitespace; wildcards only as whole tokens, only when
- * `wildcards` is true, and `>` only last. (The NATS client checks only
- * emptiness and whitespace; the server would drop the rest silently or
- * close the connection.)
- *
- * @throws {InvalidSubjectError} naming the subject and the rule it breaks.
- */
-function validateSubject(subject: string, wildcards: boolean): void {
-  const fail = (rule: string) =>
-    new InvalidSubjectError(`Invalid subject ${JSON.stringify(subject)}: ${rule}`);
-  if (typeof subject !== "string" || subject.length === 0) throw fail("it is empty");
-  if (/\s/.test(subject)) throw fail("it contains whitespace");
-  const tokens = subject.split(".");
-  for (let i = 0; i < tokens.length; i++) {
-    const token = tokens[i]!;
-    if (token.length === 0) throw fail(`token ${i + 1} is empty`);
-    if (token === "*" || token === ">") {
-      if (!wildcards) throw fail("a wildcard is not allowed here");
-      if (token === ">" && i !== tokens.length - 1) throw fail("'>' must be the last token");
     }
   }
 }

@@ -121,3 +121,29 @@ export class InvalidSubjectError extends TransportError {
   /** The error class name. */
   override name = "InvalidSubjectError";
 }
+
+/**
+ * Splits a subject into tokens, checking it follows NATS's rules: not empty,
+ * no empty token, no whitespace; wildcards only as whole tokens, only when
+ * `wildcards` is true, and `>` only last. Every transport checks subjects
+ * with it (the NATS client checks only emptiness and whitespace; the server
+ * would drop the rest silently or close the connection).
+ *
+ * @throws {InvalidSubjectError} naming the subject and the rule it breaks.
+ */
+export function validateSubject(subject: string, wildcards: boolean): string[] {
+  const fail = (rule: string) =>
+    new InvalidSubjectError(`Invalid subject ${JSON.stringify(subject)}: ${rule}`);
+  if (typeof subject !== "string" || subject.length === 0) throw fail("it is empty");
+  if (/\s/.test(subject)) throw fail("it contains whitespace");
+  const tokens = subject.split(".");
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token.length === 0) throw fail(`token ${i + 1} is empty`);
+    if (token === "*" || token === ">") {
+      if (!wildcards) throw fail("a wildcard is not allowed here");
+      if (token === ">" && i !== tokens.length - 1) throw fail("'>' must be the last token");
+    }
+  }
+  return tokens;
+}
