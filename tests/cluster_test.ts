@@ -138,3 +138,26 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name: "cluster: a job that failed for good resumes from its latest checkpoint in the bucket",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    await withCluster(async (cluster, jobUrl) => {
+      const failing = submit(cluster, jobUrl, "--fail-always", "--rate", "500");
+      assert.equal((await failing.wait()).code, 1);
+      const hint = /resumeFrom\(\{ jobId: "([^"]+)", checkpointId: (\d+) \}\)/.exec(failing.output);
+      assert.ok(hint, failing.output);
+      const resumed = submit(cluster, jobUrl, "--resume", hint[1]!);
+      assert.equal((await resumed.wait()).code, 0, resumed.output);
+      // The resumed run starts from the retained checkpoint (records before 500 are not
+      // read again) and reaches the same final sums.
+      for (const sum of FINAL_SUMS) assert.ok(workerOutput(cluster).includes(sum), sum);
+      assert.match(
+        cluster.coordinator.output,
+        new RegExp(`from checkpoint \\d+ of job ${hint[1]}`),
+      );
+    });
+  },
+});

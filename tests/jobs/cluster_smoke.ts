@@ -9,6 +9,9 @@
  * Fault options (for tests):
  * - `--fail-once`: the map throws in attempt 0 at record 500 (a subtask's
  *   exception: the worker must survive it and the job restart);
+ * - `--fail-always`: the map throws at record 500 in every attempt (the job
+ *   fails for good after 3 restarts); `--resume JOB` resumes job JOB from
+ *   its latest checkpoint;
  * - `--throw-in-slot`: the module throws while loading on slot threads (an
  *   uncaught error in a slot thread);
  * - `--vary-graph`: the graph differs on slot threads (fingerprint mismatch).
@@ -33,6 +36,8 @@ const { values } = parseArgs({
     count: { type: "string", default: "1000" },
     rate: { type: "string" },
     "fail-once": { type: "boolean" },
+    "fail-always": { type: "boolean" },
+    resume: { type: "string" },
     "throw-in-slot": { type: "boolean" },
     "vary-graph": { type: "boolean" },
   },
@@ -45,6 +50,8 @@ env.setParallelism(values["vary-graph"] && onSlot ? 3 : 2);
 env.enableCheckpointing(200);
 env.setRestartStrategy(RestartStrategies.fixedDelay(3, 100));
 const failOnce = values["fail-once"] ?? false;
+const failAlways = values["fail-always"] ?? false;
+if (values.resume !== undefined) env.resumeFrom({ jobId: values.resume });
 let attempt = 0;
 env.fromSource(
   new SequenceSource(
@@ -61,7 +68,9 @@ env.fromSource(
       attempt = ctx.attempt;
     },
     map(n: number) {
-      if (failOnce && attempt === 0 && n === 500) throw new Error("planned failure at 500");
+      if ((failAlways || (failOnce && attempt === 0)) && n === 500) {
+        throw new Error("planned failure at 500");
+      }
       return n;
     },
   })
