@@ -1,0 +1,258 @@
+/**
+ * A Weir source of Nexmark events (Beam's and Flink's Nexmark "generator"
+ * source), splittable, rate-limited and exactly-once with checkpoints.
+ *
+ * ## Splits: interleaved
+ *
+ * With parallelism `p`, subtask `i` generates event numbers `i`, `i + p`,
+ * `i + 2p`, ... below `events` (split `nexmark-<i>`), as
+ * `SequenceSource` does. A split's position is its next event number; since
+ * event *n* is a pure function of the config and *n* (see
+ * {@linkcode NexmarkGenerator}), a restored split regenerates exactly the
+ * events it had not yet emitted. Each event is emitted with its `dateTime`
+ * as the event timestamp.
+ *
+ * ## Invariants
+ *
+ * - Every event number below `events` is emitted by exactly one split, each
+ *   split in increasing order; a reader with several splits takes one event
+ *   from each in turn.
+ * - A `pollNext` call emits at most `batchSize` events; one that returns
+ *   `END_OF_INPUT` emits nothing.
+ * - With `eventsPerSecond` = *r*, the whole source emits at most *r* events
+ *   per second of processing time (each of the `p` readers *r* ÷ *p*, with a
+ *   token bucket of 100 ms).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { NexmarkSource } from "./source.ts";
+ *
+ * const splits = new NexmarkSource({ events: 100 }).enumerateSplits({ parallelism: 2 });
+ * assert.deepEqual(splits.map((s) => [s.splitId, s.next, s.step]), [
+ *   ["nexmark-0", 0, 2],
+ *   ["nexmark-1", 1, 2],
+ * ]);
+ * ```
+ *
+ * @module
+ */
+
+import type {
+  Boundedness,
+  InputStatus,
+  ReaderOutput,
+  Source,
+  SourceReader,
+  SourceReaderContext,
+  SourceSplit,
+  SplitEnumeratorContext,
+} from "../../../runtime/api/source.ts";
+import { type Sleep, sleepUntil } from "../../../runtime/time/clock.ts";
+import { RateLimiter } from "../../../runtime/time/rate_limiter.ts";
+import { type NexmarkConfig, NexmarkGenerator } from "./generator.ts";
+import type { NexmarkEvent } from "./model.ts";
+
+const DEFAULT_BATCH_SIZE = 1000;
+
+/** One interleaved part of a {@linkcode NexmarkSource}. Plain data, MessagePack-encodable. */
+export interface NexmarkSplit extends SourceSplit {
+  /** `nexmark-<i>`. */
+  readonly splitId: string;
+  /** The next event number to generate (the split's position). */
+  readonly next: number;
+  /** The distance between two event numbers of this split: the enumerating parallelism. */
+  readonly step: number;
+  /** The total number of events of the source (event numbers are below it), or `Infinity`. */
+  readonly events: number;
+}
+
+/** Options of {@linkcode NexmarkSource}: the generator's knobs plus how much and how fast. */
+export interface NexmarkSourceOptions extends NexmarkConfig {
+  /** Total events, a safe integer >= 0, or `Infinity` for an unbounded source. */
+  readonly events: number;
+  /**
+   * Total rate over all subtasks, events per second of processing time (> 0);
+   * unlimited when absent. When given and `interEventDelayUs` is not, event
+   * time advances at this rate too (`interEventDelayUs = 1e6 / eventsPerSecond`,
+   * as Beam derives it from its event rate).
+   */
+  readonly eventsPerSecond?: number;
+  /** Events per `pollNext` call at most (integer >= 1, default 1000). */
+  readonly batchSize?: number;
+}
+
+/**
+ * Nexmark events `0..events-1` in interleaved splits (see the module docs).
+ * Bounded unless `events` is `Infinity`.
+ */
+export class NexmarkSource implements Source<NexmarkEvent, NexmarkSplit> {
+  /** `"continuous-unbounded"` when `events` is `Infinity`, else `"bounded"`. */
+  readonly boundedness: Boundedness;
+  /** Total events, or `Infinity`. */
+  readonly events: number;
+  /** The total rate limit in events per second, or `undefined` for none. */
+  readonly eventsPerSecond: number | undefined;
+  /** Events per `pollNext` call at most. */
+  readonly batchSize: number;
+  /** The generator's config, as each reader builds its generator from it. */
+  readonly config: NexmarkConfig;
+
+  /**
+   * Creates a Nexmark source.
+   * @param options see {@linkcode NexmarkSourceOptions}.
+   * @throws {RangeError} when `events`, `eventsPerSecond`, `batchSize` or a generator knob is invalid.
+   */
+  constructor(options: NexmarkSourceOptions) {
+    const { events, eventsPerSecond, batchSize, ...config } = options;
+    if (events !== Number.POSITIVE_INFINITY && !(Number.isSafeInteger(events) && events >= 0)) {
+      throw new RangeError(
+        `Cannot create a NexmarkSource as 'events' must be Infinity or a safe integer >= 0: current value is ${events}`,
+      );
+    }
+    if (
+      eventsPerSecond !== undefined && !(eventsPerSecond > 0 && Number.isFinite(eventsPerSecond))
+    ) {
+      throw new RangeError(
+        `Cannot create a NexmarkSource as 'eventsPerSecond' must be a positive number: current value is ${eventsPerSecond}`,
+      );
+    }
+    const batch = batchSize ?? DEFAULT_BATCH_SIZE;
+    if (!Number.isInteger(batch) || batch < 1) {
+      throw new RangeError(
+        `Cannot create a NexmarkSource as 'batchSize' must be a positive integer: current value is ${batch}`,
+      );
+    }
+    this.config = config.interEventDelayUs === undefined && eventsPerSecond !== undefined
+      ? { ...config, interEventDelayUs: 1e6 / eventsPerSecond }
+      : config;
+    new NexmarkGenerator(this.config); // validates the knobs now rather than in every reader
+    this.events = events;
+    this.eventsPerSecond = eventsPerSecond;
+    this.batchSize = batch;
+    this.boundedness = events === Number.POSITIVE_INFINITY ? "continuous-unbounded" : "bounded";
+  }
+
+  /**
+   * `parallelism` interleaved splits: split `i` starts at event `i` and steps
+   * by `parallelism`. Splits starting at or past `events` are returned too
+   * (already finished), so split `i` always goes to subtask `i`.
+   * @throws {RangeError} when `parallelism` is not a positive integer.
+   */
+  enumerateSplits(context: SplitEnumeratorContext): NexmarkSplit[] {
+    const { parallelism } = context;
+    if (!Number.isInteger(parallelism) || parallelism < 1) {
+      throw new RangeError(
+        `Cannot enumerate NexmarkSource splits as 'parallelism' must be a positive integer: current value is ${parallelism}`,
+      );
+    }
+    return Array.from({ length: parallelism }, (_, i) => ({
+      splitId: `nexmark-${i}`,
+      next: i,
+      step: parallelism,
+      events: this.events,
+    }));
+  }
+
+  /** Creates the reader of one source subtask; its rate is `eventsPerSecond / parallelism`. */
+  createReader(context: SourceReaderContext): SourceReader<NexmarkEvent, NexmarkSplit> {
+    const rate = this.eventsPerSecond === undefined
+      ? undefined
+      : this.eventsPerSecond / context.parallelism;
+    return new NexmarkReader(context, new NexmarkGenerator(this.config), this.batchSize, rate);
+  }
+}
+
+interface ReaderSplit {
+  readonly splitId: string;
+  next: number;
+  readonly step: number;
+  readonly events: number;
+}
+
+class NexmarkReader implements SourceReader<NexmarkEvent, NexmarkSplit> {
+  readonly #context: SourceReaderContext;
+  readonly #generator: NexmarkGenerator;
+  readonly #batchSize: number;
+  readonly #limiter: RateLimiter | undefined;
+  #splits: ReaderSplit[] = [];
+  #cursor = 0;
+  #waiter: Sleep | undefined;
+
+  constructor(
+    context: SourceReaderContext,
+    generator: NexmarkGenerator,
+    batchSize: number,
+    rate: number | undefined,
+  ) {
+    this.#context = context;
+    this.#generator = generator;
+    this.#batchSize = batchSize;
+    this.#limiter = rate === undefined ? undefined : new RateLimiter(rate);
+  }
+
+  addSplits(splits: NexmarkSplit[]): void {
+    for (const { splitId, next, step, events } of splits) {
+      const valid = Number.isSafeInteger(next) && next >= 0 && Number.isSafeInteger(step) &&
+        step >= 1 && (events === Number.POSITIVE_INFINITY || Number.isSafeInteger(events));
+      if (!valid) {
+        throw new Error(
+          `Cannot add split ${splitId} to NexmarkSource ${this.#context.operatorName}: it is not a Nexmark split (next ${next}, step ${step}, events ${events})`,
+        );
+      }
+      if (next < events) this.#splits.push({ splitId, next, step, events });
+    }
+  }
+
+  pollNext(output: ReaderOutput<NexmarkEvent>): InputStatus {
+    if (this.#splits.length === 0) return "END_OF_INPUT";
+    let budget = this.#batchSize;
+    if (this.#limiter !== undefined) {
+      budget = Math.min(budget, this.#limiter.available(this.#context.currentProcessingTime()));
+      if (budget === 0) return "NOTHING_AVAILABLE";
+    }
+    const generator = this.#generator;
+    let emitted = 0;
+    while (emitted < budget && this.#splits.length > 0) {
+      if (this.#cursor >= this.#splits.length) this.#cursor = 0;
+      const split = this.#splits[this.#cursor]!;
+      const n = split.next;
+      if (n > Number.MAX_SAFE_INTEGER) {
+        throw new RangeError(
+          `NexmarkSource ${this.#context.operatorName} split ${split.splitId} ran past Number.MAX_SAFE_INTEGER at event ${n}`,
+        );
+      }
+      split.next = n + split.step;
+      if (split.next >= split.events) this.#splits.splice(this.#cursor, 1);
+      else this.#cursor++;
+      emitted++;
+      output.collect(generator.event(n), generator.timestampOf(n));
+    }
+    this.#limiter?.take(emitted);
+    return "MORE_AVAILABLE";
+  }
+
+  /** Resolves when the rate limit lets the next event go, on the reader context's `clock`. */
+  isAvailable(): Promise<void> {
+    if (this.#waiter !== undefined) return this.#waiter.promise;
+    const limiter = this.#limiter;
+    const now = this.#context.currentProcessingTime();
+    if (limiter === undefined || this.#splits.length === 0 || limiter.available(now) > 0) {
+      return Promise.resolve();
+    }
+    const waiter = sleepUntil(this.#context.clock, limiter.nextAt(now));
+    this.#waiter = waiter;
+    waiter.promise.then(() => {
+      if (this.#waiter === waiter) this.#waiter = undefined;
+    });
+    return waiter.promise;
+  }
+
+  snapshotState(_checkpointId: number): NexmarkSplit[] {
+    return this.#splits.map(({ splitId, next, step, events }) => ({ splitId, next, step, events }));
+  }
+
+  close(): void {
+    this.#waiter?.cancel();
+  }
+}
