@@ -1,0 +1,149 @@
+/**
+ * The hand-written baselines of the Nexmark queries: for each query, one
+ * loop that generates events `0..events-1` with the same
+ * {@linkcode NexmarkGenerator} the engine's source uses and applies the
+ * query's logic inline, with plain `Map`s for q3's and dedup's state and a
+ * counter for a sink. No engine: no source reader, operators, serialization,
+ * state backend or checkpoints. This is the ceiling the engine is compared
+ * with (the ratio engine / baseline).
+ *
+ * The per-record logic is the same pure functions the engine's job uses
+ * (`queries.ts`), so both count the same output for the same events. Only
+ * dedup's count depends on arrival order; the baseline's is the count for
+ * events in generation order (what the engine sees at parallelism 1).
+ *
+ * @module
+ */
+
+import { NexmarkGenerator } from "../../connectors/datagen/nexmark/mod.ts";
+import type { NexmarkConfig } from "../../connectors/datagen/nexmark/mod.ts";
+import { type Q1Bid, q1Convert, q2Keep, q3Auction, q3Person, type QueryName } from "./queries.ts";
+
+/** What a baseline run produced. */
+export interface BaselineResult {
+  /** Records the query emitted (what its sink would count). */
+  readonly count: number;
+  /** Wall time of the loop, ms. */
+  readonly ms: number;
+  /** Events per second (`events / ms * 1000`). */
+  readonly eps: number;
+  /** dedup only: distinct (bidder, auction) keys, the least any arrival order emits. */
+  readonly distinctKeys?: number;
+}
+
+/** Options of {@linkcode runBaseline}. */
+export interface BaselineOptions {
+  /** Events to generate (event numbers `0..events-1`). */
+  readonly events: number;
+  /** The generator's configuration, as given to the engine's source. */
+  readonly config?: NexmarkConfig;
+}
+
+type Loop = (gen: NexmarkGenerator, events: number) => number | { count: number; keys: number };
+
+const LOOPS: Readonly<Record<QueryName, Loop>> = {
+  q0: (gen, n) => {
+    let count = 0;
+    let sink = 0;
+    for (let i = 0; i < n; i++) {
+      const e = gen.event(i);
+      if (e.type !== "bid") continue;
+      sink += e.bid.price; // consume the record so it is not optimized away
+      count++;
+    }
+    return sink < 0 ? -1 : count;
+  },
+  q1: (gen, n) => {
+    let count = 0;
+    let sink = 0;
+    for (let i = 0; i < n; i++) {
+      const e = gen.event(i);
+      if (e.type !== "bid") continue;
+      const out: Q1Bid = q1Convert(e.bid);
+      sink += out.price;
+      count++;
+    }
+    return sink < 0 ? -1 : count;
+  },
+  q2: (gen, n) => {
+    let count = 0;
+    let sink = 0;
+    for (let i = 0; i < n; i++) {
+      const e = gen.event(i);
+      if (e.type !== "bid" || !q2Keep(e.bid)) continue;
+      const out = [e.bid.auction, e.bid.price] as const;
+      sink += out[1];
+      count++;
+    }
+    return sink < 0 ? -1 : count;
+  },
+  q3: (gen, n) => {
+    const persons = new Map<number, readonly [string, string, string]>();
+    const pending = new Map<number, number[]>();
+    let count = 0;
+    let sink = 0;
+    for (let i = 0; i < n; i++) {
+      const e = gen.event(i);
+      if (e.type === "person") {
+        const p = q3Person(e.person);
+        if (p === undefined || p.side !== "person") continue;
+        persons.set(p.id, [p.name, p.city, p.state]);
+        const waiting = pending.get(p.id);
+        if (waiting !== undefined) {
+          for (const id of waiting) {
+            const row = [p.name, p.city, p.state, id] as const;
+            sink += row[3];
+            count++;
+          }
+          pending.delete(p.id);
+        }
+      } else if (e.type === "auction") {
+        const a = q3Auction(e.auction);
+        if (a === undefined || a.side !== "auction") continue;
+        const p = persons.get(a.seller);
+        if (p === undefined) {
+          const waiting = pending.get(a.seller);
+          if (waiting === undefined) pending.set(a.seller, [a.id]);
+          else waiting.push(a.id);
+          continue;
+        }
+        const row = [p[0], p[1], p[2], a.id] as const;
+        sink += row[3];
+        count++;
+      }
+    }
+    return sink < 0 ? -1 : count;
+  },
+  dedup: (gen, n) => {
+    const latest = new Map<string, number>();
+    let count = 0;
+    for (let i = 0; i < n; i++) {
+      const e = gen.event(i);
+      if (e.type !== "bid") continue;
+      const key = `${e.bid.bidder}:${e.bid.auction}`;
+      const kept = latest.get(key);
+      if (kept !== undefined && e.bid.dateTime <= kept) continue;
+      latest.set(key, e.bid.dateTime);
+      count++;
+    }
+    return { count, keys: latest.size };
+  },
+};
+
+/**
+ * Runs `query`'s hand-written loop over `options.events` events.
+ * @returns its output count, wall time and events per second.
+ */
+export function runBaseline(query: QueryName, options: BaselineOptions): BaselineResult {
+  const gen = new NexmarkGenerator(options.config);
+  const t0 = performance.now();
+  const out = LOOPS[query](gen, options.events);
+  const ms = performance.now() - t0;
+  const eps = options.events / (ms / 1000);
+  return typeof out === "number" ? { count: out, ms, eps } : {
+    count: out.count,
+    ms,
+    eps,
+    distinctKeys: out.keys,
+  };
+}

@@ -1,0 +1,390 @@
+/**
+ * Nexmark queries q0, q1, q2, q3 and q18-style dedup as Weir DataStream jobs,
+ * each ending in a counting blackhole sink (Flink's `blackhole` connector,
+ * which the Nexmark suite uses as every query's sink).
+ *
+ * The queries follow the SQL of Flink's Nexmark repository
+ * (`nexmark/nexmark`, `nexmark-flink/src/main/resources/queries/`), where
+ * `bid`, `person` and `auction` are views of the one generated event stream:
+ *
+ * - **q0** (pass-through): `SELECT auction, bidder, price, dateTime, extra FROM bid`
+ *   — bids only, as Flink's q0 (not every event).
+ * - **q1** (currency conversion): `SELECT auction, bidder, 0.908 * price AS price,
+ *   dateTime, extra FROM bid`.
+ * - **q2** (selection): `SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0`.
+ * - **q3** (local item suggestion): `SELECT P.name, P.city, P.state, A.id FROM auction A
+ *   JOIN person P ON A.seller = P.id WHERE A.category = 10 AND P.state IN ('OR','ID','CA')`,
+ *   an incremental (non-windowed) inner join: both sides are keyed by person id
+ *   (`seller` for auctions) and meet in one {@linkcode Q3Join}.
+ * - **dedup** (q18's shape): `ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY
+ *   dateTime DESC) <= 1` as an append stream: a bid is emitted when it is newer than the
+ *   one kept for its (bidder, auction) ({@linkcode DedupLatest}).
+ *
+ * The per-record logic ({@linkcode q1Convert}, {@linkcode q2Keep},
+ * {@linkcode q3Filter}, {@linkcode Q3Join}, {@linkcode DedupLatest}) is shared
+ * with the hand-written baseline (`baseline.ts`) where it is a pure function.
+ *
+ * @module
+ */
+
+import {
+  type Collector,
+  type KeyedProcessContext,
+  type KeyedProcessFunction,
+  type ListState,
+  ListStateDescriptor,
+  type RuntimeContext,
+  type SingleOutputStreamOperator,
+  type SinkInitContext,
+  type StreamExecutionEnvironment,
+  type TwoPhaseCommitSink,
+  type ValueState,
+  ValueStateDescriptor,
+  WatermarkStrategy,
+} from "../../mod.ts";
+import type { SinkFunction } from "../../runtime/api/sink.ts";
+import type { Auction, Bid, NexmarkEvent, Person } from "../../connectors/datagen/nexmark/model.ts";
+import { NexmarkSource, type NexmarkSourceOptions } from "../../connectors/datagen/nexmark/mod.ts";
+import { wallClockMs } from "../jobs/_report.ts";
+
+/** The queries, by name. */
+export const QUERY_NAMES = ["q0", "q1", "q2", "q3", "dedup"] as const;
+/** A query's name. */
+export type QueryName = typeof QUERY_NAMES[number];
+
+/** Whether `name` is one of {@linkcode QUERY_NAMES}. */
+export function isQueryName(name: string): name is QueryName {
+  return (QUERY_NAMES as readonly string[]).includes(name);
+}
+
+/** q1's output: a bid with its price converted (cents × 0.908, a float). */
+export interface Q1Bid {
+  /** Auction id. */
+  readonly auction: number;
+  /** Bidder id. */
+  readonly bidder: number;
+  /** Converted price. */
+  readonly price: number;
+  /** Event time, ms since the epoch. */
+  readonly dateTime: number;
+  /** Padding, passed through. */
+  readonly extra: string;
+}
+
+/** q1's projection: Flink's `0.908 * price` (dollars to euros in the original suite). */
+export function q1Convert(bid: Bid): Q1Bid {
+  return {
+    auction: bid.auction,
+    bidder: bid.bidder,
+    price: bid.price * 0.908,
+    dateTime: bid.dateTime,
+    extra: bid.extra,
+  };
+}
+
+/** q2's predicate: `MOD(auction, 123) = 0` (Flink's modulus). */
+export function q2Keep(bid: Bid): boolean {
+  return bid.auction % 123 === 0;
+}
+
+/** One side of q3's join, already filtered and projected (what crosses the keyBy). */
+export type Q3Input =
+  | {
+    readonly side: "person";
+    readonly id: number;
+    readonly name: string;
+    readonly city: string;
+    readonly state: string;
+  }
+  | { readonly side: "auction"; readonly id: number; readonly seller: number };
+
+/** q3's output row `(name, city, state, auction id)`. */
+export type Q3Row = readonly [name: string, city: string, state: string, auction: number];
+
+const Q3_STATES: ReadonlySet<string> = new Set(["OR", "ID", "CA"]);
+/** q3's auction category. */
+export const Q3_CATEGORY = 10;
+
+/** q3's person filter and projection: persons in OR, ID or CA; else `undefined`. */
+export function q3Person(p: Person): Q3Input | undefined {
+  return Q3_STATES.has(p.state)
+    ? { side: "person", id: p.id, name: p.name, city: p.city, state: p.state }
+    : undefined;
+}
+
+/** q3's auction filter and projection: auctions of category 10; else `undefined`. */
+export function q3Auction(a: Auction): Q3Input | undefined {
+  return a.category === Q3_CATEGORY ? { side: "auction", id: a.id, seller: a.seller } : undefined;
+}
+
+/** q3's join key: the person's id, or the auction's seller. */
+export function q3Key(r: Q3Input): number {
+  return r.side === "person" ? r.id : r.seller;
+}
+
+/**
+ * q3's incremental inner join for one person id (the key). The person (at
+ * most one per id) is kept in a `ValueState`; auctions that arrive before
+ * their seller wait in a `ListState` and are emitted, then dropped, when the
+ * person arrives. Later auctions join at once. Either arrival order gives the
+ * same rows, as Flink's regular join does.
+ */
+export class Q3Join implements KeyedProcessFunction<number, Q3Input, Q3Row> {
+  private person!: ValueState<readonly [name: string, city: string, state: string]>;
+  private pending!: ListState<number>;
+
+  /** Registers the keyed state. */
+  open(ctx: RuntimeContext): void {
+    this.person = ctx.getState(new ValueStateDescriptor("person"));
+    this.pending = ctx.getListState(new ListStateDescriptor<number>("pending-auctions"));
+  }
+
+  /** Joins one person or auction with the other side's state. */
+  processElement(r: Q3Input, _ctx: KeyedProcessContext<number>, out: Collector<Q3Row>): void {
+    if (r.side === "person") {
+      this.person.update([r.name, r.city, r.state]);
+      const waiting = this.pending.get();
+      if (waiting.length > 0) {
+        for (const id of waiting) out.collect([r.name, r.city, r.state, id]);
+        this.pending.clear();
+      }
+      return;
+    }
+    const p = this.person.value();
+    if (p === undefined) this.pending.add(r.id);
+    else out.collect([p[0], p[1], p[2], r.id]);
+  }
+}
+
+/** dedup's key: `(bidder, auction)`. */
+export function dedupKey(bid: Bid): [number, number] {
+  return [bid.bidder, bid.auction];
+}
+
+/**
+ * q18-style deduplication: keeps, per (bidder, auction), the `dateTime` of
+ * the latest bid in a `ValueState`, and emits a bid only when it is strictly
+ * newer than that (the first bid of a key always).
+ */
+export class DedupLatest implements KeyedProcessFunction<[number, number], Bid, Bid> {
+  private latest!: ValueState<number>;
+
+  /** Registers the keyed state. */
+  open(ctx: RuntimeContext): void {
+    this.latest = ctx.getState(new ValueStateDescriptor<number>("latest-date-time"));
+  }
+
+  /** Emits `bid` when it is newer than the kept one, and keeps it. */
+  processElement(
+    bid: Bid,
+    _ctx: KeyedProcessContext<[number, number]>,
+    out: Collector<Bid>,
+  ): void {
+    const kept = this.latest.value();
+    if (kept !== undefined && bid.dateTime <= kept) return;
+    this.latest.update(bid.dateTime);
+    out.collect(bid);
+  }
+}
+
+/**
+ * What a counting sink counted. In local mode every subtask of the sink
+ * shares one tally (function objects are copied shallowly per subtask, so
+ * they share the object); in cluster mode each slot thread has its own and
+ * reports it through `reportDir`.
+ */
+export interface CountTally {
+  /** Records the sink received. */
+  records: number;
+  /** Records of committed transactions (two-phase-commit sink only). */
+  committed: number;
+  /** Transactions committed. */
+  transactions: number;
+  /** Wall-clock time ({@linkcode wallClockMs}) of the first record, ms; 0 before it. */
+  firstMs: number;
+  /** Wall-clock time of the sink's close, ms; 0 before it. */
+  closedMs: number;
+  /** Ids of committed transactions, so a repeated commit (restore) counts once. */
+  readonly committedIds: Set<string>;
+}
+
+/** An empty {@linkcode CountTally}. */
+export function newTally(): CountTally {
+  return {
+    records: 0,
+    committed: 0,
+    transactions: 0,
+    firstMs: 0,
+    closedMs: 0,
+    committedIds: new Set(),
+  };
+}
+
+/** A blackhole transaction: its id and the records it took. */
+export interface CountTxn {
+  /** `<jobId>/<uid>/<subtask>/<attempt>/<n>`. */
+  readonly id: string;
+  /** Records invoked into it. */
+  count: number;
+}
+
+/**
+ * The exactly-once blackhole: a {@linkcode TwoPhaseCommitSink} whose
+ * transactions count records; `commit` adds a transaction's count to the
+ * tally's `committed` once (it is idempotent, as restore requires). Each
+ * checkpoint pre-commits the open transaction, so the sink takes part in
+ * every checkpoint like a real transactional sink, minus the I/O.
+ */
+export class CountingTwoPhaseCommitSink implements TwoPhaseCommitSink<unknown, CountTxn> {
+  /** Always `"two-phase-commit"`. */
+  readonly kind = "two-phase-commit";
+  private readonly tally: CountTally;
+  private readonly onClose: ((tally: CountTally, subtask: number) => void) | undefined;
+  private next = 0;
+  private subtask = 0;
+
+  /**
+   * @param tally where counts go.
+   * @param onClose called at `close()` with the tally (cluster mode writes a report there).
+   */
+  constructor(tally: CountTally, onClose?: (tally: CountTally, subtask: number) => void) {
+    this.tally = tally;
+    this.onClose = onClose;
+  }
+
+  /** Remembers the subtask index. */
+  open(context: SinkInitContext): void {
+    this.subtask = context.subtaskIndex;
+  }
+
+  /** A new, empty transaction. */
+  beginTransaction(c: SinkInitContext): CountTxn {
+    return { id: `${c.jobId}/${c.uid}/${c.subtaskIndex}/${c.attempt}/${this.next++}`, count: 0 };
+  }
+
+  /** Counts one record into `txn`. */
+  invoke(txn: CountTxn): void {
+    if (this.tally.records++ === 0) this.tally.firstMs = wallClockMs();
+    txn.count++;
+  }
+
+  /** Nothing to flush: the count travels in the checkpointed transaction handle. */
+  preCommit(): void {}
+
+  /** Adds `txn`'s count to the committed total, once per transaction id. */
+  commit(txn: CountTxn): void {
+    if (this.tally.committedIds.has(txn.id)) return;
+    this.tally.committedIds.add(txn.id);
+    this.tally.committed += txn.count;
+    this.tally.transactions++;
+  }
+
+  /** Drops `txn`'s count. */
+  abort(): void {}
+
+  /** Stamps the close time and hands the tally to `onClose`. */
+  close(): void {
+    this.tally.closedMs = wallClockMs();
+    this.onClose?.(this.tally, this.subtask);
+  }
+}
+
+/** The at-least-once blackhole: a {@linkcode SinkFunction} counting records. */
+export class CountingSink implements SinkFunction<unknown> {
+  /** Always `"simple"`. */
+  readonly kind = "simple";
+  private readonly tally: CountTally;
+  private readonly onClose: ((tally: CountTally, subtask: number) => void) | undefined;
+  private subtask = 0;
+
+  /** Like {@linkcode CountingTwoPhaseCommitSink}'s constructor. */
+  constructor(tally: CountTally, onClose?: (tally: CountTally, subtask: number) => void) {
+    this.tally = tally;
+    this.onClose = onClose;
+  }
+
+  /** Remembers the subtask index. */
+  open(ctx: RuntimeContext): void {
+    this.subtask = ctx.subtaskIndex;
+  }
+
+  /** Counts one record. */
+  invoke(): void {
+    if (this.tally.records++ === 0) this.tally.firstMs = wallClockMs();
+  }
+
+  /** Stamps the close time and hands the tally to `onClose`. */
+  close(): void {
+    this.tally.closedMs = wallClockMs();
+    this.onClose?.(this.tally, this.subtask);
+  }
+}
+
+/** What a query job is built with. */
+export interface QueryJobOptions {
+  /** The generator source's options (events, rate, batch size, generator config). */
+  readonly source: NexmarkSourceOptions;
+  /** Where the sink counts. */
+  readonly tally: CountTally;
+  /** Two-phase-commit blackhole (default) or the simple counting sink. */
+  readonly exactlyOnce?: boolean;
+  /** Called by each sink subtask at `close()`. */
+  readonly onSinkClose?: (tally: CountTally, subtask: number) => void;
+}
+
+/** Builds a query's job on `env` (it does not execute it). */
+export type QueryBuilder = (env: StreamExecutionEnvironment, options: QueryJobOptions) => void;
+
+function events(
+  env: StreamExecutionEnvironment,
+  options: QueryJobOptions,
+): SingleOutputStreamOperator<NexmarkEvent> {
+  return env.fromSource(
+    new NexmarkSource(options.source),
+    WatermarkStrategy.noWatermarks(),
+    "nexmark",
+  ).uid("nexmark");
+}
+
+function bids(env: StreamExecutionEnvironment, options: QueryJobOptions) {
+  return events(env, options).flatMap<Bid>((e: NexmarkEvent, out) => {
+    if (e.type === "bid") out.collect(e.bid);
+  }).name("bid");
+}
+
+function sink(options: QueryJobOptions) {
+  return options.exactlyOnce === false
+    ? new CountingSink(options.tally, options.onSinkClose)
+    : new CountingTwoPhaseCommitSink(options.tally, options.onSinkClose);
+}
+
+/** The queries' job builders, by name. */
+export const QUERIES: Readonly<Record<QueryName, QueryBuilder>> = {
+  q0: (env, o) => {
+    bids(env, o).sinkTo(sink(o)).uid("blackhole");
+  },
+  q1: (env, o) => {
+    bids(env, o).map(q1Convert).name("q1-convert").sinkTo(sink(o)).uid("blackhole");
+  },
+  q2: (env, o) => {
+    bids(env, o).filter(q2Keep).map((b) => [b.auction, b.price] as const).name("q2-project")
+      .sinkTo(sink(o)).uid("blackhole");
+  },
+  q3: (env, o) => {
+    const all = events(env, o);
+    const persons = all.flatMap<Q3Input>((e: NexmarkEvent, out) => {
+      const r = e.type === "person" ? q3Person(e.person) : undefined;
+      if (r !== undefined) out.collect(r);
+    }).name("q3-person");
+    const auctions = all.flatMap<Q3Input>((e: NexmarkEvent, out) => {
+      const r = e.type === "auction" ? q3Auction(e.auction) : undefined;
+      if (r !== undefined) out.collect(r);
+    }).name("q3-auction");
+    persons.union(auctions).keyBy(q3Key).process(new Q3Join()).uid("q3-join")
+      .sinkTo(sink(o)).uid("blackhole");
+  },
+  dedup: (env, o) => {
+    bids(env, o).keyBy(dedupKey).process(new DedupLatest()).uid("dedup")
+      .sinkTo(sink(o)).uid("blackhole");
+  },
+};
