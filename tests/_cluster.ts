@@ -124,7 +124,7 @@ export interface ClusterOptions {
   readonly slots?: number;
   /** Checkpoint bucket; default a unique one (deleted by `stop`). */
   readonly checkpointBucket?: string;
-  /** Heartbeat timeout of the coordinator, in ms. Default 2000. */
+  /** Heartbeat timeout of the coordinator, in ms. Default 3000 (the product default: a loaded CI machine can stall a worker for over a second). */
   readonly heartbeatTimeoutMs?: number;
   /** Extra environment variables of every process (e.g. `WEIR_LOG_LEVEL`). */
   readonly env?: Record<string, string>;
@@ -157,7 +157,7 @@ export class TestCluster {
         "--checkpoint-bucket",
         this.bucket,
         "--heartbeat-timeout",
-        String(this.options.heartbeatTimeoutMs ?? 2000),
+        String(this.options.heartbeatTimeoutMs ?? 3000),
       ),
       this.options.env,
     );

@@ -38,7 +38,7 @@ async function withEnv(
     nats: nats.url,
     workers: options.workers ?? 2,
     slots: options.slots ?? 2,
-    heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 1500,
+    heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? 3000,
   });
   const env: Env = {
     nats,
