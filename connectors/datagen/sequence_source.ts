@@ -41,7 +41,6 @@
 
 import type {
   Boundedness,
-  InputStatus,
   ReaderOutput,
   Source,
   SourceReader,
@@ -49,8 +48,7 @@ import type {
   SourceSplit,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
-import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
-import { RateLimiter } from "../../runtime/time/rate_limiter.ts";
+import { type InterleavedRange, InterleavedReader } from "./interleaved_reader.ts";
 
 const DEFAULT_BATCH_SIZE = 1000;
 
@@ -183,91 +181,21 @@ export class SequenceSource implements Source<number, SequenceSplit> {
   }
 }
 
-interface ReaderSplit {
-  readonly splitId: string;
-  next: number;
-  readonly step: number;
-  readonly to: number;
-}
-
-class SequenceReader implements SourceReader<number, SequenceSplit> {
-  readonly #context: SourceReaderContext;
-  readonly #batchSize: number;
-  readonly #limiter: RateLimiter | undefined;
-  #splits: ReaderSplit[] = [];
-  #cursor = 0;
-  #waiter: Sleep | undefined;
-
+/** Emits each number of its splits as it is. */
+class SequenceReader extends InterleavedReader<number, SequenceSplit> {
   constructor(context: SourceReaderContext, batchSize: number, rate: number | undefined) {
-    this.#context = context;
-    this.#batchSize = batchSize;
-    this.#limiter = rate === undefined ? undefined : new RateLimiter(rate);
+    super(context, "SequenceSource", batchSize, rate);
   }
 
-  addSplits(splits: SequenceSplit[]): void {
-    for (const { splitId, next, step, to } of splits) {
-      const valid = Number.isSafeInteger(next) && Number.isSafeInteger(step) && step >= 1 &&
-        (to === Number.POSITIVE_INFINITY || Number.isSafeInteger(to));
-      if (!valid) {
-        throw new Error(
-          `Cannot add split ${splitId} to SequenceSource ${this.#context.operatorName}: it is not a sequence split (next ${next}, step ${step}, to ${to})`,
-        );
-      }
-      if (next <= to) this.#splits.push({ splitId, next, step, to });
-    }
+  protected toRange({ splitId, next, step, to }: SequenceSplit): InterleavedRange {
+    return { splitId, next, step, last: to };
   }
 
-  pollNext(output: ReaderOutput<number>): InputStatus {
-    if (this.#splits.length === 0) return "END_OF_INPUT";
-    let budget = this.#batchSize;
-    if (this.#limiter !== undefined) {
-      budget = Math.min(budget, this.#limiter.available(this.#context.currentProcessingTime()));
-      if (budget === 0) return "NOTHING_AVAILABLE";
-    }
-    let emitted = 0;
-    while (emitted < budget && this.#splits.length > 0) {
-      if (this.#cursor >= this.#splits.length) this.#cursor = 0;
-      const split = this.#splits[this.#cursor]!;
-      const value = split.next;
-      if (value > Number.MAX_SAFE_INTEGER) {
-        throw new RangeError(
-          `SequenceSource ${this.#context.operatorName} split ${split.splitId} ran past Number.MAX_SAFE_INTEGER at ${value}`,
-        );
-      }
-      split.next = value + split.step;
-      if (split.next > split.to) this.#splits.splice(this.#cursor, 1);
-      else this.#cursor++;
-      emitted++;
-      output.collect(value);
-    }
-    this.#limiter?.take(emitted);
-    return "MORE_AVAILABLE";
+  protected fromRange({ splitId, next, step, last }: InterleavedRange): SequenceSplit {
+    return { splitId, next, step, to: last };
   }
 
-  /**
-   * Resolves when the rate limit lets the next record go, on the reader
-   * context's `clock`.
-   */
-  isAvailable(): Promise<void> {
-    if (this.#waiter !== undefined) return this.#waiter.promise;
-    const limiter = this.#limiter;
-    const now = this.#context.currentProcessingTime();
-    if (limiter === undefined || this.#splits.length === 0 || limiter.available(now) > 0) {
-      return Promise.resolve();
-    }
-    const waiter = sleepUntil(this.#context.clock, limiter.nextAt(now));
-    this.#waiter = waiter;
-    waiter.promise.then(() => {
-      if (this.#waiter === waiter) this.#waiter = undefined;
-    });
-    return waiter.promise;
-  }
-
-  snapshotState(_checkpointId: number): SequenceSplit[] {
-    return this.#splits.map(({ splitId, next, step, to }) => ({ splitId, next, step, to }));
-  }
-
-  close(): void {
-    this.#waiter?.cancel();
+  protected emit(n: number, output: ReaderOutput<number>): void {
+    output.collect(n);
   }
 }

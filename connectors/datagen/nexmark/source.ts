@@ -40,7 +40,6 @@
 
 import type {
   Boundedness,
-  InputStatus,
   ReaderOutput,
   Source,
   SourceReader,
@@ -48,8 +47,7 @@ import type {
   SourceSplit,
   SplitEnumeratorContext,
 } from "../../../runtime/api/source.ts";
-import { type Sleep, sleepUntil } from "../../../runtime/time/clock.ts";
-import { RateLimiter } from "../../../runtime/time/rate_limiter.ts";
+import { type InterleavedRange, InterleavedReader } from "../interleaved_reader.ts";
 import { type NexmarkConfig, NexmarkGenerator } from "./generator.ts";
 import type { NexmarkEvent } from "./model.ts";
 
@@ -163,21 +161,9 @@ export class NexmarkSource implements Source<NexmarkEvent, NexmarkSplit> {
   }
 }
 
-interface ReaderSplit {
-  readonly splitId: string;
-  next: number;
-  readonly step: number;
-  readonly events: number;
-}
-
-class NexmarkReader implements SourceReader<NexmarkEvent, NexmarkSplit> {
-  readonly #context: SourceReaderContext;
+/** Emits the Nexmark event of each number of its splits, stamped with its event time. */
+class NexmarkReader extends InterleavedReader<NexmarkEvent, NexmarkSplit> {
   readonly #generator: NexmarkGenerator;
-  readonly #batchSize: number;
-  readonly #limiter: RateLimiter | undefined;
-  #splits: ReaderSplit[] = [];
-  #cursor = 0;
-  #waiter: Sleep | undefined;
 
   constructor(
     context: SourceReaderContext,
@@ -185,74 +171,21 @@ class NexmarkReader implements SourceReader<NexmarkEvent, NexmarkSplit> {
     batchSize: number,
     rate: number | undefined,
   ) {
-    this.#context = context;
+    super(context, "NexmarkSource", batchSize, rate);
     this.#generator = generator;
-    this.#batchSize = batchSize;
-    this.#limiter = rate === undefined ? undefined : new RateLimiter(rate);
   }
 
-  addSplits(splits: NexmarkSplit[]): void {
-    for (const { splitId, next, step, events } of splits) {
-      const valid = Number.isSafeInteger(next) && next >= 0 && Number.isSafeInteger(step) &&
-        step >= 1 && (events === Number.POSITIVE_INFINITY || Number.isSafeInteger(events));
-      if (!valid) {
-        throw new Error(
-          `Cannot add split ${splitId} to NexmarkSource ${this.#context.operatorName}: it is not a Nexmark split (next ${next}, step ${step}, events ${events})`,
-        );
-      }
-      if (next < events) this.#splits.push({ splitId, next, step, events });
-    }
+  protected toRange({ splitId, next, step, events }: NexmarkSplit): InterleavedRange | undefined {
+    if (!(next >= 0)) return undefined;
+    return { splitId, next, step, last: events - 1 };
   }
 
-  pollNext(output: ReaderOutput<NexmarkEvent>): InputStatus {
-    if (this.#splits.length === 0) return "END_OF_INPUT";
-    let budget = this.#batchSize;
-    if (this.#limiter !== undefined) {
-      budget = Math.min(budget, this.#limiter.available(this.#context.currentProcessingTime()));
-      if (budget === 0) return "NOTHING_AVAILABLE";
-    }
+  protected fromRange({ splitId, next, step, last }: InterleavedRange): NexmarkSplit {
+    return { splitId, next, step, events: last + 1 };
+  }
+
+  protected emit(n: number, output: ReaderOutput<NexmarkEvent>): void {
     const generator = this.#generator;
-    let emitted = 0;
-    while (emitted < budget && this.#splits.length > 0) {
-      if (this.#cursor >= this.#splits.length) this.#cursor = 0;
-      const split = this.#splits[this.#cursor]!;
-      const n = split.next;
-      if (n > Number.MAX_SAFE_INTEGER) {
-        throw new RangeError(
-          `NexmarkSource ${this.#context.operatorName} split ${split.splitId} ran past Number.MAX_SAFE_INTEGER at event ${n}`,
-        );
-      }
-      split.next = n + split.step;
-      if (split.next >= split.events) this.#splits.splice(this.#cursor, 1);
-      else this.#cursor++;
-      emitted++;
-      output.collect(generator.event(n), generator.timestampOf(n));
-    }
-    this.#limiter?.take(emitted);
-    return "MORE_AVAILABLE";
-  }
-
-  /** Resolves when the rate limit lets the next event go, on the reader context's `clock`. */
-  isAvailable(): Promise<void> {
-    if (this.#waiter !== undefined) return this.#waiter.promise;
-    const limiter = this.#limiter;
-    const now = this.#context.currentProcessingTime();
-    if (limiter === undefined || this.#splits.length === 0 || limiter.available(now) > 0) {
-      return Promise.resolve();
-    }
-    const waiter = sleepUntil(this.#context.clock, limiter.nextAt(now));
-    this.#waiter = waiter;
-    waiter.promise.then(() => {
-      if (this.#waiter === waiter) this.#waiter = undefined;
-    });
-    return waiter.promise;
-  }
-
-  snapshotState(_checkpointId: number): NexmarkSplit[] {
-    return this.#splits.map(({ splitId, next, step, events }) => ({ splitId, next, step, events }));
-  }
-
-  close(): void {
-    this.#waiter?.cancel();
+    output.collect(generator.event(n), generator.timestampOf(n));
   }
 }

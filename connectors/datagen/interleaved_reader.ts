@@ -1,0 +1,152 @@
+/**
+ * The reader shared by the generating sources (`SequenceSource`,
+ * `NexmarkSource`): each split is an interleaved run of numbers `next`,
+ * `next + step`, … up to `last` (inclusive, `Infinity` when unbounded), and
+ * the reader emits what the source makes of each number. Splits are served
+ * round-robin, at most `batchSize` numbers per `pollNext`, under an optional
+ * rate limit (a {@linkcode RateLimiter} on the job's processing-time clock).
+ * A split's position is its next number, so a restore resumes exactly.
+ *
+ * @module
+ */
+
+import type {
+  InputStatus,
+  ReaderOutput,
+  SourceReader,
+  SourceReaderContext,
+  SourceSplit,
+} from "../../runtime/api/source.ts";
+import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
+import { RateLimiter } from "../../runtime/time/rate_limiter.ts";
+
+/** The position of one interleaved split. */
+export interface InterleavedRange {
+  /** The split's id. */
+  readonly splitId: string;
+  /** The next number to emit. */
+  next: number;
+  /** Distance between two numbers (>= 1). */
+  readonly step: number;
+  /** The last number, inclusive (`Infinity`: unbounded). */
+  readonly last: number;
+}
+
+/**
+ * A reader over interleaved number splits (see the module docs). A source
+ * says how its split shape maps to a range and back, and what to emit for
+ * a number.
+ */
+export abstract class InterleavedReader<T, S extends SourceSplit> implements SourceReader<T, S> {
+  /** The reader's context. */
+  protected readonly context: SourceReaderContext;
+  readonly #batchSize: number;
+  readonly #limiter: RateLimiter | undefined;
+  readonly #source: string;
+  #splits: InterleavedRange[] = [];
+  #cursor = 0;
+  #waiter: Sleep | undefined;
+
+  /**
+   * @param context the reader's context.
+   * @param source the source's class name, for error messages.
+   * @param batchSize numbers per `pollNext`, at most.
+   * @param rate this reader's share of the rate, in records per second (`undefined`: unlimited).
+   */
+  protected constructor(
+    context: SourceReaderContext,
+    source: string,
+    batchSize: number,
+    rate: number | undefined,
+  ) {
+    this.context = context;
+    this.#source = source;
+    this.#batchSize = batchSize;
+    this.#limiter = rate === undefined ? undefined : new RateLimiter(rate);
+  }
+
+  /**
+   * The range of a split, or `undefined` when the split is malformed.
+   * `next > last` means the split is exhausted.
+   */
+  protected abstract toRange(split: S): InterleavedRange | undefined;
+  /** The split shape of a range's current position. */
+  protected abstract fromRange(range: InterleavedRange): S;
+  /** Emits the record of number `n`. */
+  protected abstract emit(n: number, output: ReaderOutput<T>): void;
+
+  /** Adds splits; exhausted ones are dropped. @throws {Error} naming a malformed split. */
+  addSplits(splits: S[]): void {
+    for (const split of splits) {
+      const range = this.toRange(split);
+      const valid = range !== undefined && Number.isSafeInteger(range.next) &&
+        Number.isSafeInteger(range.step) && range.step >= 1 &&
+        (range.last === Number.POSITIVE_INFINITY || Number.isSafeInteger(range.last));
+      if (!valid) {
+        throw new Error(
+          `Cannot add split ${split.splitId} to ${this.#source} ${this.context.operatorName}: ` +
+            `it is not one of its splits (${JSON.stringify(split)})`,
+        );
+      }
+      if (range.next <= range.last) this.#splits.push({ ...range });
+    }
+  }
+
+  /**
+   * Emits up to `batchSize` records, round-robin over the splits.
+   * @throws {RangeError} when a split runs past `Number.MAX_SAFE_INTEGER`.
+   */
+  pollNext(output: ReaderOutput<T>): InputStatus {
+    if (this.#splits.length === 0) return "END_OF_INPUT";
+    let budget = this.#batchSize;
+    if (this.#limiter !== undefined) {
+      budget = Math.min(budget, this.#limiter.available(this.context.currentProcessingTime()));
+      if (budget === 0) return "NOTHING_AVAILABLE";
+    }
+    let emitted = 0;
+    while (emitted < budget && this.#splits.length > 0) {
+      if (this.#cursor >= this.#splits.length) this.#cursor = 0;
+      const split = this.#splits[this.#cursor]!;
+      const n = split.next;
+      if (n > Number.MAX_SAFE_INTEGER) {
+        throw new RangeError(
+          `${this.#source} ${this.context.operatorName} split ${split.splitId} ran past ` +
+            `Number.MAX_SAFE_INTEGER at ${n}`,
+        );
+      }
+      split.next = n + split.step;
+      if (split.next > split.last) this.#splits.splice(this.#cursor, 1);
+      else this.#cursor++;
+      emitted++;
+      this.emit(n, output);
+    }
+    this.#limiter?.take(emitted);
+    return "MORE_AVAILABLE";
+  }
+
+  /** Resolves when the rate limit lets the next record go, on the reader context's `clock`. */
+  isAvailable(): Promise<void> {
+    if (this.#waiter !== undefined) return this.#waiter.promise;
+    const limiter = this.#limiter;
+    const now = this.context.currentProcessingTime();
+    if (limiter === undefined || this.#splits.length === 0 || limiter.available(now) > 0) {
+      return Promise.resolve();
+    }
+    const waiter = sleepUntil(this.context.clock, limiter.nextAt(now));
+    this.#waiter = waiter;
+    waiter.promise.then(() => {
+      if (this.#waiter === waiter) this.#waiter = undefined;
+    });
+    return waiter.promise;
+  }
+
+  /** The splits at their current positions. */
+  snapshotState(_checkpointId: number): S[] {
+    return this.#splits.map((range) => this.fromRange(range));
+  }
+
+  /** Cancels a pending rate-limit wait. */
+  close(): void {
+    this.#waiter?.cancel();
+  }
+}
