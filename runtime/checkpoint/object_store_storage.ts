@@ -75,6 +75,8 @@ import {
   CHECKPOINT_DIR,
   CheckpointStorageError,
   type CheckpointStorageErrorCode,
+  findCompleted,
+  findLatestCompleted,
   isValidName,
   METADATA,
   parseCheckpointMetadata,
@@ -403,21 +405,12 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
 
   /** See {@linkcode CheckpointStorage.latestCompleted}; costs as in the module docs. */
   async latestCompleted(jobId: string): Promise<CheckpointMetadata | undefined> {
-    for (const id of (await this.listAll(jobId)).reverse()) {
-      const meta = await this.#readIfComplete(jobId, id, "find the latest completed checkpoint");
-      if (meta !== undefined) return meta;
-    }
-    return undefined;
+    return await findLatestCompleted(this, jobId);
   }
 
   /** See {@linkcode CheckpointStorage.listCompleted}; costs as in the module docs. */
   async listCompleted(jobId: string): Promise<CheckpointId[]> {
-    const completed: CheckpointId[] = [];
-    for (const id of await this.listAll(jobId)) {
-      const meta = await this.#readIfComplete(jobId, id, "list the completed checkpoints");
-      if (meta !== undefined) completed.push(id);
-    }
-    return completed;
+    return await findCompleted(this, jobId);
   }
 
   /** See {@linkcode CheckpointStorage.listAll}; costs as in the module docs. */
@@ -552,30 +545,6 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
     return offset === size
       ? { kind: "ok", data }
       : { kind: "corrupt", cause: chunksDiffer(offset, size) };
-  }
-
-  /**
-   * The metadata of a checkpoint, or `undefined` when it has no `_metadata`
-   * (incomplete). A corrupt `_metadata` throws `CORRUPT`: never skip it.
-   */
-  async #readIfComplete(
-    jobId: string,
-    checkpointId: CheckpointId,
-    operation: string,
-  ): Promise<CheckpointMetadata | undefined> {
-    try {
-      return await this.readMetadata(jobId, checkpointId);
-    } catch (error) {
-      if (!(error instanceof CheckpointStorageError)) throw error;
-      if (error.code === "NOT_FOUND") return undefined; // aborted or torn: not complete
-      if (error.code !== "CORRUPT") throw error;
-      throw new CheckpointStorageError(
-        `Cannot ${operation} of job ${JSON.stringify(jobId)}: ` +
-          `the _metadata of checkpoint ${checkpointId} exists but is corrupt ` +
-          `(refusing to skip it and fall back to an older checkpoint)`,
-        { code: "CORRUPT", jobId, checkpointId, path: error.path, cause: error.cause },
-      );
-    }
   }
 }
 

@@ -394,21 +394,12 @@ export class LocalDirectoryCheckpointStorage implements CheckpointStorage {
 
   /** See {@linkcode CheckpointStorage.latestCompleted}. */
   async latestCompleted(jobId: string): Promise<CheckpointMetadata | undefined> {
-    for (const id of (await this.listAll(jobId)).reverse()) {
-      const meta = await this.#readIfComplete(jobId, id, "find the latest completed checkpoint");
-      if (meta !== undefined) return meta;
-    }
-    return undefined;
+    return await findLatestCompleted(this, jobId);
   }
 
   /** See {@linkcode CheckpointStorage.listCompleted}. */
   async listCompleted(jobId: string): Promise<CheckpointId[]> {
-    const completed: CheckpointId[] = [];
-    for (const id of await this.listAll(jobId)) {
-      const meta = await this.#readIfComplete(jobId, id, "list the completed checkpoints");
-      if (meta !== undefined) completed.push(id);
-    }
-    return completed;
+    return await findCompleted(this, jobId);
   }
 
   /** See {@linkcode CheckpointStorage.listAll}. */
@@ -460,29 +451,61 @@ export class LocalDirectoryCheckpointStorage implements CheckpointStorage {
       );
     }
   }
+}
 
-  /**
-   * The metadata of a checkpoint, or `undefined` when it has no `_metadata`
-   * (incomplete). A corrupt `_metadata` throws `CORRUPT`: never skip it.
-   */
-  async #readIfComplete(
-    jobId: string,
-    checkpointId: CheckpointId,
-    operation: string,
-  ): Promise<CheckpointMetadata | undefined> {
-    try {
-      return await this.readMetadata(jobId, checkpointId);
-    } catch (error) {
-      if (!(error instanceof CheckpointStorageError)) throw error;
-      if (error.code === "NOT_FOUND") return undefined; // aborted or torn: not complete
-      if (error.code !== "CORRUPT") throw error;
-      throw new CheckpointStorageError(
-        `Cannot ${operation} of job ${JSON.stringify(jobId)}: ` +
-          `the _metadata of checkpoint ${checkpointId} exists but is corrupt ` +
-          `(refusing to skip it and fall back to an older checkpoint)`,
-        { code: "CORRUPT", jobId, checkpointId, path: error.path, cause: error.cause },
-      );
-    }
+/**
+ * `latestCompleted` of any storage, from its `listAll` and `readMetadata`:
+ * the newest checkpoint with readable metadata. A `_metadata` that exists
+ * but is corrupt is never skipped.
+ * @throws {CheckpointStorageError} `CORRUPT` naming the checkpoint, or what `listAll` throws.
+ */
+export async function findLatestCompleted(
+  storage: Pick<CheckpointStorage, "listAll" | "readMetadata">,
+  jobId: string,
+): Promise<CheckpointMetadata | undefined> {
+  for (const id of (await storage.listAll(jobId)).reverse()) {
+    const meta = await readIfComplete(storage, jobId, id, "find the latest completed checkpoint");
+    if (meta !== undefined) return meta;
+  }
+  return undefined;
+}
+
+/**
+ * `listCompleted` of any storage, from its `listAll` and `readMetadata`, in
+ * numeric order. A corrupt `_metadata` fails the listing.
+ * @throws {CheckpointStorageError} `CORRUPT` naming the checkpoint, or what `listAll` throws.
+ */
+export async function findCompleted(
+  storage: Pick<CheckpointStorage, "listAll" | "readMetadata">,
+  jobId: string,
+): Promise<CheckpointId[]> {
+  const completed: CheckpointId[] = [];
+  for (const id of await storage.listAll(jobId)) {
+    const meta = await readIfComplete(storage, jobId, id, "list the completed checkpoints");
+    if (meta !== undefined) completed.push(id);
+  }
+  return completed;
+}
+
+/** A checkpoint's metadata, `undefined` when it has none (aborted or torn), or a `CORRUPT` error. */
+async function readIfComplete(
+  storage: Pick<CheckpointStorage, "readMetadata">,
+  jobId: string,
+  checkpointId: CheckpointId,
+  operation: string,
+): Promise<CheckpointMetadata | undefined> {
+  try {
+    return await storage.readMetadata(jobId, checkpointId);
+  } catch (error) {
+    if (!(error instanceof CheckpointStorageError)) throw error;
+    if (error.code === "NOT_FOUND") return undefined; // aborted or torn: not complete
+    if (error.code !== "CORRUPT") throw error;
+    throw new CheckpointStorageError(
+      `Cannot ${operation} of job ${JSON.stringify(jobId)}: ` +
+        `the _metadata of checkpoint ${checkpointId} exists but is corrupt ` +
+        `(refusing to skip it and fall back to an older checkpoint)`,
+      { code: "CORRUPT", jobId, checkpointId, path: error.path, cause: error.cause },
+    );
   }
 }
 
