@@ -54,7 +54,9 @@
 
 import { setImmediate } from "node:timers";
 import {
+  closedError,
   NoRespondersError,
+  payloadTooLarge,
   PayloadTooLargeError,
   type RequestOptions,
   type Subscription,
@@ -348,15 +350,11 @@ export class InProcessTransport implements Transport {
   }
 
   #closedError(action: string): TransportClosedError {
-    return new TransportClosedError(
-      `Cannot ${action} as the connection '${this.name}' is closed`,
-    );
+    return closedError(this.name, action);
   }
 
   #tooLarge(subject: string, data: Uint8Array): PayloadTooLargeError {
-    return new PayloadTooLargeError(
-      `Cannot publish ${data.byteLength} bytes on '${subject}' as the limit is ${this.maxPayload} bytes`,
-    );
+    return payloadTooLarge(subject, data, this.maxPayload);
   }
 }
 

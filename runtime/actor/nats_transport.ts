@@ -67,8 +67,10 @@ import {
 import { connectNats, type NatsConnectionOptions } from "./nats_connect.ts";
 import type { DropFilter } from "./in_process.ts";
 import {
+  closedError,
   InvalidSubjectError,
   NoRespondersError,
+  payloadTooLarge,
   PayloadTooLargeError,
   type RequestOptions,
   type Subscription,
@@ -403,15 +405,11 @@ export class NatsTransport implements Transport {
   }
 
   #closedError(action: string): TransportClosedError {
-    return new TransportClosedError(
-      `Cannot ${action} as the connection '${this.name}' is closed`,
-    );
+    return closedError(this.name, action);
   }
 
   #tooLarge(subject: string, data: Uint8Array): PayloadTooLargeError {
-    return new PayloadTooLargeError(
-      `Cannot publish ${data.byteLength} bytes on '${subject}' as the limit is ${this.maxPayload} bytes`,
-    );
+    return payloadTooLarge(subject, data, this.maxPayload);
   }
 }
 

@@ -147,3 +147,19 @@ export function validateSubject(subject: string, wildcards: boolean): string[] {
   }
   return tokens;
 }
+
+/** The error of a call on a closed transport named `name`, doing `action` (e.g. "publish"). */
+export function closedError(name: string, action: string): TransportClosedError {
+  return new TransportClosedError(`Cannot ${action} as the connection '${name}' is closed`);
+}
+
+/** The error of publishing `data` on `subject` over the limit of `maxPayload` bytes. */
+export function payloadTooLarge(
+  subject: string,
+  data: Uint8Array,
+  maxPayload: number,
+): PayloadTooLargeError {
+  return new PayloadTooLargeError(
+    `Cannot publish ${data.byteLength} bytes on '${subject}' as the limit is ${maxPayload} bytes`,
+  );
+}
