@@ -76,3 +76,55 @@ export async function readReports(dir: string): Promise<SubtaskReport[]> {
   }
   return reports.sort((a, b) => a.role.localeCompare(b.role) || a.subtask - b.subtask);
 }
+
+/**
+ * What one source or sink subtask counts for its {@linkcode SubtaskReport}.
+ * Create it in the function's `open()` (function objects are copied per
+ * subtask shallowly, so a tally made in the constructor would be shared).
+ */
+export class SubtaskTally {
+  /** The subtask's index. */
+  readonly subtask: number;
+  /** The execution attempt. */
+  readonly attempt: number;
+  /** Records counted. */
+  count = 0;
+  /** Sum of the counted values. */
+  checksum = 0;
+  /** Wall-clock time of the first record, ms; 0 before it. */
+  firstMs = 0;
+  /** Wall-clock time of the last record (or of the `expected`-th), ms. */
+  lastMs = 0;
+
+  /**
+   * @param ctx the subtask's runtime context (index and attempt).
+   * @param expected the record whose time is `lastMs` (Infinity: set `lastMs` yourself).
+   */
+  constructor(ctx: { subtaskIndex: number; attempt: number }, readonly expected = Infinity) {
+    this.subtask = ctx.subtaskIndex;
+    this.attempt = ctx.attempt;
+  }
+
+  /** Counts one record of `value`, timing the first and the `expected`-th. */
+  note(value: number): void {
+    if (this.count === 0) this.firstMs = wallClockMs();
+    this.count++;
+    this.checksum += value;
+    if (this.count === this.expected) this.lastMs = wallClockMs();
+  }
+
+  /** Writes the report into `dir`, with `extra` fields (e.g. a histogram). */
+  write(dir: string, role: SubtaskReport["role"], extra: { histogram?: string } = {}): void {
+    writeReport(dir, {
+      role,
+      subtask: this.subtask,
+      attempt: this.attempt,
+      pid: Deno.pid,
+      records: this.count,
+      firstMs: this.firstMs,
+      lastMs: this.lastMs,
+      checksum: this.checksum,
+      ...extra,
+    });
+  }
+}

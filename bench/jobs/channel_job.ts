@@ -26,7 +26,7 @@ import {
   StreamExecutionEnvironment,
   WatermarkStrategy,
 } from "../../mod.ts";
-import { wallClockMs, writeReport } from "./_report.ts";
+import { SubtaskTally } from "./_report.ts";
 
 /** The records of the channel benchmark. */
 export interface KeyValue {
@@ -40,12 +40,7 @@ export interface KeyValue {
 class MakeRecords {
   private readonly reportDir: string;
   private readonly expected: number;
-  private subtask = 0;
-  private attempt = 0;
-  private count = 0;
-  private checksum = 0;
-  private firstMs = 0;
-  private lastMs = 0;
+  private tally!: SubtaskTally;
 
   constructor(reportDir: string, expected: number) {
     this.reportDir = reportDir;
@@ -53,29 +48,16 @@ class MakeRecords {
   }
 
   open(ctx: RuntimeContext): void {
-    this.subtask = ctx.subtaskIndex;
-    this.attempt = ctx.attempt;
+    this.tally = new SubtaskTally(ctx, this.expected);
   }
 
   map(i: number): KeyValue {
-    if (this.count === 0) this.firstMs = wallClockMs();
-    this.count++;
-    this.checksum += i;
-    if (this.count === this.expected) this.lastMs = wallClockMs();
+    this.tally.note(i);
     return { key: i % 10_000, value: i };
   }
 
   close(): void {
-    writeReport(this.reportDir, {
-      role: "source",
-      subtask: this.subtask,
-      attempt: this.attempt,
-      pid: Deno.pid,
-      records: this.count,
-      firstMs: this.firstMs,
-      lastMs: this.lastMs,
-      checksum: this.checksum,
-    });
+    this.tally.write(this.reportDir, "source");
   }
 }
 
@@ -84,12 +66,7 @@ class CountingSink implements SinkFunction<KeyValue> {
   readonly kind = "simple";
   private readonly reportDir: string;
   private readonly expected: number;
-  private subtask = 0;
-  private attempt = 0;
-  private count = 0;
-  private checksum = 0;
-  private firstMs = 0;
-  private lastMs = 0;
+  private tally!: SubtaskTally;
 
   constructor(reportDir: string, expected: number) {
     this.reportDir = reportDir;
@@ -97,28 +74,15 @@ class CountingSink implements SinkFunction<KeyValue> {
   }
 
   open(ctx: RuntimeContext): void {
-    this.subtask = ctx.subtaskIndex;
-    this.attempt = ctx.attempt;
+    this.tally = new SubtaskTally(ctx, this.expected);
   }
 
   invoke(record: KeyValue): void {
-    if (this.count === 0) this.firstMs = wallClockMs();
-    this.count++;
-    this.checksum += record.value;
-    if (this.count === this.expected) this.lastMs = wallClockMs();
+    this.tally.note(record.value);
   }
 
   close(): void {
-    writeReport(this.reportDir, {
-      role: "sink",
-      subtask: this.subtask,
-      attempt: this.attempt,
-      pid: Deno.pid,
-      records: this.count,
-      firstMs: this.firstMs,
-      lastMs: this.lastMs,
-      checksum: this.checksum,
-    });
+    this.tally.write(this.reportDir, "sink");
   }
 }
 

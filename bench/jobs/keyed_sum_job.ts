@@ -41,7 +41,7 @@ import {
   StreamExecutionEnvironment,
   WatermarkStrategy,
 } from "../../mod.ts";
-import { wallClockMs, writeReport } from "./_report.ts";
+import { SubtaskTally, wallClockMs } from "./_report.ts";
 
 /** A record of the latency job. */
 export interface StampedRecord {
@@ -73,12 +73,7 @@ class StampRecords {
   private readonly reportDir: string;
   private readonly keys: number;
   private readonly sampleEvery: number;
-  private subtask = 0;
-  private attempt = 0;
-  private count = 0;
-  private checksum = 0;
-  private firstMs = 0;
-  private lastMs = 0;
+  private tally!: SubtaskTally;
 
   constructor(reportDir: string, keys: number, sampleEvery: number) {
     this.reportDir = reportDir;
@@ -87,33 +82,24 @@ class StampRecords {
   }
 
   open(ctx: RuntimeContext): void {
-    this.subtask = ctx.subtaskIndex;
-    this.attempt = ctx.attempt;
+    this.tally = new SubtaskTally(ctx);
   }
 
   map(i: number): StampedRecord {
+    const t = this.tally;
     let ts = 0;
-    if (i % this.sampleEvery === 0 || this.count === 0) {
+    if (i % this.sampleEvery === 0 || t.count === 0) {
       ts = wallClockMs();
-      if (this.count === 0) this.firstMs = ts;
-      this.lastMs = ts;
+      if (t.count === 0) t.firstMs = ts;
+      t.lastMs = ts;
     }
-    this.count++;
-    this.checksum += i;
+    t.count++;
+    t.checksum += i;
     return { key: i % this.keys, value: i, ts };
   }
 
   close(): void {
-    writeReport(this.reportDir, {
-      role: "source",
-      subtask: this.subtask,
-      attempt: this.attempt,
-      pid: Deno.pid,
-      records: this.count,
-      firstMs: this.firstMs,
-      lastMs: this.lastMs,
-      checksum: this.checksum,
-    });
+    this.tally.write(this.reportDir, "source");
   }
 }
 
@@ -123,11 +109,7 @@ class LatencySink implements SinkFunction<StampedRecord> {
   private readonly reportDir: string;
   private readonly warmupMs: number;
   private histogram: hdr.Histogram | undefined;
-  private subtask = 0;
-  private attempt = 0;
-  private count = 0;
-  private firstMs = 0;
-  private lastMs = 0;
+  private tally!: SubtaskTally;
   private recordFromMs = 0;
 
   constructor(reportDir: string, warmupMs: number) {
@@ -136,34 +118,26 @@ class LatencySink implements SinkFunction<StampedRecord> {
   }
 
   open(ctx: RuntimeContext): void {
-    this.subtask = ctx.subtaskIndex;
-    this.attempt = ctx.attempt;
+    this.tally = new SubtaskTally(ctx);
     this.histogram = newLatencyHistogram();
   }
 
   invoke(record: StampedRecord): void {
-    if (this.count++ === 0) {
-      this.firstMs = wallClockMs();
-      this.recordFromMs = this.firstMs + this.warmupMs;
+    const t = this.tally;
+    if (t.count++ === 0) {
+      t.firstMs = wallClockMs();
+      this.recordFromMs = t.firstMs + this.warmupMs;
     }
     if (record.ts === 0) return; // not sampled
     const now = wallClockMs();
-    this.lastMs = now;
+    t.lastMs = now;
     if (record.ts >= this.recordFromMs) {
       this.histogram!.recordValue(Math.max(1, Math.round((now - record.ts) * 1000)));
     }
   }
 
   close(): void {
-    writeReport(this.reportDir, {
-      role: "sink",
-      subtask: this.subtask,
-      attempt: this.attempt,
-      pid: Deno.pid,
-      records: this.count,
-      firstMs: this.firstMs,
-      lastMs: this.lastMs,
-      checksum: 0,
+    this.tally.write(this.reportDir, "sink", {
       histogram: hdr.encodeIntoCompressedBase64(this.histogram!),
     });
   }
