@@ -25,11 +25,15 @@
  */
 
 import type {
+  AggregatingState,
+  AggregatingStateDescriptor,
   ListState,
   ListStateDescriptor,
   MapState,
   MapStateDescriptor,
   OperatorStateStore,
+  ReducingState,
+  ReducingStateDescriptor,
   ValueState,
   ValueStateDescriptor,
 } from "./state.ts";
@@ -75,6 +79,18 @@ export interface RuntimeContext {
    * @throws {Error} on an operator that is not applied to a `KeyedStream`.
    */
   getMapState<UK, UV>(descriptor: MapStateDescriptor<UK, UV>): MapState<UK, UV>;
+  /**
+   * The keyed {@linkcode ReducingState} for `descriptor`.
+   * @throws {Error} on an operator that is not applied to a `KeyedStream`.
+   */
+  getReducingState<T>(descriptor: ReducingStateDescriptor<T>): ReducingState<T>;
+  /**
+   * The keyed {@linkcode AggregatingState} for `descriptor`.
+   * @throws {Error} on an operator that is not applied to a `KeyedStream`.
+   */
+  getAggregatingState<IN, ACC, OUT>(
+    descriptor: AggregatingStateDescriptor<IN, ACC, OUT>,
+  ): AggregatingState<IN, OUT>;
 }
 
 /** Lifecycle hooks of a function (Flink's `RichFunction`). Both are optional. */
@@ -151,6 +167,40 @@ export type FlatMapFunction<I, O> =
 export type ReduceFunction<T> =
   | ((accumulated: T, value: T) => T)
   | (FunctionHooks & { reduce(accumulated: T, value: T): T });
+
+/**
+ * An incremental aggregation with an accumulator (Flink's
+ * `AggregateFunction`): `createAccumulator` starts one, `add` folds a value
+ * into it, `getResult` reads it, and `merge` combines two (for merging
+ * windows). It is what `AggregatingStateDescriptor`, `KeyedStream.aggregate`
+ * and windows' `aggregate` take.
+ *
+ * `add` and `merge` may change their accumulator argument in place and
+ * return it, or return a new one; never return `undefined`. Accumulators
+ * are stored in keyed state, so they must be plain, MessagePack-encodable
+ * data (see `runtime/api/state.ts`).
+ *
+ * @example
+ * ```ts
+ * import type { AggregateFunction } from "./functions.ts";
+ * const average: AggregateFunction<number, { sum: number; count: number }, number> = {
+ *   createAccumulator: () => ({ sum: 0, count: 0 }),
+ *   add: (value, acc) => ({ sum: acc.sum + value, count: acc.count + 1 }),
+ *   getResult: (acc) => acc.sum / acc.count,
+ *   merge: (a, b) => ({ sum: a.sum + b.sum, count: a.count + b.count }),
+ * };
+ * ```
+ */
+export interface AggregateFunction<IN, ACC, OUT> {
+  /** A new, empty accumulator. */
+  createAccumulator(): ACC;
+  /** Folds `value` into `accumulator`; returns the accumulator (the same or a new one). */
+  add(value: IN, accumulator: ACC): ACC;
+  /** The result an accumulator stands for. */
+  getResult(accumulator: ACC): OUT;
+  /** Combines two accumulators into one (the same as either, or a new one). */
+  merge(a: ACC, b: ACC): ACC;
+}
 
 /** A timestamp that means "no timestamp" never appears: records without one carry `undefined`. */
 export type Timestamp = number | undefined;

@@ -1,7 +1,8 @@
 /**
  * State primitives a user function reaches through its runtime context:
- * keyed state (Value, List, Map), scoped to the current key, and operator
- * state (List, UnionList), scoped to one parallel subtask.
+ * keyed state (Value, List, Map, Reducing, Aggregating), scoped to the
+ * current key, and operator state (List, UnionList), scoped to one parallel
+ * subtask.
  *
  * The model is Apache Flink's ("Working with State", Flink docs): a state is
  * declared by a descriptor whose `name` is unique within its operator and is
@@ -13,22 +14,59 @@
  * as immutable: a checkpoint's asynchronous phase may still be writing it, so
  * change state only through `update`/`put`/`add` with a new value.
  *
+ * The one exception is the value of a {@linkcode ReducingState} and the
+ * accumulator of an {@linkcode AggregatingState}: their `ReduceFunction` and
+ * `AggregateFunction` may change the accumulated value in place and return
+ * it, as Flink users write them. The state copies (`structuredClone`) a
+ * value that a checkpoint still shares before handing it to the function
+ * again, as Flink's copy-on-write heap state does. Such values must
+ * therefore be plain data: prototypes are not kept.
+ *
  * @module
  */
 
+import type { AggregateFunction, ReduceFunction } from "./functions.ts";
+
 /** Which kind of state a descriptor declares. */
-export type StateKind = "value" | "list" | "map";
+export type StateKind = "value" | "list" | "map" | "reducing" | "aggregating";
 
 /**
  * Time-to-live for keyed state entries (Flink's `StateTtlConfig`).
  * An entry expires `ttlMs` after it was last written (or read, with
  * `updateType: "OnReadAndWrite"`); expired entries are never returned.
+ *
+ * ## Event time (beyond Flink)
+ *
+ * Flink's TTL only knows processing time. With `timeCharacteristic:
+ * "EventTime"` the lifetime is measured in event time instead, on the
+ * operator's current watermark: an entry's last access is the watermark at
+ * that access, and it expires once the watermark reaches last access +
+ * `ttlMs`. Before the first watermark event time has not started: nothing
+ * expires, and an entry accessed then counts as accessed when event time
+ * starts (at the first watermark the state sees). A job replaying old data
+ * thus keeps state for `ttlMs` of the data's time, however fast it replays,
+ * and the decision does not depend on the wall clock.
+ *
+ * @example
+ * ```ts
+ * import { ValueStateDescriptor } from "./state.ts";
+ * // Forget a sensor that sent nothing for one hour of event time.
+ * const last = new ValueStateDescriptor<number>("last-temperature", {
+ *   ttl: { ttlMs: 3_600_000, timeCharacteristic: "EventTime" },
+ * });
+ * ```
  */
 export interface StateTtlConfig {
-  /** Lifetime of an entry, in ms of processing time. Must be > 0. */
+  /** Lifetime of an entry, in ms of the chosen time. Must be > 0. */
   readonly ttlMs: number;
   /** When the lifetime restarts. Default `"OnCreateAndWrite"`. */
   readonly updateType?: "OnCreateAndWrite" | "OnReadAndWrite";
+  /**
+   * Which time the lifetime is measured in: `"ProcessingTime"` (the
+   * default, the job's clock, as Flink) or `"EventTime"` (the operator's
+   * watermark; see above).
+   */
+  readonly timeCharacteristic?: "ProcessingTime" | "EventTime";
 }
 
 /** Common shape of every state descriptor. */
@@ -39,6 +77,16 @@ export interface StateDescriptor<_T = unknown> {
   readonly name: string;
   /** Optional TTL (keyed state only). */
   readonly ttl?: StateTtlConfig;
+}
+
+/** A value for an error message: JSON where possible. */
+function describe(value: unknown): string {
+  if (typeof value === "function") return `function ${value.name || "(anonymous)"}`;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }
 
 function checkName(kind: string, name: string): void {
@@ -123,6 +171,113 @@ export class MapStateDescriptor<UK, UV> implements StateDescriptor<[UK, UV]> {
   }
 }
 
+/**
+ * Declares a {@linkcode ReducingState}: per key, one value that every added
+ * value is folded into with `reduceFunction` (Flink's
+ * `ReducingStateDescriptor`).
+ *
+ * @example
+ * ```ts
+ * import { ReducingStateDescriptor } from "./state.ts";
+ * const highest = new ReducingStateDescriptor<number>("highest", (a, b) => Math.max(a, b));
+ * ```
+ */
+export class ReducingStateDescriptor<T> implements StateDescriptor<T> {
+  /** Always `"reducing"`. */
+  readonly kind = "reducing" as const;
+  /** The state's name. */
+  readonly name: string;
+  /** Folds an added value into the current one: `reduce(accumulated, added)`. */
+  readonly reduceFunction: ReduceFunction<T>;
+  /** Optional TTL. */
+  readonly ttl?: StateTtlConfig;
+  /**
+   * Declares the state.
+   * @param name unique name within the operator.
+   * @param reduceFunction a function `(accumulated, value) => reduced`, or an
+   *   object with such a `reduce` method.
+   * @param options `ttl`.
+   * @throws {TypeError} when `name` is empty or `reduceFunction` is neither.
+   */
+  constructor(
+    name: string,
+    reduceFunction: ReduceFunction<T>,
+    options: { ttl?: StateTtlConfig } = {},
+  ) {
+    checkName("reducing", name);
+    if (
+      typeof reduceFunction !== "function" &&
+      typeof (reduceFunction as { reduce?: unknown } | null)?.reduce !== "function"
+    ) {
+      throw new TypeError(
+        `Reducing state '${name}' needs a reduce function or an object with a reduce() method: current value is ${
+          describe(reduceFunction)
+        }`,
+      );
+    }
+    this.name = name;
+    this.reduceFunction = reduceFunction;
+    if (options.ttl) this.ttl = options.ttl;
+  }
+}
+
+/** The methods every `AggregateFunction` must have. */
+const AGGREGATE_METHODS = ["createAccumulator", "add", "getResult", "merge"] as const;
+
+/**
+ * Declares an {@linkcode AggregatingState}: per key, one accumulator of type
+ * `ACC` that every added `IN` value is folded into, read as an `OUT` (Flink's
+ * `AggregatingStateDescriptor`).
+ *
+ * @example
+ * ```ts
+ * import { AggregatingStateDescriptor } from "./state.ts";
+ * const average = new AggregatingStateDescriptor("average", {
+ *   createAccumulator: () => ({ sum: 0, count: 0 }),
+ *   add: (x: number, acc: { sum: number; count: number }) => ({ sum: acc.sum + x, count: acc.count + 1 }),
+ *   getResult: (acc) => acc.sum / acc.count,
+ *   merge: (a, b) => ({ sum: a.sum + b.sum, count: a.count + b.count }),
+ * });
+ * ```
+ */
+export class AggregatingStateDescriptor<IN, ACC, OUT> implements StateDescriptor<ACC> {
+  /** Always `"aggregating"`. */
+  readonly kind = "aggregating" as const;
+  /** The state's name. */
+  readonly name: string;
+  /** Creates, folds into, reads and merges the accumulators. */
+  readonly aggregateFunction: AggregateFunction<IN, ACC, OUT>;
+  /** Optional TTL. */
+  readonly ttl?: StateTtlConfig;
+  /**
+   * Declares the state.
+   * @param name unique name within the operator.
+   * @param aggregateFunction an object with `createAccumulator`, `add`,
+   *   `getResult` and `merge`.
+   * @param options `ttl`.
+   * @throws {TypeError} when `name` is empty or a method is missing.
+   */
+  constructor(
+    name: string,
+    aggregateFunction: AggregateFunction<IN, ACC, OUT>,
+    options: { ttl?: StateTtlConfig } = {},
+  ) {
+    checkName("aggregating", name);
+    const fn = aggregateFunction as unknown as Record<string, unknown> | null;
+    const missing = AGGREGATE_METHODS.filter((m) => typeof fn?.[m] !== "function");
+    if (missing.length > 0) {
+      throw new TypeError(
+        `Aggregating state '${name}' needs an AggregateFunction with ${
+          missing.map((m) => `${m}()`).join(", ")
+        }: current value is ${describe(aggregateFunction)}`,
+      );
+    }
+    this.name = name;
+    this.aggregateFunction = aggregateFunction;
+    if (options.ttl) this.ttl = options.ttl;
+  }
+}
+
 /** One value per key (Flink's `ValueState`). */
 export interface ValueState<T> {
   /** The current key's value, or the descriptor's default when it has none. */
@@ -168,6 +323,41 @@ export interface MapState<UK, UV> {
   /** Whether the map has no entries. */
   isEmpty(): boolean;
   /** Removes all entries. */
+  clear(): void;
+}
+
+/**
+ * One value per key that added values are folded into with a
+ * `ReduceFunction` (Flink's `ReducingState`).
+ */
+export interface ReducingState<T> {
+  /** The current key's reduced value, or `undefined` when nothing was added. */
+  get(): T | undefined;
+  /**
+   * Folds `value` into the current key's value (`reduce(current, value)`),
+   * or stores it when there is none.
+   * @throws {TypeError} when `value` is `undefined`.
+   */
+  add(value: T): void;
+  /** Removes the current key's value. */
+  clear(): void;
+}
+
+/**
+ * One accumulator per key that added values are folded into with an
+ * `AggregateFunction`, read through its `getResult` (Flink's
+ * `AggregatingState`).
+ */
+export interface AggregatingState<IN, OUT> {
+  /** `getResult` of the current key's accumulator, or `undefined` when nothing was added. */
+  get(): OUT | undefined;
+  /**
+   * Folds `value` into the current key's accumulator, creating it with
+   * `createAccumulator()` first when there is none.
+   * @throws {TypeError} when `value` is `undefined`, or `add` returns `undefined`.
+   */
+  add(value: IN): void;
+  /** Removes the current key's accumulator. */
   clear(): void;
 }
 

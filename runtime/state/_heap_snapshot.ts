@@ -1,7 +1,9 @@
 /**
  * Internal: conversion between the live tables of
  * `HeapKeyedStateBackend` and the column-wise key groups of a keyed state
- * snapshot (see `KeyGroupEntries` in `heap_keyed_backend.ts` for the shapes).
+ * snapshot (see `KeyGroupEntries` in `heap_keyed_backend.ts` for the shapes),
+ * and the passes over every stored TTL cell of a table (conversion when a
+ * TTL is enabled, disabled or moved to another clock; the event-time start).
  * Not part of the public API.
  *
  * @module
@@ -9,31 +11,93 @@
 
 import type { StateKind } from "../api/state.ts";
 import { type Key, keyOfStateKey, type StateKey, stateKeyOf } from "./key_group.ts";
-import type { StateTable, TtlCell } from "./_heap_states.ts";
+import { isExpired, type StateTable, type TtlCell } from "./_heap_state_base.ts";
 
-/** A key group's entries, column-wise; see `KeyGroupEntries` in `heap_keyed_backend.ts`. */
-export interface GroupColumns {
-  /** The key group. */
-  readonly keyGroup: number;
+/** The entries of one (key group, namespace), column-wise. */
+export interface Columns {
   /** Original keys. */
   readonly keys: readonly Key[];
-  /** Per key: the value, the list, or `[userKeys, userValues]`. */
+  /** Per key: the value (or accumulator), the list, or `[userKeys, userValues]`. */
   readonly values: readonly unknown[];
   /** Per key, TTL states only: the last-access time(s), ms. */
   readonly timestamps?: readonly unknown[];
 }
 
+/** One non-default namespace of a key group, column-wise. */
+export interface NamespaceColumns extends Columns {
+  /** The namespace, never `""`. */
+  readonly namespace: string;
+}
+
+/** A key group's entries: the default namespace's columns and the other namespaces. */
+export interface GroupColumns extends Columns {
+  /** The key group. */
+  readonly keyGroup: number;
+  /** The non-default namespaces holding entries in this key group (format version 2). */
+  readonly namespaces?: readonly NamespaceColumns[];
+}
+
+/** How entries are filtered while copied: the TTL and time, or `undefined` to keep all. */
+export interface Expiry {
+  /** Lifetime, ms. */
+  readonly ttlMs: number;
+  /** The current time of the TTL's clock, ms. */
+  readonly now: number;
+}
+
+/** Whether `kind` stores one value (or accumulator) per entry. */
+function isSingle(kind: StateKind): boolean {
+  return kind === "value" || kind === "reducing" || kind === "aggregating";
+}
+
+/** Whether `kind`'s values may be changed in place by user functions (copy-on-write). */
+function isAccumulating(kind: StateKind): boolean {
+  return kind === "reducing" || kind === "aggregating";
+}
+
+/** Remembers every object among `values` as shared with a snapshot. */
+function markShared(table: StateTable, values: readonly unknown[]): void {
+  const shared = table.shared;
+  for (const v of values) if (typeof v === "object" && v !== null) shared.add(v);
+}
+
 /**
- * Copies one key group's map into columns, dropping (and deleting) expired
- * entries. Returns `undefined` when nothing is left. Allocates per key only
- * for list and map states and for TTL states.
+ * Copies one key group's entries (default namespace from `m`, the others
+ * from `byNamespace`) into columns, dropping (and deleting) expired entries.
+ * Returns `undefined` when nothing is left.
  */
 export function snapshotGroup(
   table: StateTable,
   keyGroup: number,
-  m: Map<StateKey, unknown>,
-  now: number,
+  m: Map<StateKey, unknown> | undefined,
+  byNamespace: Map<string, Map<StateKey, unknown>> | undefined,
+  expiry: Expiry | undefined,
 ): GroupColumns | undefined {
+  const main = m === undefined || m.size === 0 ? undefined : columnsOf(table, m, expiry);
+  let namespaces: NamespaceColumns[] | undefined;
+  if (byNamespace !== undefined) {
+    for (const [namespace, nm] of byNamespace) {
+      const columns = columnsOf(table, nm, expiry);
+      if (nm.size === 0) byNamespace.delete(namespace);
+      if (columns !== undefined) (namespaces ??= []).push({ namespace, ...columns });
+    }
+  }
+  if (namespaces === undefined) return main === undefined ? undefined : { keyGroup, ...main };
+  const empty: Columns = table.cells
+    ? { keys: [], values: [], timestamps: [] }
+    : { keys: [], values: [] };
+  return { keyGroup, ...(main ?? empty), namespaces };
+}
+
+/**
+ * Copies one map into columns, dropping (and deleting) expired entries.
+ * Allocates per entry only for list and map states and for TTL states.
+ */
+function columnsOf(
+  table: StateTable,
+  m: Map<StateKey, unknown>,
+  expiry: Expiry | undefined,
+): Columns | undefined {
   if (!table.cells) {
     // Bulk copies through the Map iterators: no per-entry closure or growth.
     const keys = originalKeys(Array.from(m.keys()));
@@ -41,6 +105,11 @@ export function snapshotGroup(
     switch (table.kind) {
       case "value":
         values = Array.from(m.values());
+        break;
+      case "reducing":
+      case "aggregating":
+        values = Array.from(m.values());
+        markShared(table, values);
         break;
       case "list":
         values = Array.from(m.values(), (v) => (v as unknown[]).slice());
@@ -52,17 +121,21 @@ export function snapshotGroup(
         });
         break;
     }
-    return keys.length === 0 ? undefined : { keyGroup, keys, values };
+    return keys.length === 0 ? undefined : { keys, values };
   }
   const keys: Key[] = [];
   const values: unknown[] = [];
   const timestamps: unknown[] = [];
-  const ttlMs = table.ttl?.ttlMs ?? Infinity; // a restored, unregistered state keeps everything
+  // A restored state not registered yet has no known TTL: everything is kept.
+  const ttlMs = expiry?.ttlMs ?? Infinity;
+  const now = expiry?.now ?? NaN;
   switch (table.kind) {
     case "value":
+    case "reducing":
+    case "aggregating":
       m.forEach((v, sk) => {
         const cell = v as TtlCell<unknown>;
-        if (cell.t + ttlMs <= now) {
+        if (isExpired(cell.t, now, ttlMs)) {
           m.delete(sk);
           return;
         }
@@ -70,13 +143,14 @@ export function snapshotGroup(
         values.push(cell.v);
         timestamps.push(cell.t);
       });
+      if (isAccumulating(table.kind)) markShared(table, values);
       break;
     case "list":
       m.forEach((v, sk) => {
         const items: unknown[] = [];
         const times: number[] = [];
         for (const cell of v as TtlCell<unknown>[]) {
-          if (cell.t + ttlMs <= now) continue;
+          if (isExpired(cell.t, now, ttlMs)) continue;
           items.push(cell.v);
           times.push(cell.t);
         }
@@ -96,7 +170,7 @@ export function snapshotGroup(
         const userValues: unknown[] = [];
         const times: number[] = [];
         for (const [k, cell] of inner) {
-          if (cell.t + ttlMs <= now) {
+          if (isExpired(cell.t, now, ttlMs)) {
             inner.delete(k);
             continue;
           }
@@ -114,7 +188,7 @@ export function snapshotGroup(
       });
       break;
   }
-  return keys.length === 0 ? undefined : { keyGroup, keys, values, timestamps };
+  return keys.length === 0 ? undefined : { keys, values, timestamps };
 }
 
 /** Turns state keys into original keys in place; only tuples and NUL-prefixed strings differ. */
@@ -128,57 +202,107 @@ function originalKeys(stateKeys: StateKey[]): Key[] {
   return stateKeys;
 }
 
-function malformed(name: string, keyGroup: number, what: string, value: unknown): Error {
+/** Where in a snapshot a malformed entry is, for messages. */
+interface Place {
+  readonly keyGroup: number;
+  /** `undefined` for the default namespace. */
+  readonly namespace?: string;
+}
+
+function malformed(name: string, place: Place, what: string, value: unknown): Error {
   let shown: string;
   try {
     shown = JSON.stringify(value, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
   } catch {
     shown = String(value);
   }
+  const ns = place.namespace === undefined ? "" : `, namespace ${JSON.stringify(place.namespace)}`;
   return new Error(
-    `Malformed snapshot of keyed state '${name}', key group ${keyGroup}: ${what}, current value is ${shown}`,
+    `Malformed snapshot of keyed state '${name}', key group ${place.keyGroup}${ns}: ${what}, current value is ${shown}`,
   );
 }
 
+/** How {@linkcode loadGroup} stamps TTL cells. */
+export interface Stamping {
+  /** The time given to entries without a usable timestamp, ms of the table's TTL clock. */
+  readonly now: number;
+  /** Whether the snapshot's timestamps are of the table's clock (else every entry gets `now`). */
+  readonly keepTimes: boolean;
+}
+
 /**
- * Loads one key group's columns (with or without timestamps) into `m` in
- * the table's representation; missing timestamps become `now`.
+ * Loads one key group's entries (default namespace into `m`, the others
+ * through `namespaceMap`) in the table's representation.
+ * @throws {Error} for a malformed group, naming state, key group and namespace.
  */
 export function loadGroup(
   table: StateTable,
   m: Map<StateKey, unknown>,
+  namespaceMap: (namespace: string) => Map<StateKey, unknown>,
   group: GroupColumns,
-  now: number,
+  stamping: Stamping,
 ): void {
-  const { keyGroup, keys, values, timestamps } = group;
+  loadColumns(table, m, group, { keyGroup: group.keyGroup }, stamping);
+  const namespaces: unknown = group.namespaces;
+  if (namespaces === undefined) return;
+  if (!Array.isArray(namespaces)) {
+    throw malformed(table.name, group, "'namespaces' must be an array", namespaces);
+  }
+  for (const entry of namespaces as NamespaceColumns[]) {
+    const namespace: unknown = entry?.namespace;
+    if (typeof namespace !== "string" || namespace.length === 0) {
+      throw malformed(table.name, group, "a namespace must be a non-empty string", namespace);
+    }
+    loadColumns(table, namespaceMap(namespace), entry, {
+      keyGroup: group.keyGroup,
+      namespace,
+    }, stamping);
+  }
+}
+
+function loadColumns(
+  table: StateTable,
+  m: Map<StateKey, unknown>,
+  columns: Columns,
+  place: Place,
+  stamping: Stamping,
+): void {
+  const { keys, values, timestamps } = columns;
   const name = table.name;
   if (!Array.isArray(keys) || !Array.isArray(values) || keys.length !== values.length) {
-    throw malformed(name, keyGroup, "'keys' and 'values' must be arrays of equal length", group);
+    throw malformed(name, place, "'keys' and 'values' must be arrays of equal length", columns);
   }
   if (
     timestamps !== undefined && (!Array.isArray(timestamps) || timestamps.length !== keys.length)
   ) {
-    throw malformed(name, keyGroup, "'timestamps' must be an array as long as 'keys'", group);
+    throw malformed(name, place, "'timestamps' must be an array as long as 'keys'", columns);
   }
   const cells = table.cells;
+  const now = stamping.now;
+  const times = stamping.keepTimes ? timestamps : undefined;
   for (let i = 0; i < keys.length; i++) {
     const sk = stateKeyOf(keys[i]!);
     const value: unknown = values[i];
-    const time: unknown = timestamps?.[i];
+    const time: unknown = times?.[i];
     switch (table.kind) {
-      case "value": {
+      case "value":
+      case "reducing":
+      case "aggregating": {
         if (value === undefined) {
-          throw malformed(name, keyGroup, "a value state holds no undefined", value);
+          throw malformed(name, place, `a ${table.kind} state holds no undefined`, value);
+        }
+        if (isAccumulating(table.kind) && typeof value === "object" && value !== null) {
+          table.shared.add(value); // the caller still holds the snapshot
         }
         m.set(sk, cells ? { v: value, t: typeof time === "number" ? time : now } : value);
         break;
       }
       case "list": {
         if (!Array.isArray(value) || value.length === 0) {
-          throw malformed(name, keyGroup, "a list must be a non-empty array", value);
+          throw malformed(name, place, "a list must be a non-empty array", value);
         }
-        const times = Array.isArray(time) ? time : undefined;
-        m.set(sk, cells ? value.map((v, j) => ({ v, t: times?.[j] ?? now })) : value.slice());
+        const itemTimes = Array.isArray(time) ? time : undefined;
+        m.set(sk, cells ? value.map((v, j) => ({ v, t: itemTimes?.[j] ?? now })) : value.slice());
         break;
       }
       case "map": {
@@ -187,14 +311,14 @@ export function loadGroup(
           !Array.isArray(userKeys) || !Array.isArray(userValues) ||
           userKeys.length !== userValues.length || userKeys.length === 0
         ) {
-          throw malformed(name, keyGroup, "a map must be [userKeys[], userValues[]]", value);
+          throw malformed(name, place, "a map must be [userKeys[], userValues[]]", value);
         }
-        const times = Array.isArray(time) ? time : undefined;
+        const entryTimes = Array.isArray(time) ? time : undefined;
         const inner = new Map<unknown, unknown>();
         for (let j = 0; j < userKeys.length; j++) {
           inner.set(
             userKeys[j],
-            cells ? { v: userValues[j], t: times?.[j] ?? now } : userValues[j],
+            cells ? { v: userValues[j], t: entryTimes?.[j] ?? now } : userValues[j],
           );
         }
         m.set(sk, inner);
@@ -204,41 +328,55 @@ export function loadGroup(
   }
 }
 
-/** Switches a table between plain values and TTL cells (TTL enabled or disabled across a restore). */
+/** Every (key group, namespace) map of a table. */
+function* allMaps(table: StateTable): Generator<Map<StateKey, unknown>> {
+  for (const m of table.maps) if (m !== undefined) yield m;
+  for (const byNamespace of table.nsMaps) {
+    if (byNamespace !== undefined) yield* byNamespace.values();
+  }
+}
+
+/**
+ * Switches a table between plain values and TTL cells stamped `now` (TTL
+ * enabled or disabled across a restore).
+ */
 export function convertTable(table: StateTable, toCells: boolean, now: number): void {
   const wrap = (v: unknown): unknown => toCells ? { v, t: now } : (v as TtlCell<unknown>).v;
-  for (const m of table.maps) {
-    if (m === undefined) continue;
+  for (const m of allMaps(table)) {
     for (const [sk, v] of m) {
-      switch (table.kind) {
-        case "value":
-          m.set(sk, wrap(v));
-          break;
-        case "list":
-          m.set(sk, (v as unknown[]).map(wrap));
-          break;
-        case "map": {
-          const inner = v as Map<unknown, unknown>;
-          for (const [k, x] of inner) inner.set(k, wrap(x));
-          break;
-        }
+      if (isSingle(table.kind)) {
+        m.set(sk, wrap(v));
+      } else if (table.kind === "list") {
+        m.set(sk, (v as unknown[]).map(wrap));
+      } else {
+        const inner = v as Map<unknown, unknown>;
+        for (const [k, x] of inner) inner.set(k, wrap(x));
       }
     }
   }
   table.cells = toCells;
 }
 
-/** Whether a TTL entry (value cell, list of cells or map of cells) has a live cell. */
-export function hasLiveCell(kind: StateKind, v: unknown, ttlMs: number, now: number): boolean {
-  switch (kind) {
-    case "value":
-      return (v as TtlCell<unknown>).t + ttlMs > now;
-    case "list":
-      return (v as TtlCell<unknown>[]).some((c) => c.t + ttlMs > now);
-    case "map":
-      for (const c of (v as Map<unknown, TtlCell<unknown>>).values()) {
-        if (c.t + ttlMs > now) return true;
-      }
-      return false;
+/** Calls `f` on every TTL cell of a table whose values are cells. */
+export function forEachCell(table: StateTable, f: (cell: TtlCell<unknown>) => void): void {
+  if (!table.cells) return;
+  for (const m of allMaps(table)) {
+    for (const v of m.values()) {
+      if (isSingle(table.kind)) f(v as TtlCell<unknown>);
+      else if (table.kind === "list") (v as TtlCell<unknown>[]).forEach(f);
+      else (v as Map<unknown, TtlCell<unknown>>).forEach(f);
+    }
   }
+}
+
+/** Whether a TTL entry (a cell, a list of cells or a map of cells) has a live cell. */
+export function hasLiveCell(kind: StateKind, v: unknown, ttlMs: number, now: number): boolean {
+  if (isSingle(kind)) return !isExpired((v as TtlCell<unknown>).t, now, ttlMs);
+  if (kind === "list") {
+    return (v as TtlCell<unknown>[]).some((c) => !isExpired(c.t, now, ttlMs));
+  }
+  for (const c of (v as Map<unknown, TtlCell<unknown>>).values()) {
+    if (!isExpired(c.t, now, ttlMs)) return true;
+  }
+  return false;
 }

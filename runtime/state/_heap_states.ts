@@ -1,142 +1,26 @@
 /**
- * Internal: the per-state objects of {@linkcode HeapKeyedStateBackend} and
- * the structures they share with it. Not part of the public API.
+ * Internal: the Value, List and Map state objects of
+ * {@linkcode HeapKeyedStateBackend}, with and without TTL. Each reads and
+ * writes the entry of the backend's current key in its own current
+ * namespace (see `_heap_state_base.ts`). List state merges namespaces
+ * (Flink's `InternalMergingState`); value and map state cannot. Not part of
+ * the public API.
  *
  * @module
  */
 
-import type { ListState, MapState, StateKind, StateTtlConfig, ValueState } from "../api/state.ts";
-import type { Key, StateKey } from "./key_group.ts";
-
-/** The key the next state access applies to; shared by the backend and its states. */
-export class KeyContext {
-  /** `stateKeyOf(key)`. */
-  stateKey: StateKey = "";
-  /** `keyGroup - startKeyGroup`, or -1 before the first `setCurrentKey`. */
-  index = -1;
-  /** The current key group, or -1 before the first `setCurrentKey`. */
-  keyGroup = -1;
-  /** The current key as given. */
-  key: Key | undefined = undefined;
-}
-
-/** A value, list element or map entry of a TTL state, with its last-access time (Flink's `TtlValue`). */
-export interface TtlCell<V> {
-  /** The value. */
-  v: V;
-  /** Last access (write, or read with OnReadAndWrite), in ms of the backend clock. */
-  t: number;
-}
-
-/** A validated {@linkcode StateTtlConfig}. */
-export interface TtlSettings {
-  /** Lifetime, ms. */
-  readonly ttlMs: number;
-  /** Whether reads restart the lifetime (`OnReadAndWrite`). */
-  readonly onRead: boolean;
-}
-
-/** One map per key group of the backend's range (index = key group − start), created on first write. */
-export type Maps<S> = (Map<StateKey, S> | undefined)[];
-
-/** One state's storage, registered or only restored so far. */
-export interface StateTable {
-  /** The state's name. */
-  readonly name: string;
-  /** The state's kind. */
-  readonly kind: StateKind;
-  /** Whether stored values are {@linkcode TtlCell}s. */
-  cells: boolean;
-  /** The TTL, once a descriptor registered the state. */
-  ttl: TtlSettings | undefined;
-  /** One map per key group of the range, created on first write. */
-  readonly maps: Maps<unknown>;
-  /** The state object, once registered. */
-  state: object | undefined;
-}
-
-/** What `ListState.get()` returns for a key without elements. */
-export const EMPTY_LIST: readonly never[] = Object.freeze([]);
-
-/**
- * Validates a descriptor's TTL.
- * @throws {RangeError} for a non-positive or non-finite `ttlMs` or an unknown `updateType`.
- */
-export function ttlSettings(
-  name: string,
-  ttl: StateTtlConfig | undefined,
-): TtlSettings | undefined {
-  if (ttl === undefined) return undefined;
-  if (typeof ttl.ttlMs !== "number" || !(ttl.ttlMs > 0) || !Number.isFinite(ttl.ttlMs)) {
-    throw new RangeError(
-      `State '${name}' needs a TTL 'ttlMs' that is a finite number > 0: current value is ${ttl.ttlMs}`,
-    );
-  }
-  const type = ttl.updateType ?? "OnCreateAndWrite";
-  if (type !== "OnCreateAndWrite" && type !== "OnReadAndWrite") {
-    throw new RangeError(
-      `State '${name}' has an unknown TTL 'updateType': current value is ${JSON.stringify(type)}`,
-    );
-  }
-  return { ttlMs: ttl.ttlMs, onRead: type === "OnReadAndWrite" };
-}
-
-/** A TTL for error messages: `"TTL 100 ms OnCreateAndWrite"` or `"no TTL"`. */
-export function describeTtl(ttl: TtlSettings | undefined): string {
-  if (ttl === undefined) return "no TTL";
-  return `TTL ${ttl.ttlMs} ms ${ttl.onRead ? "OnReadAndWrite" : "OnCreateAndWrite"}`;
-}
-
-/** Sets `target[name] = value` as an own property, even for `"__proto__"`. */
-export function defineEntry<T>(target: Record<string, T>, name: string, value: T): void {
-  // defineProperty, not assignment: a state named "__proto__" stays an own property.
-  Object.defineProperty(target, name, {
-    value,
-    enumerable: true,
-    writable: true,
-    configurable: true,
-  });
-}
-
-// ---------------------------------------------------------------------------
-// State objects
-
-/** Base of every state object: the shared key context and the state's maps. */
-export abstract class HeapState<S> {
-  /** The backend's current key. */
-  protected readonly ctx: KeyContext;
-  /** The table's maps, typed for this state's stored values. */
-  protected readonly maps: Maps<S>;
-  /** The state's name, for messages. */
-  protected readonly name: string;
-
-  /** Binds the state to `table` and the backend's key context. */
-  constructor(table: StateTable, ctx: KeyContext) {
-    this.ctx = ctx;
-    this.maps = table.maps as Maps<S>;
-    this.name = table.name;
-  }
-
-  /** The current key group's map, created if missing. */
-  protected writable(): Map<StateKey, S> {
-    const i = this.ctx.index;
-    const m = this.maps[i];
-    if (m !== undefined) return m;
-    if (i < 0) {
-      throw new Error(
-        `Cannot write keyed state '${this.name}' before setCurrentKey() set a current key`,
-      );
-    }
-    const created = new Map<StateKey, S>();
-    this.maps[i] = created;
-    return created;
-  }
-
-  /** Removes the current key's entry. */
-  clear(): void {
-    this.maps[this.ctx.index]?.delete(this.ctx.stateKey);
-  }
-}
+import type { ListState, MapState, ValueState } from "../api/state.ts";
+import type { InternalMergingState } from "./internal_state.ts";
+import {
+  EMPTY_LIST,
+  HeapState,
+  isExpired,
+  type KeyContext,
+  type StateTable,
+  type TtlCell,
+  TtlHeapState,
+  type TtlSettings,
+} from "./_heap_state_base.ts";
 
 /** ValueState without TTL: stores the value itself; no allocation per access. */
 export class HeapValueState<T> extends HeapState<T> implements ValueState<T> {
@@ -149,7 +33,7 @@ export class HeapValueState<T> extends HeapState<T> implements ValueState<T> {
   }
 
   value(): T | undefined {
-    const m = this.maps[this.ctx.index];
+    const m = this.current();
     if (m !== undefined) {
       const v = m.get(this.ctx.stateKey);
       if (v !== undefined) return v;
@@ -160,24 +44,6 @@ export class HeapValueState<T> extends HeapState<T> implements ValueState<T> {
   update(value: T | undefined): void {
     if (value === undefined) this.clear();
     else this.writable().set(this.ctx.stateKey, value);
-  }
-}
-
-/** Base of the TTL state objects, whose stored values are {@linkcode TtlCell}s. */
-export abstract class TtlHeapState<S> extends HeapState<S> {
-  /** Lifetime, ms. */
-  protected readonly ttlMs: number;
-  /** Whether reads restart the lifetime. */
-  protected readonly onRead: boolean;
-  /** The backend's clock, ms. */
-  protected readonly clock: () => number;
-
-  /** Binds the state with its TTL and clock. */
-  constructor(table: StateTable, ctx: KeyContext, ttl: TtlSettings, clock: () => number) {
-    super(table, ctx);
-    this.ttlMs = ttl.ttlMs;
-    this.onRead = ttl.onRead;
-    this.clock = clock;
   }
 }
 
@@ -198,12 +64,12 @@ export class TtlHeapValueState<T> extends TtlHeapState<TtlCell<T>> implements Va
   }
 
   value(): T | undefined {
-    const m = this.maps[this.ctx.index];
+    const m = this.current();
     const cell = m?.get(this.ctx.stateKey);
     if (cell === undefined) return this.#defaultValue;
     const now = this.clock();
-    if (cell.t + this.ttlMs <= now) {
-      m!.delete(this.ctx.stateKey);
+    if (isExpired(cell.t, now, this.ttlMs)) {
+      this.deleteIn(m!);
       return this.#defaultValue;
     }
     if (this.onRead) cell.t = now;
@@ -230,10 +96,20 @@ function checkElement(name: string, value: unknown): void {
   }
 }
 
-/** ListState without TTL: one array per key, appended in place. */
-export class HeapListState<T> extends HeapState<T[]> implements ListState<T> {
+/** Appends `b`'s elements to `a` in place (no spread: lists may be long) and returns `a`. */
+function concat<E>(a: E[], b: readonly E[]): E[] {
+  for (let i = 0; i < b.length; i++) a.push(b[i]!);
+  return a;
+}
+
+/**
+ * ListState without TTL: one array per key, appended in place. Merging
+ * namespaces concatenates: the target's elements, then each source's in the
+ * order given (Flink's `HeapListState`).
+ */
+export class HeapListState<T> extends HeapState<T[]> implements ListState<T>, InternalMergingState {
   get(): readonly T[] {
-    return this.maps[this.ctx.index]?.get(this.ctx.stateKey) ?? EMPTY_LIST;
+    return this.current()?.get(this.ctx.stateKey) ?? EMPTY_LIST;
   }
 
   add(value: T): void {
@@ -260,24 +136,32 @@ export class HeapListState<T> extends HeapState<T[]> implements ListState<T> {
     if (list.length === 0) this.clear();
     else this.writable().set(this.ctx.stateKey, list);
   }
+
+  mergeNamespaces(target: string, sources: readonly string[]): void {
+    this.mergeEntries(target, sources, concat);
+  }
 }
 
-/** ListState with TTL: one cell per element, each expiring on its own. */
-export class TtlHeapListState<T> extends TtlHeapState<TtlCell<T>[]> implements ListState<T> {
+/**
+ * ListState with TTL: one cell per element, each expiring on its own.
+ * Merging keeps each element's last-access time and drops expired ones.
+ */
+export class TtlHeapListState<T> extends TtlHeapState<TtlCell<T>[]>
+  implements ListState<T>, InternalMergingState {
   get(): readonly T[] {
-    const m = this.maps[this.ctx.index];
+    const m = this.current();
     const cells = m?.get(this.ctx.stateKey);
     if (cells === undefined) return EMPTY_LIST;
     const now = this.clock();
     const out: T[] = [];
     let live = 0;
     for (const cell of cells) {
-      if (cell.t + this.ttlMs <= now) continue;
+      if (isExpired(cell.t, now, this.ttlMs)) continue;
       if (this.onRead) cell.t = now;
       cells[live++] = cell;
       out.push(cell.v);
     }
-    if (live === 0) m!.delete(this.ctx.stateKey);
+    if (live === 0) this.deleteIn(m!);
     else cells.length = live;
     return out;
   }
@@ -313,6 +197,14 @@ export class TtlHeapListState<T> extends TtlHeapState<TtlCell<T>[]> implements L
     if (cells.length === 0) this.clear();
     else this.writable().set(this.ctx.stateKey, cells);
   }
+
+  mergeNamespaces(target: string, sources: readonly string[]): void {
+    const now = this.clock();
+    this.mergeEntries(target, sources, concat, (cells) => {
+      const live = cells.filter((c) => !isExpired(c.t, now, this.ttlMs));
+      return live.length === 0 ? undefined : live;
+    });
+  }
 }
 
 function checkMapValue(name: string, value: unknown): void {
@@ -323,10 +215,10 @@ function checkMapValue(name: string, value: unknown): void {
   }
 }
 
-/** MapState without TTL: one inner `Map` per key, changed in place. */
+/** MapState without TTL: one inner `Map` per key, changed in place. Cannot merge namespaces. */
 export class HeapMapState<UK, UV> extends HeapState<Map<UK, UV>> implements MapState<UK, UV> {
   #inner(): Map<UK, UV> | undefined {
-    return this.maps[this.ctx.index]?.get(this.ctx.stateKey);
+    return this.current()?.get(this.ctx.stateKey);
   }
 
   #innerForWrite(): Map<UK, UV> {
@@ -390,30 +282,30 @@ export class TtlHeapMapState<UK, UV> extends TtlHeapState<Map<UK, TtlCell<UV>>>
   implements MapState<UK, UV> {
   /** The current key's inner map with every expired entry removed (refreshed on read if configured). */
   #live(refresh: boolean): Map<UK, TtlCell<UV>> | undefined {
-    const m = this.maps[this.ctx.index];
+    const m = this.current();
     const inner = m?.get(this.ctx.stateKey);
     if (inner === undefined) return undefined;
     const now = this.clock();
     const touch = refresh && this.onRead;
     for (const [k, cell] of inner) {
-      if (cell.t + this.ttlMs <= now) inner.delete(k);
+      if (isExpired(cell.t, now, this.ttlMs)) inner.delete(k);
       else if (touch) cell.t = now;
     }
     if (inner.size > 0) return inner;
-    m!.delete(this.ctx.stateKey);
+    this.deleteIn(m!);
     return undefined;
   }
 
   /** The live cell under `key`, removing it when expired. */
   #cell(key: UK, refresh: boolean): TtlCell<UV> | undefined {
-    const m = this.maps[this.ctx.index];
+    const m = this.current();
     const inner = m?.get(this.ctx.stateKey);
     const cell = inner?.get(key);
     if (cell === undefined) return undefined;
     const now = this.clock();
-    if (cell.t + this.ttlMs <= now) {
+    if (isExpired(cell.t, now, this.ttlMs)) {
       inner!.delete(key);
-      if (inner!.size === 0) m!.delete(this.ctx.stateKey);
+      if (inner!.size === 0) this.deleteIn(m!);
       return undefined;
     }
     if (refresh && this.onRead) cell.t = now;
@@ -447,7 +339,7 @@ export class TtlHeapMapState<UK, UV> extends TtlHeapState<Map<UK, TtlCell<UV>>>
   }
 
   remove(key: UK): void {
-    const inner = this.maps[this.ctx.index]?.get(this.ctx.stateKey);
+    const inner = this.current()?.get(this.ctx.stateKey);
     if (inner !== undefined && inner.delete(key) && inner.size === 0) this.clear();
   }
 

@@ -1,7 +1,8 @@
 /**
- * The heap keyed state backend: keyed Value/List/Map state held in JS `Map`s,
- * one `Map` per key group per state (Flink's `HeapKeyedStateBackend` with its
- * per-key-group `StateMap`s).
+ * The heap keyed state backend: keyed Value, List, Map, Reducing and
+ * Aggregating state held in JS `Map`s, one `Map` per key group per state,
+ * with state namespaces for windows (Flink's `HeapKeyedStateBackend` with
+ * its per-key-group `StateMap`s).
  *
  * @example
  * ```ts
@@ -23,6 +24,29 @@
  * const checkpoint = backend.snapshot(); // plain object, MessagePack-encodable
  * ```
  *
+ * Windows keep each window's state in a namespace of the same state object:
+ *
+ * @example
+ * ```ts
+ * import { HeapKeyedStateBackend } from "./heap_keyed_backend.ts";
+ * import { KeyGroupRange } from "./key_group.ts";
+ * import { ReducingStateDescriptor } from "../api/state.ts";
+ *
+ * const backend = new HeapKeyedStateBackend({
+ *   keyGroupRange: new KeyGroupRange(0, 127),
+ *   maxParallelism: 128,
+ * });
+ * const sums = backend.getReducingState(new ReducingStateDescriptor<number>("sum", (a, b) => a + b));
+ * backend.setCurrentKey("sensor_1");
+ * sums.setCurrentNamespace("0:1000");
+ * sums.add(3);
+ * sums.setCurrentNamespace("1000:2000");
+ * sums.add(4);
+ * sums.mergeNamespaces("0:2000", ["0:1000", "1000:2000"]); // a session window merge
+ * sums.setCurrentNamespace("0:2000");
+ * if (sums.get() !== 7) throw new Error("unreachable");
+ * ```
+ *
  * ## Design
  *
  * - Per record the task calls {@linkcode HeapKeyedStateBackend.setCurrentKey}
@@ -30,31 +54,59 @@
  *   {@linkcode stateKeyOf}. State objects, obtained once when the operator
  *   opens, then read and write the current key with one array index and one
  *   `Map` operation, allocating nothing (ValueState without TTL).
+ * - **Namespaces** (Flink's): every entry lives under (key, namespace). The
+ *   namespace is per state object ({@linkcode InternalKvState.setCurrentNamespace}),
+ *   {@linkcode VOID_NAMESPACE} until set, which is what user functions use.
+ *   The default namespace keeps the layout above and its cost (one string
+ *   comparison more per access: within noise in
+ *   `heap_keyed_backend_bench.ts`). Other namespaces live per key group in a
+ *   `Map<namespace, Map<stateKey, value>>`: one `Map` lookup more per access.
+ *   Every state object the backend returns implements `InternalKvState`; list,
+ *   reducing and aggregating states implement `InternalMergingState`.
  * - A snapshot is a synchronous pass that copies every live entry into a
  *   plain object grouped by key group, column-wise (a `keys` and a `values`
- *   array per key group; original keys). Values are shared, not cloned:
- *   state values are immutable by contract (see `runtime/api/state.ts`), and
- *   list/map containers, which the backend mutates in place, are copied.
- *   About 0.3 ms for 10k ValueState keys and 50–70 ms for 1M on the
- *   project's 2-core machine.
+ *   array per key group and namespace; original keys). Values are shared, not
+ *   cloned: state values are immutable by contract (see `runtime/api/state.ts`),
+ *   list/map containers, which the backend mutates in place, are copied, and
+ *   reducing/aggregating accumulators, which user functions may mutate, are
+ *   copied on their next write (copy-on-write). About 0.3 ms for 10k
+ *   ValueState keys and 50–70 ms for 1M on the project's 2-core machine.
  * - TTL (Flink's `StateTtlConfig`) wraps each value, list element or map
  *   entry with its last-access time; expired ones are never returned, and are
  *   removed when touched and when snapshotted.
+ * - **Event-time TTL** (beyond Flink, which only has processing-time TTL):
+ *   a TTL with `timeCharacteristic: "EventTime"` reads time from the
+ *   `eventTimeClock` option (the operator's current watermark). Event time
+ *   starts at the first finite value the backend reads from it (reads happen
+ *   at every access of an event-time TTL state and at every snapshot); until
+ *   then nothing expires, and every entry accessed before counts as accessed
+ *   at that start. Since a watermark reaches a keyed operator before the
+ *   records it covers, the start is the first watermark, unless several
+ *   watermarks pass with no record and no snapshot between them; then the
+ *   start is the last of those (entries accessed before event time started
+ *   may live up to that much longer; a documented simplification).
  *
  * ## Invariants
  *
  * - Every stored entry's key belongs to a key group of this backend's range.
- * - No empty list or empty map is stored: clearing removes the key.
- * - `snapshot()` never shares a mutable container with the live state.
+ * - No empty list or empty map is stored: clearing removes the key; no empty
+ *   namespace map is stored: removing its last key removes it.
+ * - `snapshot()` never shares a mutable container with the live state, and
+ *   an accumulator it shares is never changed in place afterwards.
+ * - A TTL cell's time is `-Infinity` only while event time has not started.
  *
  * @module
  */
 
 import type {
+  AggregatingState,
+  AggregatingStateDescriptor,
   ListState,
   ListStateDescriptor,
   MapState,
   MapStateDescriptor,
+  ReducingState,
+  ReducingStateDescriptor,
   StateKind,
   StateTtlConfig,
   ValueState,
@@ -66,51 +118,104 @@ import {
   type Key,
   type KeyGroupRange,
   keyOfStateKey,
+  type StateKey,
   stateKeyOf,
 } from "./key_group.ts";
 import {
+  type InternalKvState,
+  type InternalMergingState,
+  VOID_NAMESPACE,
+} from "./internal_state.ts";
+import {
   defineEntry,
   describeTtl,
+  KeyContext,
+  newTable,
+  sameTtl,
+  type StateTable,
+  type TtlSettings,
+  ttlSettings,
+  type TtlTime,
+} from "./_heap_state_base.ts";
+import {
   HeapListState,
   HeapMapState,
   HeapValueState,
-  KeyContext,
-  type StateTable,
   TtlHeapListState,
   TtlHeapMapState,
   TtlHeapValueState,
-  type TtlSettings,
-  ttlSettings,
 } from "./_heap_states.ts";
-import { convertTable, hasLiveCell, loadGroup, snapshotGroup } from "./_heap_snapshot.ts";
+import {
+  aggregateFolding,
+  HeapAggregatingState,
+  reduceFolding,
+  TtlHeapAggregatingState,
+} from "./_heap_aggregating_states.ts";
+import {
+  convertTable,
+  type Expiry,
+  forEachCell,
+  hasLiveCell,
+  loadGroup,
+  snapshotGroup,
+} from "./_heap_snapshot.ts";
 
 // ---------------------------------------------------------------------------
 // Snapshot shapes
 
 /**
- * The entries of one state in one key group, column-wise: entry `i` is
- * `keys[i]` with `values[i]` (and `timestamps[i]` for a TTL state). Columns
- * rather than `[key, value]` pairs make the synchronous capture allocate per
- * key group instead of per key (about 6× faster for a ValueState).
+ * The entries of one state in one non-default namespace of one key group,
+ * column-wise, as in {@linkcode KeyGroupEntries}.
+ */
+export interface NamespaceEntries {
+  /** The namespace (for a window, the window's id); never `""`. */
+  readonly namespace: string;
+  /** The keys, original form. */
+  readonly keys: readonly Key[];
+  /** The state of each key in this namespace, as in the table of {@linkcode KeyGroupEntries}. */
+  readonly values: readonly unknown[];
+  /** Last-access times, present exactly when the state has a TTL. */
+  readonly timestamps?: readonly unknown[];
+}
+
+/**
+ * The entries of one state in one key group, column-wise: entry `i` of the
+ * default namespace is `keys[i]` with `values[i]` (and `timestamps[i]` for a
+ * TTL state); the entries of other namespaces are in `namespaces`, each with
+ * the same columns. Columns rather than `[key, value]` pairs make the
+ * synchronous capture allocate per key group instead of per key (about 6×
+ * faster for a ValueState).
  *
- * | kind    | `values[i]`                      | `timestamps[i]` (TTL states only)   |
- * | ------- | -------------------------------- | ----------------------------------- |
- * | `value` | the value                        | last access, ms                     |
- * | `list`  | the elements, `unknown[]`        | per element, `number[]` ms          |
- * | `map`   | `[userKeys[], userValues[]]`     | per user-map entry, `number[]` ms   |
+ * | kind          | `values[i]`                      | `timestamps[i]` (TTL states only)   |
+ * | ------------- | -------------------------------- | ----------------------------------- |
+ * | `value`       | the value                        | last access, ms                     |
+ * | `reducing`    | the reduced value                | last access, ms                     |
+ * | `aggregating` | the accumulator                  | last access, ms                     |
+ * | `list`        | the elements, `unknown[]`        | per element, `number[]` ms          |
+ * | `map`         | `[userKeys[], userValues[]]`     | per user-map entry, `number[]` ms   |
  *
- * `keys[i]` is the original key (a primitive or a tuple), never its state key.
- * Timestamps are of the backend's clock (`Date.now` by default).
+ * `keys[i]` is the original key (a primitive or a tuple), never its state
+ * key. Timestamps are of the state's TTL clock (`ttlTimeCharacteristic`):
+ * the backend's clock (`Date.now` by default) or, for event time, the
+ * watermark; `-Infinity` for an event-time entry written before event time
+ * started.
+ *
+ * | field        | version 1 | version 2                                              |
+ * | ------------ | --------- | ------------------------------------------------------ |
+ * | `keys`…      | all keys  | the default namespace's keys (may be empty)            |
+ * | `namespaces` | absent    | the other namespaces with entries here, if any         |
  */
 export interface KeyGroupEntries {
   /** The key group every key of `keys` belongs to. */
   readonly keyGroup: number;
-  /** The keys, original form. */
+  /** The keys of the default namespace, original form. */
   readonly keys: readonly Key[];
   /** The state of each key, as in the table above. */
   readonly values: readonly unknown[];
   /** Last-access times, present exactly when the state has a TTL. */
   readonly timestamps?: readonly unknown[];
+  /** The non-default namespaces holding entries in this key group (version 2; absent when none). */
+  readonly namespaces?: readonly NamespaceEntries[];
 }
 
 /** One state in a {@linkcode KeyedStateSnapshot}. */
@@ -120,8 +225,14 @@ export interface KeyedStateSnapshotState {
   /** Whether the state had a TTL, so entries carry `timestamps`. */
   readonly ttl: boolean;
   /**
+   * The clock of the timestamps, when `ttl` (version 2); absent means
+   * `"ProcessingTime"`. A restore into a state whose TTL uses the other
+   * clock restarts every entry's lifetime at the restore.
+   */
+  readonly ttlTimeCharacteristic?: TtlTime;
+  /**
    * One {@linkcode KeyGroupEntries} per key group holding at least one
-   * entry, in ascending key-group order.
+   * entry (in any namespace), in ascending key-group order.
    */
   readonly keyGroups: readonly KeyGroupEntries[];
 }
@@ -132,15 +243,23 @@ export interface KeyedStateSnapshotState {
  * MessagePack-encodable whenever the keys and values are.
  *
  * ```
- * { version: 1, maxParallelism: 128, keyGroupRange: [0, 63],
- *   states: { sum: { kind: "value", ttl: false, keyGroups: [
- *     { keyGroup: 3, keys: ["a", "c"], values: [4, 1] },
- *     { keyGroup: 17, keys: [["b", 1]], values: [2] } ] } } }
+ * { version: 2, maxParallelism: 128, keyGroupRange: [0, 63],
+ *   states: {
+ *     sum: { kind: "value", ttl: false, keyGroups: [
+ *       { keyGroup: 3, keys: ["a", "c"], values: [4, 1] },
+ *       { keyGroup: 17, keys: [["b", 1]], values: [2] } ] },
+ *     "window-contents": { kind: "reducing", ttl: false, keyGroups: [
+ *       { keyGroup: 3, keys: [], values: [], namespaces: [
+ *         { namespace: "0:1000", keys: ["a", "c"], values: [7, 1] } ] } ] } } }
  * ```
+ *
+ * Version 2 added namespaces, the `reducing` and `aggregating` kinds and
+ * `ttlTimeCharacteristic`; `snapshot()` writes version 2 and `restore()`
+ * reads versions 1 and 2.
  */
 export interface KeyedStateSnapshot {
-  /** Format version, `1`. */
-  readonly version: 1;
+  /** Format version: `2` is written, `1` (no namespaces) is still restorable. */
+  readonly version: 1 | 2;
   /** The max parallelism (number of key groups) the key groups refer to. */
   readonly maxParallelism: number;
   /** The snapshotting backend's key-group range, `[start, end]` inclusive. */
@@ -157,7 +276,19 @@ export interface HeapKeyedStateBackendOptions {
   readonly maxParallelism: number;
   /** Processing-time clock for TTL, in ms. Default `Date.now`. */
   readonly clock?: () => number;
+  /**
+   * Event-time clock for TTLs with `timeCharacteristic: "EventTime"`, in
+   * ms: the operator's current watermark, `-Infinity` before the first.
+   * Without it, registering such a state throws.
+   */
+  readonly eventTimeClock?: () => number;
 }
+
+/** The state kinds each snapshot format version knows. */
+const KINDS_OF_VERSION: { readonly [version in 1 | 2]: readonly StateKind[] } = {
+  1: ["value", "list", "map"],
+  2: ["value", "list", "map", "reducing", "aggregating"],
+};
 
 // ---------------------------------------------------------------------------
 // The backend
@@ -176,14 +307,17 @@ export class HeapKeyedStateBackend {
   readonly #end: number;
   readonly #maxParallelism: number;
   readonly #clock: () => number;
+  readonly #eventTimeClock: (() => number) | undefined;
+  /** The first finite event time read, once read. */
+  #eventTimeStart: number | undefined;
   readonly #ctx = new KeyContext();
   readonly #tables = new Map<string, StateTable>();
 
   /**
    * Creates an empty backend for one subtask's key groups.
    *
-   * @param options the key-group range owned, the max parallelism and an
-   * optional clock (ms) for TTL.
+   * @param options the key-group range owned, the max parallelism and
+   * optional clocks (ms) for processing-time and event-time TTL.
    * @throws {RangeError} when `maxParallelism` is not an integer in
    * `[1, 32768]`, or the range is empty or reaches past `maxParallelism - 1`.
    */
@@ -202,6 +336,7 @@ export class HeapKeyedStateBackend {
     this.#end = keyGroupRange.endKeyGroup;
     this.#maxParallelism = maxParallelism;
     this.#clock = options.clock ?? Date.now;
+    this.#eventTimeClock = options.eventTimeClock;
   }
 
   /** The key groups this backend owns. */
@@ -257,67 +392,133 @@ export class HeapKeyedStateBackend {
 
   /**
    * The {@linkcode ValueState} named by `descriptor`, bound to the current
-   * key. Call once (at open) and keep the object.
+   * key and (see {@linkcode InternalKvState}) namespace. Call once (at open)
+   * and keep the object.
    *
    * @returns the same object for every call with the same name.
    * @throws {Error} when the name is registered (or restored) as another
    * kind, or registered with another TTL.
-   * @throws {RangeError} for an invalid TTL.
+   * @throws {RangeError} for an invalid TTL, or an event-time TTL without
+   * an `eventTimeClock`.
    */
-  getValueState<T>(descriptor: ValueStateDescriptor<T>): ValueState<T> {
+  getValueState<T>(descriptor: ValueStateDescriptor<T>): ValueState<T> & InternalKvState {
     return this.#register(
       descriptor.name,
       "value",
       descriptor.ttl,
-      (table, ttl) =>
+      (table, ttl, clock) =>
         ttl === undefined
           ? new HeapValueState<T>(table, this.#ctx, descriptor.defaultValue)
-          : new TtlHeapValueState<T>(table, this.#ctx, ttl, this.#clock, descriptor.defaultValue),
+          : new TtlHeapValueState<T>(table, this.#ctx, ttl, clock, descriptor.defaultValue),
     );
   }
 
   /**
    * The {@linkcode ListState} named by `descriptor`, bound to the current
-   * key. `get()` returns the live list (do not mutate it; a later `add` may
-   * append to it); with a TTL it returns a fresh array of live elements.
-   * Elements must not be `undefined`.
+   * key and namespace. `get()` returns the live list (do not mutate it; a
+   * later `add` may append to it); with a TTL it returns a fresh array of
+   * live elements. Elements must not be `undefined`. Merging namespaces
+   * concatenates the lists (target first).
    *
    * @returns the same object for every call with the same name.
    * @throws {Error} when the name is registered (or restored) as another
    * kind, or registered with another TTL.
-   * @throws {RangeError} for an invalid TTL.
+   * @throws {RangeError} for an invalid TTL, or an event-time TTL without
+   * an `eventTimeClock`.
    */
-  getListState<T>(descriptor: ListStateDescriptor<T>): ListState<T> {
+  getListState<T>(descriptor: ListStateDescriptor<T>): ListState<T> & InternalMergingState {
     return this.#register(
       descriptor.name,
       "list",
       descriptor.ttl,
-      (table, ttl) =>
+      (table, ttl, clock) =>
         ttl === undefined
           ? new HeapListState<T>(table, this.#ctx)
-          : new TtlHeapListState<T>(table, this.#ctx, ttl, this.#clock),
+          : new TtlHeapListState<T>(table, this.#ctx, ttl, clock),
     );
   }
 
   /**
-   * The {@linkcode MapState} named by `descriptor`, bound to the current key.
-   * With a TTL, each user-map entry expires on its own (as in Flink). Values
-   * must not be `undefined`.
+   * The {@linkcode MapState} named by `descriptor`, bound to the current key
+   * and namespace. With a TTL, each user-map entry expires on its own (as in
+   * Flink). Values must not be `undefined`.
    *
    * @returns the same object for every call with the same name.
    * @throws {Error} when the name is registered (or restored) as another
    * kind, or registered with another TTL.
-   * @throws {RangeError} for an invalid TTL.
+   * @throws {RangeError} for an invalid TTL, or an event-time TTL without
+   * an `eventTimeClock`.
    */
-  getMapState<UK, UV>(descriptor: MapStateDescriptor<UK, UV>): MapState<UK, UV> {
+  getMapState<UK, UV>(
+    descriptor: MapStateDescriptor<UK, UV>,
+  ): MapState<UK, UV> & InternalKvState {
     return this.#register(
       descriptor.name,
       "map",
       descriptor.ttl,
-      (table, ttl) =>
+      (table, ttl, clock) =>
         ttl === undefined
           ? new HeapMapState<UK, UV>(table, this.#ctx)
-          : new TtlHeapMapState<UK, UV>(table, this.#ctx, ttl, this.#clock),
+          : new TtlHeapMapState<UK, UV>(table, this.#ctx, ttl, clock),
+    );
+  }
+
+  /**
+   * The {@linkcode ReducingState} named by `descriptor`, bound to the
+   * current key and namespace. The first value added to an empty entry is
+   * stored as it is; later ones are folded in with `reduce(current, added)`.
+   * Merging namespaces reduces the sources in order, then
+   * `reduce(target, merged)` (Flink's `HeapReducingState`).
+   *
+   * @returns the same object for every call with the same name (which keeps
+   *   the first registration's reduce function).
+   * @throws {Error} when the name is registered (or restored) as another
+   * kind, or registered with another TTL.
+   * @throws {RangeError} for an invalid TTL, or an event-time TTL without
+   * an `eventTimeClock`.
+   */
+  getReducingState<T>(
+    descriptor: ReducingStateDescriptor<T>,
+  ): ReducingState<T> & InternalMergingState {
+    const folding = reduceFolding(descriptor.reduceFunction);
+    return this.#register(
+      descriptor.name,
+      "reducing",
+      descriptor.ttl,
+      (table, ttl, clock) =>
+        ttl === undefined
+          ? new HeapAggregatingState<T, T, T>(table, this.#ctx, folding)
+          : new TtlHeapAggregatingState<T, T, T>(table, this.#ctx, ttl, clock, folding),
+    );
+  }
+
+  /**
+   * The {@linkcode AggregatingState} named by `descriptor`, bound to the
+   * current key and namespace. The accumulator is created with
+   * `createAccumulator()` on the first `add` of an entry; `get()` returns
+   * `getResult(accumulator)`. Merging namespaces merges the sources'
+   * accumulators in order, then `merge(target, merged)` (Flink's
+   * `HeapAggregatingState`).
+   *
+   * @returns the same object for every call with the same name (which keeps
+   *   the first registration's aggregate function).
+   * @throws {Error} when the name is registered (or restored) as another
+   * kind, or registered with another TTL.
+   * @throws {RangeError} for an invalid TTL, or an event-time TTL without
+   * an `eventTimeClock`.
+   */
+  getAggregatingState<IN, ACC, OUT>(
+    descriptor: AggregatingStateDescriptor<IN, ACC, OUT>,
+  ): AggregatingState<IN, OUT> & InternalMergingState {
+    const folding = aggregateFolding(descriptor.aggregateFunction);
+    return this.#register(
+      descriptor.name,
+      "aggregating",
+      descriptor.ttl,
+      (table, ttl, clock) =>
+        ttl === undefined
+          ? new HeapAggregatingState<IN, ACC, OUT>(table, this.#ctx, folding)
+          : new TtlHeapAggregatingState<IN, ACC, OUT>(table, this.#ctx, ttl, clock, folding),
     );
   }
 
@@ -325,9 +526,14 @@ export class HeapKeyedStateBackend {
     name: string,
     kind: StateKind,
     ttlConfig: StateTtlConfig | undefined,
-    create: (table: StateTable, ttl: TtlSettings | undefined) => S,
+    create: (table: StateTable, ttl: TtlSettings | undefined, clock: () => number) => S,
   ): S {
     const ttl = ttlSettings(name, ttlConfig);
+    if (ttl?.time === "EventTime" && this.#eventTimeClock === undefined) {
+      throw new RangeError(
+        `Keyed state '${name}' has an event-time TTL, but this state backend has no event-time clock (option 'eventTimeClock'): current value is undefined`,
+      );
+    }
     let table = this.#tables.get(name);
     if (table !== undefined && table.kind !== kind) {
       throw new Error(
@@ -337,7 +543,7 @@ export class HeapKeyedStateBackend {
       );
     }
     if (table?.state !== undefined) {
-      if (table.ttl?.ttlMs !== ttl?.ttlMs || table.ttl?.onRead !== ttl?.onRead) {
+      if (!sameTtl(table.ttl, ttl)) {
         throw new Error(
           `Keyed state '${name}' is already registered with ${
             describeTtl(table.ttl)
@@ -346,23 +552,56 @@ export class HeapKeyedStateBackend {
       }
       return table.state as S;
     }
+    const time = ttl?.time ?? "ProcessingTime";
     if (table === undefined) {
-      table = {
-        name,
-        kind,
-        cells: ttl !== undefined,
-        ttl,
-        maps: new Array(this.#range.size).fill(undefined),
-        state: undefined,
-      };
+      table = newTable(name, kind, this.#range.size, ttl !== undefined, time);
       this.#tables.set(name, table);
     } else if (table.cells !== (ttl !== undefined)) {
-      convertTable(table, ttl !== undefined, this.#clock());
+      convertTable(table, ttl !== undefined, this.#now(time));
+    } else if (table.cells && table.cellTime !== time) {
+      // Times of the other clock mean nothing here: lifetimes restart now.
+      const now = this.#now(time);
+      forEachCell(table, (cell) => cell.t = now);
     }
+    table.cellTime = time;
     table.ttl = ttl;
-    const state = create(table, ttl);
+    const state = create(table, ttl, time === "EventTime" ? this.#eventNow : this.#clock);
     table.state = state;
+    if (time === "EventTime" && this.#eventTimeStart !== undefined) {
+      this.#stampUnstarted(table, this.#eventTimeStart);
+    }
     return state;
+  }
+
+  /** The event time (watermark) for TTL; the first finite one starts event time. */
+  readonly #eventNow = (): number => {
+    const now = this.#eventTimeClock!();
+    if (this.#eventTimeStart === undefined && now > -Infinity) {
+      this.#eventTimeStart = now;
+      for (const table of this.#tables.values()) {
+        if (table.ttl?.time === "EventTime") this.#stampUnstarted(table, now);
+      }
+    }
+    return now;
+  };
+
+  /** Gives every cell accessed before event time started the start as its time. */
+  #stampUnstarted(table: StateTable, start: number): void {
+    forEachCell(table, (cell) => {
+      if (cell.t === -Infinity) cell.t = start;
+    });
+  }
+
+  /** The current time of a TTL clock, ms; `-Infinity` for event time without a clock. */
+  #now(time: TtlTime): number {
+    if (time === "ProcessingTime") return this.#clock();
+    return this.#eventTimeClock === undefined ? -Infinity : this.#eventNow();
+  }
+
+  /** How a table's entries expire now, or `undefined` when it has no (known) TTL. */
+  #expiry(table: StateTable): Expiry | undefined {
+    const ttl = table.ttl;
+    return ttl === undefined ? undefined : { ttlMs: ttl.ttlMs, now: this.#now(ttl.time) };
   }
 
   /** Names of all registered or restored states, in registration/restore order. */
@@ -371,29 +610,58 @@ export class HeapKeyedStateBackend {
   }
 
   /**
-   * The keys (original form) that have a live entry in state `stateName`,
-   * in key-group order (Flink's `KeyedStateBackend.getKeys`). Expired
-   * entries are skipped, not removed. Changing that state while iterating
-   * may or may not show the change, as with `Map` iteration.
+   * The keys (original form) that have a live entry in state `stateName`
+   * under `namespace`, in key-group order (Flink's
+   * `KeyedStateBackend.getKeys(state, namespace)`). Expired entries are
+   * skipped, not removed. Changing that state while iterating may or may not
+   * show the change, as with `Map` iteration.
    *
+   * @param namespace default {@linkcode VOID_NAMESPACE}, the namespace of
+   *   state outside windows.
    * @throws {Error} when no state of that name is registered or restored.
    */
-  *keys(stateName: string): IterableIterator<Key> {
+  *keys(stateName: string, namespace: string = VOID_NAMESPACE): IterableIterator<Key> {
     const table = this.#table(stateName);
-    const now = this.#clock();
-    const ttlMs = table.ttl?.ttlMs ?? Infinity;
-    for (const m of table.maps) {
+    const expiry = this.#expiry(table);
+    for (let i = 0; i < table.maps.length; i++) {
+      const m = namespace === VOID_NAMESPACE ? table.maps[i] : table.nsMaps[i]?.get(namespace);
       if (m === undefined) continue;
       for (const [sk, v] of m) {
-        if (table.cells && !hasLiveCell(table.kind, v, ttlMs, now)) continue;
-        yield keyOfStateKey(sk);
+        if (this.#isLive(table, expiry, v)) yield keyOfStateKey(sk);
       }
     }
   }
 
   /**
-   * The number of keys with an entry in state `stateName`, counting expired
-   * entries not yet cleaned up (so an upper bound with TTL). O(key groups).
+   * Every (key, namespace) with a live entry in state `stateName`, key group
+   * by key group, each key group's default namespace first (Flink's
+   * `getKeysAndNamespaces`). Expired entries are skipped, not removed.
+   *
+   * @throws {Error} when no state of that name is registered or restored.
+   */
+  *keysAndNamespaces(stateName: string): IterableIterator<[Key, string]> {
+    const table = this.#table(stateName);
+    const expiry = this.#expiry(table);
+    const live = (m: Map<StateKey, unknown>, namespace: string) =>
+      Array.from(m)
+        .filter(([, v]) => this.#isLive(table, expiry, v))
+        .map(([sk]): [Key, string] => [keyOfStateKey(sk), namespace]);
+    for (let i = 0; i < table.maps.length; i++) {
+      const m = table.maps[i];
+      if (m !== undefined) yield* live(m, VOID_NAMESPACE);
+      for (const [namespace, nm] of table.nsMaps[i] ?? []) yield* live(nm, namespace);
+    }
+  }
+
+  #isLive(table: StateTable, expiry: Expiry | undefined, stored: unknown): boolean {
+    return !table.cells || expiry === undefined ||
+      hasLiveCell(table.kind, stored, expiry.ttlMs, expiry.now);
+  }
+
+  /**
+   * The number of keys with an entry in state `stateName` in the default
+   * namespace, counting expired entries not yet cleaned up (so an upper
+   * bound with TTL). O(key groups).
    *
    * @throws {Error} when no state of that name is registered or restored.
    */
@@ -404,12 +672,17 @@ export class HeapKeyedStateBackend {
   }
 
   /**
-   * The number of (state, key) entries over all states, as Flink's
-   * `numKeyValueStateEntries`; expired but uncleaned entries count.
+   * The number of (state, key, namespace) entries over all states, as
+   * Flink's `numKeyValueStateEntries`; expired but uncleaned entries count.
    */
   numEntries(): number {
     let n = 0;
-    for (const table of this.#tables.values()) for (const m of table.maps) n += m?.size ?? 0;
+    for (const table of this.#tables.values()) {
+      for (const m of table.maps) n += m?.size ?? 0;
+      for (const byNamespace of table.nsMaps) {
+        for (const m of byNamespace?.values() ?? []) n += m.size;
+      }
+    }
     return n;
   }
 
@@ -430,26 +703,35 @@ export class HeapKeyedStateBackend {
    * group (the synchronous part of a checkpoint; encoding and upload are the
    * caller's asynchronous part). Expired TTL entries are left out and
    * removed. Time and allocation are linear in the number of entries; the
-   * result shares only (immutable) state values with the live backend.
+   * result shares only state values with the live backend (immutable ones,
+   * and accumulators that are copied before they next change).
    *
-   * @returns a {@linkcode KeyedStateSnapshot}.
+   * @returns a version 2 {@linkcode KeyedStateSnapshot}.
    */
   snapshot(): KeyedStateSnapshot {
-    const now = this.#clock();
     const states: Record<string, KeyedStateSnapshotState> = {};
     for (const table of this.#tables.values()) {
+      const expiry = this.#expiry(table);
       const keyGroups: KeyGroupEntries[] = [];
-      const maps = table.maps;
+      const { maps, nsMaps } = table;
       for (let i = 0; i < maps.length; i++) {
         const m = maps[i];
-        if (m === undefined || m.size === 0) continue;
-        const group = snapshotGroup(table, this.#start + i, m, now);
+        const byNamespace = nsMaps[i];
+        if ((m === undefined || m.size === 0) && byNamespace === undefined) continue;
+        const group = snapshotGroup(table, this.#start + i, m, byNamespace, expiry);
+        if (byNamespace?.size === 0) nsMaps[i] = undefined;
         if (group !== undefined) keyGroups.push(group);
       }
-      defineEntry(states, table.name, { kind: table.kind, ttl: table.cells, keyGroups });
+      defineEntry(
+        states,
+        table.name,
+        table.cells
+          ? { kind: table.kind, ttl: true, ttlTimeCharacteristic: table.cellTime, keyGroups }
+          : { kind: table.kind, ttl: false, keyGroups },
+      );
     }
     return {
-      version: 1,
+      version: 2,
       maxParallelism: this.#maxParallelism,
       keyGroupRange: [this.#start, this.#end],
       states,
@@ -459,25 +741,29 @@ export class HeapKeyedStateBackend {
   /**
    * Loads the key groups of this backend's range from `snapshots` (one per
    * old subtask, any old parallelism; key groups outside the range are
-   * ignored), merging them. Call on a fresh backend, before processing;
-   * on a key present twice, the later snapshot wins. States restored but
-   * not yet registered keep their entries and are included in later
-   * snapshots. A state whose TTL was enabled since the snapshot gets the
-   * restore time as last-access time; one whose TTL was disabled drops the
-   * timestamps.
+   * ignored), merging them, every namespace included. Call on a fresh
+   * backend, before processing; on a (key, namespace) present twice, the
+   * later snapshot wins. States restored but not yet registered keep their
+   * entries and are included in later snapshots. A state whose TTL was
+   * enabled since the snapshot, or moved to the other clock, gets the
+   * restore (registration) time as last-access time; one whose TTL was
+   * disabled drops the timestamps.
    *
    * @param snapshots snapshots from {@linkcode HeapKeyedStateBackend.snapshot}
-   * (possibly after a MessagePack round trip).
+   * of format version 1 or 2 (possibly after a MessagePack round trip).
    * @throws {Error} when a snapshot has another version or max parallelism,
-   * when a state's kind differs from its registration or between snapshots,
-   * or an entry is malformed.
+   * when a state's kind is unknown or differs from its registration or
+   * between snapshots, or an entry is malformed (the message names state,
+   * key group and namespace).
    */
   restore(snapshots: readonly KeyedStateSnapshot[]): void {
-    const now = this.#clock();
     for (const snap of snapshots) {
-      if (snap.version !== 1) {
+      const version: unknown = snap.version;
+      if (version !== 1 && version !== 2) {
         throw new Error(
-          `Cannot restore keyed state snapshot: unsupported version, current value is ${snap.version}`,
+          `Cannot restore keyed state snapshot: unsupported version (this backend reads 1 and 2), current value is ${
+            JSON.stringify(version)
+          }`,
         );
       }
       if (snap.maxParallelism !== this.#maxParallelism) {
@@ -486,41 +772,63 @@ export class HeapKeyedStateBackend {
         );
       }
       for (const [name, state] of Object.entries(snap.states)) {
-        let table = this.#tables.get(name);
-        if (table !== undefined && table.kind !== state.kind) {
-          throw new Error(
-            `Cannot restore keyed state '${name}' as ${state.kind} state: it is already ${
-              table.state ? "registered" : "restored"
-            } as ${table.kind} state`,
-          );
-        }
-        if (table === undefined) {
-          if (state.kind !== "value" && state.kind !== "list" && state.kind !== "map") {
-            throw new Error(
-              `Cannot restore keyed state '${name}': unknown kind, current value is ${
-                JSON.stringify(state.kind)
-              }`,
-            );
-          }
-          table = {
-            name,
-            kind: state.kind,
-            cells: state.ttl,
-            ttl: undefined,
-            maps: new Array(this.#range.size).fill(undefined),
-            state: undefined,
-          };
-          this.#tables.set(name, table);
-        }
-        for (const group of state.keyGroups) {
-          const keyGroup = group.keyGroup;
-          if (!(keyGroup >= this.#start && keyGroup <= this.#end)) continue;
-          const i = keyGroup - this.#start;
-          let m = table.maps[i];
-          if (m === undefined) table.maps[i] = m = new Map();
-          loadGroup(table, m, group, now);
-        }
+        this.#restoreState(name, state, version);
       }
+    }
+  }
+
+  #restoreState(name: string, state: KeyedStateSnapshotState, version: 1 | 2): void {
+    if (!KINDS_OF_VERSION[version].includes(state.kind)) {
+      throw new Error(
+        `Cannot restore keyed state '${name}': unknown kind for a version ${version} snapshot, current value is ${
+          JSON.stringify(state.kind)
+        }`,
+      );
+    }
+    const snapTime: TtlTime = state.ttlTimeCharacteristic ?? "ProcessingTime";
+    let table = this.#tables.get(name);
+    if (table !== undefined && table.kind !== state.kind) {
+      throw new Error(
+        `Cannot restore keyed state '${name}' as ${state.kind} state: it is already ${
+          table.state ? "registered" : "restored"
+        } as ${table.kind} state`,
+      );
+    }
+    if (table === undefined) {
+      table = newTable(name, state.kind, this.#range.size, state.ttl, snapTime);
+      this.#tables.set(name, table);
+    }
+    const stamping = {
+      now: table.cells ? this.#now(table.cellTime) : NaN,
+      keepTimes: state.ttl && snapTime === table.cellTime,
+    };
+    for (const group of state.keyGroups) {
+      const keyGroup = group.keyGroup;
+      if (!(keyGroup >= this.#start && keyGroup <= this.#end)) continue;
+      if (version === 1 && group.namespaces !== undefined) {
+        throw new Error(
+          `Malformed snapshot of keyed state '${name}', key group ${keyGroup}: a version 1 snapshot has no namespaces, current value is ${group.namespaces.length} namespace(s)`,
+        );
+      }
+      const i = keyGroup - this.#start;
+      const m = table.maps[i] ??= new Map();
+      const byNamespace = table.nsMaps[i] ??= new Map();
+      loadGroup(
+        table,
+        m,
+        (namespace) => {
+          let nm = byNamespace.get(namespace);
+          if (nm === undefined) byNamespace.set(namespace, nm = new Map());
+          return nm;
+        },
+        group,
+        stamping,
+      );
+      for (const [namespace, nm] of byNamespace) if (nm.size === 0) byNamespace.delete(namespace);
+      if (byNamespace.size === 0) table.nsMaps[i] = undefined;
+    }
+    if (table.ttl?.time === "EventTime" && this.#eventTimeStart !== undefined) {
+      this.#stampUnstarted(table, this.#eventTimeStart);
     }
   }
 }

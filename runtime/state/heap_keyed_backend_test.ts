@@ -238,7 +238,7 @@ Deno.test("snapshot() gives a plain object grouped by key group, with original k
     { keyGroup: gb, keys: [["b", 1]], values: [2] },
   ].sort((x, y) => x.keyGroup - y.keyGroup);
   assert.deepEqual(b.snapshot(), {
-    version: 1,
+    version: 2,
     maxParallelism: 128,
     keyGroupRange: [0, 127],
     states: {
