@@ -1,0 +1,185 @@
+/**
+ * Sliding (hopping) windows: windows of `size` ms starting every `slide`
+ * ms, so an element belongs to `ceil(size / slide)` windows when `slide`
+ * divides `size` (Flink's `SlidingEventTimeWindows` and
+ * `SlidingProcessingTimeWindows`).
+ *
+ * For time `t` the windows are `[s, s + size)` for
+ * `s = lastStart, lastStart - slide, …` while `s > t - size`, with
+ * `lastStart = TimeWindow.getWindowStartWithOffset(t, offset, slide)`:
+ * latest window first, as Flink lists them.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SlidingEventTimeWindows } from "./sliding_windows.ts";
+ *
+ * const hop = SlidingEventTimeWindows.of(10_000, 2_000);
+ * const windows = hop.assignWindows("bid", 9_500, { currentProcessingTime: () => 0 });
+ * assert.deepEqual(windows.map((w) => w.start), [8_000, 6_000, 4_000, 2_000, 0]);
+ * ```
+ *
+ * ## Invariants
+ *
+ * - Every window returned holds the element's time; none is missing.
+ * - `size > 0`, `slide > 0` and `|offset| < slide`, all integers (ms).
+ *
+ * @module
+ */
+
+import {
+  checkDuration,
+  checkOffset,
+  requireEventTimestamp,
+  requireProcessingTime,
+  WindowAssigner,
+  type WindowAssignerContext,
+} from "./window_assigner.ts";
+import { TimeWindow } from "./window.ts";
+import type { Trigger } from "./trigger.ts";
+import { EventTimeTrigger, ProcessingTimeTrigger } from "./triggers.ts";
+
+interface SlidingParams {
+  readonly size: number;
+  readonly slide: number;
+  readonly offset: number;
+}
+
+function slidingParams(owner: string, size: number, slide: number, offset: number): SlidingParams {
+  checkDuration(owner, "size", size, 1);
+  checkDuration(owner, "slide", slide, 1);
+  return { size, slide, offset: checkOffset(owner, offset, "slide", slide) };
+}
+
+function slide(time: number, p: SlidingParams): TimeWindow[] {
+  const windows: TimeWindow[] = [];
+  const lastStart = TimeWindow.getWindowStartWithOffset(time, p.offset, p.slide);
+  for (let start = lastStart; start > time - p.size; start -= p.slide) {
+    windows.push(new TimeWindow(start, start + p.size));
+  }
+  return windows;
+}
+
+/** Sliding windows in event time (Flink's `SlidingEventTimeWindows`). */
+export class SlidingEventTimeWindows extends WindowAssigner<unknown, TimeWindow> {
+  /** Window size, ms. */
+  readonly size: number;
+  /** Distance between window starts, ms. */
+  readonly slide: number;
+  /** Alignment offset, ms. */
+  readonly offset: number;
+
+  private constructor(p: SlidingParams) {
+    super();
+    this.size = p.size;
+    this.slide = p.slide;
+    this.offset = p.offset;
+  }
+
+  /**
+   * Sliding event-time windows.
+   * @param size window length, ms (> 0).
+   * @param slide distance between window starts, ms (> 0).
+   * @param offset shifts window starts, ms, `|offset| < slide` (default 0).
+   * @throws {RangeError} for a non-positive size or slide, or an offset out of range.
+   */
+  static of(size: number, slide: number, offset = 0): SlidingEventTimeWindows {
+    return new SlidingEventTimeWindows(
+      slidingParams("SlidingEventTimeWindows", size, slide, offset),
+    );
+  }
+
+  /**
+   * The windows holding `timestamp`, latest first.
+   * @throws {TypeError} when the record has no (integer) timestamp.
+   */
+  assignWindows(
+    _element: unknown,
+    timestamp: number | undefined,
+    _context: WindowAssignerContext,
+  ): TimeWindow[] {
+    return slide(requireEventTimestamp("SlidingEventTimeWindows", timestamp), this);
+  }
+
+  /** {@linkcode EventTimeTrigger}. */
+  getDefaultTrigger(): Trigger<unknown, TimeWindow> {
+    return EventTimeTrigger.create();
+  }
+
+  /** True. */
+  isEventTime(): boolean {
+    return true;
+  }
+
+  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
+  windowFromNamespace(namespace: string): TimeWindow {
+    return TimeWindow.fromNamespace(namespace);
+  }
+
+  /** `SlidingEventTimeWindows(<size>, <slide>)`. */
+  override toString(): string {
+    return `SlidingEventTimeWindows(${this.size}, ${this.slide})`;
+  }
+}
+
+/** Sliding windows in processing time (Flink's `SlidingProcessingTimeWindows`). */
+export class SlidingProcessingTimeWindows extends WindowAssigner<unknown, TimeWindow> {
+  /** Window size, ms. */
+  readonly size: number;
+  /** Distance between window starts, ms. */
+  readonly slide: number;
+  /** Alignment offset, ms. */
+  readonly offset: number;
+
+  private constructor(p: SlidingParams) {
+    super();
+    this.size = p.size;
+    this.slide = p.slide;
+    this.offset = p.offset;
+  }
+
+  /**
+   * Sliding processing-time windows.
+   * @param size window length, ms (> 0).
+   * @param slide distance between window starts, ms (> 0).
+   * @param offset shifts window starts, ms, `|offset| < slide` (default 0).
+   * @throws {RangeError} for a non-positive size or slide, or an offset out of range.
+   */
+  static of(size: number, slide: number, offset = 0): SlidingProcessingTimeWindows {
+    return new SlidingProcessingTimeWindows(
+      slidingParams("SlidingProcessingTimeWindows", size, slide, offset),
+    );
+  }
+
+  /**
+   * The windows holding the current processing time, latest first.
+   * @throws {TypeError} when the clock does not read integer ms.
+   */
+  assignWindows(
+    _element: unknown,
+    _timestamp: number | undefined,
+    context: WindowAssignerContext,
+  ): TimeWindow[] {
+    return slide(requireProcessingTime("SlidingProcessingTimeWindows", context), this);
+  }
+
+  /** {@linkcode ProcessingTimeTrigger}. */
+  getDefaultTrigger(): Trigger<unknown, TimeWindow> {
+    return ProcessingTimeTrigger.create();
+  }
+
+  /** False. */
+  isEventTime(): boolean {
+    return false;
+  }
+
+  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
+  windowFromNamespace(namespace: string): TimeWindow {
+    return TimeWindow.fromNamespace(namespace);
+  }
+
+  /** `SlidingProcessingTimeWindows(<size>, <slide>)`. */
+  override toString(): string {
+    return `SlidingProcessingTimeWindows(${this.size}, ${this.slide})`;
+  }
+}
