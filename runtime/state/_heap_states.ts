@@ -64,10 +64,10 @@ export class TtlHeapValueState<T> extends TtlHeapState<TtlCell<T>> implements Va
   }
 
   value(): T | undefined {
+    const now = this.clock(); // first: every access reads the clock (event time may start)
     const m = this.current();
     const cell = m?.get(this.ctx.stateKey);
     if (cell === undefined) return this.#defaultValue;
-    const now = this.clock();
     if (isExpired(cell.t, now, this.ttlMs)) {
       this.deleteIn(m!);
       return this.#defaultValue;
@@ -149,10 +149,10 @@ export class HeapListState<T> extends HeapState<T[]> implements ListState<T>, In
 export class TtlHeapListState<T> extends TtlHeapState<TtlCell<T>[]>
   implements ListState<T>, InternalMergingState {
   get(): readonly T[] {
+    const now = this.clock();
     const m = this.current();
     const cells = m?.get(this.ctx.stateKey);
     if (cells === undefined) return EMPTY_LIST;
-    const now = this.clock();
     const out: T[] = [];
     let live = 0;
     for (const cell of cells) {
@@ -282,10 +282,10 @@ export class TtlHeapMapState<UK, UV> extends TtlHeapState<Map<UK, TtlCell<UV>>>
   implements MapState<UK, UV> {
   /** The current key's inner map with every expired entry removed (refreshed on read if configured). */
   #live(refresh: boolean): Map<UK, TtlCell<UV>> | undefined {
+    const now = this.clock();
     const m = this.current();
     const inner = m?.get(this.ctx.stateKey);
     if (inner === undefined) return undefined;
-    const now = this.clock();
     const touch = refresh && this.onRead;
     for (const [k, cell] of inner) {
       if (isExpired(cell.t, now, this.ttlMs)) inner.delete(k);
@@ -298,11 +298,11 @@ export class TtlHeapMapState<UK, UV> extends TtlHeapState<Map<UK, TtlCell<UV>>>
 
   /** The live cell under `key`, removing it when expired. */
   #cell(key: UK, refresh: boolean): TtlCell<UV> | undefined {
+    const now = this.clock();
     const m = this.current();
     const inner = m?.get(this.ctx.stateKey);
     const cell = inner?.get(key);
     if (cell === undefined) return undefined;
-    const now = this.clock();
     if (isExpired(cell.t, now, this.ttlMs)) {
       inner!.delete(key);
       if (inner!.size === 0) this.deleteIn(m!);

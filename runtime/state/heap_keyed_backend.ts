@@ -77,14 +77,16 @@
  * - **Event-time TTL** (beyond Flink, which only has processing-time TTL):
  *   a TTL with `timeCharacteristic: "EventTime"` reads time from the
  *   `eventTimeClock` option (the operator's current watermark). Event time
- *   starts at the first finite value the backend reads from it (reads happen
- *   at every access of an event-time TTL state and at every snapshot); until
- *   then nothing expires, and every entry accessed before counts as accessed
- *   at that start. Since a watermark reaches a keyed operator before the
- *   records it covers, the start is the first watermark, unless several
- *   watermarks pass with no record and no snapshot between them; then the
- *   start is the last of those (entries accessed before event time started
- *   may live up to that much longer; a documented simplification).
+ *   starts at the first finite value the backend reads from it (it reads it
+ *   at every read or write of an event-time TTL state, at the registration
+ *   of one and at every snapshot); until then nothing expires, and every
+ *   entry accessed before counts as accessed at that start. Since a
+ *   watermark reaches a keyed operator before the records it covers, the
+ *   start is the first watermark, unless several watermarks pass with no
+ *   state access and no snapshot between them; then the start is the last
+ *   of those, and entries accessed before event time started live up to
+ *   that much longer (a simplification: the backend learns the watermark
+ *   only by reading the clock).
  *
  * ## Invariants
  *
@@ -553,6 +555,7 @@ export class HeapKeyedStateBackend {
       return table.state as S;
     }
     const time = ttl?.time ?? "ProcessingTime";
+    if (time === "EventTime") this.#eventNow(); // a registration is an access: event time may start
     if (table === undefined) {
       table = newTable(name, kind, this.#range.size, ttl !== undefined, time);
       this.#tables.set(name, table);
