@@ -14,7 +14,9 @@
  * a restore) handed out (`StateTable.shared`), and the state passes a
  * `structuredClone` of such an object to the user function instead of the
  * object itself. An accumulator is thus copied at most once per snapshot,
- * and only when it is touched again.
+ * and only when it is touched again. `get()` does the same when it returns
+ * the accumulator itself (`getResult` is the identity, as for reducing
+ * state): what a caller read, or emitted downstream, never changes later.
  *
  * @module
  */
@@ -70,6 +72,21 @@ function owned<V>(shared: WeakSet<object>, value: V): V {
     : value;
 }
 
+/**
+ * `getResult(acc)`. When that is the accumulator itself (a reducing state's
+ * value, or an identity `getResult`), the caller now holds it too, so it is
+ * marked shared: the next `add` or `merge` changes a copy.
+ */
+function result<ACC, OUT>(
+  shared: WeakSet<object>,
+  folding: Folding<unknown, ACC, OUT>,
+  acc: ACC,
+): OUT {
+  const out = folding.getResult(acc);
+  if ((out as unknown) === acc && typeof acc === "object" && acc !== null) shared.add(acc);
+  return out;
+}
+
 function checkAdded(name: string, value: unknown): void {
   if (value === undefined) {
     throw new TypeError(`Keyed state '${name}' cannot add undefined: current value is undefined`);
@@ -103,7 +120,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapState<ACC>
 
   get(): OUT | undefined {
     const acc = this.current()?.get(this.ctx.stateKey);
-    return acc === undefined ? undefined : this.#folding.getResult(acc);
+    return acc === undefined ? undefined : result(this.#shared, this.#folding, acc);
   }
 
   add(value: IN): void {
@@ -164,7 +181,7 @@ export class TtlHeapAggregatingState<IN, ACC, OUT> extends TtlHeapState<TtlCell<
     const cell = this.#live(now);
     if (cell === undefined) return undefined;
     if (this.onRead) cell.t = now;
-    return this.#folding.getResult(cell.v);
+    return result(this.#shared, this.#folding, cell.v);
   }
 
   add(value: IN): void {

@@ -242,6 +242,36 @@ Deno.test("a snapshot keeps its accumulators when add() and merge() later change
   assert.equal(avg2.get(), 50.5);
 });
 
+Deno.test("what get() returned does not change when a later add() changes the accumulator in place", () => {
+  const b = backend();
+  const push = (a: number[], x: number[]) => {
+    a.push(...x);
+    return a;
+  };
+  const all = b.getReducingState(new ReducingStateDescriptor<number[]>("all", push));
+  const ttlAll = b.getReducingState(
+    new ReducingStateDescriptor<number[]>("ttl-all", push, { ttl: { ttlMs: 1e9 } }),
+  );
+  const collected = b.getAggregatingState(
+    new AggregatingStateDescriptor("collected", {
+      createAccumulator: (): number[] => [],
+      add: (x: number, acc: number[]) => push(acc, [x]),
+      getResult: (acc) => acc,
+      merge: push,
+    }),
+  );
+  b.setCurrentKey("k");
+  all.add([1]);
+  ttlAll.add([1]);
+  collected.add(1);
+  const read = [all.get(), ttlAll.get(), collected.get()];
+  all.add([2]);
+  ttlAll.add([2]);
+  collected.add(2);
+  assert.deepEqual(read, [[1], [1], [1]]);
+  assert.deepEqual([all.get(), ttlAll.get(), collected.get()], [[1, 2], [1, 2], [1, 2]]);
+});
+
 Deno.test("TTL reducing and aggregating state expire, restart and merge on the backend clock", () => {
   let now = 1_000;
   const b = backend({ clock: () => now });
