@@ -90,6 +90,61 @@ export { PrintSink } from "./runtime/api/print_sink.ts";
 export type { PrintSinkOptions } from "./runtime/api/print_sink.ts";
 export { MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy } from "./runtime/time/watermark.ts";
 export type { TimestampAssigner, WatermarkGenerator } from "./runtime/time/watermark.ts";
+export { AllWindowedStream, WindowedStream } from "./runtime/api/windowed_stream.ts";
+export type {
+  WindowFunctionSpec,
+  WindowOperatorSpec,
+  WindowProcessSpec,
+  WindowTransform,
+} from "./runtime/api/windowed_stream.ts";
+export type {
+  KeyedStateStore,
+  ProcessAllWindowFunction,
+  ProcessWindowContext,
+  ProcessWindowFunction,
+} from "./runtime/api/window_functions.ts";
+export { END_OF_TIME, GlobalWindow, TimeWindow } from "./runtime/time/windows/window.ts";
+export type { Window } from "./runtime/time/windows/window.ts";
+export { MergingWindowAssigner, WindowAssigner } from "./runtime/time/windows/window_assigner.ts";
+export type {
+  MergeCallback,
+  WindowAssignerContext,
+} from "./runtime/time/windows/window_assigner.ts";
+export {
+  TumblingEventTimeWindows,
+  TumblingProcessingTimeWindows,
+} from "./runtime/time/windows/tumbling_windows.ts";
+export {
+  SlidingEventTimeWindows,
+  SlidingProcessingTimeWindows,
+} from "./runtime/time/windows/sliding_windows.ts";
+export {
+  DynamicEventTimeSessionWindows,
+  DynamicProcessingTimeSessionWindows,
+  EventTimeSessionWindows,
+  ProcessingTimeSessionWindows,
+} from "./runtime/time/windows/session_windows.ts";
+export type { SessionWindowTimeGapExtractor } from "./runtime/time/windows/session_windows.ts";
+export { GlobalWindows } from "./runtime/time/windows/global_windows.ts";
+export { isFire, isPurge, TriggerResult } from "./runtime/time/windows/trigger.ts";
+export type {
+  MergeableStateDescriptor,
+  OnMergeContext,
+  PartitionedStateStore,
+  Trigger,
+  TriggerContext,
+} from "./runtime/time/windows/trigger.ts";
+export {
+  ContinuousEventTimeTrigger,
+  CountTrigger,
+  EventTimeTrigger,
+  NeverTrigger,
+  ProcessingTimeTrigger,
+  PurgingTrigger,
+} from "./runtime/time/windows/triggers.ts";
+export type { Evictor, EvictorContext, TimestampedValue } from "./runtime/time/windows/evictor.ts";
+export { CountEvictor, DeltaEvictor, TimeEvictor } from "./runtime/time/windows/evictors.ts";
+export type { DeltaFunction } from "./runtime/time/windows/evictors.ts";
 export { SystemClock, systemClock } from "./runtime/time/clock.ts";
 export type { Clock } from "./runtime/time/clock.ts";
 export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/restart_strategy.ts";

@@ -28,6 +28,12 @@ import type {
 } from "../graph/stream_graph.ts";
 import type { Key } from "../state/key_group.ts";
 import { PrintSink, type PrintSinkOptions } from "./print_sink.ts";
+import { AllWindowedStream, WindowedStream } from "./windowed_stream.ts";
+import type { WindowAssigner } from "../time/windows/window_assigner.ts";
+import type { GlobalWindow, Window } from "../time/windows/window.ts";
+import { GlobalWindows } from "../time/windows/global_windows.ts";
+import { CountTrigger, PurgingTrigger } from "../time/windows/triggers.ts";
+import { CountEvictor } from "../time/windows/evictors.ts";
 
 /** One input of a stream-to-be: a node's (side) output, and how it is partitioned. */
 export interface StreamInput {
@@ -183,6 +189,37 @@ export class DataStream<T> {
     return new DataStreamSink<T>(op.node);
   }
 
+  /**
+   * Cuts the whole stream into windows (Flink's `windowAll`). Every
+   * record goes to one subtask: the window operator runs at parallelism 1
+   * (and max parallelism 1), keyed internally by one constant key.
+   *
+   * @param assigner e.g. `TumblingEventTimeWindows.of(1_000)`.
+   */
+  windowAll<W extends Window>(assigner: WindowAssigner<T, W>): AllWindowedStream<T, W> {
+    const keyed = this.keyBy(() => 0);
+    return new AllWindowedStream<T, W>(
+      assigner,
+      <O>(spec: OperatorSpec, name: string) =>
+        keyed.transform<O>(spec, name).setParallelism(1).setMaxParallelism(1),
+    );
+  }
+
+  /**
+   * Count windows over the whole stream (Flink's `countWindowAll`): with
+   * only `size`, tumbling windows of `size` records (global window, purging
+   * `CountTrigger`); with `slide`, windows of the last `size` records every
+   * `slide` records (`CountTrigger(slide)` and `CountEvictor(size)`).
+   * Parallelism 1, as {@linkcode DataStream.windowAll}.
+   * @throws {RangeError} unless `size` (and `slide`) are positive integers.
+   */
+  countWindowAll(size: number, slide?: number): AllWindowedStream<T, GlobalWindow> {
+    const windowed = this.windowAll(GlobalWindows.create() as WindowAssigner<T, GlobalWindow>);
+    return slide === undefined
+      ? windowed.trigger(PurgingTrigger.of(CountTrigger.of(size)))
+      : windowed.evictor(CountEvictor.of(size)).trigger(CountTrigger.of(slide));
+  }
+
   /** Prints each record on stdout (see {@linkcode PrintSink}). */
   print(options: PrintSinkOptions<T> = {}): DataStreamSink<T> {
     const sink = this.sinkTo(new PrintSink<T>(options));
@@ -278,6 +315,36 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
   /** Emits, for every record, the running reduction of its key. */
   reduce(fn: ReduceFunction<T>): SingleOutputStreamOperator<T> {
     return this.transform<T>({ kind: "reduce", fn: fn as ReduceFunction<unknown> }, "Reduce");
+  }
+
+  /**
+   * Cuts each key's records into windows (Flink's `KeyedStream.window`);
+   * configure them and apply a window function on the result.
+   *
+   * @param assigner e.g. `TumblingEventTimeWindows.of(1_000)`,
+   *   `SlidingEventTimeWindows.of(10_000, 2_000)`,
+   *   `EventTimeSessionWindows.withGap(5_000)` or `GlobalWindows.create()`.
+   */
+  window<W extends Window>(assigner: WindowAssigner<T, W>): WindowedStream<T, K, W> {
+    return new WindowedStream<T, K, W>(
+      assigner,
+      <O>(spec: OperatorSpec, name: string) => this.transform<O>(spec, name),
+    );
+  }
+
+  /**
+   * Count windows per key (Flink's `countWindow`): with only `size`,
+   * tumbling windows of `size` records (global window, purging
+   * `CountTrigger`); with `slide`, windows of the key's last `size`
+   * records every `slide` records (`CountTrigger(slide)` and
+   * `CountEvictor(size)`).
+   * @throws {RangeError} unless `size` (and `slide`) are positive integers.
+   */
+  countWindow(size: number, slide?: number): WindowedStream<T, K, GlobalWindow> {
+    const windowed = this.window(GlobalWindows.create() as WindowAssigner<T, GlobalWindow>);
+    return slide === undefined
+      ? windowed.trigger(PurgingTrigger.of(CountTrigger.of(size)))
+      : windowed.evictor(CountEvictor.of(size)).trigger(CountTrigger.of(slide));
   }
 
   /**

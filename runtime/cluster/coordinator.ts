@@ -674,18 +674,28 @@ export class JobCoordinator {
       let numRecordsIn = 0;
       let numRecordsOut = 0;
       let backPressured = 0;
+      const operators = new Map<string, Map<string, number>>();
       for (let s = 0; s < v.parallelism; s++) {
         const m = this.#subtaskMetrics.get(this.#key(v.id, s));
         if (!m) continue;
         numRecordsIn += m.numRecordsIn;
         numRecordsOut += m.numRecordsOut;
         backPressured += m.backPressuredTimeMsPerSecond;
+        for (const [uid, counters] of Object.entries(m.operators ?? {})) {
+          const sums = operators.get(uid) ?? operators.set(uid, new Map()).get(uid)!;
+          for (const [name, n] of Object.entries(counters)) {
+            sums.set(name, (sums.get(name) ?? 0) + n);
+          }
+        }
       }
       out[v.id] = {
         name: v.name,
         numRecordsIn,
         numRecordsOut,
         backPressuredTimeMsPerSecond: backPressured / v.parallelism,
+        operators: Object.fromEntries(
+          [...operators].map(([uid, sums]) => [uid, Object.fromEntries(sums)]),
+        ),
       };
     }
     return out;

@@ -44,6 +44,13 @@ export interface VertexMetrics {
   readonly numRecordsOut: number;
   /** Average over its subtasks of Flink's `backPressuredTimeMsPerSecond` (0 to 1000). */
   readonly backPressuredTimeMsPerSecond: number;
+  /**
+   * The counters of its operators that keep their own, summed over its
+   * subtasks: by operator uid, then Flink metric name, e.g.
+   * `operators["counts"].numLateRecordsDropped` of a window operator with
+   * uid `counts`. Empty when none of its operators keeps counters.
+   */
+  readonly operators: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
 /** The job failed for good (the restart strategy gave up), or was cancelled. */

@@ -24,6 +24,7 @@ import type {
   ReduceFunction,
 } from "../api/functions.ts";
 import type { Sink } from "../api/sink.ts";
+import type { WindowOperatorSpec } from "../api/windowed_stream.ts";
 import type { Source, SourceSplit } from "../api/source.ts";
 import type { WatermarkStrategy } from "../time/watermark.ts";
 import type { Key } from "../state/key_group.ts";
@@ -50,6 +51,7 @@ export type OperatorSpec =
     readonly fn: KeyedProcessFunction<Key, unknown, unknown>;
   }
   | { readonly kind: "reduce"; readonly fn: ReduceFunction<unknown> }
+  | { readonly kind: "window"; readonly window: WindowOperatorSpec }
   | { readonly kind: "sink"; readonly sink: Sink<unknown> };
 
 /** One operator of the logical dataflow. */

@@ -139,6 +139,11 @@ export interface SubtaskMetrics {
   readonly backPressuredTimeMsPerSecond: number;
   /** Wall time from start to finish, in ms. */
   readonly durationMs: number;
+  /**
+   * The counters of operators that keep their own (`StreamOperator.metrics`),
+   * by operator uid, then Flink metric name (e.g. `numLateRecordsDropped`).
+   */
+  readonly operators?: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
 /** A serialized error. */

@@ -12,6 +12,7 @@ import type { RecordWriter } from "./record_writer.ts";
 import { logger } from "../log.ts";
 import { SourceOperator } from "./operators/source_operator.ts";
 import { SimpleSinkOperator, TwoPhaseCommitSinkOperator } from "./operators/sink_operators.ts";
+import { WindowOperator } from "./operators/window_operator.ts";
 import {
   FilterOperator,
   FlatMapOperator,
@@ -137,6 +138,9 @@ export class OperatorChain {
           break;
         case "reduce":
           ops[i] = new ReduceOperator({ ...common, fn: s.fn });
+          break;
+        case "window":
+          ops[i] = new WindowOperator({ ...common, spec: s.window });
           break;
         case "sink":
           ops[i] = s.sink.kind === "two-phase-commit"

@@ -727,11 +727,15 @@ export class StreamTask {
 
   #metrics(): SubtaskMetrics {
     const durationMs = performance.now() - this.#startedAt;
+    const operators = Object.fromEntries(
+      (this.#chain?.operators ?? []).flatMap((op) => op.metrics ? [[op.uid, op.metrics()]] : []),
+    );
     return {
       numRecordsIn: this.recordsIn,
       numRecordsOut: this.#writerList.reduce((n, w) => n + w.recordsOut, 0),
       backPressuredTimeMsPerSecond: durationMs > 0 ? (1000 * this.backPressuredMs) / durationMs : 0,
       durationMs,
+      operators,
     };
   }
 

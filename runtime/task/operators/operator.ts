@@ -98,6 +98,12 @@ export interface StreamOperator {
   processWatermark(watermark: number): void;
   /** Fires due processing-time timers. */
   onProcessingTime(nowMs: number): void;
+  /**
+   * The operator's own counters, by Flink metric name (e.g. the window
+   * operator's `numLateRecordsDropped`), read when the subtask finishes and
+   * summed per vertex into the job result. Optional.
+   */
+  metrics?(): Readonly<Record<string, number>>;
   /** Resolves when the operator's queued asynchronous work is done; rejects with its error. */
   quiesce(): Promise<void>;
   /** End of bounded input: flush what is buffered. */

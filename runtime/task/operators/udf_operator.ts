@@ -159,7 +159,7 @@ export abstract class UdfOperator<F> implements StreamOperator {
         t;
         t = this.timers.pollEventTimeTimer(watermark)
       ) {
-        this.fireTimer(t.key, t.timestamp, "event-time");
+        this.fireTimer(t.key, t.timestamp, "event-time", t.namespace);
       }
     }
     this.output.emitWatermark(watermark);
@@ -172,17 +172,21 @@ export abstract class UdfOperator<F> implements StreamOperator {
       t;
       t = this.timers.pollProcessingTimeTimer(nowMs)
     ) {
-      this.fireTimer(t.key, t.timestamp, "processing-time");
+      this.fireTimer(t.key, t.timestamp, "processing-time", t.namespace);
     }
     const next = this.timers.nextProcessingTime();
     if (next !== undefined) this.env.requestWakeup(next);
   }
 
-  /** Calls the function's timer hook; operators with timers override it. */
+  /**
+   * Calls the function's timer hook; operators with timers override it.
+   * `namespace` is the timer's (a window's, for window operators; `""` otherwise).
+   */
   protected fireTimer(
     _key: Key,
     _timestamp: number,
     _domain: "event-time" | "processing-time",
+    _namespace: string,
   ): void {}
 
   quiesce(): Promise<void> {

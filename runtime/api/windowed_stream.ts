@@ -1,0 +1,495 @@
+/**
+ * Windowed streams (Flink's `WindowedStream` and `AllWindowedStream`): a
+ * keyed (or whole) stream cut into windows by a `WindowAssigner`, refined
+ * with a trigger, an evictor, allowed lateness and a late-data side output,
+ * and turned back into a stream by a window function.
+ *
+ * @example
+ * ```ts
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
+ * import { CollectionSource } from "./collection_source.ts";
+ *
+ * type Reading = { sensor: string; ts: number; count: number };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const sums: Reading[] = [];
+ * env.fromSource(
+ *   new CollectionSource<Reading>([
+ *     { sensor: "a", ts: 100, count: 1 },
+ *     { sensor: "a", ts: 900, count: 1 },
+ *     { sensor: "a", ts: 1_100, count: 1 },
+ *   ]),
+ *   WatermarkStrategy.forMonotonousTimestamps<Reading>().withTimestampAssigner((r) => r.ts),
+ *   "readings",
+ * )
+ *   .keyBy((r) => r.sensor)
+ *   .window(TumblingEventTimeWindows.of(1_000))
+ *   .reduce((a, b) => ({ ...a, count: a.count + b.count }))
+ *   .uid("counts")
+ *   .sinkTo({ kind: "simple", invoke: (r) => { sums.push(r); } });
+ * await env.execute("windowed counts");
+ * console.assert(sums.map((r) => r.count).join() === "2,1");
+ * ```
+ *
+ * ## How a window function runs
+ *
+ * | function                           | window state                      | runs                       |
+ * | ---------------------------------- | --------------------------------- | -------------------------- |
+ * | `reduce(fn)`                       | one reduced value per window      | incrementally, per element |
+ * | `aggregate(aggFn)`                 | one accumulator per window        | incrementally, per element |
+ * | `process(fn)`                      | every element (list state)        | at each firing             |
+ * | `reduce`/`aggregate` + `processFn` | one value; `processFn` sees `[it]` | incrementally, then once  |
+ * | any, with `evictor(...)`           | every element (list state)        | at each firing             |
+ *
+ * The result records carry the window's `maxTimestamp()` (`end - 1` for
+ * time windows).
+ *
+ * ## Invariants
+ *
+ * - A merging assigner (sessions) only takes a trigger that can merge.
+ * - `allowedLateness` is an integer >= 0 ms; it only matters in event time.
+ * - Reduce and aggregate functions have no lifecycle hooks (Flink's rule
+ *   that they may not be rich functions): put `open`/`close` and state on
+ *   the process window function.
+ * - `windowAll` runs at parallelism 1 (and max parallelism 1), as Flink's
+ *   `AllWindowedStream` does.
+ *
+ * @module
+ */
+
+import type { AggregateFunction, ReduceFunction } from "./functions.ts";
+import type { OutputTag } from "./output_tag.ts";
+import type { SingleOutputStreamOperator } from "./datastream.ts";
+import type { ProcessAllWindowFunction, ProcessWindowFunction } from "./window_functions.ts";
+import type { OperatorSpec } from "../graph/stream_graph.ts";
+import type { Key } from "../state/key_group.ts";
+import { MergingWindowAssigner, type WindowAssigner } from "../time/windows/window_assigner.ts";
+import type { Trigger } from "../time/windows/trigger.ts";
+import type { Evictor } from "../time/windows/evictor.ts";
+import type { Window } from "../time/windows/window.ts";
+
+/** The process window function of a window operator: keyed or all-window. */
+export type WindowProcessSpec =
+  | {
+    readonly kind: "keyed";
+    readonly fn: ProcessWindowFunction<unknown, unknown, Key, Window>;
+  }
+  | { readonly kind: "all"; readonly fn: ProcessAllWindowFunction<unknown, unknown, Window> };
+
+/** What a window operator computes per window. */
+export type WindowFunctionSpec =
+  | { readonly kind: "process"; readonly process: WindowProcessSpec }
+  | {
+    readonly kind: "reduce";
+    readonly reduce: ReduceFunction<unknown>;
+    readonly process: WindowProcessSpec | undefined;
+  }
+  | {
+    readonly kind: "aggregate";
+    readonly aggregate: AggregateFunction<unknown, unknown, unknown>;
+    readonly process: WindowProcessSpec | undefined;
+  };
+
+/** Everything a window operator is built from (the graph's `"window"` operator). */
+export interface WindowOperatorSpec {
+  /** Puts elements into windows. */
+  readonly assigner: WindowAssigner<unknown, Window>;
+  /** Decides when windows fire and purge. */
+  readonly trigger: Trigger<unknown, Window>;
+  /** Removes elements before/after the function, or `undefined` (incremental state). */
+  readonly evictor: Evictor<unknown, Window> | undefined;
+  /** How long after a window's end (event time) late elements still update it, ms. */
+  readonly allowedLateness: number;
+  /** Where elements too late for every window go, or `undefined` (dropped and counted). */
+  readonly lateDataTag: OutputTag<unknown> | undefined;
+  /** The window function. */
+  readonly function: WindowFunctionSpec;
+}
+
+/** Adds the window operator to the graph: the input stream's `transform`. */
+export type WindowTransform = <O>(
+  spec: OperatorSpec,
+  name: string,
+) => SingleOutputStreamOperator<O>;
+
+const HOOKS = ["open", "close", "initializeState", "snapshotState"] as const;
+
+function checkNotRich(what: string, fn: unknown): void {
+  if (typeof fn !== "object" || fn === null) return;
+  const hooks = HOOKS.filter((h) => typeof (fn as Record<string, unknown>)[h] === "function");
+  if (hooks.length > 0) {
+    throw new TypeError(
+      `The ${what} of a window cannot have lifecycle hooks (it has ${
+        hooks.join(", ")
+      }): pass a process window function as the second argument and put them there`,
+    );
+  }
+}
+
+function checkReduce(fn: unknown): void {
+  const ok = typeof fn === "function" ||
+    (typeof fn === "object" && fn !== null &&
+      typeof (fn as { reduce?: unknown }).reduce === "function");
+  if (!ok) {
+    throw new TypeError(
+      `A window's reduce needs a function (a, b) => c or an object with reduce(): current value is ${
+        String(fn)
+      }`,
+    );
+  }
+  checkNotRich("ReduceFunction", fn);
+}
+
+function checkAggregate(fn: unknown): void {
+  const methods = ["createAccumulator", "add", "getResult", "merge"] as const;
+  const missing = typeof fn === "object" && fn !== null
+    ? methods.filter((m) => typeof (fn as Record<string, unknown>)[m] !== "function")
+    : [...methods];
+  if (missing.length > 0) {
+    throw new TypeError(
+      `A window's aggregate needs an AggregateFunction, but ${
+        missing.join(", ")
+      } is missing: current value is ${String(fn)}`,
+    );
+  }
+  checkNotRich("AggregateFunction", fn);
+}
+
+function checkProcess(fn: unknown): void {
+  if (
+    typeof fn !== "object" || fn === null ||
+    typeof (fn as { process?: unknown }).process !== "function"
+  ) {
+    throw new TypeError(
+      `A window function needs an object with process(): current value is ${String(fn)}`,
+    );
+  }
+}
+
+function describe(value: unknown): string {
+  const text = String(value);
+  if (text !== "[object Object]") return text;
+  const name = (value as { constructor?: { name?: string } }).constructor?.name;
+  return name && name !== "Object" ? name : "custom";
+}
+
+/** The settings both windowed streams share, and the operator they build. */
+class WindowBuilder<T, W extends Window> {
+  readonly #assigner: WindowAssigner<T, W>;
+  readonly #transform: WindowTransform;
+  #trigger: Trigger<T, W>;
+  #evictor: Evictor<T, W> | undefined;
+  #allowedLateness = 0;
+  #lateDataTag: OutputTag<T> | undefined;
+
+  constructor(assigner: WindowAssigner<T, W>, transform: WindowTransform) {
+    this.#assigner = assigner;
+    this.#transform = transform;
+    this.#trigger = assigner.getDefaultTrigger();
+  }
+
+  /** @throws {TypeError} when the assigner merges windows and the trigger cannot merge. */
+  setTrigger(trigger: Trigger<T, W>): void {
+    if (this.#assigner instanceof MergingWindowAssigner && !(trigger.canMerge?.() ?? false)) {
+      throw new TypeError(
+        `A merging window assigner (${this.#assigner}) cannot be used with a trigger that does not support merging: ${
+          describe(trigger)
+        } has no canMerge() returning true`,
+      );
+    }
+    this.#trigger = trigger;
+  }
+
+  setEvictor(evictor: Evictor<T, W>): void {
+    this.#evictor = evictor;
+  }
+
+  /** @throws {RangeError} unless `ms` is an integer >= 0. */
+  setAllowedLateness(ms: number): void {
+    if (!Number.isSafeInteger(ms) || ms < 0) {
+      throw new RangeError(
+        `The allowed lateness must be an integer >= 0 ms: current value is ${ms}`,
+      );
+    }
+    this.#allowedLateness = ms;
+  }
+
+  /** @throws {TypeError} when `tag` is not an `OutputTag`. */
+  setLateDataTag(tag: OutputTag<T>): void {
+    if (typeof tag !== "object" || tag === null || typeof tag.id !== "string") {
+      throw new TypeError(`sideOutputLateData needs an OutputTag: current value is ${String(tag)}`);
+    }
+    this.#lateDataTag = tag;
+  }
+
+  /** Adds the window operator computing `fn`. */
+  build<O>(fn: WindowFunctionSpec, functionName: string): SingleOutputStreamOperator<O> {
+    const spec: WindowOperatorSpec = {
+      assigner: this.#assigner as WindowAssigner<unknown, Window>,
+      trigger: this.#trigger as Trigger<unknown, Window>,
+      evictor: this.#evictor as Evictor<unknown, Window> | undefined,
+      allowedLateness: this.#allowedLateness,
+      lateDataTag: this.#lateDataTag as OutputTag<unknown> | undefined,
+      function: fn,
+    };
+    const evicting = this.#evictor === undefined ? "" : ", Evicting";
+    return this.#transform<O>(
+      { kind: "window", window: spec },
+      `Window(${this.#assigner}, ${describe(this.#trigger)}${evicting}, ${functionName})`,
+    );
+  }
+}
+
+/**
+ * A keyed stream cut into windows (Flink's `WindowedStream`). Configure it
+ * with `trigger`, `evictor`, `allowedLateness` and `sideOutputLateData`,
+ * then apply `reduce`, `aggregate` or `process`.
+ *
+ * @typeParam T the element type.
+ * @typeParam K the key type.
+ * @typeParam W the window type.
+ */
+export class WindowedStream<T, K extends Key, W extends Window> {
+  declare private readonly _key: K;
+  readonly #builder: WindowBuilder<T, W>;
+
+  /**
+   * @internal Use `KeyedStream.window(assigner)`.
+   * @param assigner puts elements into windows.
+   * @param transform adds the operator to the keyed stream.
+   */
+  constructor(assigner: WindowAssigner<T, W>, transform: WindowTransform) {
+    this.#builder = new WindowBuilder(assigner, transform);
+  }
+
+  /**
+   * Sets the trigger, replacing the assigner's default (Flink's `trigger`).
+   * @throws {TypeError} when the assigner merges windows (sessions) and the trigger cannot merge.
+   */
+  trigger(trigger: Trigger<T, W>): this {
+    this.#builder.setTrigger(trigger);
+    return this;
+  }
+
+  /**
+   * Sets an evictor: the window then keeps every element and runs its
+   * function over them at each firing (Flink's `EvictingWindowOperator`).
+   */
+  evictor(evictor: Evictor<T, W>): this {
+    this.#builder.setEvictor(evictor);
+    return this;
+  }
+
+  /**
+   * Lets elements up to `ms` behind a window's end (in event time) still
+   * update it and fire it again; the window's state is dropped once the
+   * watermark passes `maxTimestamp() + ms`. Default 0.
+   * @throws {RangeError} unless `ms` is an integer >= 0.
+   */
+  allowedLateness(ms: number): this {
+    this.#builder.setAllowedLateness(ms);
+    return this;
+  }
+
+  /**
+   * Sends elements too late for every window to side output `tag` instead
+   * of dropping them (read it with `getSideOutput(tag)` on the result).
+   * Without it, they are dropped and counted in the operator's
+   * `numLateRecordsDropped` metric.
+   * @throws {TypeError} when `tag` is not an `OutputTag`.
+   */
+  sideOutputLateData(tag: OutputTag<T>): this {
+    this.#builder.setLateDataTag(tag);
+    return this;
+  }
+
+  /**
+   * Reduces each window incrementally with `fn`, emitting the reduction
+   * when the window fires, or handing it to `processWindowFn` as its one
+   * element.
+   * @throws {TypeError} when `fn` is no reduce function or has lifecycle hooks.
+   */
+  reduce(fn: ReduceFunction<T>): SingleOutputStreamOperator<T>;
+  /** Reduces incrementally, then evaluates the reduction with `processWindowFn`. */
+  reduce<O>(
+    fn: ReduceFunction<T>,
+    processWindowFn: ProcessWindowFunction<T, O, K, W>,
+  ): SingleOutputStreamOperator<O>;
+  reduce<O>(
+    fn: ReduceFunction<T>,
+    processWindowFn?: ProcessWindowFunction<T, O, K, W>,
+  ): SingleOutputStreamOperator<O> {
+    checkReduce(fn);
+    if (processWindowFn !== undefined) checkProcess(processWindowFn);
+    return this.#builder.build<O>({
+      kind: "reduce",
+      reduce: fn as ReduceFunction<unknown>,
+      process: keyedProcess(processWindowFn),
+    }, processWindowFn === undefined ? "Reduce" : "Reduce, ProcessWindowFunction");
+  }
+
+  /**
+   * Aggregates each window incrementally with `aggFn` (one accumulator per
+   * key and window), emitting `getResult` when the window fires, or handing
+   * it to `processWindowFn` as its one element.
+   * @throws {TypeError} when `aggFn` lacks a method or has lifecycle hooks.
+   */
+  aggregate<ACC, R>(aggFn: AggregateFunction<T, ACC, R>): SingleOutputStreamOperator<R>;
+  /** Aggregates incrementally, then evaluates the result with `processWindowFn`. */
+  aggregate<ACC, V, R>(
+    aggFn: AggregateFunction<T, ACC, V>,
+    processWindowFn: ProcessWindowFunction<V, R, K, W>,
+  ): SingleOutputStreamOperator<R>;
+  aggregate<ACC, V, R>(
+    aggFn: AggregateFunction<T, ACC, V>,
+    processWindowFn?: ProcessWindowFunction<V, R, K, W>,
+  ): SingleOutputStreamOperator<R> {
+    checkAggregate(aggFn);
+    if (processWindowFn !== undefined) checkProcess(processWindowFn);
+    return this.#builder.build<R>({
+      kind: "aggregate",
+      aggregate: aggFn as AggregateFunction<unknown, unknown, unknown>,
+      process: keyedProcess(processWindowFn),
+    }, processWindowFn === undefined ? "Aggregate" : "Aggregate, ProcessWindowFunction");
+  }
+
+  /**
+   * Evaluates each window with all its elements (kept in list state).
+   * @throws {TypeError} when `fn` has no `process` method.
+   */
+  process<O>(fn: ProcessWindowFunction<T, O, K, W>): SingleOutputStreamOperator<O> {
+    checkProcess(fn);
+    return this.#builder.build<O>(
+      { kind: "process", process: keyedProcess(fn)! },
+      "ProcessWindowFunction",
+    );
+  }
+}
+
+function keyedProcess<IN, O, K, W extends Window>(
+  fn: ProcessWindowFunction<IN, O, K, W> | undefined,
+): WindowProcessSpec | undefined {
+  return fn === undefined
+    ? undefined
+    : { kind: "keyed", fn: fn as unknown as ProcessWindowFunction<unknown, unknown, Key, Window> };
+}
+
+function allProcess<IN, O, W extends Window>(
+  fn: ProcessAllWindowFunction<IN, O, W> | undefined,
+): WindowProcessSpec | undefined {
+  return fn === undefined
+    ? undefined
+    : { kind: "all", fn: fn as unknown as ProcessAllWindowFunction<unknown, unknown, Window> };
+}
+
+/**
+ * A whole (non-keyed) stream cut into windows (Flink's
+ * `AllWindowedStream`). Every element goes to one subtask: the operator
+ * runs at parallelism 1.
+ *
+ * @typeParam T the element type.
+ * @typeParam W the window type.
+ */
+export class AllWindowedStream<T, W extends Window> {
+  readonly #builder: WindowBuilder<T, W>;
+  /**
+   * @internal Use `DataStream.windowAll(assigner)`.
+   * @param assigner puts elements into windows.
+   * @param transform adds the operator (keyed by one constant key).
+   */
+  constructor(assigner: WindowAssigner<T, W>, transform: WindowTransform) {
+    this.#builder = new WindowBuilder(assigner, transform);
+  }
+
+  /**
+   * Sets the trigger (see `WindowedStream.trigger`).
+   * @throws {TypeError} when the assigner merges windows and the trigger cannot merge.
+   */
+  trigger(trigger: Trigger<T, W>): this {
+    this.#builder.setTrigger(trigger);
+    return this;
+  }
+
+  /** Sets an evictor (see `WindowedStream.evictor`). */
+  evictor(evictor: Evictor<T, W>): this {
+    this.#builder.setEvictor(evictor);
+    return this;
+  }
+
+  /**
+   * Sets the allowed lateness, ms (see `WindowedStream.allowedLateness`).
+   * @throws {RangeError} unless `ms` is an integer >= 0.
+   */
+  allowedLateness(ms: number): this {
+    this.#builder.setAllowedLateness(ms);
+    return this;
+  }
+
+  /**
+   * Sends late elements to side output `tag` (see `WindowedStream.sideOutputLateData`).
+   * @throws {TypeError} when `tag` is not an `OutputTag`.
+   */
+  sideOutputLateData(tag: OutputTag<T>): this {
+    this.#builder.setLateDataTag(tag);
+    return this;
+  }
+
+  /**
+   * Reduces each window incrementally (see `WindowedStream.reduce`).
+   * @throws {TypeError} when `fn` is no reduce function or has lifecycle hooks.
+   */
+  reduce(fn: ReduceFunction<T>): SingleOutputStreamOperator<T>;
+  /** Reduces incrementally, then evaluates the reduction with `processWindowFn`. */
+  reduce<O>(
+    fn: ReduceFunction<T>,
+    processWindowFn: ProcessAllWindowFunction<T, O, W>,
+  ): SingleOutputStreamOperator<O>;
+  reduce<O>(
+    fn: ReduceFunction<T>,
+    processWindowFn?: ProcessAllWindowFunction<T, O, W>,
+  ): SingleOutputStreamOperator<O> {
+    checkReduce(fn);
+    if (processWindowFn !== undefined) checkProcess(processWindowFn);
+    return this.#builder.build<O>({
+      kind: "reduce",
+      reduce: fn as ReduceFunction<unknown>,
+      process: allProcess(processWindowFn),
+    }, processWindowFn === undefined ? "Reduce" : "Reduce, ProcessAllWindowFunction");
+  }
+
+  /**
+   * Aggregates each window incrementally (see `WindowedStream.aggregate`).
+   * @throws {TypeError} when `aggFn` lacks a method or has lifecycle hooks.
+   */
+  aggregate<ACC, R>(aggFn: AggregateFunction<T, ACC, R>): SingleOutputStreamOperator<R>;
+  /** Aggregates incrementally, then evaluates the result with `processWindowFn`. */
+  aggregate<ACC, V, R>(
+    aggFn: AggregateFunction<T, ACC, V>,
+    processWindowFn: ProcessAllWindowFunction<V, R, W>,
+  ): SingleOutputStreamOperator<R>;
+  aggregate<ACC, V, R>(
+    aggFn: AggregateFunction<T, ACC, V>,
+    processWindowFn?: ProcessAllWindowFunction<V, R, W>,
+  ): SingleOutputStreamOperator<R> {
+    checkAggregate(aggFn);
+    if (processWindowFn !== undefined) checkProcess(processWindowFn);
+    return this.#builder.build<R>({
+      kind: "aggregate",
+      aggregate: aggFn as AggregateFunction<unknown, unknown, unknown>,
+      process: allProcess(processWindowFn),
+    }, processWindowFn === undefined ? "Aggregate" : "Aggregate, ProcessAllWindowFunction");
+  }
+
+  /**
+   * Evaluates each window with all its elements.
+   * @throws {TypeError} when `fn` has no `process` method.
+   */
+  process<O>(fn: ProcessAllWindowFunction<T, O, W>): SingleOutputStreamOperator<O> {
+    checkProcess(fn);
+    return this.#builder.build<O>(
+      { kind: "process", process: allProcess(fn)! },
+      "ProcessAllWindowFunction",
+    );
+  }
+}
