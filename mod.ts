@@ -32,6 +32,7 @@ export {
 } from "./runtime/api/datastream.ts";
 export type { StreamGraphOwner, StreamInput } from "./runtime/api/datastream.ts";
 export type {
+  AggregateFunction,
   CheckpointedFunction,
   CheckpointListener,
   Collector,
@@ -54,19 +55,24 @@ export type {
 } from "./runtime/api/functions.ts";
 export { OutputTag } from "./runtime/api/output_tag.ts";
 export {
+  AggregatingStateDescriptor,
   ListStateDescriptor,
   MapStateDescriptor,
+  ReducingStateDescriptor,
   ValueStateDescriptor,
 } from "./runtime/api/state.ts";
 export type {
+  AggregatingState,
   ListState,
   MapState,
   OperatorStateStore,
+  ReducingState,
   StateDescriptor,
   StateKind,
   StateTtlConfig,
   ValueState,
 } from "./runtime/api/state.ts";
+export type { AggregationField } from "./runtime/api/comparable_aggregator.ts";
 export type {
   Boundedness,
   InputStatus,

@@ -10,6 +10,7 @@
  */
 
 import type {
+  AggregateFunction,
   FilterFunction,
   FlatMapFunction,
   KeyedProcessFunction,
@@ -28,6 +29,8 @@ import type {
 } from "../graph/stream_graph.ts";
 import type { Key } from "../state/key_group.ts";
 import { PrintSink, type PrintSinkOptions } from "./print_sink.ts";
+import { AggregatingStateDescriptor } from "./state.ts";
+import { type AggregationField, comparableAggregator } from "./comparable_aggregator.ts";
 import { AllWindowedStream, WindowedStream } from "./windowed_stream.ts";
 import type { WindowAssigner } from "../time/windows/window_assigner.ts";
 import type { GlobalWindow, Window } from "../time/windows/window.ts";
@@ -363,6 +366,127 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
       return copy as T;
     };
     return this.reduce(add).name(`Sum(${String(field)})`);
+  }
+
+  /**
+   * Emits, for every record, `getResult` of its key's running accumulator:
+   * the record is folded in with `add` (the accumulator is created with
+   * `createAccumulator` on the key's first record), like `reduce` with an
+   * accumulator of its own type. The accumulator is keyed state, so it is
+   * checkpointed and restored (also at another parallelism); it must be
+   * plain, MessagePack-encodable data. `add` may change it in place.
+   *
+   * Flink's `KeyedStream` has no `aggregate`; this is its `reduce` with an
+   * `AggregateFunction` (the function of windows' `aggregate`) in place of
+   * the reduce function. `merge` is not called here.
+   *
+   * @example
+   * ```ts
+   * import { StreamExecutionEnvironment } from "./environment.ts";
+   * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+   * env.fromCollection([{ id: "sensor_1", t: 35.8 }, { id: "sensor_1", t: 32.4 }])
+   *   .keyBy((r) => r.id)
+   *   .aggregate({
+   *     createAccumulator: () => ({ sum: 0, count: 0 }),
+   *     add: (r, acc) => ({ sum: acc.sum + r.t, count: acc.count + 1 }),
+   *     getResult: (acc) => acc.sum / acc.count,
+   *     merge: (a, b) => ({ sum: a.sum + b.sum, count: a.count + b.count }),
+   *   })
+   *   .uid("average-temperature"); // emits 35.8, then 34.1
+   * ```
+   * @throws {TypeError} when `fn` lacks one of the four methods.
+   */
+  aggregate<ACC, OUT>(fn: AggregateFunction<T, ACC, OUT>): SingleOutputStreamOperator<OUT> {
+    new AggregatingStateDescriptor("aggregate", fn); // checks the four methods now, not at run time
+    return this.transform<OUT>(
+      { kind: "aggregate", fn: fn as AggregateFunction<unknown, unknown, unknown> },
+      "Aggregate",
+    );
+  }
+
+  /**
+   * Emits, for every record, the key's **first** record with `field`
+   * replaced by the running minimum of `field` (Flink's `min(field)`: the
+   * other fields are not those of the minimal record; use
+   * {@linkcode KeyedStream.minBy} for that). The field must hold numbers,
+   * strings, bigints or booleans, of one type; see
+   * `runtime/api/comparable_aggregator.ts` for the comparison.
+   *
+   * @example
+   * ```ts
+   * import { StreamExecutionEnvironment } from "./environment.ts";
+   * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+   * env.fromCollection([{ id: "s1", seq: 0, t: 35.8 }, { id: "s1", seq: 1, t: 32.4 }])
+   *   .keyBy((r) => r.id)
+   *   .min("t"); // emits { id: "s1", seq: 0, t: 35.8 }, then { id: "s1", seq: 0, t: 32.4 }
+   * ```
+   * @param field a property name (objects) or an index (arrays/tuples).
+   * @throws {TypeError} when `field` is neither; the job fails with a
+   *   `TypeError` naming the record when a record's field is missing, not
+   *   comparable or of another type.
+   */
+  min(field: AggregationField<T>): SingleOutputStreamOperator<T> {
+    return this.reduce(comparableAggregator<T>("min", field)).name(`Min(${String(field)})`);
+  }
+
+  /**
+   * Emits, for every record, the key's **first** record with `field`
+   * replaced by the running maximum of `field` (Flink's `max(field)`; see
+   * {@linkcode KeyedStream.min} for the details).
+   *
+   * @example
+   * ```ts
+   * import { StreamExecutionEnvironment } from "./environment.ts";
+   * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+   * env.fromCollection([["s1", 0, 32.4], ["s1", 1, 35.8]] as [string, number, number][])
+   *   .keyBy((r) => r[0])
+   *   .max(2); // emits ["s1", 0, 32.4], then ["s1", 0, 35.8]
+   * ```
+   * @param field a property name (objects) or an index (arrays/tuples).
+   * @throws {TypeError} as {@linkcode KeyedStream.min}.
+   */
+  max(field: AggregationField<T>): SingleOutputStreamOperator<T> {
+    return this.reduce(comparableAggregator<T>("max", field)).name(`Max(${String(field)})`);
+  }
+
+  /**
+   * Emits, for every record, the key's record with the smallest `field` so
+   * far, whole; on a tie the earlier record stays (Flink's `minBy(field)`
+   * with its default `first = true`).
+   *
+   * @example
+   * ```ts
+   * import { StreamExecutionEnvironment } from "./environment.ts";
+   * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+   * env.fromCollection([{ id: "s1", seq: 0, t: 35.8 }, { id: "s1", seq: 1, t: 32.4 }])
+   *   .keyBy((r) => r.id)
+   *   .minBy("t"); // emits { id: "s1", seq: 0, t: 35.8 }, then { id: "s1", seq: 1, t: 32.4 }
+   * ```
+   * @param field a property name (objects) or an index (arrays/tuples).
+   * @throws {TypeError} as {@linkcode KeyedStream.min}.
+   */
+  minBy(field: AggregationField<T>): SingleOutputStreamOperator<T> {
+    return this.reduce(comparableAggregator<T>("minBy", field)).name(`MinBy(${String(field)})`);
+  }
+
+  /**
+   * Emits, for every record, the key's record with the largest `field` so
+   * far, whole; on a tie the earlier record stays (Flink's `maxBy(field)`
+   * with its default `first = true`).
+   *
+   * @example
+   * ```ts
+   * import { StreamExecutionEnvironment } from "./environment.ts";
+   * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+   * env.fromCollection([{ id: "s1", seq: 0, t: 35.8 }, { id: "s1", seq: 1, t: 35.8 }])
+   *   .keyBy((r) => r.id)
+   *   .maxBy("t"); // emits the record with seq 0 twice: the tie keeps the earlier one
+   * ```
+   * @param field a property name (objects) or an index (arrays/tuples).
+   * @throws {TypeError} as {@linkcode KeyedStream.min}.
+   */
+  maxBy(field: AggregationField<T>): SingleOutputStreamOperator<T> {
+    return this.reduce(comparableAggregator<T>("maxBy", field)).name(`MaxBy(${String(field)})`);
   }
 }
 

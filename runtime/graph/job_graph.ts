@@ -127,6 +127,7 @@ export function isStateful(spec: OperatorSpec): boolean {
     case "source":
     case "keyedProcess":
     case "reduce":
+    case "aggregate":
     case "window":
       return true;
     case "sink":

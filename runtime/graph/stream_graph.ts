@@ -16,6 +16,7 @@
  */
 
 import type {
+  AggregateFunction,
   FilterFunction,
   FlatMapFunction,
   KeyedProcessFunction,
@@ -51,6 +52,11 @@ export type OperatorSpec =
     readonly fn: KeyedProcessFunction<Key, unknown, unknown>;
   }
   | { readonly kind: "reduce"; readonly fn: ReduceFunction<unknown> }
+  | {
+    /** `KeyedStream.aggregate(fn)`: each key's running `AggregateFunction` result. */
+    readonly kind: "aggregate";
+    readonly fn: AggregateFunction<unknown, unknown, unknown>;
+  }
   | { readonly kind: "window"; readonly window: WindowOperatorSpec }
   | { readonly kind: "sink"; readonly sink: Sink<unknown> };
 

@@ -14,6 +14,7 @@ import { SourceOperator } from "./operators/source_operator.ts";
 import { SimpleSinkOperator, TwoPhaseCommitSinkOperator } from "./operators/sink_operators.ts";
 import { WindowOperator } from "./operators/window_operator.ts";
 import {
+  AggregateOperator,
   FilterOperator,
   FlatMapOperator,
   KeyedProcessOperator,
@@ -138,6 +139,9 @@ export class OperatorChain {
           break;
         case "reduce":
           ops[i] = new ReduceOperator({ ...common, fn: s.fn });
+          break;
+        case "aggregate":
+          ops[i] = new AggregateOperator({ ...common, fn: s.fn });
           break;
         case "window":
           ops[i] = new WindowOperator({ ...common, spec: s.window });

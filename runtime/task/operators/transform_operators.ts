@@ -1,6 +1,6 @@
 /**
  * The one-input transformation operators: map, filter, flatMap, process,
- * keyed process and reduce. Each calls its user function per record; on a
+ * keyed process, reduce and aggregate. Each calls its user function per record; on a
  * keyed input the current key is set first, so keyed state and timers work
  * in all of them, as in Flink.
  *
@@ -8,6 +8,7 @@
  */
 
 import type {
+  AggregateFunction,
   Collector,
   FilterFunction,
   FlatMapFunction,
@@ -17,7 +18,12 @@ import type {
   ProcessFunction,
   ReduceFunction,
 } from "../../api/functions.ts";
-import { type ValueState, ValueStateDescriptor } from "../../api/state.ts";
+import {
+  type AggregatingState,
+  AggregatingStateDescriptor,
+  type ValueState,
+  ValueStateDescriptor,
+} from "../../api/state.ts";
 import type { Key } from "../../state/key_group.ts";
 import { UdfOperator } from "./udf_operator.ts";
 
@@ -115,5 +121,26 @@ export class ReduceOperator extends UdfOperator<ReduceFunction<unknown>> {
     const next = acc === undefined ? value : this.#call(acc, value);
     this.#state.update(next);
     this.output.collect(next, timestamp);
+  }
+}
+
+/**
+ * Emits, for every record, `getResult` of its key's running accumulator
+ * (`KeyedStream.aggregate`; Flink's `StreamGroupedReduceOperator` with an
+ * `AggregateFunction` in place of the reduce function). The accumulator is
+ * keyed `AggregatingState` named `_aggregate`.
+ */
+export class AggregateOperator extends UdfOperator<AggregateFunction<unknown, unknown, unknown>> {
+  #state!: AggregatingState<unknown, unknown>;
+  override async open(): Promise<void> {
+    this.#state = this.keyed!.getAggregatingState(
+      new AggregatingStateDescriptor("_aggregate", this.fn),
+    );
+    await super.open();
+  }
+  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
+    this.setKey(this.keySelector!(value), keyGroup);
+    this.#state.add(value);
+    this.output.collect(this.#state.get(), timestamp);
   }
 }

@@ -15,10 +15,14 @@ import type {
   TimerService,
 } from "../../api/functions.ts";
 import type {
+  AggregatingState,
+  AggregatingStateDescriptor,
   ListState,
   ListStateDescriptor,
   MapState,
   MapStateDescriptor,
+  ReducingState,
+  ReducingStateDescriptor,
   ValueState,
   ValueStateDescriptor,
 } from "../../api/state.ts";
@@ -106,6 +110,8 @@ export abstract class UdfOperator<F> implements StreamOperator {
         keyGroupRange: this.env.keyGroupRange,
         maxParallelism: this.env.maxParallelism,
         clock: () => this.env.clock.now(),
+        // Event-time TTL (beyond Flink) runs on this operator's watermark.
+        eventTimeClock: () => this.currentWatermark,
       });
       const maxParallelism = this.env.maxParallelism;
       this.timers = new InternalTimerService<Key>({
@@ -243,6 +249,11 @@ export abstract class UdfOperator<F> implements StreamOperator {
         needKeyed("Keyed ListState").getListState(d),
       getMapState: <UK, UV>(d: MapStateDescriptor<UK, UV>): MapState<UK, UV> =>
         needKeyed("Keyed MapState").getMapState(d),
+      getReducingState: <T>(d: ReducingStateDescriptor<T>): ReducingState<T> =>
+        needKeyed("Keyed ReducingState").getReducingState(d),
+      getAggregatingState: <IN, ACC, OUT>(
+        d: AggregatingStateDescriptor<IN, ACC, OUT>,
+      ): AggregatingState<IN, OUT> => needKeyed("Keyed AggregatingState").getAggregatingState(d),
     };
   }
 
