@@ -52,14 +52,22 @@ const READINGS: Reading[] = (() => {
   });
 })();
 
-/** Each key's outputs, in order, as `[seq, t]` pairs (or the value itself when not a Reading). */
+/** Each key's records, in order. */
 function byKey<R>(records: readonly R[], key: (r: R) => string): Record<string, R[]> {
   const out: Record<string, R[]> = {};
   for (const r of records) (out[key(r)] ??= []).push(r);
   return out;
 }
 
-const pairs = (rs: readonly Reading[]) => rs.map((r) => [r.seq, r.t]);
+/** What a sink committed, per sensor, as `[seq, t]` pairs in order. */
+function pairsBySensor(sink: CollectingSink<Reading>): Record<string, number[][]> {
+  return Object.fromEntries(
+    Object.entries(byKey(sink.committed(), (r) => r.id)).map(([id, rs]) => [
+      id,
+      rs.map((r) => [r.seq, r.t]),
+    ]),
+  );
+}
 
 /**
  * Per sensor `[id, sum of temperatures in tenths, count]` (integers, so the
@@ -101,12 +109,9 @@ Deno.test("min, max, minBy, maxBy and aggregate give Flink's running results per
     readings.keyBy((r) => r.id).aggregate(TOTALS).uid("average").sinkTo(averages).uid("avg-out");
     await env.execute("keyed aggregations");
 
-    const id = (r: Reading) => r.id;
     // min/max: the first record (seq 0) with the running extreme in t.
     assert.deepEqual(
-      Object.fromEntries(
-        Object.entries(byKey(sinks.min.committed(), id)).map(([k, rs]) => [k, pairs(rs)]),
-      ),
+      pairsBySensor(sinks.min),
       {
         sensor_1: [[0, 35.8], [0, 32.4], [0, 32.4], [0, 32.4], [0, 32.4]],
         sensor_10: [[0, 52.6], [0, 22.5]],
@@ -114,9 +119,7 @@ Deno.test("min, max, minBy, maxBy and aggregate give Flink's running results per
       },
     );
     assert.deepEqual(
-      Object.fromEntries(
-        Object.entries(byKey(sinks.max.committed(), id)).map(([k, rs]) => [k, pairs(rs)]),
-      ),
+      pairsBySensor(sinks.max),
       {
         sensor_1: [[0, 35.8], [0, 35.8], [0, 42.4], [0, 42.4], [0, 42.4]],
         sensor_10: [[0, 52.6], [0, 52.6]],
@@ -125,9 +128,7 @@ Deno.test("min, max, minBy, maxBy and aggregate give Flink's running results per
     );
     // minBy/maxBy: the whole extreme record; the tie at 32.4 (seq 1 and 4) keeps seq 1.
     assert.deepEqual(
-      Object.fromEntries(
-        Object.entries(byKey(sinks.minBy.committed(), id)).map(([k, rs]) => [k, pairs(rs)]),
-      ),
+      pairsBySensor(sinks.minBy),
       {
         sensor_1: [[0, 35.8], [1, 32.4], [1, 32.4], [1, 32.4], [1, 32.4]],
         sensor_10: [[0, 52.6], [1, 22.5]],
@@ -135,9 +136,7 @@ Deno.test("min, max, minBy, maxBy and aggregate give Flink's running results per
       },
     );
     assert.deepEqual(
-      Object.fromEntries(
-        Object.entries(byKey(sinks.maxBy.committed(), id)).map(([k, rs]) => [k, pairs(rs)]),
-      ),
+      pairsBySensor(sinks.maxBy),
       {
         sensor_1: [[0, 35.8], [0, 35.8], [2, 42.4], [2, 42.4], [2, 42.4]],
         sensor_10: [[0, 52.6], [0, 52.6]],

@@ -27,6 +27,7 @@ import {
   type Key,
   KeyGroupRange,
 } from "./key_group.ts";
+import { mulberry32 } from "../../tests/_job_kit.ts";
 
 const ALL = new KeyGroupRange(0, 127);
 
@@ -382,18 +383,6 @@ Deno.test("restore() rejects namespaces in version 1, kinds version 1 lacks, and
 // ---------------------------------------------------------------------------
 // Property: a random history against a reference model, across rescaling restores
 
-/** mulberry32: a seeded PRNG giving floats in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const KEYS: readonly Key[] = ["a", "b", 3, ["t", 1], "\u0000odd", 12n, true];
 const NAMESPACES = [VOID_NAMESPACE, "w1", "w2", "0:1000"];
 type Kind = "value" | "list" | "map" | "reducing" | "aggregating";
@@ -468,7 +457,7 @@ function rescale(from: HeapKeyedStateBackend[], parallelism: number): HeapKeyedS
 
 Deno.test("random histories of every kind and namespace match a reference model across rescaling restores", () => {
   for (let seed = 1; seed <= 25; seed++) {
-    const random = prng(seed);
+    const random = mulberry32(seed);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
     const model: Model = new Map();
     let backends = [backend()];
