@@ -111,7 +111,13 @@ export type {
 } from "./runtime/api/window_functions.ts";
 export { END_OF_TIME, GlobalWindow, TimeWindow } from "./runtime/time/windows/window.ts";
 export type { Window } from "./runtime/time/windows/window.ts";
-export { MergingWindowAssigner, WindowAssigner } from "./runtime/time/windows/window_assigner.ts";
+export {
+  isMergingWindowAssigner,
+  MergingWindowAssigner,
+  WindowAssigner,
+} from "./runtime/time/windows/window_assigner.ts";
+export { TimeWindowAssigner } from "./runtime/time/windows/time_window_assigner.ts";
+export type { TimeDomain } from "./runtime/time/windows/time_window_assigner.ts";
 export type {
   MergeCallback,
   WindowAssignerContext,
@@ -129,6 +135,7 @@ export {
   DynamicProcessingTimeSessionWindows,
   EventTimeSessionWindows,
   ProcessingTimeSessionWindows,
+  SessionWindowAssigner,
 } from "./runtime/time/windows/session_windows.ts";
 export type { SessionWindowTimeGapExtractor } from "./runtime/time/windows/session_windows.ts";
 export { GlobalWindows } from "./runtime/time/windows/global_windows.ts";

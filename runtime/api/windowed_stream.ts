@@ -64,7 +64,7 @@ import type { SingleOutputStreamOperator } from "./datastream.ts";
 import type { ProcessAllWindowFunction, ProcessWindowFunction } from "./window_functions.ts";
 import type { OperatorSpec } from "../graph/stream_graph.ts";
 import type { Key } from "../state/key_group.ts";
-import { MergingWindowAssigner, type WindowAssigner } from "../time/windows/window_assigner.ts";
+import { isMergingWindowAssigner, type WindowAssigner } from "../time/windows/window_assigner.ts";
 import type { Trigger } from "../time/windows/trigger.ts";
 import type { Evictor } from "../time/windows/evictor.ts";
 import type { Window } from "../time/windows/window.ts";
@@ -167,6 +167,19 @@ function checkProcess(fn: unknown): void {
   }
 }
 
+/** The operator name's function part: `"Reduce, ProcessWindowFunction"` and the like. */
+function functionName(
+  incremental: string | undefined,
+  process: WindowProcessSpec | undefined,
+): string {
+  const processName = process === undefined
+    ? undefined
+    : process.kind === "keyed"
+    ? "ProcessWindowFunction"
+    : "ProcessAllWindowFunction";
+  return [incremental, processName].filter((n) => n !== undefined).join(", ");
+}
+
 function describe(value: unknown): string {
   const text = String(value);
   if (text !== "[object Object]") return text;
@@ -191,7 +204,7 @@ class WindowBuilder<T, W extends Window> {
 
   /** @throws {TypeError} when the assigner merges windows and the trigger cannot merge. */
   setTrigger(trigger: Trigger<T, W>): void {
-    if (this.#assigner instanceof MergingWindowAssigner && !(trigger.canMerge?.() ?? false)) {
+    if (isMergingWindowAssigner(this.#assigner) && !(trigger.canMerge?.() ?? false)) {
       throw new TypeError(
         `A merging window assigner (${this.#assigner}) cannot be used with a trigger that does not support merging: ${
           describe(trigger)
@@ -221,6 +234,31 @@ class WindowBuilder<T, W extends Window> {
       throw new TypeError(`sideOutputLateData needs an OutputTag: current value is ${String(tag)}`);
     }
     this.#lateDataTag = tag;
+  }
+
+  /** @throws {TypeError} for a bad reduce or process function. */
+  reduce<O>(fn: unknown, process: WindowProcessSpec | undefined): SingleOutputStreamOperator<O> {
+    checkReduce(fn);
+    if (process !== undefined) checkProcess(process.fn);
+    const spec = { kind: "reduce", reduce: fn as ReduceFunction<unknown>, process } as const;
+    return this.build<O>(spec, functionName("Reduce", process));
+  }
+
+  /** @throws {TypeError} for a bad aggregate or process function. */
+  aggregate<O>(fn: unknown, process: WindowProcessSpec | undefined): SingleOutputStreamOperator<O> {
+    checkAggregate(fn);
+    if (process !== undefined) checkProcess(process.fn);
+    const aggregate = fn as AggregateFunction<unknown, unknown, unknown>;
+    return this.build<O>(
+      { kind: "aggregate", aggregate, process },
+      functionName("Aggregate", process),
+    );
+  }
+
+  /** @throws {TypeError} for a bad process function. */
+  process<O>(process: WindowProcessSpec): SingleOutputStreamOperator<O> {
+    checkProcess(process.fn);
+    return this.build<O>({ kind: "process", process }, functionName(undefined, process));
   }
 
   /** Adds the window operator computing `fn`. */
@@ -320,13 +358,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     fn: ReduceFunction<T>,
     processWindowFn?: ProcessWindowFunction<T, O, K, W>,
   ): SingleOutputStreamOperator<O> {
-    checkReduce(fn);
-    if (processWindowFn !== undefined) checkProcess(processWindowFn);
-    return this.#builder.build<O>({
-      kind: "reduce",
-      reduce: fn as ReduceFunction<unknown>,
-      process: keyedProcess(processWindowFn),
-    }, processWindowFn === undefined ? "Reduce" : "Reduce, ProcessWindowFunction");
+    return this.#builder.reduce<O>(fn, keyedProcess(processWindowFn));
   }
 
   /**
@@ -345,13 +377,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     aggFn: AggregateFunction<T, ACC, V>,
     processWindowFn?: ProcessWindowFunction<V, R, K, W>,
   ): SingleOutputStreamOperator<R> {
-    checkAggregate(aggFn);
-    if (processWindowFn !== undefined) checkProcess(processWindowFn);
-    return this.#builder.build<R>({
-      kind: "aggregate",
-      aggregate: aggFn as AggregateFunction<unknown, unknown, unknown>,
-      process: keyedProcess(processWindowFn),
-    }, processWindowFn === undefined ? "Aggregate" : "Aggregate, ProcessWindowFunction");
+    return this.#builder.aggregate<R>(aggFn, keyedProcess(processWindowFn));
   }
 
   /**
@@ -359,11 +385,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
    * @throws {TypeError} when `fn` has no `process` method.
    */
   process<O>(fn: ProcessWindowFunction<T, O, K, W>): SingleOutputStreamOperator<O> {
-    checkProcess(fn);
-    return this.#builder.build<O>(
-      { kind: "process", process: keyedProcess(fn)! },
-      "ProcessWindowFunction",
-    );
+    return this.#builder.process<O>(keyedProcess(fn)!);
   }
 }
 
@@ -449,13 +471,7 @@ export class AllWindowedStream<T, W extends Window> {
     fn: ReduceFunction<T>,
     processWindowFn?: ProcessAllWindowFunction<T, O, W>,
   ): SingleOutputStreamOperator<O> {
-    checkReduce(fn);
-    if (processWindowFn !== undefined) checkProcess(processWindowFn);
-    return this.#builder.build<O>({
-      kind: "reduce",
-      reduce: fn as ReduceFunction<unknown>,
-      process: allProcess(processWindowFn),
-    }, processWindowFn === undefined ? "Reduce" : "Reduce, ProcessAllWindowFunction");
+    return this.#builder.reduce<O>(fn, allProcess(processWindowFn));
   }
 
   /**
@@ -472,13 +488,7 @@ export class AllWindowedStream<T, W extends Window> {
     aggFn: AggregateFunction<T, ACC, V>,
     processWindowFn?: ProcessAllWindowFunction<V, R, W>,
   ): SingleOutputStreamOperator<R> {
-    checkAggregate(aggFn);
-    if (processWindowFn !== undefined) checkProcess(processWindowFn);
-    return this.#builder.build<R>({
-      kind: "aggregate",
-      aggregate: aggFn as AggregateFunction<unknown, unknown, unknown>,
-      process: allProcess(processWindowFn),
-    }, processWindowFn === undefined ? "Aggregate" : "Aggregate, ProcessAllWindowFunction");
+    return this.#builder.aggregate<R>(aggFn, allProcess(processWindowFn));
   }
 
   /**
@@ -486,10 +496,6 @@ export class AllWindowedStream<T, W extends Window> {
    * @throws {TypeError} when `fn` has no `process` method.
    */
   process<O>(fn: ProcessAllWindowFunction<T, O, W>): SingleOutputStreamOperator<O> {
-    checkProcess(fn);
-    return this.#builder.build<O>(
-      { kind: "process", process: allProcess(fn)! },
-      "ProcessAllWindowFunction",
-    );
+    return this.#builder.process<O>(allProcess(fn)!);
   }
 }

@@ -46,29 +46,35 @@ export interface WindowContents {
   mergeNamespaces(target: string, sources: readonly string[]): void;
 }
 
-/** Every element, in list state; for `process` without an evictor. */
-export class ListContents implements WindowContents {
-  readonly #state: ListState<unknown> & InternalMergingState;
+/** The state a {@linkcode StateContents} keeps its windows in. */
+type ContentsState<T> = { add(value: T): void; clear(): void } & InternalMergingState;
 
-  /** Wraps the operator's `"window-contents"` list state. */
-  constructor(state: ListState<unknown> & InternalMergingState) {
+/** What every contents kind does the same way: one state, addressed by namespace. */
+abstract class StateContents<T, S extends ContentsState<T>> implements WindowContents {
+  readonly #state: S;
+
+  constructor(state: S) {
     this.#state = state;
   }
 
-  add(namespace: string, value: unknown, _timestamp: number | undefined): void {
+  /** The state, set to `namespace`. */
+  protected at(namespace: string): S {
     this.#state.setCurrentNamespace(namespace);
-    this.#state.add(value);
+    return this.#state;
   }
 
-  fire(namespace: string, _window: Window, emit: (elements: readonly unknown[]) => void): void {
-    this.#state.setCurrentNamespace(namespace);
-    const elements = this.#state.get();
-    if (elements.length > 0) emit(elements);
+  add(namespace: string, value: unknown, _timestamp: number | undefined): void {
+    this.at(namespace).add(value as T);
   }
+
+  abstract fire(
+    namespace: string,
+    window: Window,
+    emit: (elements: readonly unknown[]) => void,
+  ): void;
 
   clear(namespace: string): void {
-    this.#state.setCurrentNamespace(namespace);
-    this.#state.clear();
+    this.at(namespace).clear();
   }
 
   mergeNamespaces(target: string, sources: readonly string[]): void {
@@ -76,40 +82,26 @@ export class ListContents implements WindowContents {
   }
 }
 
+/** Every element, in list state; for `process` without an evictor. */
+export class ListContents
+  extends StateContents<unknown, ListState<unknown> & InternalMergingState> {
+  fire(namespace: string, _window: Window, emit: (elements: readonly unknown[]) => void): void {
+    const elements = this.at(namespace).get();
+    if (elements.length > 0) emit(elements);
+  }
+}
+
 /**
  * One incrementally folded value, in reducing or aggregating state; for
  * `reduce` and `aggregate` without an evictor.
  */
-export class ValueContents implements WindowContents {
-  readonly #state:
-    & (ReducingState<unknown> | AggregatingState<unknown, unknown>)
-    & InternalMergingState;
-
-  /** Wraps the operator's `"window-contents"` reducing or aggregating state. */
-  constructor(
-    state: (ReducingState<unknown> | AggregatingState<unknown, unknown>) & InternalMergingState,
-  ) {
-    this.#state = state;
-  }
-
-  add(namespace: string, value: unknown, _timestamp: number | undefined): void {
-    this.#state.setCurrentNamespace(namespace);
-    this.#state.add(value);
-  }
-
+export class ValueContents extends StateContents<
+  unknown,
+  (ReducingState<unknown> | AggregatingState<unknown, unknown>) & InternalMergingState
+> {
   fire(namespace: string, _window: Window, emit: (elements: readonly unknown[]) => void): void {
-    this.#state.setCurrentNamespace(namespace);
-    const value = this.#state.get();
+    const value = this.at(namespace).get();
     if (value !== undefined) emit([value]);
-  }
-
-  clear(namespace: string): void {
-    this.#state.setCurrentNamespace(namespace);
-    this.#state.clear();
-  }
-
-  mergeNamespaces(target: string, sources: readonly string[]): void {
-    this.#state.mergeNamespaces(target, sources);
   }
 }
 
@@ -138,8 +130,8 @@ export function reduceCall(fn: ReduceFunction<unknown>): (a: unknown, b: unknown
  * Differs from Flink in one edge: a `reduce` whose evictor removed every
  * element emits nothing (Flink hands `null` on).
  */
-export class EvictingContents implements WindowContents {
-  readonly #state: ListState<StoredElement> & InternalMergingState;
+export class EvictingContents
+  extends StateContents<StoredElement, ListState<StoredElement> & InternalMergingState> {
   readonly #evictor: Evictor<unknown, Window>;
   readonly #fold: EvictingFold;
   readonly #context: EvictorContext;
@@ -155,20 +147,18 @@ export class EvictingContents implements WindowContents {
     fold: EvictingFold;
     context: EvictorContext;
   }) {
-    this.#state = options.state;
+    super(options.state);
     this.#evictor = options.evictor;
     this.#fold = options.fold;
     this.#context = options.context;
   }
 
-  add(namespace: string, value: unknown, timestamp: number | undefined): void {
-    this.#state.setCurrentNamespace(namespace);
-    this.#state.add([value, timestamp ?? null]);
+  override add(namespace: string, value: unknown, timestamp: number | undefined): void {
+    this.at(namespace).add([value, timestamp ?? null]);
   }
 
   fire(namespace: string, window: Window, emit: (elements: readonly unknown[]) => void): void {
-    this.#state.setCurrentNamespace(namespace);
-    const stored = this.#state.get();
+    const stored = this.at(namespace).get();
     if (stored.length === 0) return;
     const records: TimestampedValue<unknown>[] = stored.map(([value, timestamp]) => ({
       value,
@@ -193,16 +183,6 @@ export class EvictingContents implements WindowContents {
       }
     }
     this.#evictor.evictAfter(records, window, this.#context);
-    this.#state.setCurrentNamespace(namespace);
-    this.#state.update(records.map((r): StoredElement => [r.value, r.timestamp ?? null]));
-  }
-
-  clear(namespace: string): void {
-    this.#state.setCurrentNamespace(namespace);
-    this.#state.clear();
-  }
-
-  mergeNamespaces(target: string, sources: readonly string[]): void {
-    this.#state.mergeNamespaces(target, sources);
+    this.at(namespace).update(records.map((r): StoredElement => [r.value, r.timestamp ?? null]));
   }
 }

@@ -65,7 +65,8 @@ import type { Evictor } from "../../time/windows/evictor.ts";
 import { MergingWindowSet } from "../../time/windows/merging_window_set.ts";
 import { isFire, isPurge, type Trigger } from "../../time/windows/trigger.ts";
 import {
-  MergingWindowAssigner,
+  isMergingWindowAssigner,
+  type MergingWindowAssigner,
   type WindowAssigner,
   type WindowAssignerContext,
 } from "../../time/windows/window_assigner.ts";
@@ -150,7 +151,7 @@ export class WindowOperator extends UdfOperator<unknown> {
     const spec = options.spec;
     this.#spec = spec;
     this.#assigner = spec.assigner;
-    this.#merging = spec.assigner instanceof MergingWindowAssigner ? spec.assigner : undefined;
+    this.#merging = isMergingWindowAssigner(spec.assigner) ? spec.assigner : undefined;
     this.#isEventTime = spec.assigner.isEventTime();
     this.#allowedLateness = spec.allowedLateness;
     this.#assignerContext = { currentProcessingTime: () => this.env.clock.now() };

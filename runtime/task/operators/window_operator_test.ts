@@ -25,7 +25,7 @@ import {
   EventTimeSessionWindows,
   ProcessingTimeSessionWindows,
 } from "../../time/windows/session_windows.ts";
-import { ContinuousEventTimeTrigger, CountTrigger } from "../../time/windows/triggers.ts";
+import { ContinuousEventTimeTrigger } from "../../time/windows/triggers.ts";
 import { TimeEvictor } from "../../time/windows/evictors.ts";
 import type { TimeWindow } from "../../time/windows/window.ts";
 import { MAX_WATERMARK } from "../../time/watermark.ts";

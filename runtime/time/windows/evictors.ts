@@ -82,6 +82,7 @@ export class CountEvictor implements Evictor<unknown, Window> {
     if (this.doEvictAfter) this.evict(elements);
   }
 
+  /** Removes all but the last `maxCount` elements. */
   private evict(elements: TimestampedValue<unknown>[]): void {
     if (elements.length > this.maxCount) elements.splice(0, elements.length - this.maxCount);
   }
@@ -124,6 +125,7 @@ export class TimeEvictor implements Evictor<unknown, Window> {
     if (this.doEvictAfter) this.evict(elements);
   }
 
+  /** Removes the elements at or before `max timestamp - windowSize`. */
   private evict(elements: TimestampedValue<unknown>[]): void {
     if (elements[0]?.timestamp === undefined) return;
     let max = Number.NEGATIVE_INFINITY;
@@ -202,6 +204,7 @@ export class DeltaEvictor<T> implements Evictor<T, Window> {
     if (this.doEvictAfter) this.evict(elements);
   }
 
+  /** Removes the elements at `threshold` or more from the last one. */
   private evict(elements: TimestampedValue<T>[]): void {
     const last = elements.at(-1);
     if (last === undefined) return;

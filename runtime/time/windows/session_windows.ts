@@ -27,22 +27,16 @@
  * ## Invariants
  *
  * - A gap is an integer > 0 ms; a dynamic gap is checked per element.
+ * - Session assigners merge: they have `mergeWindows`, which is what makes
+ *   an assigner merging (see `isMergingWindowAssigner`).
  * - Windows that overlap or touch always merge; windows apart never do.
  *
  * @module
  */
 
-import {
-  checkDuration,
-  type MergeCallback,
-  MergingWindowAssigner,
-  requireEventTimestamp,
-  requireProcessingTime,
-  type WindowAssignerContext,
-} from "./window_assigner.ts";
+import { checkDuration, type MergeCallback } from "./window_assigner.ts";
+import { type TimeDomain, TimeWindowAssigner } from "./time_window_assigner.ts";
 import { TimeWindow } from "./window.ts";
-import type { Trigger } from "./trigger.ts";
-import { EventTimeTrigger, ProcessingTimeTrigger } from "./triggers.ts";
 
 /**
  * The gap of the session an element belongs to, in ms (Flink's
@@ -53,34 +47,64 @@ export type SessionWindowTimeGapExtractor<T> =
   | ((element: T) => number)
   | { extract(element: T): number };
 
-function session(owner: string, time: number, gap: number): TimeWindow[] {
-  return [new TimeWindow(time, time + checkDuration(owner, "gap", gap, 1))];
-}
+/**
+ * The base of session assigners: each element gets `[t, t + gap)`, and
+ * overlapping or touching windows merge. Subclasses give the gap.
+ *
+ * @typeParam T the element type.
+ */
+export abstract class SessionWindowAssigner<T> extends TimeWindowAssigner<T> {
+  /**
+   * Sets the time domain.
+   * @param domain which time places elements.
+   */
+  protected constructor(domain: TimeDomain) {
+    super(domain);
+  }
 
-function extractGap<T>(extractor: SessionWindowTimeGapExtractor<T>, element: T): number {
-  return typeof extractor === "function" ? extractor(element) : extractor.extract(element);
-}
+  /** The session gap for `element`, ms. */
+  protected abstract gapOf(element: T): number;
 
-function checkExtractor(owner: string, extractor: unknown): void {
-  const ok = typeof extractor === "function" ||
-    (typeof extractor === "object" && extractor !== null &&
-      typeof (extractor as { extract?: unknown }).extract === "function");
-  if (!ok) {
-    throw new TypeError(
-      `${owner}.withDynamicGap needs a function or an object with extract(): current value is ${
-        String(extractor)
-      }`,
-    );
+  /**
+   * `[time, time + gap)`.
+   * @throws {RangeError} when the gap is not an integer > 0.
+   */
+  protected windowsAt(time: number, element: T): TimeWindow[] {
+    const gap = checkDuration(this.constructor.name, "gap", this.gapOf(element), 1);
+    return [new TimeWindow(time, time + gap)];
+  }
+
+  /** Merges overlapping or touching windows ({@linkcode TimeWindow.mergeWindows}). */
+  mergeWindows(windows: TimeWindow[], callback: MergeCallback<TimeWindow>): void {
+    TimeWindow.mergeWindows(windows, callback);
   }
 }
 
+function checkExtractor<T>(
+  owner: string,
+  extractor: SessionWindowTimeGapExtractor<T>,
+): (e: T) => number {
+  if (typeof extractor === "function") return extractor;
+  if (
+    typeof extractor === "object" && extractor !== null &&
+    typeof (extractor as { extract?: unknown }).extract === "function"
+  ) {
+    return (e) => extractor.extract(e);
+  }
+  throw new TypeError(
+    `${owner}.withDynamicGap needs a function or an object with extract(): current value is ${
+      String(extractor)
+    }`,
+  );
+}
+
 /** Event-time sessions with a fixed gap (Flink's `EventTimeSessionWindows`). */
-export class EventTimeSessionWindows extends MergingWindowAssigner<unknown, TimeWindow> {
+export class EventTimeSessionWindows extends SessionWindowAssigner<unknown> {
   /** The inactivity gap that ends a session, ms. */
   readonly gap: number;
 
   private constructor(gap: number) {
-    super();
+    super("event-time");
     this.gap = gap;
   }
 
@@ -102,37 +126,9 @@ export class EventTimeSessionWindows extends MergingWindowAssigner<unknown, Time
     return DynamicEventTimeSessionWindows.withDynamicGap(extractor);
   }
 
-  /**
-   * `[timestamp, timestamp + gap)`.
-   * @throws {TypeError} when the record has no (integer) timestamp.
-   */
-  assignWindows(
-    _element: unknown,
-    timestamp: number | undefined,
-    _context: WindowAssignerContext,
-  ): TimeWindow[] {
-    const owner = "EventTimeSessionWindows";
-    return session(owner, requireEventTimestamp(owner, timestamp), this.gap);
-  }
-
-  /** Merges overlapping or touching windows. */
-  mergeWindows(windows: TimeWindow[], callback: MergeCallback<TimeWindow>): void {
-    TimeWindow.mergeWindows(windows, callback);
-  }
-
-  /** {@linkcode EventTimeTrigger}. */
-  getDefaultTrigger(): Trigger<unknown, TimeWindow> {
-    return EventTimeTrigger.create();
-  }
-
-  /** True. */
-  isEventTime(): boolean {
-    return true;
-  }
-
-  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
-  windowFromNamespace(namespace: string): TimeWindow {
-    return TimeWindow.fromNamespace(namespace);
+  /** The fixed gap. */
+  protected gapOf(): number {
+    return this.gap;
   }
 
   /** `EventTimeSessionWindows(<gap>)`. */
@@ -142,13 +138,15 @@ export class EventTimeSessionWindows extends MergingWindowAssigner<unknown, Time
 }
 
 /** Event-time sessions with a per-element gap (Flink's `DynamicEventTimeSessionWindows`). */
-export class DynamicEventTimeSessionWindows<T> extends MergingWindowAssigner<T, TimeWindow> {
+export class DynamicEventTimeSessionWindows<T> extends SessionWindowAssigner<T> {
   /** Computes each element's gap, ms. */
   readonly gapExtractor: SessionWindowTimeGapExtractor<T>;
+  readonly #gapOf: (element: T) => number;
 
   private constructor(extractor: SessionWindowTimeGapExtractor<T>) {
-    super();
+    super("event-time");
     this.gapExtractor = extractor;
+    this.#gapOf = checkExtractor("EventTimeSessionWindows", extractor);
   }
 
   /**
@@ -158,43 +156,12 @@ export class DynamicEventTimeSessionWindows<T> extends MergingWindowAssigner<T, 
   static withDynamicGap<T>(
     extractor: SessionWindowTimeGapExtractor<T>,
   ): DynamicEventTimeSessionWindows<T> {
-    checkExtractor("EventTimeSessionWindows", extractor);
     return new DynamicEventTimeSessionWindows(extractor);
   }
 
-  /**
-   * `[timestamp, timestamp + gap(element))`.
-   * @throws {TypeError} when the record has no (integer) timestamp.
-   * @throws {RangeError} when the extracted gap is not an integer > 0.
-   */
-  assignWindows(
-    element: T,
-    timestamp: number | undefined,
-    _context: WindowAssignerContext,
-  ): TimeWindow[] {
-    const owner = "DynamicEventTimeSessionWindows";
-    const time = requireEventTimestamp(owner, timestamp);
-    return session(owner, time, extractGap(this.gapExtractor, element));
-  }
-
-  /** Merges overlapping or touching windows. */
-  mergeWindows(windows: TimeWindow[], callback: MergeCallback<TimeWindow>): void {
-    TimeWindow.mergeWindows(windows, callback);
-  }
-
-  /** {@linkcode EventTimeTrigger}. */
-  getDefaultTrigger(): Trigger<T, TimeWindow> {
-    return EventTimeTrigger.create();
-  }
-
-  /** True. */
-  isEventTime(): boolean {
-    return true;
-  }
-
-  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
-  windowFromNamespace(namespace: string): TimeWindow {
-    return TimeWindow.fromNamespace(namespace);
+  /** The extracted gap. */
+  protected gapOf(element: T): number {
+    return this.#gapOf(element);
   }
 
   /** `DynamicEventTimeSessionWindows()`. */
@@ -204,12 +171,12 @@ export class DynamicEventTimeSessionWindows<T> extends MergingWindowAssigner<T, 
 }
 
 /** Processing-time sessions with a fixed gap (Flink's `ProcessingTimeSessionWindows`). */
-export class ProcessingTimeSessionWindows extends MergingWindowAssigner<unknown, TimeWindow> {
+export class ProcessingTimeSessionWindows extends SessionWindowAssigner<unknown> {
   /** The inactivity gap that ends a session, ms. */
   readonly gap: number;
 
   private constructor(gap: number) {
-    super();
+    super("processing-time");
     this.gap = gap;
   }
 
@@ -233,37 +200,9 @@ export class ProcessingTimeSessionWindows extends MergingWindowAssigner<unknown,
     return DynamicProcessingTimeSessionWindows.withDynamicGap(extractor);
   }
 
-  /**
-   * `[now, now + gap)`.
-   * @throws {TypeError} when the clock does not read integer ms.
-   */
-  assignWindows(
-    _element: unknown,
-    _timestamp: number | undefined,
-    context: WindowAssignerContext,
-  ): TimeWindow[] {
-    const owner = "ProcessingTimeSessionWindows";
-    return session(owner, requireProcessingTime(owner, context), this.gap);
-  }
-
-  /** Merges overlapping or touching windows. */
-  mergeWindows(windows: TimeWindow[], callback: MergeCallback<TimeWindow>): void {
-    TimeWindow.mergeWindows(windows, callback);
-  }
-
-  /** {@linkcode ProcessingTimeTrigger}. */
-  getDefaultTrigger(): Trigger<unknown, TimeWindow> {
-    return ProcessingTimeTrigger.create();
-  }
-
-  /** False. */
-  isEventTime(): boolean {
-    return false;
-  }
-
-  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
-  windowFromNamespace(namespace: string): TimeWindow {
-    return TimeWindow.fromNamespace(namespace);
+  /** The fixed gap. */
+  protected gapOf(): number {
+    return this.gap;
   }
 
   /** `ProcessingTimeSessionWindows(<gap>)`. */
@@ -273,13 +212,15 @@ export class ProcessingTimeSessionWindows extends MergingWindowAssigner<unknown,
 }
 
 /** Processing-time sessions with a per-element gap (Flink's `DynamicProcessingTimeSessionWindows`). */
-export class DynamicProcessingTimeSessionWindows<T> extends MergingWindowAssigner<T, TimeWindow> {
+export class DynamicProcessingTimeSessionWindows<T> extends SessionWindowAssigner<T> {
   /** Computes each element's gap, ms. */
   readonly gapExtractor: SessionWindowTimeGapExtractor<T>;
+  readonly #gapOf: (element: T) => number;
 
   private constructor(extractor: SessionWindowTimeGapExtractor<T>) {
-    super();
+    super("processing-time");
     this.gapExtractor = extractor;
+    this.#gapOf = checkExtractor("ProcessingTimeSessionWindows", extractor);
   }
 
   /**
@@ -289,43 +230,12 @@ export class DynamicProcessingTimeSessionWindows<T> extends MergingWindowAssigne
   static withDynamicGap<T>(
     extractor: SessionWindowTimeGapExtractor<T>,
   ): DynamicProcessingTimeSessionWindows<T> {
-    checkExtractor("ProcessingTimeSessionWindows", extractor);
     return new DynamicProcessingTimeSessionWindows(extractor);
   }
 
-  /**
-   * `[now, now + gap(element))`.
-   * @throws {TypeError} when the clock does not read integer ms.
-   * @throws {RangeError} when the extracted gap is not an integer > 0.
-   */
-  assignWindows(
-    element: T,
-    _timestamp: number | undefined,
-    context: WindowAssignerContext,
-  ): TimeWindow[] {
-    const owner = "DynamicProcessingTimeSessionWindows";
-    const now = requireProcessingTime(owner, context);
-    return session(owner, now, extractGap(this.gapExtractor, element));
-  }
-
-  /** Merges overlapping or touching windows. */
-  mergeWindows(windows: TimeWindow[], callback: MergeCallback<TimeWindow>): void {
-    TimeWindow.mergeWindows(windows, callback);
-  }
-
-  /** {@linkcode ProcessingTimeTrigger}. */
-  getDefaultTrigger(): Trigger<T, TimeWindow> {
-    return ProcessingTimeTrigger.create();
-  }
-
-  /** False. */
-  isEventTime(): boolean {
-    return false;
-  }
-
-  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
-  windowFromNamespace(namespace: string): TimeWindow {
-    return TimeWindow.fromNamespace(namespace);
+  /** The extracted gap. */
+  protected gapOf(element: T): number {
+    return this.#gapOf(element);
   }
 
   /** `DynamicProcessingTimeSessionWindows()`. */

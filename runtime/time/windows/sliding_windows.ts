@@ -27,25 +27,18 @@
  * @module
  */
 
-import {
-  checkDuration,
-  checkOffset,
-  requireEventTimestamp,
-  requireProcessingTime,
-  WindowAssigner,
-  type WindowAssignerContext,
-} from "./window_assigner.ts";
+import { checkDuration, checkOffset } from "./window_assigner.ts";
+import { TimeWindowAssigner } from "./time_window_assigner.ts";
 import { TimeWindow } from "./window.ts";
-import type { Trigger } from "./trigger.ts";
-import { EventTimeTrigger, ProcessingTimeTrigger } from "./triggers.ts";
 
+/** Validated sliding-window parameters, ms. */
 interface SlidingParams {
   readonly size: number;
   readonly slide: number;
   readonly offset: number;
 }
 
-function slidingParams(owner: string, size: number, slide: number, offset: number): SlidingParams {
+function checked(owner: string, size: number, slide: number, offset: number): SlidingParams {
   checkDuration(owner, "size", size, 1);
   checkDuration(owner, "slide", slide, 1);
   return { size, slide, offset: checkOffset(owner, offset, "slide", slide) };
@@ -61,7 +54,7 @@ function slide(time: number, p: SlidingParams): TimeWindow[] {
 }
 
 /** Sliding windows in event time (Flink's `SlidingEventTimeWindows`). */
-export class SlidingEventTimeWindows extends WindowAssigner<unknown, TimeWindow> {
+export class SlidingEventTimeWindows extends TimeWindowAssigner<unknown> {
   /** Window size, ms. */
   readonly size: number;
   /** Distance between window starts, ms. */
@@ -70,10 +63,8 @@ export class SlidingEventTimeWindows extends WindowAssigner<unknown, TimeWindow>
   readonly offset: number;
 
   private constructor(p: SlidingParams) {
-    super();
-    this.size = p.size;
-    this.slide = p.slide;
-    this.offset = p.offset;
+    super("event-time");
+    ({ size: this.size, slide: this.slide, offset: this.offset } = p);
   }
 
   /**
@@ -84,36 +75,12 @@ export class SlidingEventTimeWindows extends WindowAssigner<unknown, TimeWindow>
    * @throws {RangeError} for a non-positive size or slide, or an offset out of range.
    */
   static of(size: number, slide: number, offset = 0): SlidingEventTimeWindows {
-    return new SlidingEventTimeWindows(
-      slidingParams("SlidingEventTimeWindows", size, slide, offset),
-    );
+    return new SlidingEventTimeWindows(checked("SlidingEventTimeWindows", size, slide, offset));
   }
 
-  /**
-   * The windows holding `timestamp`, latest first.
-   * @throws {TypeError} when the record has no (integer) timestamp.
-   */
-  assignWindows(
-    _element: unknown,
-    timestamp: number | undefined,
-    _context: WindowAssignerContext,
-  ): TimeWindow[] {
-    return slide(requireEventTimestamp("SlidingEventTimeWindows", timestamp), this);
-  }
-
-  /** {@linkcode EventTimeTrigger}. */
-  getDefaultTrigger(): Trigger<unknown, TimeWindow> {
-    return EventTimeTrigger.create();
-  }
-
-  /** True. */
-  isEventTime(): boolean {
-    return true;
-  }
-
-  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
-  windowFromNamespace(namespace: string): TimeWindow {
-    return TimeWindow.fromNamespace(namespace);
+  /** The windows holding `time`, latest first. */
+  protected windowsAt(time: number): TimeWindow[] {
+    return slide(time, this);
   }
 
   /** `SlidingEventTimeWindows(<size>, <slide>)`. */
@@ -123,7 +90,7 @@ export class SlidingEventTimeWindows extends WindowAssigner<unknown, TimeWindow>
 }
 
 /** Sliding windows in processing time (Flink's `SlidingProcessingTimeWindows`). */
-export class SlidingProcessingTimeWindows extends WindowAssigner<unknown, TimeWindow> {
+export class SlidingProcessingTimeWindows extends TimeWindowAssigner<unknown> {
   /** Window size, ms. */
   readonly size: number;
   /** Distance between window starts, ms. */
@@ -132,10 +99,8 @@ export class SlidingProcessingTimeWindows extends WindowAssigner<unknown, TimeWi
   readonly offset: number;
 
   private constructor(p: SlidingParams) {
-    super();
-    this.size = p.size;
-    this.slide = p.slide;
-    this.offset = p.offset;
+    super("processing-time");
+    ({ size: this.size, slide: this.slide, offset: this.offset } = p);
   }
 
   /**
@@ -147,35 +112,13 @@ export class SlidingProcessingTimeWindows extends WindowAssigner<unknown, TimeWi
    */
   static of(size: number, slide: number, offset = 0): SlidingProcessingTimeWindows {
     return new SlidingProcessingTimeWindows(
-      slidingParams("SlidingProcessingTimeWindows", size, slide, offset),
+      checked("SlidingProcessingTimeWindows", size, slide, offset),
     );
   }
 
-  /**
-   * The windows holding the current processing time, latest first.
-   * @throws {TypeError} when the clock does not read integer ms.
-   */
-  assignWindows(
-    _element: unknown,
-    _timestamp: number | undefined,
-    context: WindowAssignerContext,
-  ): TimeWindow[] {
-    return slide(requireProcessingTime("SlidingProcessingTimeWindows", context), this);
-  }
-
-  /** {@linkcode ProcessingTimeTrigger}. */
-  getDefaultTrigger(): Trigger<unknown, TimeWindow> {
-    return ProcessingTimeTrigger.create();
-  }
-
-  /** False. */
-  isEventTime(): boolean {
-    return false;
-  }
-
-  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
-  windowFromNamespace(namespace: string): TimeWindow {
-    return TimeWindow.fromNamespace(namespace);
+  /** The windows holding `time`, latest first. */
+  protected windowsAt(time: number): TimeWindow[] {
+    return slide(time, this);
   }
 
   /** `SlidingProcessingTimeWindows(<size>, <slide>)`. */

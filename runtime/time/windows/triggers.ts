@@ -323,7 +323,8 @@ export class ContinuousEventTimeTrigger implements Trigger<unknown, Window> {
     if (next !== undefined) ctx.registerEventTimeTimer(next);
   }
 
-  registerNext(time: number, window: Window, ctx: TriggerContext): void {
+  /** Registers the next periodic firing after `time` (capped at the window's end) in state and as a timer. */
+  private registerNext(time: number, window: Window, ctx: TriggerContext): void {
     const next = Math.min(time + this.interval, window.maxTimestamp());
     ctx.getPartitionedState(this.fireTimeState).add(next);
     ctx.registerEventTimeTimer(next);

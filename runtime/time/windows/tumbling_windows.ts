@@ -26,32 +26,25 @@
  * @module
  */
 
-import {
-  checkDuration,
-  checkOffset,
-  requireEventTimestamp,
-  requireProcessingTime,
-  WindowAssigner,
-  type WindowAssignerContext,
-} from "./window_assigner.ts";
+import { checkDuration, checkOffset } from "./window_assigner.ts";
+import { TimeWindowAssigner } from "./time_window_assigner.ts";
 import { TimeWindow } from "./window.ts";
-import type { Trigger } from "./trigger.ts";
-import { EventTimeTrigger, ProcessingTimeTrigger } from "./triggers.ts";
 
-function tumble(time: number, size: number, offset: number): TimeWindow[] {
-  const start = TimeWindow.getWindowStartWithOffset(time, offset, size);
-  return [new TimeWindow(start, start + size)];
+/** Checks `size` and `offset` for `owner`. @throws {RangeError} naming the bad one. */
+function checked(owner: string, size: number, offset: number): [number, number] {
+  checkDuration(owner, "size", size, 1);
+  return [size, checkOffset(owner, offset, "size", size)];
 }
 
 /** Tumbling windows of `size` ms in event time (Flink's `TumblingEventTimeWindows`). */
-export class TumblingEventTimeWindows extends WindowAssigner<unknown, TimeWindow> {
+export class TumblingEventTimeWindows extends TimeWindowAssigner<unknown> {
   /** Window size, ms. */
   readonly size: number;
   /** Alignment offset, ms. */
   readonly offset: number;
 
-  private constructor(size: number, offset: number) {
-    super();
+  private constructor([size, offset]: [number, number]) {
+    super("event-time");
     this.size = size;
     this.offset = offset;
   }
@@ -64,40 +57,12 @@ export class TumblingEventTimeWindows extends WindowAssigner<unknown, TimeWindow
    * @throws {RangeError} for a non-positive size or an offset out of range.
    */
   static of(size: number, offset = 0): TumblingEventTimeWindows {
-    const owner = "TumblingEventTimeWindows";
-    checkDuration(owner, "size", size, 1);
-    return new TumblingEventTimeWindows(size, checkOffset(owner, offset, "size", size));
+    return new TumblingEventTimeWindows(checked("TumblingEventTimeWindows", size, offset));
   }
 
-  /**
-   * The window holding `timestamp`.
-   * @throws {TypeError} when the record has no (integer) timestamp.
-   */
-  assignWindows(
-    _element: unknown,
-    timestamp: number | undefined,
-    _context: WindowAssignerContext,
-  ): TimeWindow[] {
-    return tumble(
-      requireEventTimestamp("TumblingEventTimeWindows", timestamp),
-      this.size,
-      this.offset,
-    );
-  }
-
-  /** {@linkcode EventTimeTrigger}. */
-  getDefaultTrigger(): Trigger<unknown, TimeWindow> {
-    return EventTimeTrigger.create();
-  }
-
-  /** True. */
-  isEventTime(): boolean {
-    return true;
-  }
-
-  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
-  windowFromNamespace(namespace: string): TimeWindow {
-    return TimeWindow.fromNamespace(namespace);
+  /** The one window holding `time`. */
+  protected windowsAt(time: number): TimeWindow[] {
+    return tumble(time, this.size, this.offset);
   }
 
   /** `TumblingEventTimeWindows(<size>)`. */
@@ -107,14 +72,14 @@ export class TumblingEventTimeWindows extends WindowAssigner<unknown, TimeWindow
 }
 
 /** Tumbling windows of `size` ms in processing time (Flink's `TumblingProcessingTimeWindows`). */
-export class TumblingProcessingTimeWindows extends WindowAssigner<unknown, TimeWindow> {
+export class TumblingProcessingTimeWindows extends TimeWindowAssigner<unknown> {
   /** Window size, ms. */
   readonly size: number;
   /** Alignment offset, ms. */
   readonly offset: number;
 
-  private constructor(size: number, offset: number) {
-    super();
+  private constructor([size, offset]: [number, number]) {
+    super("processing-time");
     this.size = size;
     this.offset = offset;
   }
@@ -126,44 +91,23 @@ export class TumblingProcessingTimeWindows extends WindowAssigner<unknown, TimeW
    * @throws {RangeError} for a non-positive size or an offset out of range.
    */
   static of(size: number, offset = 0): TumblingProcessingTimeWindows {
-    const owner = "TumblingProcessingTimeWindows";
-    checkDuration(owner, "size", size, 1);
-    return new TumblingProcessingTimeWindows(size, checkOffset(owner, offset, "size", size));
-  }
-
-  /**
-   * The window holding the current processing time.
-   * @throws {TypeError} when the clock does not read integer ms.
-   */
-  assignWindows(
-    _element: unknown,
-    _timestamp: number | undefined,
-    context: WindowAssignerContext,
-  ): TimeWindow[] {
-    return tumble(
-      requireProcessingTime("TumblingProcessingTimeWindows", context),
-      this.size,
-      this.offset,
+    return new TumblingProcessingTimeWindows(
+      checked("TumblingProcessingTimeWindows", size, offset),
     );
   }
 
-  /** {@linkcode ProcessingTimeTrigger}. */
-  getDefaultTrigger(): Trigger<unknown, TimeWindow> {
-    return ProcessingTimeTrigger.create();
-  }
-
-  /** False. */
-  isEventTime(): boolean {
-    return false;
-  }
-
-  /** Parses `"<start>:<end>"`. @throws {RangeError} otherwise. */
-  windowFromNamespace(namespace: string): TimeWindow {
-    return TimeWindow.fromNamespace(namespace);
+  /** The one window holding `time`. */
+  protected windowsAt(time: number): TimeWindow[] {
+    return tumble(time, this.size, this.offset);
   }
 
   /** `TumblingProcessingTimeWindows(<size>)`. */
   override toString(): string {
     return `TumblingProcessingTimeWindows(${this.size})`;
   }
+}
+
+function tumble(time: number, size: number, offset: number): TimeWindow[] {
+  const start = TimeWindow.getWindowStartWithOffset(time, offset, size);
+  return [new TimeWindow(start, start + size)];
 }

@@ -65,13 +65,26 @@ export abstract class WindowAssigner<T, W extends Window> {
   abstract windowFromNamespace(namespace: string): W;
 }
 
+/**
+ * Whether `assigner` merges windows: it has a `mergeWindows` method, as
+ * every {@linkcode MergingWindowAssigner} and the session assigners do.
+ * The window operator then keeps a merging window set per key.
+ */
+export function isMergingWindowAssigner<T, W extends Window>(
+  assigner: WindowAssigner<T, W>,
+): assigner is MergingWindowAssigner<T, W> {
+  return typeof (assigner as { mergeWindows?: unknown }).mergeWindows === "function";
+}
+
 /** Called with each group of windows that merge and the window they merge into. */
 export type MergeCallback<W> = (toBeMerged: W[], mergeResult: W) => void;
 
 /**
  * An assigner whose windows can merge, such as sessions (Flink's
  * `MergingWindowAssigner`). The window operator keeps the set of live
- * windows per key and asks the assigner which of them merge.
+ * windows per key and asks the assigner which of them merge. Merging is
+ * recognized by the `mergeWindows` method ({@linkcode isMergingWindowAssigner}),
+ * so the session assigners, which extend `TimeWindowAssigner`, merge too.
  */
 export abstract class MergingWindowAssigner<T, W extends Window> extends WindowAssigner<T, W> {
   /**
