@@ -2,9 +2,10 @@
  * Weir's public test kit: a scripted, checkpointable source
  * ({@linkcode TestSource}, with markers to fail on an attempt, wait for a
  * checkpoint, pause, stamp or end), an exactly-once collecting sink
- * ({@linkcode CollectingSink}) and a hand-driven clock
- * ({@linkcode ManualClock}), so a job's exactly-once behaviour can be tested
- * under induced failures without real sleeps.
+ * ({@linkcode CollectingSink}), a hand-driven clock ({@linkcode ManualClock})
+ * and a reader output that records what a source reader emits
+ * ({@linkcode RecordingReaderOutput}), so a job's exactly-once behaviour can
+ * be tested under induced failures without real sleeps.
  *
  * A typical test runs a job from a `TestSource` whose `fail` marker crashes
  * the first attempt after a checkpoint, and asserts that the
@@ -14,7 +15,7 @@
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { CollectingSink, ManualClock, TestSource } from "./testing.ts";
+ * import { CollectingSink, ManualClock, RecordingReaderOutput, TestSource } from "./testing.ts";
  *
  * const clock = new ManualClock();
  * const source = TestSource.of([1, 2, TestSource.pause(1_000), 3]);
@@ -31,15 +32,13 @@
  * const sink = new CollectingSink<number>();
  * const init = { subtaskIndex: 0, parallelism: 1, attempt: 0, uid: "out", jobId: "example" };
  * const txn = sink.beginTransaction(init);
- * const output = {
- *   collect: (n: number) => sink.invoke(txn, n, { timestamp: undefined }),
- *   output: () => {},
- * };
+ * const output = new RecordingReaderOutput<number>();
  *
  * while (reader.pollNext(output) === "MORE_AVAILABLE");
  * clock.advance(1_000); // the pause ends
  * while (reader.pollNext(output) !== "END_OF_INPUT");
  *
+ * for (const n of output.records) sink.invoke(txn, n, { timestamp: undefined });
  * sink.preCommit(txn);
  * assert.deepEqual(sink.committed(), []); // invisible until the checkpoint completes
  * sink.commit(txn);
@@ -65,11 +64,16 @@ export {
   type CollectingTxn,
 } from "./connectors/testing/collecting_sink.ts";
 export { ManualClock } from "./runtime/time/manual_clock.ts";
+export {
+  type ReaderOutputEvent,
+  RecordingReaderOutput,
+} from "./connectors/testing/reader_output.ts";
 export type {
   Boundedness,
   InputStatus,
   ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -77,6 +81,7 @@ export type {
 } from "./runtime/api/source.ts";
 export type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "./runtime/api/sink.ts";
 export type { Clock } from "./runtime/time/clock.ts";
+export type { WatermarkOutput } from "./runtime/time/watermark.ts";
 export type { FaultInjector, FaultPoint, FaultSite } from "./runtime/task/stream_task.ts";
 export type { CoordinatorFaultPoint } from "./runtime/cluster/coordinator.ts";
 export type { OutputTag } from "./runtime/api/output_tag.ts";

@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
+import { RecordingReaderOutput } from "../../connectors/testing/reader_output.ts";
 import { BuildThenTrickleSource, type TrickleSplit } from "./recovery_job.ts";
 
 function reader(source: BuildThenTrickleSource, clock: ManualClock, subtaskIndex = 0) {
@@ -21,10 +22,9 @@ function reader(source: BuildThenTrickleSource, clock: ManualClock, subtaskIndex
 }
 
 function drain(r: ReturnType<typeof reader>): number[] {
-  const seen: number[] = [];
-  const output = { collect: (n: number) => seen.push(n), output: () => {} };
+  const output = new RecordingReaderOutput<number>();
   while (r.pollNext(output) === "MORE_AVAILABLE");
-  return seen;
+  return output.records;
 }
 
 Deno.test("BuildThenTrickleSource emits the build records at once, then the trickle at its rate", async () => {

@@ -7,12 +7,19 @@
  * rate limit (a {@linkcode RateLimiter} on the job's processing-time clock).
  * A split's position is its next number, so a restore resumes exactly.
  *
+ * Each split emits through its own split output
+ * (`output.createOutputForSplit`, created at the first `pollNext` after the
+ * split was added, so it counts for the subtask's watermark even before its
+ * first record, and released after its last record), so each split has its
+ * own watermarks and idleness (Flink's FLIP-27 split-local outputs).
+ *
  * @module
  */
 
 import type {
   InputStatus,
   ReaderOutput,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -32,6 +39,11 @@ export interface InterleavedRange {
   readonly last: number;
 }
 
+/** A range being read, with its split output once it emitted. */
+interface ActiveRange<T> extends InterleavedRange {
+  output: SourceOutput<T> | undefined;
+}
+
 /**
  * A reader over interleaved number splits (see the module docs). A source
  * says how its split shape maps to a range and back, and what to emit for
@@ -43,8 +55,10 @@ export abstract class InterleavedReader<T, S extends SourceSplit> implements Sou
   readonly #batchSize: number;
   readonly #limiter: RateLimiter | undefined;
   readonly #source: string;
-  #splits: InterleavedRange[] = [];
+  #splits: ActiveRange<T>[] = [];
   #cursor = 0;
+  /** Splits were added since the last `pollNext`: their outputs are still to be created. */
+  #newSplits = false;
   #waiter: Sleep | undefined;
 
   /**
@@ -72,8 +86,8 @@ export abstract class InterleavedReader<T, S extends SourceSplit> implements Sou
   protected abstract toRange(split: S): InterleavedRange | undefined;
   /** The split shape of a range's current position. */
   protected abstract fromRange(range: InterleavedRange): S;
-  /** Emits the record of number `n`. */
-  protected abstract emit(n: number, output: ReaderOutput<T>): void;
+  /** Emits the record of number `n` into its split's output. */
+  protected abstract emit(n: number, output: SourceOutput<T>): void;
 
   /** Adds splits; exhausted ones are dropped. @throws {Error} naming a malformed split. */
   addSplits(splits: S[]): void {
@@ -88,16 +102,24 @@ export abstract class InterleavedReader<T, S extends SourceSplit> implements Sou
             `it is not one of its splits (${JSON.stringify(split)})`,
         );
       }
-      if (range.next <= range.last) this.#splits.push({ ...range });
+      if (range.next <= range.last) {
+        this.#splits.push({ ...range, output: undefined });
+        this.#newSplits = true;
+      }
     }
   }
 
   /**
-   * Emits up to `batchSize` records, round-robin over the splits.
+   * Emits up to `batchSize` records, round-robin over the splits, each into
+   * its split's output; a split's output is released after its last record.
    * @throws {RangeError} when a split runs past `Number.MAX_SAFE_INTEGER`.
    */
   pollNext(output: ReaderOutput<T>): InputStatus {
     if (this.#splits.length === 0) return "END_OF_INPUT";
+    if (this.#newSplits) {
+      this.#newSplits = false;
+      for (const split of this.#splits) split.output ??= output.createOutputForSplit(split.splitId);
+    }
     let budget = this.#batchSize;
     if (this.#limiter !== undefined) {
       budget = Math.min(budget, this.#limiter.available(this.context.currentProcessingTime()));
@@ -114,11 +136,17 @@ export abstract class InterleavedReader<T, S extends SourceSplit> implements Sou
             `Number.MAX_SAFE_INTEGER at ${n}`,
         );
       }
+      const out = split.output!;
       split.next = n + split.step;
-      if (split.next > split.last) this.#splits.splice(this.#cursor, 1);
-      else this.#cursor++;
       emitted++;
-      this.emit(n, output);
+      if (split.next > split.last) {
+        this.#splits.splice(this.#cursor, 1);
+        this.emit(n, out);
+        output.releaseOutputForSplit(split.splitId);
+      } else {
+        this.#cursor++;
+        this.emit(n, out);
+      }
     }
     this.#limiter?.take(emitted);
     return "MORE_AVAILABLE";
@@ -142,7 +170,9 @@ export abstract class InterleavedReader<T, S extends SourceSplit> implements Sou
 
   /** The splits at their current positions. */
   snapshotState(_checkpointId: number): S[] {
-    return this.#splits.map((range) => this.fromRange(range));
+    return this.#splits.map(({ splitId, next, step, last }) =>
+      this.fromRange({ splitId, next, step, last })
+    );
   }
 
   /** Cancels a pending rate-limit wait. */

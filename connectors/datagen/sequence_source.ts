@@ -41,8 +41,8 @@
 
 import type {
   Boundedness,
-  ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -85,6 +85,7 @@ export interface SequenceSourceOptions {
  * import assert from "node:assert/strict";
  * import { SequenceSource } from "./sequence_source.ts";
  * import { ManualClock } from "../../runtime/time/manual_clock.ts";
+ * import { RecordingReaderOutput } from "../testing/reader_output.ts";
  *
  * const source = new SequenceSource(1, 5);
  * const reader = source.createReader({
@@ -96,10 +97,9 @@ export interface SequenceSourceOptions {
  *   clock: new ManualClock(),
  * });
  * reader.addSplits(source.enumerateSplits({ parallelism: 1 }));
- * const seen: number[] = [];
- * const output = { collect: (n: number) => seen.push(n), output: () => {} };
+ * const output = new RecordingReaderOutput<number>();
  * while (reader.pollNext(output) !== "END_OF_INPUT");
- * assert.deepEqual(seen, [1, 2, 3, 4, 5]);
+ * assert.deepEqual(output.recordsOf("sequence-0"), [1, 2, 3, 4, 5]);
  * ```
  */
 export class SequenceSource implements Source<number, SequenceSplit> {
@@ -195,7 +195,7 @@ class SequenceReader extends InterleavedReader<number, SequenceSplit> {
     return { splitId, next, step, to: last };
   }
 
-  protected emit(n: number, output: ReaderOutput<number>): void {
+  protected emit(n: number, output: SourceOutput<number>): void {
     output.collect(n);
   }
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { decode, encode } from "../../runtime/actor/codec.ts";
-import type { ReaderOutput, SourceReaderContext } from "../../runtime/api/source.ts";
+import type { SourceReaderContext } from "../../runtime/api/source.ts";
+import { RecordingReaderOutput } from "../testing/reader_output.ts";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import { SequenceSource, type SequenceSplit } from "./sequence_source.ts";
 
@@ -23,9 +24,8 @@ function context(
   return ctx;
 }
 
-function collector(): ReaderOutput<number> & { records: number[] } {
-  const records: number[] = [];
-  return { records, collect: (r: number) => void records.push(r), output: () => {} };
+function collector(): RecordingReaderOutput<number> {
+  return new RecordingReaderOutput<number>();
 }
 
 Deno.test("SequenceSource cuts the range into interleaved splits", () => {

@@ -16,7 +16,11 @@
  *
  * One split per file, read in the order given; the split id is the path as
  * given (resolved against the working directory of the process that reads
- * it). A split's position is the byte offset of the next line and that line's
+ * it). A file's records go through its own split output (so it has its own
+ * watermarks), created when the file is opened and released at its end.
+ * Files are read one after the other, so only the file being read counts
+ * for the subtask's watermark: records of a later file with timestamps below
+ * an earlier file's watermark are late (as with Flink's `FileSource`). A split's position is the byte offset of the next line and that line's
  * 1-based number, so a restore reopens the file, seeks, and continues with
  * exactly the line after the last one the checkpoint covers. Finished files
  * leave the reader's state. On restore the reader checks that the byte
@@ -66,6 +70,7 @@ import type {
   InputStatus,
   ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -320,9 +325,11 @@ interface MutableSplit {
 }
 
 /** The file being read: bytes from `base` on are in `buffer`, consumed up to `pos`. */
-interface OpenFile {
+interface OpenFile<T> {
   readonly split: MutableSplit;
   readonly file: Deno.FsFile;
+  /** The split's output, created when the file is opened and released at its end. */
+  readonly output: SourceOutput<T>;
   buffer: Uint8Array;
   pos: number;
   eof: boolean;
@@ -336,7 +343,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   readonly #operatorName: string;
   readonly #readBuffer: Uint8Array;
   #queue: MutableSplit[] = [];
-  #open: OpenFile | undefined;
+  #open: OpenFile<T> | undefined;
 
   constructor(source: FileSource<T>, operatorName: string) {
     this.#source = source;
@@ -362,7 +369,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     let emitted = 0;
     let readThisCall = false;
     while (emitted < this.#source.batchSize) {
-      const current = this.#open ?? await this.#openNext();
+      const current = this.#open ?? await this.#openNext(output);
       if (current === undefined) return emitted > 0 ? "MORE_AVAILABLE" : "END_OF_INPUT";
       const { buffer } = current;
       const newline = buffer.indexOf(LF, current.pos);
@@ -385,6 +392,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
         }
         this.#open = undefined;
         current.file.close();
+        output.releaseOutputForSplit(current.split.path);
         continue;
       }
       if (readThisCall) break;
@@ -404,8 +412,8 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     this.#open = undefined;
   }
 
-  /** Emits one line's record or dead letter; false for a skipped blank line. */
-  #emitLine(current: OpenFile, bytes: Uint8Array, output: ReaderOutput<T>): boolean {
+  /** Emits one line's record (through the file's split output) or dead letter; false for a skipped blank line. */
+  #emitLine(current: OpenFile<T>, bytes: Uint8Array, output: ReaderOutput<T>): boolean {
     const { path, offset, line } = current.split;
     let text: string;
     let failure: { cause: unknown } | undefined;
@@ -438,11 +446,11 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       });
       return true;
     }
-    output.collect(record as T);
+    current.output.collect(record as T);
     return true;
   }
 
-  async #openNext(): Promise<OpenFile | undefined> {
+  async #openNext(output: ReaderOutput<T>): Promise<OpenFile<T> | undefined> {
     const split = this.#queue.shift();
     if (split === undefined) return undefined;
     const { path, offset } = split;
@@ -470,7 +478,14 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       file.close();
       throw error;
     }
-    const current: OpenFile = { split, file, buffer: new Uint8Array(0), pos: 0, eof: false };
+    const current: OpenFile<T> = {
+      split,
+      file,
+      output: output.createOutputForSplit(path),
+      buffer: new Uint8Array(0),
+      pos: 0,
+      eof: false,
+    };
     this.#open = current;
     return current;
   }
@@ -494,7 +509,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     }
   }
 
-  async #readChunk(current: OpenFile): Promise<void> {
+  async #readChunk(current: OpenFile<T>): Promise<void> {
     let read: number | null;
     try {
       read = await current.file.read(this.#readBuffer);

@@ -2,7 +2,6 @@ import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { decode, encode } from "../../runtime/actor/codec.ts";
-import type { OutputTag } from "../../runtime/api/output_tag.ts";
 import type { ReaderOutput, SourceReader, SourceReaderContext } from "../../runtime/api/source.ts";
 import {
   DEAD_LETTER,
@@ -11,6 +10,7 @@ import {
   FileSource,
   type FileSplit,
 } from "./file_source.ts";
+import { RecordingReaderOutput } from "../testing/reader_output.ts";
 
 const context: SourceReaderContext = {
   subtaskIndex: 0,
@@ -21,20 +21,10 @@ const context: SourceReaderContext = {
   clock: new ManualClock(),
 };
 
-interface Collected<T> extends ReaderOutput<T> {
-  records: T[];
-  side: Array<[string, unknown]>;
-}
+type Collected<T> = RecordingReaderOutput<T>;
 
 function collector<T>(): Collected<T> {
-  const records: T[] = [];
-  const side: Array<[string, unknown]> = [];
-  return {
-    records,
-    side,
-    collect: (r: T) => void records.push(r),
-    output: <X>(tag: OutputTag<X>, value: X) => void side.push([tag.id, value]),
-  };
+  return new RecordingReaderOutput<T>();
 }
 
 async function drain<T>(

@@ -31,7 +31,11 @@
  *
  * The deserializer gets the payload and `{ subject, seq, headers }`
  * (default: JSON of UTF-8). The event timestamp is the stream's timestamp
- * of the message (ms), or `timestamp(value, meta)` when given. When the
+ * of the message (ms), or `timestamp(value, meta)` when given. Each split
+ * emits through its own split output, so each has its own watermarks and
+ * idleness (a quiet subject does not hold back event time when the
+ * strategy has `withIdleness`); a bounded split's output is released at its
+ * end. When the
  * deserializer throws, `onMalformed: "fail"` (the default) fails the job
  * with a {@linkcode JetStreamDeserializationError} naming stream, subject
  * and sequence (no restarts: the input stays malformed), and
@@ -83,6 +87,7 @@ import type {
   InputStatus,
   ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -396,10 +401,12 @@ function headerRecord(headers: MessageHeaders | undefined): Record<string, strin
   return out;
 }
 
-interface ActiveSplit {
+interface ActiveSplit<T> {
   readonly split: JetStreamSplit;
   readonly feed: MessageFeed;
   done: boolean;
+  /** The split's output, created at the first `pollNext` after the split was added. */
+  output: SourceOutput<T> | undefined;
 }
 
 /** Reads the splits of one source subtask; see the module docs. */
@@ -411,7 +418,9 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   #rateWait: Sleep | undefined;
   #nc: NatsConnection | undefined;
   #tracker: Promise<TxnStateTracker> | undefined;
-  #splits: ActiveSplit[] = [];
+  #splits: ActiveSplit<T>[] = [];
+  /** Splits were added since the last `pollNext`: their outputs are still to be created. */
+  #newSplits = false;
   #next = 0;
   #wake: (() => void) | undefined;
   #waiting: Promise<void> | undefined;
@@ -455,13 +464,18 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         maxBuffered: o.maxBuffered,
         onChange: () => this.#notify(),
       });
-      this.#splits.push({ split, feed, done: false });
+      this.#splits.push({ split, feed, done: false, output: undefined });
+      this.#newSplits = true;
       feed.start();
     }
   }
 
   pollNext(output: ReaderOutput<T>): InputStatus {
     const o = this.#source.options;
+    if (this.#newSplits) {
+      this.#newSplits = false;
+      for (const s of this.#splits) s.output ??= output.createOutputForSplit(s.split.splitId);
+    }
     const count = this.#splits.length;
     const limiter = this.#limiter;
     const allowed = limiter === undefined
@@ -477,7 +491,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       const step = active.done ? { kind: "end" as const } : active.feed.next();
       if (step.kind === "record" || step.kind === "skipped") {
         if (step.kind === "record") {
-          this.#emit(step.message, output);
+          this.#emit(step.message, active.output!, output);
           emitted++;
         }
         work++;
@@ -485,7 +499,10 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         if (step.kind === "record") this.#next++;
         continue;
       }
-      if (step.kind === "end") active.done = true;
+      if (step.kind === "end" && !active.done) {
+        active.done = true;
+        output.releaseOutputForSplit(active.split.splitId);
+      }
       idle++;
       this.#next++;
     }
@@ -536,7 +553,8 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     wake?.();
   }
 
-  #emit(message: FeedMessage, output: ReaderOutput<T>): void {
+  /** Emits a message's record into its split's output, or its dead letter into the main output. */
+  #emit(message: FeedMessage, split: SourceOutput<T>, output: ReaderOutput<T>): void {
     const o = this.#source.options;
     const meta: MessageMeta = {
       subject: message.subject,
@@ -566,6 +584,6 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       });
       return;
     }
-    output.collect(value, o.timestamp ? o.timestamp(value, meta) : message.timestamp);
+    split.collect(value, o.timestamp ? o.timestamp(value, meta) : message.timestamp);
   }
 }

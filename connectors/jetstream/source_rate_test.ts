@@ -6,18 +6,23 @@
  */
 
 import assert from "node:assert/strict";
-import type { ReaderOutput, SourceReader } from "../../runtime/api/source.ts";
+import type { SourceReader } from "../../runtime/api/source.ts";
+import { RecordingReaderOutput } from "../testing/reader_output.ts";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import { JetStreamSource, type JetStreamSplit } from "./source.ts";
 import { CONNECTION, publishJson, withJetStream } from "./_test_kit.ts";
 
-/** Polls until the reader has nothing it may emit now; returns what it emitted. */
+/** The output each reader always polls into (a reader keeps the split outputs it created). */
+const outputs = new WeakMap<object, RecordingReaderOutput<number>>();
+
+/** Polls until the reader has nothing it may emit now; returns what it emitted in these polls. */
 async function drainNow(r: SourceReader<number, JetStreamSplit>): Promise<number[]> {
-  const seen: number[] = [];
-  const out: ReaderOutput<number> = { collect: (n) => seen.push(n), output: () => {} };
+  let out = outputs.get(r);
+  if (out === undefined) outputs.set(r, out = new RecordingReaderOutput<number>());
+  const before = out.records.length;
   for (;;) {
     const status = await r.pollNext(out);
-    if (status !== "MORE_AVAILABLE") return seen;
+    if (status !== "MORE_AVAILABLE") return out.records.slice(before);
   }
 }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { OutputTag } from "../../runtime/api/output_tag.ts";
 import type { ReaderOutput, SourceReader } from "../../runtime/api/source.ts";
+import { RecordingReaderOutput } from "../testing/reader_output.ts";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import {
   JETSTREAM_DEAD_LETTER,
@@ -19,27 +19,21 @@ import {
   withJetStream,
 } from "./_test_kit.ts";
 
-interface Collected<T> {
-  readonly values: T[];
-  readonly timestamps: (number | undefined)[];
-  readonly deadLetters: JetStreamDeadLetter[];
+/** A recording reader output that also checks dead letters and sorts them out. */
+class Collected<T> extends RecordingReaderOutput<T> {
+  get values(): T[] {
+    return this.records;
+  }
+  get deadLetters(): JetStreamDeadLetter[] {
+    return this.side.map(([tag, value]) => {
+      assert.equal(tag, JETSTREAM_DEAD_LETTER.id);
+      return value as JetStreamDeadLetter;
+    });
+  }
 }
 
-function collector<T>(): Collected<T> & ReaderOutput<T> {
-  const c = {
-    values: [] as T[],
-    timestamps: [] as (number | undefined)[],
-    deadLetters: [] as JetStreamDeadLetter[],
-    collect(value: T, timestamp?: number) {
-      c.values.push(value);
-      c.timestamps.push(timestamp);
-    },
-    output<X>(tag: OutputTag<X>, value: X) {
-      assert.equal(tag.id, JETSTREAM_DEAD_LETTER.id);
-      c.deadLetters.push(value as unknown as JetStreamDeadLetter);
-    },
-  };
-  return c;
+function collector<T>(): Collected<T> {
+  return new Collected<T>();
 }
 
 function source<T = unknown>(

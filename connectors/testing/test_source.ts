@@ -19,7 +19,9 @@
  * assignment of splits, list `i` goes to source subtask `i % parallelism`. A
  * split's position is the index of its next item, markers included, and
  * everything a marker needs is derived from the position and the split, so a
- * restore continues exactly after the checkpoint.
+ * restore continues exactly after the checkpoint. Each split emits through
+ * its own split output (created at the first poll after the split was
+ * added, released when the split ends), so each has its own watermarks.
  *
  * ## Markers
  *
@@ -60,6 +62,7 @@ import type {
   InputStatus,
   ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -166,6 +169,7 @@ export type TestItem<T> = T | TestMarker<T>;
  * ```ts
  * import assert from "node:assert/strict";
  * import { ManualClock } from "../../runtime/time/manual_clock.ts";
+ * import { RecordingReaderOutput } from "./reader_output.ts";
  * import { TestSource } from "./test_source.ts";
  *
  * const source = TestSource.of([1, 2, TestSource.eof(), 3]);
@@ -178,10 +182,9 @@ export type TestItem<T> = T | TestMarker<T>;
  *   clock: new ManualClock(),
  * });
  * reader.addSplits(source.enumerateSplits({ parallelism: 1 }));
- * const seen: number[] = [];
- * const output = { collect: (n: number) => seen.push(n), output: () => {} };
+ * const output = new RecordingReaderOutput<number>();
  * while (reader.pollNext(output) !== "END_OF_INPUT");
- * assert.deepEqual(seen, [1, 2]);
+ * assert.deepEqual(output.recordsOf("test-0"), [1, 2]);
  * ```
  */
 export class TestSource<T> implements Source<T, TestSplit> {
@@ -303,6 +306,8 @@ interface SplitState<T> {
   readonly splitId: string;
   readonly list: number;
   readonly items: ReadonlyArray<TestItem<T>>;
+  /** The split's output, created at the first `pollNext` after the split was added. */
+  output: SourceOutput<T> | undefined;
   position: number;
   /** The highest position of this split that a completed checkpoint covers (-1: none). */
   completedThrough: number;
@@ -356,18 +361,20 @@ class TestSourceReader<T> implements SourceReader<T, TestSplit> {
         position,
         completedThrough: fromCheckpoint ? position : -1,
         pauseUntil: undefined,
+        output: undefined,
       });
     }
   }
 
   pollNext(output: ReaderOutput<T>): InputStatus {
+    for (const split of this.#active) split.output ??= output.createOutputForSplit(split.splitId);
     let emitted = 0;
     let stuck = 0;
     while (emitted < this.#source.batchSize && this.#active.length > 0) {
       if (stuck >= this.#active.length) break;
       if (this.#cursor >= this.#active.length) this.#cursor = 0;
       const split = this.#active[this.#cursor]!;
-      switch (this.#step(split, output)) {
+      switch (this.#step(split, split.output!)) {
         case "emitted":
           emitted++;
           stuck = 0;
@@ -383,6 +390,7 @@ class TestSourceReader<T> implements SourceReader<T, TestSplit> {
         case "ended":
           stuck = 0;
           this.#active.splice(this.#cursor, 1);
+          output.releaseOutputForSplit(split.splitId);
           break;
       }
     }
@@ -453,8 +461,8 @@ class TestSourceReader<T> implements SourceReader<T, TestSplit> {
     this.#waiter?.wake();
   }
 
-  /** Handles the item at the split's position. */
-  #step(split: SplitState<T>, output: ReaderOutput<T>): Step {
+  /** Handles the item at the split's position, emitting into the split's output. */
+  #step(split: SplitState<T>, output: SourceOutput<T>): Step {
     const { position, items } = split;
     if (position >= items.length) return this.#bounded ? "ended" : "blocked";
     const item = items[position];

@@ -8,6 +8,7 @@ import type {
 } from "../../runtime/api/source.ts";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import { InducedFailure, TestSource, type TestSplit } from "./test_source.ts";
+import { RecordingReaderOutput } from "./reader_output.ts";
 
 function context(
   options: { attempt?: number; clock?: ManualClock; subtaskIndex?: number } = {},
@@ -24,23 +25,10 @@ function context(
   return ctx;
 }
 
-interface Collected<T> extends ReaderOutput<T> {
-  records: T[];
-  timestamps: Array<number | undefined>;
-}
+type Collected<T> = RecordingReaderOutput<T>;
 
 function collector<T>(): Collected<T> {
-  const records: T[] = [];
-  const timestamps: Array<number | undefined> = [];
-  return {
-    records,
-    timestamps,
-    collect: (r: T, ts?: number) => {
-      records.push(r);
-      timestamps.push(ts);
-    },
-    output: () => {},
-  };
+  return new RecordingReaderOutput<T>();
 }
 
 function start<T>(source: TestSource<T>, ctx = context()): SourceReader<T, TestSplit> {

@@ -5,7 +5,9 @@
  * (`range-0`, `range-1`, ...), so the first source subtask reads the first
  * range, and so on. A split's position is the index of the next element to
  * emit; the elements themselves stay in the source object and never enter a
- * checkpoint.
+ * checkpoint. Ranges of one reader are read one after the other, each
+ * through its own split output (created when its reading starts, released
+ * at its end).
  *
  * ## Invariants
  *
@@ -34,6 +36,7 @@ import type {
   InputStatus,
   ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -85,7 +88,18 @@ export interface CollectionSourceOptions {
  * });
  * reader.addSplits(source.enumerateSplits({ parallelism: 1 }));
  * const seen: number[] = [];
- * const output = { collect: (n: number) => seen.push(n), output: () => {} };
+ * const split = {
+ *   collect: (n: number) => seen.push(n),
+ *   emitWatermark() {},
+ *   markIdle() {},
+ *   markActive() {},
+ * };
+ * const output = {
+ *   ...split,
+ *   output() {},
+ *   createOutputForSplit: () => split,
+ *   releaseOutputForSplit() {},
+ * };
  * while (reader.pollNext(output) !== "END_OF_INPUT");
  * assert.deepEqual(seen, [1, 2, 3]);
  * ```
@@ -147,11 +161,13 @@ export class CollectionSource<T> implements Source<T, CollectionSplit> {
   }
 }
 
-interface ReaderSplit {
+interface ReaderSplit<T> {
   readonly splitId: string;
   readonly start: number;
   readonly end: number;
   position: number;
+  /** The split's output, created when its reading starts and released at its end. */
+  output: SourceOutput<T> | undefined;
 }
 
 class CollectionReader<T> implements SourceReader<T, CollectionSplit> {
@@ -159,7 +175,7 @@ class CollectionReader<T> implements SourceReader<T, CollectionSplit> {
   readonly #batchSize: number;
   readonly #operatorName: string;
   /** Unfinished splits, read in assignment order. */
-  #splits: ReaderSplit[] = [];
+  #splits: ReaderSplit<T>[] = [];
 
   constructor(elements: readonly T[], batchSize: number, operatorName: string) {
     this.#elements = elements;
@@ -178,7 +194,7 @@ class CollectionReader<T> implements SourceReader<T, CollectionSplit> {
           `Cannot add split ${splitId} to CollectionSource ${this.#operatorName}: range [${start}, ${end}) at position ${position} does not fit a collection of ${this.#elements.length} elements (did the collection change since the checkpoint?)`,
         );
       }
-      if (position < end) this.#splits.push({ splitId, start, end, position });
+      if (position < end) this.#splits.push({ splitId, start, end, position, output: undefined });
     }
   }
 
@@ -188,15 +204,19 @@ class CollectionReader<T> implements SourceReader<T, CollectionSplit> {
     while (budget > 0) {
       const split = this.#splits[0];
       if (split === undefined) break;
+      const out = split.output ??= output.createOutputForSplit(split.splitId);
       const stop = Math.min(split.end, split.position + budget);
       while (split.position < stop) {
         const element = this.#elements[split.position] as T;
         split.position++;
         emitted++;
         budget--;
-        output.collect(element);
+        out.collect(element);
       }
-      if (split.position >= split.end) this.#splits.shift();
+      if (split.position >= split.end) {
+        this.#splits.shift();
+        output.releaseOutputForSplit(split.splitId);
+      }
     }
     // The call that reports the end emits nothing.
     return emitted > 0 ? "MORE_AVAILABLE" : "END_OF_INPUT";

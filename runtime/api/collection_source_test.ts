@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { decode, encode } from "../actor/codec.ts";
 import type { ReaderOutput, SourceReaderContext } from "./source.ts";
 import { CollectionSource, type CollectionSplit } from "./collection_source.ts";
+import { RecordingReaderOutput } from "../../connectors/testing/reader_output.ts";
 
 function context(subtaskIndex = 0, parallelism = 1): SourceReaderContext {
   return {
@@ -15,9 +16,8 @@ function context(subtaskIndex = 0, parallelism = 1): SourceReaderContext {
   };
 }
 
-function collector<T>(): ReaderOutput<T> & { records: T[] } {
-  const records: T[] = [];
-  return { records, collect: (r: T) => void records.push(r), output: () => {} };
+function collector<T>(): RecordingReaderOutput<T> {
+  return new RecordingReaderOutput<T>();
 }
 
 /** Polls until END_OF_INPUT, returning the statuses seen. */

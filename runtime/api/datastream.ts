@@ -31,6 +31,7 @@ import type { Key } from "../state/key_group.ts";
 import { PrintSink, type PrintSinkOptions } from "./print_sink.ts";
 import { AggregatingStateDescriptor } from "./state.ts";
 import { type AggregationField, comparableAggregator } from "./comparable_aggregator.ts";
+import { WATERMARK_FLOORS_KEY, type WatermarkStrategy } from "../time/watermark.ts";
 import { AllWindowedStream, WindowedStream } from "./windowed_stream.ts";
 import type { WindowAssigner } from "../time/windows/window_assigner.ts";
 import type { GlobalWindow, Window } from "../time/windows/window.ts";
@@ -59,6 +60,11 @@ export interface StreamGraphOwner {
 function checkedUid(uid: string): string {
   if (typeof uid !== "string" || uid.length === 0) {
     throw new TypeError(`uid must be a non-empty string: current value is ${JSON.stringify(uid)}`);
+  }
+  if (uid === WATERMARK_FLOORS_KEY) {
+    throw new TypeError(
+      `uid '${uid}' is reserved (checkpoints keep the operators' watermarks under it): choose another`,
+    );
   }
   return uid;
 }
@@ -136,6 +142,33 @@ export class DataStream<T> {
     return this.transform<O>(
       { kind: "process", fn: fn as ProcessFunction<unknown, unknown> },
       "Process",
+    );
+  }
+
+  /**
+   * Assigns each record a timestamp and generates watermarks from them, in
+   * the middle of a job (Flink's `assignTimestampsAndWatermarks` and its
+   * `TimestampsAndWatermarksOperator`): one generator per subtask, periodic
+   * watermarks every auto-watermark interval, idleness when the strategy
+   * has `withIdleness`. Upstream watermarks are ignored, except the end of
+   * input; the operator checkpoints its last watermark as a floor for
+   * restores (see `runtime/time/watermark.ts`).
+   *
+   * @example
+   * ```ts
+   * import { StreamExecutionEnvironment } from "./environment.ts";
+   * import { WatermarkStrategy } from "../time/watermark.ts";
+   * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+   * env.fromCollection([{ ts: 1_000 }, { ts: 3_000 }])
+   *   .assignTimestampsAndWatermarks(
+   *     WatermarkStrategy.forMonotonousTimestamps<{ ts: number }>().withTimestampAssigner((r) => r.ts),
+   *   );
+   * ```
+   */
+  assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>): SingleOutputStreamOperator<T> {
+    return this.transform<T>(
+      { kind: "timestampsAndWatermarks", fn: strategy as WatermarkStrategy<unknown> },
+      "Timestamps/Watermarks",
     );
   }
 

@@ -16,6 +16,17 @@
  * from `enumerateSplits`. A dynamic split enumerator on the coordinator
  * (discovering new partitions at run time) is not part of this interface yet.
  *
+ * ## Watermarks per split
+ *
+ * A reader emits each split's records through
+ * `output.createOutputForSplit(splitId)` and releases that output when the
+ * split is finished (Flink's FLIP-27 split-local outputs): each split then
+ * has its own watermark generator and idleness, and one split far ahead in
+ * event time does not make the others' records late. A source subtask that
+ * owns no split is idle from the start; if the source is unbounded, its
+ * reader is never polled and it never ends, so it emits no end-of-time
+ * watermark.
+ *
  * ## Threading
  *
  * All reader methods run on the subtask's mailbox loop, never concurrently.
@@ -25,6 +36,7 @@
 
 import type { OutputTag } from "./output_tag.ts";
 import type { Clock } from "../time/clock.ts";
+import type { WatermarkOutput } from "../time/watermark.ts";
 
 /** Whether a source ends. A bounded job finishes when all its sources end. */
 export type Boundedness = "bounded" | "continuous-unbounded";
@@ -60,15 +72,54 @@ export interface SourceReaderContext {
 /** What {@linkcode SourceReader.pollNext} reports. */
 export type InputStatus = "MORE_AVAILABLE" | "NOTHING_AVAILABLE" | "END_OF_INPUT";
 
-/** Where a reader emits records. */
-export interface ReaderOutput<T> {
-  /** Emits one record, with an event timestamp in ms when the source has one. */
+/**
+ * Where a reader emits the records of one split (Flink's `SourceOutput`).
+ * Each split output runs its own watermark generator and idleness check
+ * (from the source's `WatermarkStrategy`); the source subtask emits the
+ * minimum watermark over its active split outputs. A record makes its split
+ * active again.
+ *
+ * The watermark methods let a source that knows its event-time progress
+ * (e.g. from the broker) emit it directly, as `WatermarkOutput` allows in
+ * Flink: `emitWatermark` advances this split's watermark (ms; one not above
+ * the split's last is ignored), `markIdle` leaves the split out of the
+ * minimum until it is active again.
+ */
+export interface SourceOutput<T> extends WatermarkOutput {
+  /**
+   * Emits one record, with an event timestamp in ms when the source has one
+   * (the strategy's timestamp assigner may replace it).
+   */
   collect(record: T, timestamp?: number): void;
+}
+
+/**
+ * Where a reader emits records (Flink's `ReaderOutput`). A reader that
+ * reads splits emits each split's records through the output
+ * `createOutputForSplit(splitId)` returns, so that every split gets its own
+ * watermarks; records collected on this main output count as one more
+ * "split" of their own from the first such record on. The runtime passes
+ * the same `ReaderOutput` to every `pollNext` of a reader, so a reader may
+ * keep the split outputs it created.
+ */
+export interface ReaderOutput<T> extends SourceOutput<T> {
   /**
    * Emits `value` to a side output, e.g. a dead-letter record for input the
    * reader could not parse.
    */
   output<X>(tag: OutputTag<X>, value: X): void;
+  /**
+   * The output of split `splitId`, created on the first call (later calls
+   * return the same output until it is released). A split restored from a
+   * checkpoint resumes the watermark (and generator state) it had then.
+   */
+  createOutputForSplit(splitId: string): SourceOutput<T>;
+  /**
+   * Releases the output of split `splitId` once the split is finished: it no
+   * longer counts in the subtask's watermark. Releasing a split without an
+   * output does nothing.
+   */
+  releaseOutputForSplit(splitId: string): void;
 }
 
 /**

@@ -57,6 +57,11 @@ export type OperatorSpec =
     readonly kind: "aggregate";
     readonly fn: AggregateFunction<unknown, unknown, unknown>;
   }
+  | {
+    /** `assignTimestampsAndWatermarks(strategy)`: `fn` is the strategy. */
+    readonly kind: "timestampsAndWatermarks";
+    readonly fn: WatermarkStrategy<unknown>;
+  }
   | { readonly kind: "window"; readonly window: WindowOperatorSpec }
   | { readonly kind: "sink"; readonly sink: Sink<unknown> };
 

@@ -1,8 +1,10 @@
 /**
  * The consumer side of a subtask's input edges: one channel per producer
  * subtask, each with its queue of received messages, its expected sequence
- * number, its watermark and its credit bookkeeping (Flink's `InputGate` and
- * `StatusWatermarkValve`).
+ * number and its credit bookkeeping (Flink's `InputGate`). Watermarks and
+ * watermark status of the channels are combined by the task's
+ * `StatusWatermarkValve` (`runtime/time/status_watermark_valve.ts`), their
+ * one source of truth.
  *
  * Messages are queued as the transport delivers them and consumed by the
  * task's mailbox loop, round-robin over channels that are not blocked by
@@ -42,8 +44,6 @@ export class InputChannel {
   readonly queue: (BufferMessage | EventMessage)[] = [];
   /** Blocked by alignment. */
   blocked = false;
-  /** Last watermark received (ms). */
-  watermark = Number.NEGATIVE_INFINITY;
   /** End of data received. */
   endOfData = false;
   /** Buffers consumed since the last credit grant. */
@@ -193,15 +193,6 @@ export class InputGate {
       n,
     };
     transport.publish(ch.producerSubject, encode(msg));
-  }
-
-  /** The minimum watermark over channels that have not ended (ms). */
-  combinedWatermark(): number {
-    let min = Number.POSITIVE_INFINITY;
-    for (const ch of this.channels) {
-      if (!ch.endOfData && ch.watermark < min) min = ch.watermark;
-    }
-    return min;
   }
 
   /** Whether every channel delivered end of data. */

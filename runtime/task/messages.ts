@@ -22,8 +22,8 @@
  * sequence number, starting at 0 per attempt and channel; the consumer fails
  * the attempt on any gap, duplicate or reorder. A `buf` may only be sent with
  * a credit, granted by the consumer (`credit`) as it consumes buffers; events
- * (barrier, watermark, end of data) need none and stay in order behind the
- * buffers queued before them.
+ * (barrier, watermark, watermark status, end of data) need none and stay in
+ * order behind the buffers queued before them.
  *
  * A `buf` carries its records (and their timestamps, when some record has
  * one) as one block in `vb`, encoded by `encodeRecords` of
@@ -38,11 +38,17 @@
 
 import type { CheckpointFailureCode, SubtaskAck } from "../checkpoint/types.ts";
 import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
+import type { WatermarkStatus } from "../time/watermark.ts";
 
-/** An in-band control event of a channel. */
+/**
+ * An in-band control event of a channel: a checkpoint barrier, a watermark
+ * (ms), a watermark status change (Flink's `WatermarkStatus`: the producer
+ * subtask turned idle or active again) or the end of data.
+ */
 export type ChannelEvent =
   | { readonly k: "barrier"; readonly id: number; readonly ts: number }
   | { readonly k: "wm"; readonly wm: number }
+  | { readonly k: "status"; readonly s: WatermarkStatus }
   | { readonly k: "eod" };
 
 /** Fields of every message. */

@@ -10,7 +10,9 @@ import type { JobGraph, JobVertex, OperatorOutput } from "../graph/job_graph.ts"
 import type { OperatorEnvironment, Output, StreamOperator } from "./operators/operator.ts";
 import type { RecordWriter } from "./record_writer.ts";
 import { logger } from "../log.ts";
+import type { WatermarkStatus } from "../time/watermark.ts";
 import { SourceOperator } from "./operators/source_operator.ts";
+import { TimestampsAndWatermarksOperator } from "./operators/timestamps_and_watermarks_operator.ts";
 import { SimpleSinkOperator, TwoPhaseCommitSinkOperator } from "./operators/sink_operators.ts";
 import { WindowOperator } from "./operators/window_operator.ts";
 import {
@@ -26,6 +28,7 @@ import {
 interface Target {
   collect(value: unknown, timestamp: number | undefined): void;
   watermark(watermark: number): void;
+  status(status: WatermarkStatus): void;
 }
 
 const log = logger("task");
@@ -39,6 +42,9 @@ function makeOutput(main: Target[], side: Map<string, Target[]>, where: string):
   const all = [...main, ...[...side.values()].flat()];
   const emitWatermark = (wm: number) => {
     for (const t of all) t.watermark(wm);
+  };
+  const emitWatermarkStatus = (status: WatermarkStatus) => {
+    for (const t of all) t.status(status);
   };
   const warned = new Set<string>();
   const collectSide = (tagId: string, value: unknown, ts: number | undefined) => {
@@ -57,7 +63,7 @@ function makeOutput(main: Target[], side: Map<string, Target[]>, where: string):
   };
   if (main.length === 1) {
     const only = main[0]!;
-    return { collect: only.collect, collectSide, emitWatermark }; // one call less per record
+    return { collect: only.collect, collectSide, emitWatermark, emitWatermarkStatus }; // one call less per record
   }
   return {
     collect(value, ts) {
@@ -65,6 +71,7 @@ function makeOutput(main: Target[], side: Map<string, Target[]>, where: string):
     },
     collectSide,
     emitWatermark,
+    emitWatermarkStatus,
   };
 }
 
@@ -74,7 +81,8 @@ export class OperatorChain {
 
   /**
    * @param writers record writers by edge index, for this vertex's output edges.
-   * @param autoWatermarkIntervalMs period of source watermarks.
+   * @param autoWatermarkIntervalMs period of periodic watermarks (sources and
+   *   `assignTimestampsAndWatermarks`), in ms.
    */
   constructor(options: {
     graph: JobGraph;
@@ -146,6 +154,13 @@ export class OperatorChain {
         case "window":
           ops[i] = new WindowOperator({ ...common, spec: s.window });
           break;
+        case "timestampsAndWatermarks":
+          ops[i] = new TimestampsAndWatermarksOperator({
+            ...common,
+            fn: s.fn,
+            autoWatermarkIntervalMs: options.autoWatermarkIntervalMs,
+          });
+          break;
         case "sink":
           ops[i] = s.sink.kind === "two-phase-commit"
             ? new TwoPhaseCommitSinkOperator({ uid: spec.uid, name: spec.name, sink: s.sink, env })
@@ -162,12 +177,14 @@ export class OperatorChain {
       return {
         collect: (v, ts) => op.processElement(v, ts),
         watermark: (wm) => op.processWatermark(wm),
+        status: (status) => op.processWatermarkStatus?.(status),
       };
     }
     const writer = writers.get(out.edge)!;
     return {
       collect: (v, ts) => writer.emit(v, ts),
       watermark: (wm) => writer.broadcastEvent({ k: "wm", wm }),
+      status: (s) => writer.broadcastEvent({ k: "status", s }),
     };
   }
 

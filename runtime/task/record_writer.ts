@@ -27,6 +27,7 @@ import { channelTargets } from "./channels.ts";
 import type { BufferMessage, ChannelEvent, EventMessage } from "./messages.ts";
 import { taskSubject } from "./messages.ts";
 import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
+import type { WatermarkStatus } from "../time/watermark.ts";
 
 /** Room left in a transport message for the envelope around an encoded buffer, in bytes. */
 const ENVELOPE_BYTES = 1024;
@@ -94,6 +95,7 @@ export class RecordWriter {
   readonly #byKeyGroup: ChannelWriter[] = [];
   #roundRobin: number;
   #lastWatermark = Number.NEGATIVE_INFINITY;
+  #lastStatus: WatermarkStatus = "active";
   /** Records written, for metrics. */
   recordsOut = 0;
   /** Buffers sent, for metrics. */
@@ -257,11 +259,18 @@ export class RecordWriter {
     }
   }
 
-  /** Sends `event` on every channel, after the records buffered before it. */
+  /**
+   * Sends `event` on every channel, after the records buffered before it. A
+   * watermark not above the last one sent, and a watermark status equal to
+   * the current one (active at first), are not sent.
+   */
   broadcastEvent(event: ChannelEvent): void {
     if (event.k === "wm") {
       if (event.wm <= this.#lastWatermark) return;
       this.#lastWatermark = event.wm;
+    } else if (event.k === "status") {
+      if (event.s === this.#lastStatus) return;
+      this.#lastStatus = event.s;
     }
     for (const ch of this.#channels) {
       this.#seal(ch);

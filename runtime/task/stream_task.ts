@@ -52,6 +52,7 @@ import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
 import { AlignedBarrierHandler, type BarrierAction } from "./barrier_handler.ts";
 import { type InputChannel, InputGate } from "./input_gate.ts";
 import { RecordWriter } from "./record_writer.ts";
+import { StatusWatermarkValve, type ValveAction } from "../time/status_watermark_valve.ts";
 import { OperatorChain } from "./operator_chain.ts";
 import type { OperatorRestore, OperatorSnapshot, StreamOperator } from "./operators/operator.ts";
 import type { SourceOperator } from "./operators/source_operator.ts";
@@ -153,8 +154,11 @@ export class StreamTask {
   #inputEnded = false;
   #sourceReady = false;
   #sourceWaiting = false;
-  #watermark = Number.NEGATIVE_INFINITY;
+  /** Combines the input channels' watermarks and statuses (none for a source). */
+  readonly #valve: StatusWatermarkValve | undefined;
   #wakeAt: number | undefined;
+  /** A processing-time wake-up came before `start`; it is handled at start. */
+  #timerBeforeStart = false;
   #cancelWake: (() => void) | undefined;
   #alignmentFaultFor = 0;
   /** Records consumed from the input gate. */
@@ -186,6 +190,7 @@ export class StreamTask {
       initialCredits: options.config.initialCredits,
     });
     this.#barriers = new AlignedBarrierHandler(Math.max(1, this.#gate.size));
+    this.#valve = this.#gate.size > 0 ? new StatusWatermarkValve(this.#gate.size) : undefined;
   }
 
   /** `<vertex name> (<i>/<n>) [<vertexId>#<subtask>, attempt <a>]`. */
@@ -509,24 +514,26 @@ export class StreamTask {
           this.#barriers.onBarrier(channel.index, event.id, performance.now()),
         );
         return;
-      case "wm": {
-        channel.watermark = event.wm;
-        this.#advanceWatermark();
+      case "wm":
+        this.#runValveActions(this.#valve!.inputWatermark(channel.index, event.wm));
         return;
-      }
+      case "status":
+        this.#runValveActions(this.#valve!.inputWatermarkStatus(channel.index, event.s));
+        return;
       case "eod":
         channel.endOfData = true;
-        this.#advanceWatermark();
+        this.#runValveActions(this.#valve!.endOfData(channel.index));
         if (this.#gate.allEndOfData) await this.#endInput();
         return;
     }
   }
 
-  #advanceWatermark(): void {
-    const wm = this.#gate.combinedWatermark();
-    if (wm > this.#watermark) {
-      this.#watermark = wm;
-      this.#chain!.head.processWatermark(wm);
+  /** Hands what the valve decided to the head operator, in order. */
+  #runValveActions(actions: readonly ValveAction[]): void {
+    const head = this.#chain!.head;
+    for (const action of actions) {
+      if (action.kind === "watermark") head.processWatermark(action.watermark);
+      else head.processWatermarkStatus?.(action.status);
     }
   }
 
@@ -685,6 +692,7 @@ export class StreamTask {
         this.#started = true;
         this.#sourceReady = true;
         this.#gate.grantInitialCredits();
+        if (this.#timerBeforeStart) this.#mails.push({ t: "timer" });
         return;
       case "trigger":
         if (o.vertex.isSource) await this.#performCheckpoint(mail.id, mail.ts, 0);
@@ -702,6 +710,12 @@ export class StreamTask {
         for (const op of ops) await op.notifyCheckpointAborted(mail.id);
         return;
       case "timer": {
+        // Nothing may be emitted before start (consumers may not listen yet):
+        // a wake-up due earlier (a restored timer, a periodic watermark) waits.
+        if (!this.#started) {
+          this.#timerBeforeStart = true;
+          return;
+        }
         const now = o.clock.now();
         for (const op of ops) op.onProcessingTime(now);
         await this.#quiesce();

@@ -10,6 +10,24 @@
  * Operators are matched by uid, not by vertex, so a chain may change
  * between the checkpoint and the restore.
  *
+ * ## Files
+ *
+ * - `<vertex>-<subtask>-a<attempt>.keyed`: `{ [uid]: KeyedPart }`.
+ * - `<vertex>-<subtask>-a<attempt>.op`: `{ [uid]: OperatorStateSnapshot }`,
+ *   plus, under the reserved key {@linkcode WATERMARK_FLOORS_KEY}, each
+ *   operator's watermark floor (`{ [uid]: ms }`, see
+ *   `runtime/time/watermark.ts`). A subtask whose operators hold only
+ *   watermarks writes an operator file, but its uids are not in `stateUids`:
+ *   a floor alone is not state, and never blocks an `allowNonRestoredState`
+ *   resume.
+ *
+ * ## Watermark floors on restore
+ *
+ * At the same parallelism a subtask gets its own old subtask's watermark.
+ * At another parallelism it gets the minimum over all old subtasks (`-Infinity`
+ * when one of them had none): it consumes what several old subtasks did,
+ * and only their minimum is a watermark every one of them had passed.
+ *
  * @module
  */
 
@@ -23,6 +41,29 @@ import type { TimerServiceSnapshot } from "../state/timer_service.ts";
 import { type OperatorStateSnapshot, redistributeOperatorState } from "../state/operator_state.ts";
 import type { OperatorRestore, OperatorSnapshot } from "./operators/operator.ts";
 import type { RestorePoint } from "./messages.ts";
+import { MIN_WATERMARK, WATERMARK_FLOORS_KEY } from "../time/watermark.ts";
+
+/**
+ * An operator's watermark floor in an old subtask's operator file (`-Infinity` when none).
+ * @throws {Error} naming the file when the entry is not a number.
+ */
+function watermarkOf(
+  file: Record<string, unknown> | undefined,
+  uid: string,
+  path: string | undefined,
+): number {
+  const floors = file?.[WATERMARK_FLOORS_KEY] as Record<string, unknown> | undefined;
+  const value = floors?.[uid];
+  if (value === undefined) return MIN_WATERMARK;
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new Error(
+      `state file ${path} holds a watermark of operator ${uid} that is not a number: ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  return value;
+}
 
 /** One operator's entry in a subtask's keyed-state file. */
 export interface KeyedPart {
@@ -32,12 +73,21 @@ export interface KeyedPart {
   timers?: TimerServiceSnapshot;
 }
 
+/**
+ * The operator-state file's content: operator state by uid, and the
+ * watermark floors under {@linkcode WATERMARK_FLOORS_KEY}.
+ */
+export type OperatorPart = Record<string, OperatorStateSnapshot | Record<string, number>>;
+
 /** What a subtask writes for one checkpoint. */
 export interface SubtaskSnapshotParts {
   /** The keyed-state file's content by operator uid, or `undefined` when no operator is keyed. */
   readonly keyedPart: Record<string, KeyedPart> | undefined;
-  /** The operator-state file's content by operator uid, or `undefined` when there is none. */
-  readonly operatorPart: Record<string, OperatorStateSnapshot> | undefined;
+  /**
+   * The operator-state file's content, or `undefined` when no operator has
+   * operator state or a watermark.
+   */
+  readonly operatorPart: OperatorPart | undefined;
   /** Uids of the operators that hold any state (for the resume check of `allowNonRestoredState`). */
   readonly stateUids: string[];
 }
@@ -52,14 +102,24 @@ function hasState(snapshot: OperatorSnapshot): boolean {
   return operator !== undefined && Object.values(operator).some((e) => e.items.length > 0);
 }
 
-/** Splits the operators' captures into the subtask's keyed and operator files. */
+/**
+ * Splits the operators' captures into the subtask's keyed and operator files.
+ * @throws {Error} when an operator's uid is {@linkcode WATERMARK_FLOORS_KEY}.
+ */
 export function splitSubtaskSnapshot(
   snapshots: Readonly<Record<string, OperatorSnapshot>>,
 ): SubtaskSnapshotParts {
   let keyedPart: Record<string, KeyedPart> | undefined;
-  let operatorPart: Record<string, OperatorStateSnapshot> | undefined;
+  let operatorPart: OperatorPart | undefined;
+  let watermarks: Record<string, number> | undefined;
   const stateUids: string[] = [];
   for (const [uid, s] of Object.entries(snapshots)) {
+    if (uid === WATERMARK_FLOORS_KEY) {
+      throw new Error(
+        `The uid '${uid}' is reserved for watermark floors: give the operator another`,
+      );
+    }
+    if (s.watermark !== undefined) (watermarks ??= {})[uid] = s.watermark;
     if (hasState(s)) stateUids.push(uid);
     if (s.keyed || s.timers) {
       const part: KeyedPart = {};
@@ -69,6 +129,7 @@ export function splitSubtaskSnapshot(
     }
     if (s.operator && Object.keys(s.operator).length > 0) (operatorPart ??= {})[uid] = s.operator;
   }
+  if (watermarks) (operatorPart ??= {})[WATERMARK_FLOORS_KEY] = watermarks;
   return { keyedPart, operatorPart, stateUids };
 }
 
@@ -123,6 +184,7 @@ export async function readSubtaskRestore(options: {
     const keyed: KeyedStateSnapshot[] = [];
     const timers: TimerServiceSnapshot[] = [];
     const operatorParts: OperatorStateSnapshot[] = [];
+    const watermarks: number[] = [];
     for (const s of subtasks) {
       if (s.keyedHandle && s.keyGroupRange) {
         const old = new KeyGroupRange(s.keyGroupRange[0], s.keyGroupRange[1]);
@@ -134,16 +196,19 @@ export async function readSubtaskRestore(options: {
           if (part?.timers) timers.push(part.timers);
         }
       }
-      const opPart = s.operatorHandle
-        ? (await read(s.operatorHandle))[op.uid] as OperatorStateSnapshot | undefined
-        : undefined;
-      operatorParts.push(opPart ?? {});
+      const file = s.operatorHandle ? await read(s.operatorHandle) : undefined;
+      operatorParts.push((file?.[op.uid] as OperatorStateSnapshot | undefined) ?? {});
+      watermarks.push(watermarkOf(file, op.uid, s.operatorHandle?.path));
     }
+    const watermark = vertexMeta.parallelism === vertex.parallelism
+      ? watermarks[subtask]!
+      : Math.min(...watermarks);
     result.set(op.uid, {
       checkpointId,
       keyed,
       timers,
       operator: redistributeOperatorState(operatorParts, vertex.parallelism, subtask),
+      watermark: watermark === MIN_WATERMARK ? undefined : watermark,
     });
   }
   return result;

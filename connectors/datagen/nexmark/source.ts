@@ -40,8 +40,8 @@
 
 import type {
   Boundedness,
-  ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -184,7 +184,7 @@ class NexmarkReader extends InterleavedReader<NexmarkEvent, NexmarkSplit> {
     return { splitId, next, step, events: last + 1 };
   }
 
-  protected emit(n: number, output: ReaderOutput<NexmarkEvent>): void {
+  protected emit(n: number, output: SourceOutput<NexmarkEvent>): void {
     const generator = this.#generator;
     output.collect(generator.event(n), generator.timestampOf(n));
   }

@@ -10,6 +10,7 @@ import type { SourceReaderContext } from "../../../runtime/api/source.ts";
 import { NexmarkGenerator } from "./generator.ts";
 import type { NexmarkEvent } from "./model.ts";
 import { NexmarkSource, type NexmarkSplit } from "./source.ts";
+import { RecordingReaderOutput } from "../../testing/reader_output.ts";
 
 function readerContext(subtaskIndex: number, parallelism: number, clock = new ManualClock()) {
   return {
@@ -26,9 +27,10 @@ function readerContext(subtaskIndex: number, parallelism: number, clock = new Ma
 function drain(source: NexmarkSource, splits: NexmarkSplit[], limit = Infinity) {
   const reader = source.createReader(readerContext(0, 1));
   reader.addSplits(splits);
-  const seen: [NexmarkEvent, number | undefined][] = [];
-  const output = { collect: (e: NexmarkEvent, t?: number) => seen.push([e, t]), output: () => {} };
-  while (seen.length < limit && reader.pollNext(output) !== "END_OF_INPUT");
+  const output = new RecordingReaderOutput<NexmarkEvent>();
+  while (output.records.length < limit && reader.pollNext(output) !== "END_OF_INPUT");
+  const timestamps = output.timestamps;
+  const seen = output.records.map((e, i): [NexmarkEvent, number | undefined] => [e, timestamps[i]]);
   return { seen, state: reader.snapshotState(1) };
 }
 
@@ -67,13 +69,13 @@ Deno.test("NexmarkSource with eventsPerSecond paces readers and event time at th
   assert.equal(source.config.interEventDelayUs, 1_000);
   const reader = source.createReader(readerContext(0, 2, clock));
   reader.addSplits([source.enumerateSplits({ parallelism: 2 })[0]!]);
-  let count = 0;
-  const output = { collect: () => count++, output: () => {} };
+  const output = new RecordingReaderOutput<NexmarkEvent>();
   while (reader.pollNext(output) === "MORE_AVAILABLE");
-  const burst = count;
+  const burst = output.records.length;
   assert.ok(burst >= 1 && burst <= 50, `burst ${burst}`);
   clock.advance(1_000);
   while (reader.pollNext(output) === "MORE_AVAILABLE");
+  const count = output.records.length;
   assert.ok(count - burst <= 500, `${count - burst} events in 1 s at 500/s`);
   reader.close?.();
 });

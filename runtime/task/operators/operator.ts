@@ -5,7 +5,8 @@
  * ## Call order, all on the subtask's mailbox loop
  *
  * `initializeState` -> `open` -> (`processElement` | `processWatermark` |
- * `onProcessingTime` | `snapshotState` | `notifyCheckpoint*`)* ->
+ * `processWatermarkStatus` | `onProcessingTime` | `snapshotState` |
+ * `notifyCheckpoint*`)* ->
  * `endInput` (bounded input only) -> `close`.
  *
  * `processElement` is synchronous: it is the hot path. An operator whose
@@ -21,6 +22,7 @@ import type { OperatorStateSnapshot } from "../../state/operator_state.ts";
 import type { TimerServiceSnapshot } from "../../state/timer_service.ts";
 import type { KeyGroupRange } from "../../state/key_group.ts";
 import type { Clock } from "../../time/clock.ts";
+import type { WatermarkStatus } from "../../time/watermark.ts";
 
 /** Where an operator's records, side outputs and watermarks go. */
 export interface Output {
@@ -30,6 +32,12 @@ export interface Output {
   collectSide(tagId: string, value: unknown, timestamp: number | undefined): void;
   /** Forwards a watermark (ms). */
   emitWatermark(watermark: number): void;
+  /**
+   * Forwards a watermark status (Flink's `emitWatermarkStatus`): `"idle"`
+   * leaves this output out of the minimum watermark downstream until
+   * `"active"` follows.
+   */
+  emitWatermarkStatus(status: WatermarkStatus): void;
 }
 
 /** One operator's part of a subtask snapshot: plain, MessagePack-encodable data. */
@@ -40,6 +48,12 @@ export interface OperatorSnapshot {
   timers?: TimerServiceSnapshot;
   /** Operator (non-keyed) state. */
   operator?: OperatorStateSnapshot;
+  /**
+   * The operator's current watermark (ms), kept as its floor after a
+   * restore (beyond Flink, see `runtime/time/watermark.ts`). Not state: it
+   * does not make the operator stateful for `allowNonRestoredState`.
+   */
+  watermark?: number;
 }
 
 /** What an operator restores from: the old subtasks' parts for this operator's uid. */
@@ -52,6 +66,12 @@ export interface OperatorRestore {
   readonly timers: TimerServiceSnapshot[];
   /** This subtask's share of the operator state, already redistributed. */
   readonly operator: OperatorStateSnapshot | undefined;
+  /**
+   * The watermark floor (ms): this subtask's own watermark at the checkpoint
+   * when the parallelism is unchanged, else the minimum over the old
+   * subtasks; `undefined` when none was checkpointed.
+   */
+  readonly watermark?: number | undefined;
 }
 
 /** Facts about the running subtask that operators need. */
@@ -96,6 +116,13 @@ export interface StreamOperator {
   processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void;
   /** Advances event time; fires due event-time timers, then forwards the watermark. */
   processWatermark(watermark: number): void;
+  /**
+   * The input's watermark status changed (all inputs idle, or one active
+   * again). Operators that extend `UdfOperator` forward it; an operator
+   * without this method neither reacts to nor forwards status, which only
+   * suits operators without outputs (sinks).
+   */
+  processWatermarkStatus?(status: WatermarkStatus): void;
   /** Fires due processing-time timers. */
   onProcessingTime(nowMs: number): void;
   /**

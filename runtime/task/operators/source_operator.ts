@@ -1,29 +1,48 @@
 /**
  * The source operator: runs a {@linkcode SourceReader} on the subtask's
- * mailbox loop, assigns timestamps, generates watermarks periodically, and
- * checkpoints the reader's splits (with their positions) as split-
- * redistributed operator list state named `_splits`.
+ * mailbox loop, assigns timestamps and generates watermarks per split
+ * (`ProgressiveTimestampsAndWatermarks`, Flink's FLIP-27 split-local
+ * outputs), and checkpoints the reader's splits, with their positions and
+ * watermark state, as split-redistributed operator list state named
+ * `_splits`.
+ *
+ * ## Periodic watermarks and idleness
+ *
+ * From its first poll on, the operator asks the task for a processing-time
+ * wake-up every auto-watermark interval (`env.requestWakeup`, on the job's
+ * clock, so `ManualClock` drives it in tests) and, at each, lets every split
+ * output check its idleness and emit its periodic watermark. Wake-ups are
+ * requested only when the strategy generates watermarks or detects
+ * idleness. They run even while the reader has nothing to emit.
+ *
+ * ## A subtask without splits
+ *
+ * A source subtask that owns no split (more subtasks than splits) marks
+ * itself idle at its first poll, so it never holds back event time
+ * downstream. If the source is unbounded, its reader is never polled and
+ * the subtask never ends: it emits no `MAX_WATERMARK` while the source runs.
+ * A bounded source's reader is polled as usual and ends the subtask
+ * normally.
+ *
+ * ## Checkpointed split state
+ *
+ * Each item of `_splits` is `{ split, watermark }`: the reader's split at its
+ * position, and the split's `SplitWatermarkState` (or `null` when the split
+ * has no output yet). Items of the older format, bare splits, are restored
+ * without watermark state.
  *
  * @module
  */
 
-import type {
-  InputStatus,
-  ReaderOutput,
-  Source,
-  SourceReader,
-  SourceSplit,
-} from "../../api/source.ts";
-import type { OutputTag } from "../../api/output_tag.ts";
+import type { InputStatus, Source, SourceReader, SourceSplit } from "../../api/source.ts";
 import type { ListState } from "../../api/state.ts";
 import { ListStateDescriptor } from "../../api/state.ts";
 import { DefaultOperatorStateStore } from "../../state/operator_state.ts";
+import type { WatermarkStrategy } from "../../time/watermark.ts";
 import {
-  MAX_WATERMARK,
-  MIN_WATERMARK,
-  type WatermarkGenerator,
-  type WatermarkStrategy,
-} from "../../time/watermark.ts";
+  ProgressiveTimestampsAndWatermarks,
+  type SplitWatermarkState,
+} from "../../time/progressive_watermarks.ts";
 import type {
   OperatorEnvironment,
   OperatorRestore,
@@ -32,24 +51,35 @@ import type {
   StreamOperator,
 } from "./operator.ts";
 
+/** One item of the `_splits` operator state. Plain data, MessagePack-encodable. */
+export interface SourceSplitState {
+  /** The split at its checkpointed position. */
+  readonly split: SourceSplit;
+  /** The split's watermark state, or `null` when it had no output yet. */
+  readonly watermark: SplitWatermarkState | null;
+}
+
 /** Drives one source subtask's reader. */
 export class SourceOperator implements StreamOperator {
   readonly uid: string;
   readonly name: string;
   readonly #source: Source<unknown, SourceSplit>;
-  readonly #strategy: WatermarkStrategy<unknown>;
   readonly #env: OperatorEnvironment;
-  readonly #output: Output;
   readonly #watermarkIntervalMs: number;
+  readonly #watermarks: ProgressiveTimestampsAndWatermarks<unknown>;
   #reader: SourceReader<unknown, SourceSplit> | undefined;
   #store: DefaultOperatorStateStore | undefined;
-  #splitsState: ListState<SourceSplit> | undefined;
+  #splitsState: ListState<SourceSplitState | SourceSplit> | undefined;
   #restoredSplits: SourceSplit[] | undefined;
-  #generator: WatermarkGenerator | undefined;
-  #watermark = MIN_WATERMARK;
-  #lastWatermarkAt = 0;
-  #readerOutput: ReaderOutput<unknown>;
+  /** False when the subtask was assigned no split. */
+  #ownsSplits = true;
+  /** Set at the first poll: from then on, periodic watermarks and status may be emitted. */
+  #running = false;
+  #ended = false;
+  #nextPeriodicAt = 0;
   #closed = false;
+  /** What an unbounded subtask without splits waits for: only `close`. */
+  readonly #closedSignal: { promise: Promise<void>; resolve: () => void };
 
   constructor(options: {
     uid: string;
@@ -63,29 +93,56 @@ export class SourceOperator implements StreamOperator {
     this.uid = options.uid;
     this.name = options.name;
     this.#source = options.source;
-    this.#strategy = options.watermarkStrategy;
     this.#env = options.env;
-    this.#output = options.output;
     this.#watermarkIntervalMs = options.autoWatermarkIntervalMs;
-    const assigner = this.#strategy.timestampAssigner;
-    const output = this.#output;
-    this.#readerOutput = {
-      collect: (record: unknown, timestamp?: number) => {
-        const ts = assigner ? assigner(record, timestamp) : timestamp;
-        if (ts !== undefined && this.#generator) this.#generator.onEvent(ts);
-        output.collect(record, ts);
-      },
-      output<X>(tag: OutputTag<X>, value: X) {
-        output.collectSide(tag.id, value, undefined);
-      },
-    };
+    this.#watermarks = new ProgressiveTimestampsAndWatermarks({
+      strategy: options.watermarkStrategy,
+      clock: options.env.clock,
+      output: options.output,
+      where: this.#where(),
+    });
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => resolve = r);
+    this.#closedSignal = { promise, resolve };
+  }
+
+  #where(): string {
+    const env = this.#env;
+    return `source '${this.name}' (uid ${this.uid}) subtask ${env.subtaskIndex}/${env.parallelism} of job ${env.jobId}`;
+  }
+
+  get #idleForever(): boolean {
+    return !this.#ownsSplits && this.#source.boundedness !== "bounded";
   }
 
   initializeState(restore: OperatorRestore | undefined): Promise<void> {
     this.#store = new DefaultOperatorStateStore(restore?.operator);
-    this.#splitsState = this.#store.getListState(new ListStateDescriptor<SourceSplit>("_splits"));
-    if (restore) this.#restoredSplits = [...this.#splitsState.get()];
+    this.#splitsState = this.#store.getListState(
+      new ListStateDescriptor<SourceSplitState | SourceSplit>("_splits"),
+    );
+    if (restore) {
+      this.#restoredSplits = [...this.#splitsState.get()].map((item) => this.#restoreItem(item));
+    }
     return Promise.resolve();
+  }
+
+  /** Reads one `_splits` item (either format) and hands its watermark state over. */
+  #restoreItem(item: SourceSplitState | SourceSplit): SourceSplit {
+    const isObject = (v: unknown): v is Record<string, unknown> =>
+      typeof v === "object" && v !== null;
+    if (isObject(item) && typeof item.splitId === "string") return item as SourceSplit;
+    if (isObject(item) && isObject(item.split) && typeof item.split.splitId === "string") {
+      const { split, watermark } = item as SourceSplitState;
+      if (watermark !== null && watermark !== undefined) {
+        this.#watermarks.restoreSplit(split.splitId, watermark);
+      }
+      return split;
+    }
+    throw new Error(
+      `Cannot restore ${this.#where()}: a checkpointed split must be a split or { split, watermark }, got ${
+        JSON.stringify(item)
+      }`,
+    );
   }
 
   async open(): Promise<void> {
@@ -98,40 +155,41 @@ export class SourceOperator implements StreamOperator {
       currentProcessingTime: () => env.clock.now(),
       clock: env.clock,
     });
-    this.#generator = this.#strategy.createGenerator?.();
-    this.#lastWatermarkAt = env.clock.now();
     await this.#reader.start?.();
     let splits = this.#restoredSplits;
     if (splits === undefined) {
       const all = await this.#source.enumerateSplits({ parallelism: env.parallelism });
       splits = all.filter((_, i) => i % env.parallelism === env.subtaskIndex);
     }
+    this.#ownsSplits = splits.length > 0;
     this.#reader.addSplits(splits);
   }
 
-  /** Polls the reader once, then emits a periodic watermark when one is due. */
+  /**
+   * Polls the reader once. The first poll starts periodic watermarks and,
+   * for a subtask without splits, marks it idle. An unbounded subtask
+   * without splits never polls its reader.
+   */
   poll(): InputStatus | Promise<InputStatus> {
-    const status = this.#reader!.pollNext(this.#readerOutput);
-    this.#maybeEmitWatermark();
-    return status;
+    if (!this.#running) this.#start();
+    if (this.#idleForever) return "NOTHING_AVAILABLE";
+    return this.#reader!.pollNext(this.#watermarks.readerOutput);
   }
 
-  /** Resolves when the reader may have records again. */
+  #start(): void {
+    this.#running = true;
+    if (!this.#ownsSplits) this.#watermarks.markIdle();
+    if (this.#watermarks.periodic) {
+      this.#nextPeriodicAt = this.#env.clock.now() + this.#watermarkIntervalMs;
+      this.#env.requestWakeup(this.#nextPeriodicAt);
+    }
+  }
+
+  /** Resolves when the reader may have records again (never, for an unbounded subtask without splits). */
   isAvailable(): Promise<void> {
+    if (this.#idleForever) return this.#closedSignal.promise;
     return this.#reader!.isAvailable?.() ??
       new Promise((resolve) => setTimeout(resolve, 1));
-  }
-
-  #maybeEmitWatermark(): void {
-    if (!this.#generator) return;
-    const now = this.#env.clock.now();
-    if (now - this.#lastWatermarkAt < this.#watermarkIntervalMs) return;
-    this.#lastWatermarkAt = now;
-    const wm = this.#generator.onPeriodicEmit();
-    if (wm !== undefined && wm > this.#watermark) {
-      this.#watermark = wm;
-      this.#output.emitWatermark(wm);
-    }
   }
 
   processElement(): void {
@@ -140,7 +198,15 @@ export class SourceOperator implements StreamOperator {
 
   processWatermark(): void {}
 
-  onProcessingTime(): void {}
+  /** Emits the periodic watermarks and idleness when their interval is due, and asks for the next wake-up. */
+  onProcessingTime(nowMs: number): void {
+    if (!this.#running || this.#ended || this.#closed || !this.#watermarks.periodic) return;
+    if (nowMs >= this.#nextPeriodicAt) {
+      this.#watermarks.emitPeriodicWatermark(nowMs);
+      this.#nextPeriodicAt = nowMs + this.#watermarkIntervalMs;
+    }
+    this.#env.requestWakeup(this.#nextPeriodicAt);
+  }
 
   quiesce(): Promise<void> {
     return Promise.resolve();
@@ -148,13 +214,17 @@ export class SourceOperator implements StreamOperator {
 
   /** End of input: event time ends too, so every event-time timer downstream fires. */
   endInput(): Promise<void> {
-    this.#watermark = MAX_WATERMARK;
-    this.#output.emitWatermark(MAX_WATERMARK);
+    this.#ended = true;
+    this.#watermarks.emitFinalWatermark();
     return Promise.resolve();
   }
 
   snapshotState(checkpointId: number): Promise<OperatorSnapshot> {
-    this.#splitsState!.update(this.#reader!.snapshotState(checkpointId));
+    const splits = this.#reader!.snapshotState(checkpointId);
+    this.#splitsState!.update(splits.map((split) => ({
+      split,
+      watermark: this.#watermarks.snapshotSplit(split.splitId) ?? null,
+    })));
     return Promise.resolve({ operator: this.#store!.snapshot() });
   }
 
@@ -169,6 +239,7 @@ export class SourceOperator implements StreamOperator {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#closedSignal.resolve();
     await this.#reader?.close?.();
   }
 }

@@ -32,7 +32,7 @@ import { HeapKeyedStateBackend } from "../../state/heap_keyed_backend.ts";
 import { DefaultOperatorStateStore } from "../../state/operator_state.ts";
 import { InternalTimerService } from "../../state/timer_service.ts";
 import { assignToKeyGroup, type Key } from "../../state/key_group.ts";
-import { MIN_WATERMARK } from "../../time/watermark.ts";
+import { MIN_WATERMARK, type WatermarkStatus } from "../../time/watermark.ts";
 import type {
   OperatorEnvironment,
   OperatorRestore,
@@ -125,6 +125,10 @@ export abstract class UdfOperator<F> implements StreamOperator {
       }
     }
     this.operatorState = new DefaultOperatorStateStore(restore?.operator);
+    // The watermark floor (beyond Flink): what was late before the restore stays late.
+    if (restore?.watermark !== undefined && restore.watermark > this.currentWatermark) {
+      this.currentWatermark = restore.watermark;
+    }
     this.#restoredCheckpointId = restore?.checkpointId;
     await this.hooks?.initializeState?.({
       isRestored: restore !== undefined,
@@ -171,6 +175,11 @@ export abstract class UdfOperator<F> implements StreamOperator {
     this.output.emitWatermark(watermark);
   }
 
+  /** Forwards a watermark status change (Flink's default for one-input operators). */
+  processWatermarkStatus(status: WatermarkStatus): void {
+    this.output.emitWatermarkStatus(status);
+  }
+
   onProcessingTime(nowMs: number): void {
     if (!this.timers) return;
     for (
@@ -207,6 +216,7 @@ export abstract class UdfOperator<F> implements StreamOperator {
     if (this.keyed) snapshot.keyed = this.keyed.snapshot();
     if (this.timers) snapshot.timers = this.timers.snapshot();
     if (this.operatorState) snapshot.operator = this.operatorState.snapshot();
+    if (this.currentWatermark > MIN_WATERMARK) snapshot.watermark = this.currentWatermark;
     return snapshot;
   }
 
