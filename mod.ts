@@ -78,6 +78,7 @@ export type {
   InputStatus,
   ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
@@ -95,7 +96,14 @@ export type { CollectionSplit } from "./runtime/api/collection_source.ts";
 export { PrintSink } from "./runtime/api/print_sink.ts";
 export type { PrintSinkOptions } from "./runtime/api/print_sink.ts";
 export { MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy } from "./runtime/time/watermark.ts";
-export type { TimestampAssigner, WatermarkGenerator } from "./runtime/time/watermark.ts";
+export type {
+  TimestampAssigner,
+  WatermarkGenerator,
+  WatermarkGeneratorContext,
+  WatermarkGeneratorSupplier,
+  WatermarkOutput,
+  WatermarkStatus,
+} from "./runtime/time/watermark.ts";
 export { AllWindowedStream, WindowedStream } from "./runtime/api/windowed_stream.ts";
 export type {
   WindowFunctionSpec,
