@@ -112,6 +112,14 @@ export class WindowStates {
       case "aggregating":
         state = b.getAggregatingState(descriptor);
         break;
+      default:
+        throw new TypeError(
+          `Keyed state '${
+            (descriptor as { name?: unknown }).name
+          }' needs a value, list, map, reducing or aggregating state descriptor: current kind is ${
+            JSON.stringify((descriptor as { kind?: unknown }).kind)
+          }`,
+        );
     }
     this.#byName.set(descriptor.name, { kind: descriptor.kind, state });
     return state;
@@ -276,17 +284,39 @@ export class WindowTriggerContext implements OnMergeContext {
 
   /** Calls the trigger's `onElement` for the current window. */
   onElement(value: unknown, timestamp: number | undefined): TriggerResult {
-    return this.#trigger.onElement(value, timestamp, this.window, this);
+    return this.#checked("onElement", this.#trigger.onElement(value, timestamp, this.window, this));
   }
 
   /** Calls the trigger's `onEventTime` for the current window. */
   onEventTime(time: number): TriggerResult {
-    return this.#trigger.onEventTime(time, this.window, this);
+    return this.#checked("onEventTime", this.#trigger.onEventTime(time, this.window, this));
   }
 
   /** Calls the trigger's `onProcessingTime` for the current window. */
   onProcessingTime(time: number): TriggerResult {
-    return this.#trigger.onProcessingTime(time, this.window, this);
+    return this.#checked(
+      "onProcessingTime",
+      this.#trigger.onProcessingTime(time, this.window, this),
+    );
+  }
+
+  /** `result`, when it is a {@linkcode TriggerResult}. @throws {TypeError} otherwise. */
+  #checked(method: string, result: TriggerResult): TriggerResult {
+    switch (result) {
+      case "CONTINUE":
+      case "FIRE":
+      case "PURGE":
+      case "FIRE_AND_PURGE":
+        return result;
+      default:
+        throw new TypeError(
+          `The trigger ${
+            String(this.#trigger)
+          } of ${this.#services.where()} returned no TriggerResult from ${method} for window ${this.window}: current value is ${
+            JSON.stringify(result)
+          } (expected CONTINUE, FIRE, PURGE or FIRE_AND_PURGE)`,
+        );
+    }
   }
 
   /**

@@ -220,3 +220,34 @@ Deno.test("NeverTrigger never fires, registers nothing and keeps no state", () =
   assert.equal(h.numStateEntries(), 0);
   assert.deepEqual(h.eventTimeTimers(), []);
 });
+
+Deno.test("A trigger that answers something other than a TriggerResult fails, naming the value and the method", () => {
+  const typo = {
+    onElement: () => "FIRE_PURGE" as TriggerResult,
+    onEventTime: () => "CONTINUE" as const,
+    onProcessingTime: () => "CONTINUE" as const,
+    clear: () => {},
+    toString: () => "Typo()",
+  };
+  const h = harness(typo);
+  assert.throws(
+    () => h.processElement("a", 0, w(0, 2)),
+    /Typo\(\) of the trigger test harness returned no TriggerResult from onElement for window TimeWindow\{start=0, end=2\}: current value is "FIRE_PURGE"/,
+  );
+});
+
+Deno.test("getPartitionedState refuses a descriptor of no known state kind", () => {
+  const odd: Trigger<unknown, Window> = {
+    onElement: (_e, _t, _w, ctx) => {
+      ctx.getPartitionedState({ kind: "queue", name: "q" } as never);
+      return "CONTINUE";
+    },
+    onEventTime: () => "CONTINUE",
+    onProcessingTime: () => "CONTINUE",
+    clear: () => {},
+  };
+  assert.throws(
+    () => harness(odd).processElement("a", 0, w(0, 2)),
+    /'q' needs a value, list, map.*current kind is "queue"/,
+  );
+});
