@@ -75,6 +75,28 @@ const HOUR_MS = 3_600_000;
 /** Why a test's job ended: the scripted failure that stands for a cancel. */
 const STOP = "stop the unbounded job";
 
+/**
+ * readings → keyBy(key) → {@linkcode TimerPerReading}, on `clock`, with
+ * periodic watermarks every 100 ms of it.
+ */
+function timerJob(options: {
+  source: TestSource<Reading>;
+  strategy: WatermarkStrategy<Reading>;
+  parallelism: number;
+  clock: ManualClock;
+  probe: TimerProbe;
+}): StreamExecutionEnvironment {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment()
+    .setParallelism(options.parallelism)
+    .setClock(options.clock)
+    .setAutoWatermarkInterval(100);
+  env.fromSource(options.source, options.strategy, "readings").uid("readings")
+    .keyBy((r) => r.key)
+    .process(new TimerPerReading(options.probe)).uid("timers")
+    .sinkTo({ kind: "simple", invoke() {} });
+  return env;
+}
+
 /** Runs `steps` while the job runs, then awaits the job's end by the scripted STOP failure. */
 async function runUntilStopped(
   env: StreamExecutionEnvironment,
@@ -106,18 +128,13 @@ Deno.test("an unbounded source with 1 split read by 2 source subtasks still fire
     TestSource.pause(HOUR_MS),
     TestSource.fail(STOP),
   ];
-  const env = StreamExecutionEnvironment.getExecutionEnvironment()
-    .setParallelism(2)
-    .setClock(clock)
-    .setAutoWatermarkInterval(100);
-  env.fromSource(
-    TestSource.of(items, { bounded: false, batchSize: 10 }),
-    WatermarkStrategy.forMonotonousTimestamps<Reading>(),
-    "readings",
-  ).uid("readings")
-    .keyBy((r) => r.key)
-    .process(new TimerPerReading(probe)).uid("timers")
-    .sinkTo({ kind: "simple", invoke() {} });
+  const env = timerJob({
+    source: TestSource.of(items, { bounded: false, batchSize: 10 }),
+    strategy: WatermarkStrategy.forMonotonousTimestamps<Reading>(),
+    parallelism: 2,
+    clock,
+    probe,
+  });
 
   await runUntilStopped(env, async () => {
     try {
@@ -154,17 +171,13 @@ Deno.test("a quiet split turns idle after the idle timeout and no longer holds b
   for (let i = 1; i <= 12; i++) busy.push(reading("busy", i * 1_000), TestSource.pause(300));
   busy.push(TestSource.fail(STOP));
   const quiet: TestItem<Reading>[] = [reading("quiet", 100)];
-  const env = StreamExecutionEnvironment.getExecutionEnvironment()
-    .setClock(clock)
-    .setAutoWatermarkInterval(100);
-  env.fromSource(
-    TestSource.perSubtask([busy, quiet], { bounded: false }),
-    WatermarkStrategy.forMonotonousTimestamps<Reading>().withIdleness(1_000),
-    "readings",
-  ).uid("readings")
-    .keyBy((r) => r.key)
-    .process(new TimerPerReading(probe)).uid("timers")
-    .sinkTo({ kind: "simple", invoke() {} });
+  const env = timerJob({
+    source: TestSource.perSubtask([busy, quiet], { bounded: false }),
+    strategy: WatermarkStrategy.forMonotonousTimestamps<Reading>().withIdleness(1_000),
+    parallelism: 1,
+    clock,
+    probe,
+  });
 
   await runUntilStopped(env, async () => {
     try {
