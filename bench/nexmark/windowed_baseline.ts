@@ -54,7 +54,7 @@ import {
   type WindowedQueryName,
   type WindowedRow,
   windowedRowHash,
-} from "./windowed_queries.ts";
+} from "./windowed_rows.ts";
 
 /** What a windowed baseline run produced. */
 export interface WindowedBaselineResult extends OutputDigest {

@@ -22,7 +22,7 @@ import {
   type Q8Row,
   WINDOWED_QUERY_NAMES,
   windowedRowHash,
-} from "./windowed_queries.ts";
+} from "./windowed_rows.ts";
 
 /** One event per ms of event time: 60_000 events span a minute, so many windows. */
 const SPREAD: NexmarkConfig = { interEventDelayUs: 1000, seed: 3 };

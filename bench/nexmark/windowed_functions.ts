@@ -1,0 +1,316 @@
+/**
+ * The functions of the windowed Nexmark jobs (`windowed_queries.ts`): the
+ * window aggregations, the process window functions that attach a window
+ * to their result, the second stage that picks each window's best items
+ * across keys ({@linkcode WindowTopSelect}), and q7's running-maximum
+ * pre-filter ({@linkcode Q7RunningMaxFilter}).
+ *
+ * Aggregate functions change their accumulator in place and return it, as
+ * `AggregateFunction` allows; their accumulators are plain arrays and
+ * objects (state must be MessagePack-encodable). What they hand downstream
+ * (`getResult`) is a fresh value, never the accumulator itself, since
+ * records are immutable after `collect`.
+ *
+ * @module
+ */
+
+import {
+  type Collector,
+  type KeyedProcessContext,
+  type KeyedProcessFunction,
+  type OnTimerContext,
+  type ProcessWindowContext,
+  type ProcessWindowFunction,
+  type RuntimeContext,
+  TimeWindow,
+  type ValueState,
+  ValueStateDescriptor,
+} from "../../mod.ts";
+import type { AggregateFunction, FunctionHooks } from "../../runtime/api/functions.ts";
+import type { Bid, NexmarkEvent } from "../../connectors/datagen/nexmark/model.ts";
+import type { Q5Row, Q7Row, Q8Row } from "./windowed_rows.ts";
+
+/**
+ * One key's best items in one window, what the first stage of q5 and q7
+ * sends to the second: the window's end (ms, exclusive), the best score
+ * (q5: a bid count; q7: a price) and the items reaching it.
+ */
+export interface WindowTop<T> {
+  /** End of the window, ms (exclusive); the second stage's key. */
+  readonly end: number;
+  /** The best score among this key's items of the window. */
+  readonly score: number;
+  /** The items with that score (at least one). */
+  readonly items: readonly T[];
+}
+
+/** What {@linkcode WindowTopSelect} keeps per window: the best score so far and its items. */
+interface KeptTop<T> {
+  readonly score: number;
+  readonly items: readonly T[];
+}
+
+/**
+ * The second stage of q5 and q7: keyed by window end, it keeps the highest
+ * score of the window's {@linkcode WindowTop}s and every item reaching it
+ * (ties included, Flink's `num >= maxn` and `price = maxprice`), and emits
+ * those items when the watermark passes the window, from an event-time
+ * timer at the window's last instant (`end - 1`).
+ *
+ * Every `WindowTop` of a window arrives before that timer fires: the first
+ * stage emits a window's tops when its own watermark reaches `end - 1` and
+ * forwards that watermark after them, and this operator's watermark is the
+ * minimum over its input channels. The kept state is replaced, never
+ * changed in place (state values are immutable, `runtime/api/state.ts`).
+ */
+export class WindowTopSelect<T> implements KeyedProcessFunction<number, WindowTop<T>, T> {
+  private top!: ValueState<KeptTop<T>>;
+
+  /** Registers the keyed state. */
+  open(ctx: RuntimeContext): void {
+    this.top = ctx.getState(new ValueStateDescriptor<KeptTop<T>>("window-top"));
+  }
+
+  /** Folds one key's top into the window's, and sets the window's timer with its first. */
+  processElement(
+    part: WindowTop<T>,
+    ctx: KeyedProcessContext<number>,
+    _out: Collector<T>,
+  ): void {
+    const kept = this.top.value();
+    if (kept === undefined) {
+      this.top.update({ score: part.score, items: part.items });
+      ctx.timerService().registerEventTimeTimer(part.end - 1);
+    } else if (part.score > kept.score) {
+      this.top.update({ score: part.score, items: part.items });
+    } else if (part.score === kept.score) {
+      this.top.update({ score: kept.score, items: [...kept.items, ...part.items] });
+    }
+  }
+
+  /** The window is complete: emits its best items and forgets it. */
+  onTimer(_timestamp: number, _ctx: OnTimerContext<number>, out: Collector<T>): void {
+    const kept = this.top.value();
+    if (kept === undefined) return;
+    for (const item of kept.items) out.collect(item);
+    this.top.clear();
+  }
+}
+
+/** q5's count of one auction's bids in one pane or window: `[auction, count]`. */
+export type AuctionCount = readonly [auction: number, count: number];
+
+/**
+ * Counts an auction's bids in a pane (q5's first stage; the input is the
+ * bid's auction id), as an `AggregateFunction` whose accumulator
+ * `[auction, count]` also carries the key.
+ */
+export const COUNT_BIDS: AggregateFunction<number, [number, number], AuctionCount> = {
+  createAccumulator: () => [0, 0],
+  add: (auction, acc) => {
+    acc[0] = auction;
+    acc[1]++;
+    return acc;
+  },
+  getResult: (acc) => [acc[0], acc[1]],
+  merge: (a, b) => [a[1] > 0 ? a[0] : b[0], a[1] + b[1]],
+};
+
+/**
+ * Sums an auction's pane counts over a window (q5's second stage), as an
+ * `AggregateFunction` with the same `[auction, count]` accumulator.
+ */
+export const SUM_COUNTS: AggregateFunction<AuctionCount, [number, number], AuctionCount> = {
+  createAccumulator: () => [0, 0],
+  add: (pane, acc) => {
+    acc[0] = pane[0];
+    acc[1] += pane[1];
+    return acc;
+  },
+  getResult: (acc) => [acc[0], acc[1]],
+  merge: (a, b) => [a[1] > 0 ? a[0] : b[0], a[1] + b[1]],
+};
+
+/** Turns an auction's count in a window into a {@linkcode WindowTop} of that window. */
+export class Q5WindowCount
+  implements ProcessWindowFunction<AuctionCount, WindowTop<Q5Row>, number, TimeWindow> {
+  /** Emits `{ end, score: count, items: [[auction, count]] }`. */
+  process(
+    _auction: number,
+    ctx: ProcessWindowContext<TimeWindow>,
+    counts: readonly AuctionCount[],
+    out: Collector<WindowTop<Q5Row>>,
+  ): void {
+    const [auction, num] = counts[0]!;
+    out.collect({ end: ctx.window().end, score: num, items: [[auction, num]] });
+  }
+}
+
+/** q7's projection of a bid. */
+export function q7Row(bid: Bid): Q7Row {
+  return {
+    auction: bid.auction,
+    bidder: bid.bidder,
+    price: bid.price,
+    dateTime: bid.dateTime,
+    extra: bid.extra,
+  };
+}
+
+/**
+ * q7's local phase (the "local" of Flink's local-global aggregation, a
+ * combiner): keeps, per source subtask, the highest price seen so far in
+ * the current 10 s window, and drops the bids below it, projecting the rest
+ * to {@linkcode Q7Row}s. A dropped bid can never be a row: the window's
+ * maximum is at least the maximum of any of its bids. So only bids that
+ * raise or equal their subtask's running maximum cross the shuffle (about
+ * `ln n` of a window's `n` bids, plus ties), and the global stage finds the
+ * same rows.
+ *
+ * Its two fields are a cache, not state: a restored subtask starts with
+ * none and passes more bids until it has seen one of the window, which
+ * changes throughput only. A bid of an earlier window than the current one
+ * (possible only when a subtask reads several splits) is passed unfiltered.
+ * It is a `FlatMapFunction<NexmarkEvent, Q7Row>` object.
+ */
+export class Q7RunningMaxFilter implements FunctionHooks {
+  private readonly sizeMs: number;
+  private window = Number.NEGATIVE_INFINITY;
+  private max = Number.NEGATIVE_INFINITY;
+
+  /**
+   * @param sizeMs the tumbling window's size, ms (q7: 10 000).
+   * @throws {RangeError} unless `sizeMs` is a positive integer.
+   */
+  constructor(sizeMs: number) {
+    if (!Number.isSafeInteger(sizeMs) || sizeMs <= 0) {
+      throw new RangeError(
+        `Q7RunningMaxFilter needs a window size that is a positive integer (ms): current value is ${sizeMs}`,
+      );
+    }
+    this.sizeMs = sizeMs;
+  }
+
+  /** Starts each subtask's copy without a window. */
+  open(): void {
+    this.window = Number.NEGATIVE_INFINITY;
+    this.max = Number.NEGATIVE_INFINITY;
+  }
+
+  /** Passes a bid that is not below its window's running maximum, as a row. */
+  flatMap(e: NexmarkEvent, out: Collector<Q7Row>): void {
+    if (e.type !== "bid") return;
+    const bid = e.bid;
+    const window = TimeWindow.getWindowStartWithOffset(bid.dateTime, 0, this.sizeMs);
+    if (window > this.window) {
+      this.window = window;
+      this.max = bid.price;
+    } else if (window === this.window) {
+      if (bid.price < this.max) return;
+      this.max = bid.price;
+    }
+    out.collect(q7Row(bid));
+  }
+}
+
+/** q7's accumulator: the highest price so far and the rows of the bids at it. */
+export interface Q7Accumulator {
+  /** The highest price seen, cents; `-Infinity` before the first bid. */
+  price: number;
+  /** The rows of the bids at `price`. */
+  rows: Q7Row[];
+}
+
+/**
+ * A key's bids at its highest price in a window (q7's per-auction stage), as
+ * an `AggregateFunction` that changes its accumulator in place.
+ */
+export const TOP_BIDS: AggregateFunction<Q7Row, Q7Accumulator, WindowTop<Q7Row>> = {
+  createAccumulator: () => ({ price: Number.NEGATIVE_INFINITY, rows: [] }),
+  add: (row, acc) => {
+    if (row.price > acc.price) {
+      acc.price = row.price;
+      acc.rows = [row];
+    } else if (row.price === acc.price) acc.rows.push(row);
+    return acc;
+  },
+  // The window's end is filled in by Q7WindowTop.
+  getResult: (acc) => ({ end: 0, score: acc.price, items: [...acc.rows] }),
+  merge: (a, b) =>
+    a.price > b.price
+      ? a
+      : b.price > a.price
+      ? b
+      : { price: a.price, rows: [...a.rows, ...b.rows] },
+};
+
+/** Gives one auction's highest bids of a window the window's end. */
+export class Q7WindowTop
+  implements ProcessWindowFunction<WindowTop<Q7Row>, WindowTop<Q7Row>, number, TimeWindow> {
+  /** Emits the top with `end` set to the window's end. */
+  process(
+    _auction: number,
+    ctx: ProcessWindowContext<TimeWindow>,
+    tops: readonly WindowTop<Q7Row>[],
+    out: Collector<WindowTop<Q7Row>>,
+  ): void {
+    const top = tops[0]!;
+    out.collect({ end: ctx.window().end, score: top.score, items: top.items });
+  }
+}
+
+/** One side of q8's join, projected: what crosses the keyBy (by person id). */
+export type Q8Input =
+  | { readonly side: "person"; readonly id: number; readonly name: string }
+  | { readonly side: "auction"; readonly seller: number };
+
+/** q8's projection of an event: persons and auctions; bids are dropped (`undefined`). */
+export function q8Input(e: NexmarkEvent): Q8Input | undefined {
+  if (e.type === "person") return { side: "person", id: e.person.id, name: e.person.name };
+  if (e.type === "auction") return { side: "auction", seller: e.auction.seller };
+  return undefined;
+}
+
+/** q8's join key: the person's id, or the auction's seller. */
+export function q8Key(r: Q8Input): number {
+  return r.side === "person" ? r.id : r.seller;
+}
+
+/** q8's accumulator for one person id in one window. */
+export interface Q8Accumulator {
+  /** The person's name, when the person was created in the window; else `null`. */
+  name: string | null;
+  /** Whether the person created an auction in the window. */
+  sold: boolean;
+}
+
+/**
+ * Whether a person id was created and sold in a window (q8's join of
+ * distinct persons with distinct sellers), as an `AggregateFunction` that
+ * changes its accumulator in place.
+ */
+export const PERSON_SOLD: AggregateFunction<Q8Input, Q8Accumulator, Q8Accumulator> = {
+  createAccumulator: () => ({ name: null, sold: false }),
+  add: (r, acc) => {
+    if (r.side === "person") acc.name = r.name;
+    else acc.sold = true;
+    return acc;
+  },
+  getResult: (acc) => ({ name: acc.name, sold: acc.sold }),
+  merge: (a, b) => ({ name: a.name ?? b.name, sold: a.sold || b.sold }),
+};
+
+/** Emits `(id, name, starttime)` for a person id that was created and sold in the window. */
+export class Q8NewSeller
+  implements ProcessWindowFunction<Q8Accumulator, Q8Row, number, TimeWindow> {
+  /** Emits the row when the window saw both the person and an auction of theirs. */
+  process(
+    id: number,
+    ctx: ProcessWindowContext<TimeWindow>,
+    results: readonly Q8Accumulator[],
+    out: Collector<Q8Row>,
+  ): void {
+    const r = results[0]!;
+    if (r.name !== null && r.sold) out.collect([id, r.name, ctx.window().start]);
+  }
+}
