@@ -30,7 +30,14 @@ async function engineRows<Q extends WindowedQueryName>(
         rows.push(row);
       },
     }).uid("collect");
-    await env.execute(`nexmark-${query}-test`);
+    const result = await env.execute(`nexmark-${query}-test`);
+    const late = Object.values(result.metrics).flatMap((v) =>
+      Object.entries(v.operators).map(([uid, m]) => [uid, m.numLateRecordsDropped ?? 0] as const)
+    );
+    assert.ok(late.length >= 1, `${query}: no window operator reported its late records`);
+    for (const [uid, dropped] of late) {
+      assert.equal(dropped, 0, `${query}: '${uid}' dropped late records`);
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
