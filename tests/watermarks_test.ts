@@ -321,3 +321,43 @@ Deno.test("late records around a restore are judged as in a run without the fail
   ]);
   assert.deepEqual(byKey(restored.out), expected);
 });
+
+Deno.test("an operator that held only a watermark does not block a resume without allowNonRestoredState", async () => {
+  await withTempDir(async (dir) => {
+    const build = (options: { stampUid: string | undefined; failOnAttempt: number }) => {
+      const sink = new CollectingSink<Judged>();
+      const env = StreamExecutionEnvironment.getExecutionEnvironment()
+        .enableCheckpointing(20, { directory: dir })
+        .setRestartStrategy(RestartStrategies.noRestart());
+      let readings = env.fromSource(
+        TestSource.of(lateScript(options.failOnAttempt), { batchSize: 100 }),
+        WatermarkStrategy.forGenerator<Reading>(() => new MaxMinusBound()),
+        "readings",
+      ).uid("readings");
+      // A stateless operator: at the checkpoint it holds nothing but its watermark.
+      if (options.stampUid !== undefined) readings = readings.map((r) => r).uid(options.stampUid);
+      readings.keyBy((r) => r.key).process(new LatenessJudge()).uid("judge")
+        .sinkTo(sink).uid("judged");
+      return { env, sink };
+    };
+    const first = build({ stampUid: "stamp", failOnAttempt: 0 });
+    const error = await first.env.execute("late around a resume").then(
+      () => assert.fail("the first run should fail for good"),
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof JobFailedError, String(error));
+    const jobId = /resumeFrom\(\{ jobId: "([^"]+)"/.exec(error.message)?.[1];
+    assert.ok(jobId !== undefined, `the error says how to resume: ${error.message}`);
+
+    const resumed = build({ stampUid: undefined, failOnAttempt: 99 });
+    resumed.env.resumeFrom({ jobId });
+    await resumed.env.execute("late around a resume");
+    // The judge kept its floor: the first replayed reading is late, as without the failure.
+    // (Before them, the resumed sink may commit the checkpoint's pending transaction.)
+    assert.deepEqual(byKey(resumed.sink.committed())["k1"]!.slice(-3).map((j) => [j.ts, j.late]), [
+      [1_200, true],
+      [1_460, false],
+      [1_650, true],
+    ]);
+  });
+});

@@ -92,6 +92,22 @@ export interface SubtaskSnapshotParts {
   readonly stateUids: string[];
 }
 
+/**
+ * The watermark floor of new subtask `subtask` of `parallelism` from the
+ * old subtasks' watermarks (ms, one per old subtask in order, `-Infinity`
+ * for none): its own old subtask's at the same parallelism, else the
+ * minimum over all (see the module docs).
+ * @returns the floor in ms, or `undefined` when there is none.
+ */
+export function watermarkFloor(
+  old: readonly number[],
+  parallelism: number,
+  subtask: number,
+): number | undefined {
+  const floor = old.length === parallelism ? old[subtask]! : Math.min(...old);
+  return floor === MIN_WATERMARK || old.length === 0 ? undefined : floor;
+}
+
 /** Whether an operator's snapshot holds any state (keyed entries, timers or operator state). */
 function hasState(snapshot: OperatorSnapshot): boolean {
   const keyed = snapshot.keyed?.states;
@@ -200,15 +216,13 @@ export async function readSubtaskRestore(options: {
       operatorParts.push((file?.[op.uid] as OperatorStateSnapshot | undefined) ?? {});
       watermarks.push(watermarkOf(file, op.uid, s.operatorHandle?.path));
     }
-    const watermark = vertexMeta.parallelism === vertex.parallelism
-      ? watermarks[subtask]!
-      : Math.min(...watermarks);
+    const watermark = watermarkFloor(watermarks, vertex.parallelism, subtask);
     result.set(op.uid, {
       checkpointId,
       keyed,
       timers,
       operator: redistributeOperatorState(operatorParts, vertex.parallelism, subtask),
-      watermark: watermark === MIN_WATERMARK ? undefined : watermark,
+      watermark,
     });
   }
   return result;
