@@ -11,7 +11,12 @@
 
 import type { StateKind } from "../api/state.ts";
 import { type Key, keyOfStateKey, type StateKey, stateKeyOf } from "./key_group.ts";
-import { isExpired, type StateTable, type TtlCell } from "./_heap_state_base.ts";
+import { isExpired, isSingle, type StateTable, type TtlCell } from "./_heap_state_base.ts";
+import type {
+  KeyedStateSnapshotState,
+  KeyGroupEntries,
+  SnapshotVersion,
+} from "./keyed_state_snapshot.ts";
 
 /** The entries of one (key group, namespace), column-wise. */
 export interface Columns {
@@ -45,11 +50,6 @@ export interface Expiry {
   readonly now: number;
 }
 
-/** Whether `kind` stores one value (or accumulator) per entry. */
-function isSingle(kind: StateKind): boolean {
-  return kind === "value" || kind === "reducing" || kind === "aggregating";
-}
-
 /** Whether `kind`'s values may be changed in place by user functions (copy-on-write). */
 function isAccumulating(kind: StateKind): boolean {
   return kind === "reducing" || kind === "aggregating";
@@ -59,6 +59,31 @@ function isAccumulating(kind: StateKind): boolean {
 function markShared(table: StateTable, values: readonly unknown[]): void {
   const shared = table.shared;
   for (const v of values) if (typeof v === "object" && v !== null) shared.add(v);
+}
+
+/**
+ * Captures one state: every key group of its table with a live entry, in
+ * ascending order (`start` is the backend's first key group), dropping and
+ * deleting expired entries and emptied namespace maps.
+ */
+export function snapshotTable(
+  table: StateTable,
+  start: number,
+  expiry: Expiry | undefined,
+): KeyedStateSnapshotState {
+  const keyGroups: KeyGroupEntries[] = [];
+  const { maps, nsMaps } = table;
+  for (let i = 0; i < maps.length; i++) {
+    const m = maps[i];
+    const byNamespace = nsMaps[i];
+    if ((m === undefined || m.size === 0) && byNamespace === undefined) continue;
+    const group = snapshotGroup(table, start + i, m, byNamespace, expiry);
+    if (byNamespace?.size === 0) nsMaps[i] = undefined;
+    if (group !== undefined) keyGroups.push(group);
+  }
+  return table.cells
+    ? { kind: table.kind, ttl: true, ttlTimeCharacteristic: table.cellTime, keyGroups }
+    : { kind: table.kind, ttl: false, keyGroups };
 }
 
 /**
@@ -231,11 +256,54 @@ export interface Stamping {
 }
 
 /**
+ * Loads the key groups of `state` within `[start, end]` into `table`
+ * (others are another subtask's), merging with what is there.
+ * @throws {Error} for a malformed group, or namespaces in a version 1
+ * snapshot, naming state, key group and namespace.
+ */
+export function loadTable(
+  table: StateTable,
+  state: KeyedStateSnapshotState,
+  [start, end]: readonly [number, number],
+  stamping: Stamping,
+  version: SnapshotVersion,
+): void {
+  for (const group of state.keyGroups) {
+    const keyGroup = group.keyGroup;
+    if (!(keyGroup >= start && keyGroup <= end)) continue;
+    if (version === 1 && group.namespaces !== undefined) {
+      throw malformed(
+        table.name,
+        group,
+        "a version 1 snapshot has no namespaces",
+        `${group.namespaces.length} namespace(s)`,
+      );
+    }
+    const i = keyGroup - start;
+    const m = table.maps[i] ??= new Map();
+    const byNamespace = table.nsMaps[i] ??= new Map();
+    loadGroup(
+      table,
+      m,
+      (namespace) => {
+        let nm = byNamespace.get(namespace);
+        if (nm === undefined) byNamespace.set(namespace, nm = new Map());
+        return nm;
+      },
+      group,
+      stamping,
+    );
+    for (const [namespace, nm] of byNamespace) if (nm.size === 0) byNamespace.delete(namespace);
+    if (byNamespace.size === 0) table.nsMaps[i] = undefined;
+  }
+}
+
+/**
  * Loads one key group's entries (default namespace into `m`, the others
  * through `namespaceMap`) in the table's representation.
  * @throws {Error} for a malformed group, naming state, key group and namespace.
  */
-export function loadGroup(
+function loadGroup(
   table: StateTable,
   m: Map<StateKey, unknown>,
   namespaceMap: (namespace: string) => Map<StateKey, unknown>,
@@ -367,16 +435,4 @@ export function forEachCell(table: StateTable, f: (cell: TtlCell<unknown>) => vo
       else (v as Map<unknown, TtlCell<unknown>>).forEach(f);
     }
   }
-}
-
-/** Whether a TTL entry (a cell, a list of cells or a map of cells) has a live cell. */
-export function hasLiveCell(kind: StateKind, v: unknown, ttlMs: number, now: number): boolean {
-  if (isSingle(kind)) return !isExpired((v as TtlCell<unknown>).t, now, ttlMs);
-  if (kind === "list") {
-    return (v as TtlCell<unknown>[]).some((c) => !isExpired(c.t, now, ttlMs));
-  }
-  for (const c of (v as Map<unknown, TtlCell<unknown>>).values()) {
-    if (!isExpired(c.t, now, ttlMs)) return true;
-  }
-  return false;
 }

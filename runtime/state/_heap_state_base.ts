@@ -27,6 +27,7 @@
 import type { StateKind, StateTtlConfig } from "../api/state.ts";
 import type { Key, StateKey } from "./key_group.ts";
 import { type InternalKvState, VOID_NAMESPACE } from "./internal_state.ts";
+import type { TtlTime } from "./keyed_state_snapshot.ts";
 
 /** The key the next state access applies to; shared by the backend and its states. */
 export class KeyContext {
@@ -60,9 +61,6 @@ export interface TtlCell<V> {
 export function isExpired(t: number, now: number, ttlMs: number): boolean {
   return now - t >= ttlMs;
 }
-
-/** Which clock a TTL is measured on. */
-export type TtlTime = "ProcessingTime" | "EventTime";
 
 /** A validated {@linkcode StateTtlConfig}. */
 export interface TtlSettings {
@@ -125,6 +123,11 @@ export function newTable(
     state: undefined,
     shared: new WeakSet(),
   };
+}
+
+/** Whether `kind` stores one value (or accumulator) per entry: value, reducing and aggregating state. */
+export function isSingle(kind: StateKind): boolean {
+  return kind === "value" || kind === "reducing" || kind === "aggregating";
 }
 
 /** What `ListState.get()` returns for a key without elements. */

@@ -24,28 +24,8 @@
  * const checkpoint = backend.snapshot(); // plain object, MessagePack-encodable
  * ```
  *
- * Windows keep each window's state in a namespace of the same state object:
- *
- * @example
- * ```ts
- * import { HeapKeyedStateBackend } from "./heap_keyed_backend.ts";
- * import { KeyGroupRange } from "./key_group.ts";
- * import { ReducingStateDescriptor } from "../api/state.ts";
- *
- * const backend = new HeapKeyedStateBackend({
- *   keyGroupRange: new KeyGroupRange(0, 127),
- *   maxParallelism: 128,
- * });
- * const sums = backend.getReducingState(new ReducingStateDescriptor<number>("sum", (a, b) => a + b));
- * backend.setCurrentKey("sensor_1");
- * sums.setCurrentNamespace("0:1000");
- * sums.add(3);
- * sums.setCurrentNamespace("1000:2000");
- * sums.add(4);
- * sums.mergeNamespaces("0:2000", ["0:1000", "1000:2000"]); // a session window merge
- * sums.setCurrentNamespace("0:2000");
- * if (sums.get() !== 7) throw new Error("unreachable");
- * ```
+ * Windows keep each window's state in a namespace of the same state object;
+ * see `internal_state.ts` for an example.
  *
  * ## Design
  *
@@ -103,6 +83,14 @@
  * @module
  */
 
+export type {
+  KeyedStateSnapshot,
+  KeyedStateSnapshotState,
+  KeyGroupEntries,
+  NamespaceEntries,
+  TtlTime,
+} from "./keyed_state_snapshot.ts";
+
 import type {
   AggregatingState,
   AggregatingStateDescriptor,
@@ -122,8 +110,6 @@ import {
   checkMaxParallelism,
   type Key,
   type KeyGroupRange,
-  keyOfStateKey,
-  type StateKey,
   stateKeyOf,
 } from "./key_group.ts";
 import {
@@ -140,7 +126,6 @@ import {
   type StateTable,
   type TtlSettings,
   ttlSettings,
-  type TtlTime,
 } from "./_heap_state_base.ts";
 import {
   HeapListState,
@@ -157,121 +142,16 @@ import {
   TtlHeapAggregatingState,
 } from "./_heap_aggregating_states.ts";
 import {
-  convertTable,
-  type Expiry,
-  forEachCell,
-  hasLiveCell,
-  loadGroup,
-  snapshotGroup,
-} from "./_heap_snapshot.ts";
-
-// ---------------------------------------------------------------------------
-// Snapshot shapes
-
-/**
- * The entries of one state in one non-default namespace of one key group,
- * column-wise, as in {@linkcode KeyGroupEntries}.
- */
-export interface NamespaceEntries {
-  /** The namespace (for a window, the window's id); never `""`. */
-  readonly namespace: string;
-  /** The keys, original form. */
-  readonly keys: readonly Key[];
-  /** The state of each key in this namespace, as in the table of {@linkcode KeyGroupEntries}. */
-  readonly values: readonly unknown[];
-  /** Last-access times, present exactly when the state has a TTL. */
-  readonly timestamps?: readonly unknown[];
-}
-
-/**
- * The entries of one state in one key group, column-wise: entry `i` of the
- * default namespace is `keys[i]` with `values[i]` (and `timestamps[i]` for a
- * TTL state); the entries of other namespaces are in `namespaces`, each with
- * the same columns. Columns rather than `[key, value]` pairs make the
- * synchronous capture allocate per key group instead of per key (about 6×
- * faster for a ValueState).
- *
- * | kind          | `values[i]`                      | `timestamps[i]` (TTL states only)   |
- * | ------------- | -------------------------------- | ----------------------------------- |
- * | `value`       | the value                        | last access, ms                     |
- * | `reducing`    | the reduced value                | last access, ms                     |
- * | `aggregating` | the accumulator                  | last access, ms                     |
- * | `list`        | the elements, `unknown[]`        | per element, `number[]` ms          |
- * | `map`         | `[userKeys[], userValues[]]`     | per user-map entry, `number[]` ms   |
- *
- * `keys[i]` is the original key (a primitive or a tuple), never its state
- * key. Timestamps are of the state's TTL clock (`ttlTimeCharacteristic`):
- * the backend's clock (`Date.now` by default) or, for event time, the
- * watermark; `-Infinity` for an event-time entry written before event time
- * started.
- *
- * | field        | version 1 | version 2                                              |
- * | ------------ | --------- | ------------------------------------------------------ |
- * | `keys`…      | all keys  | the default namespace's keys (may be empty)            |
- * | `namespaces` | absent    | the other namespaces with entries here, if any         |
- */
-export interface KeyGroupEntries {
-  /** The key group every key of `keys` belongs to. */
-  readonly keyGroup: number;
-  /** The keys of the default namespace, original form. */
-  readonly keys: readonly Key[];
-  /** The state of each key, as in the table above. */
-  readonly values: readonly unknown[];
-  /** Last-access times, present exactly when the state has a TTL. */
-  readonly timestamps?: readonly unknown[];
-  /** The non-default namespaces holding entries in this key group (version 2; absent when none). */
-  readonly namespaces?: readonly NamespaceEntries[];
-}
-
-/** One state in a {@linkcode KeyedStateSnapshot}. */
-export interface KeyedStateSnapshotState {
-  /** The state's kind; a restore registers the name with the same kind only. */
-  readonly kind: StateKind;
-  /** Whether the state had a TTL, so entries carry `timestamps`. */
-  readonly ttl: boolean;
-  /**
-   * The clock of the timestamps, when `ttl` (version 2); absent means
-   * `"ProcessingTime"`. A restore into a state whose TTL uses the other
-   * clock restarts every entry's lifetime at the restore.
-   */
-  readonly ttlTimeCharacteristic?: TtlTime;
-  /**
-   * One {@linkcode KeyGroupEntries} per key group holding at least one
-   * entry (in any namespace), in ascending key-group order.
-   */
-  readonly keyGroups: readonly KeyGroupEntries[];
-}
-
-/**
- * A checkpoint of one {@linkcode HeapKeyedStateBackend}: a plain object of
- * arrays, numbers, strings and the user's state values, so it is
- * MessagePack-encodable whenever the keys and values are.
- *
- * ```
- * { version: 2, maxParallelism: 128, keyGroupRange: [0, 63],
- *   states: {
- *     sum: { kind: "value", ttl: false, keyGroups: [
- *       { keyGroup: 3, keys: ["a", "c"], values: [4, 1] },
- *       { keyGroup: 17, keys: [["b", 1]], values: [2] } ] },
- *     "window-contents": { kind: "reducing", ttl: false, keyGroups: [
- *       { keyGroup: 3, keys: [], values: [], namespaces: [
- *         { namespace: "0:1000", keys: ["a", "c"], values: [7, 1] } ] } ] } } }
- * ```
- *
- * Version 2 added namespaces, the `reducing` and `aggregating` kinds and
- * `ttlTimeCharacteristic`; `snapshot()` writes version 2 and `restore()`
- * reads versions 1 and 2.
- */
-export interface KeyedStateSnapshot {
-  /** Format version: `2` is written, `1` (no namespaces) is still restorable. */
-  readonly version: 1 | 2;
-  /** The max parallelism (number of key groups) the key groups refer to. */
-  readonly maxParallelism: number;
-  /** The snapshotting backend's key-group range, `[start, end]` inclusive. */
-  readonly keyGroupRange: readonly [number, number];
-  /** Every registered or restored state, by name. */
-  readonly states: { readonly [name: string]: KeyedStateSnapshotState };
-}
+  checkSnapshotHeader,
+  checkStateKind,
+  type KeyedStateSnapshot,
+  type KeyedStateSnapshotState,
+  type SnapshotVersion,
+  type TtlTime,
+} from "./keyed_state_snapshot.ts";
+import { convertTable, forEachCell, loadTable, snapshotTable } from "./_heap_snapshot.ts";
+import { stampUnstarted, TtlClocks } from "./_ttl_clocks.ts";
+import { countEntries, liveKeys, liveKeysAndNamespaces } from "./_heap_table_scan.ts";
 
 /** Options of {@linkcode HeapKeyedStateBackend}. */
 export interface HeapKeyedStateBackendOptions {
@@ -289,12 +169,6 @@ export interface HeapKeyedStateBackendOptions {
   readonly eventTimeClock?: () => number;
 }
 
-/** The state kinds each snapshot format version knows. */
-const KINDS_OF_VERSION: { readonly [version in 1 | 2]: readonly StateKind[] } = {
-  1: ["value", "list", "map"],
-  2: ["value", "list", "map", "reducing", "aggregating"],
-};
-
 // ---------------------------------------------------------------------------
 // The backend
 
@@ -311,10 +185,7 @@ export class HeapKeyedStateBackend {
   readonly #start: number;
   readonly #end: number;
   readonly #maxParallelism: number;
-  readonly #clock: () => number;
-  readonly #eventTimeClock: (() => number) | undefined;
-  /** The first finite event time read, once read. */
-  #eventTimeStart: number | undefined;
+  readonly #clocks: TtlClocks;
   readonly #ctx = new KeyContext();
   readonly #tables = new Map<string, StateTable>();
 
@@ -340,8 +211,11 @@ export class HeapKeyedStateBackend {
     this.#start = keyGroupRange.startKeyGroup;
     this.#end = keyGroupRange.endKeyGroup;
     this.#maxParallelism = maxParallelism;
-    this.#clock = options.clock ?? Date.now;
-    this.#eventTimeClock = options.eventTimeClock;
+    this.#clocks = new TtlClocks(options.clock ?? Date.now, options.eventTimeClock, (start) => {
+      for (const table of this.#tables.values()) {
+        if (table.ttl?.time === "EventTime") stampUnstarted(table, start);
+      }
+    });
   }
 
   /** The key groups this backend owns. */
@@ -534,7 +408,7 @@ export class HeapKeyedStateBackend {
     create: (table: StateTable, ttl: TtlSettings | undefined, clock: () => number) => S,
   ): S {
     const ttl = ttlSettings(name, ttlConfig);
-    if (ttl?.time === "EventTime" && this.#eventTimeClock === undefined) {
+    if (ttl?.time === "EventTime" && !this.#clocks.hasEventTime) {
       throw new RangeError(
         `Keyed state '${name}' has an event-time TTL, but this state backend has no event-time clock (option 'eventTimeClock'): current value is undefined`,
       );
@@ -558,56 +432,24 @@ export class HeapKeyedStateBackend {
       return table.state as S;
     }
     const time = ttl?.time ?? "ProcessingTime";
-    if (time === "EventTime") this.#eventNow(); // a registration is an access: event time may start
+    if (time === "EventTime") this.#clocks.event(); // a registration is an access: event time may start
     if (table === undefined) {
       table = newTable(name, kind, this.#range.size, ttl !== undefined, time);
       this.#tables.set(name, table);
     } else if (table.cells !== (ttl !== undefined)) {
-      convertTable(table, ttl !== undefined, this.#now(time));
+      convertTable(table, ttl !== undefined, this.#clocks.now(time));
     } else if (table.cells && table.cellTime !== time) {
       // Times of the other clock mean nothing here: lifetimes restart now.
-      const now = this.#now(time);
+      const now = this.#clocks.now(time);
       forEachCell(table, (cell) => cell.t = now);
     }
     table.cellTime = time;
     table.ttl = ttl;
-    const state = create(table, ttl, time === "EventTime" ? this.#eventNow : this.#clock);
+    const state = create(table, ttl, this.#clocks.clockOf(time));
     table.state = state;
-    if (time === "EventTime" && this.#eventTimeStart !== undefined) {
-      this.#stampUnstarted(table, this.#eventTimeStart);
-    }
+    const start = this.#clocks.eventTimeStart;
+    if (time === "EventTime" && start !== undefined) stampUnstarted(table, start);
     return state;
-  }
-
-  /** The event time (watermark) for TTL; the first finite one starts event time. */
-  readonly #eventNow = (): number => {
-    const now = this.#eventTimeClock!();
-    if (this.#eventTimeStart === undefined && now > -Infinity) {
-      this.#eventTimeStart = now;
-      for (const table of this.#tables.values()) {
-        if (table.ttl?.time === "EventTime") this.#stampUnstarted(table, now);
-      }
-    }
-    return now;
-  };
-
-  /** Gives every cell accessed before event time started the start as its time. */
-  #stampUnstarted(table: StateTable, start: number): void {
-    forEachCell(table, (cell) => {
-      if (cell.t === -Infinity) cell.t = start;
-    });
-  }
-
-  /** The current time of a TTL clock, ms; `-Infinity` for event time without a clock. */
-  #now(time: TtlTime): number {
-    if (time === "ProcessingTime") return this.#clock();
-    return this.#eventTimeClock === undefined ? -Infinity : this.#eventNow();
-  }
-
-  /** How a table's entries expire now, or `undefined` when it has no (known) TTL. */
-  #expiry(table: StateTable): Expiry | undefined {
-    const ttl = table.ttl;
-    return ttl === undefined ? undefined : { ttlMs: ttl.ttlMs, now: this.#now(ttl.time) };
   }
 
   /** Names of all registered or restored states, in registration/restore order. */
@@ -626,16 +468,9 @@ export class HeapKeyedStateBackend {
    *   state outside windows.
    * @throws {Error} when no state of that name is registered or restored.
    */
-  *keys(stateName: string, namespace: string = VOID_NAMESPACE): IterableIterator<Key> {
+  keys(stateName: string, namespace: string = VOID_NAMESPACE): IterableIterator<Key> {
     const table = this.#table(stateName);
-    const expiry = this.#expiry(table);
-    for (let i = 0; i < table.maps.length; i++) {
-      const m = namespace === VOID_NAMESPACE ? table.maps[i] : table.nsMaps[i]?.get(namespace);
-      if (m === undefined) continue;
-      for (const [sk, v] of m) {
-        if (this.#isLive(table, expiry, v)) yield keyOfStateKey(sk);
-      }
-    }
+    return liveKeys(table, namespace, this.#clocks.expiry(table.ttl));
   }
 
   /**
@@ -645,23 +480,9 @@ export class HeapKeyedStateBackend {
    *
    * @throws {Error} when no state of that name is registered or restored.
    */
-  *keysAndNamespaces(stateName: string): IterableIterator<[Key, string]> {
+  keysAndNamespaces(stateName: string): IterableIterator<[Key, string]> {
     const table = this.#table(stateName);
-    const expiry = this.#expiry(table);
-    const live = (m: Map<StateKey, unknown>, namespace: string) =>
-      Array.from(m)
-        .filter(([, v]) => this.#isLive(table, expiry, v))
-        .map(([sk]): [Key, string] => [keyOfStateKey(sk), namespace]);
-    for (let i = 0; i < table.maps.length; i++) {
-      const m = table.maps[i];
-      if (m !== undefined) yield* live(m, VOID_NAMESPACE);
-      for (const [namespace, nm] of table.nsMaps[i] ?? []) yield* live(nm, namespace);
-    }
-  }
-
-  #isLive(table: StateTable, expiry: Expiry | undefined, stored: unknown): boolean {
-    return !table.cells || expiry === undefined ||
-      hasLiveCell(table.kind, stored, expiry.ttlMs, expiry.now);
+    return liveKeysAndNamespaces(table, this.#clocks.expiry(table.ttl));
   }
 
   /**
@@ -683,12 +504,7 @@ export class HeapKeyedStateBackend {
    */
   numEntries(): number {
     let n = 0;
-    for (const table of this.#tables.values()) {
-      for (const m of table.maps) n += m?.size ?? 0;
-      for (const byNamespace of table.nsMaps) {
-        for (const m of byNamespace?.values() ?? []) n += m.size;
-      }
-    }
+    for (const table of this.#tables.values()) n += countEntries(table);
     return n;
   }
 
@@ -717,23 +533,10 @@ export class HeapKeyedStateBackend {
   snapshot(): KeyedStateSnapshot {
     const states: Record<string, KeyedStateSnapshotState> = {};
     for (const table of this.#tables.values()) {
-      const expiry = this.#expiry(table);
-      const keyGroups: KeyGroupEntries[] = [];
-      const { maps, nsMaps } = table;
-      for (let i = 0; i < maps.length; i++) {
-        const m = maps[i];
-        const byNamespace = nsMaps[i];
-        if ((m === undefined || m.size === 0) && byNamespace === undefined) continue;
-        const group = snapshotGroup(table, this.#start + i, m, byNamespace, expiry);
-        if (byNamespace?.size === 0) nsMaps[i] = undefined;
-        if (group !== undefined) keyGroups.push(group);
-      }
       defineEntry(
         states,
         table.name,
-        table.cells
-          ? { kind: table.kind, ttl: true, ttlTimeCharacteristic: table.cellTime, keyGroups }
-          : { kind: table.kind, ttl: false, keyGroups },
+        snapshotTable(table, this.#start, this.#clocks.expiry(table.ttl)),
       );
     }
     return {
@@ -764,33 +567,15 @@ export class HeapKeyedStateBackend {
    */
   restore(snapshots: readonly KeyedStateSnapshot[]): void {
     for (const snap of snapshots) {
-      const version: unknown = snap.version;
-      if (version !== 1 && version !== 2) {
-        throw new Error(
-          `Cannot restore keyed state snapshot: unsupported version (this backend reads 1 and 2), current value is ${
-            JSON.stringify(version)
-          }`,
-        );
-      }
-      if (snap.maxParallelism !== this.#maxParallelism) {
-        throw new Error(
-          `Cannot restore keyed state snapshot taken with max parallelism ${snap.maxParallelism} into a backend with max parallelism ${this.#maxParallelism}: max parallelism must not change across restores`,
-        );
-      }
+      const version = checkSnapshotHeader(snap, this.#maxParallelism);
       for (const [name, state] of Object.entries(snap.states)) {
         this.#restoreState(name, state, version);
       }
     }
   }
 
-  #restoreState(name: string, state: KeyedStateSnapshotState, version: 1 | 2): void {
-    if (!KINDS_OF_VERSION[version].includes(state.kind)) {
-      throw new Error(
-        `Cannot restore keyed state '${name}': unknown kind for a version ${version} snapshot, current value is ${
-          JSON.stringify(state.kind)
-        }`,
-      );
-    }
+  #restoreState(name: string, state: KeyedStateSnapshotState, version: SnapshotVersion): void {
+    checkStateKind(name, state, version);
     const snapTime: TtlTime = state.ttlTimeCharacteristic ?? "ProcessingTime";
     let table = this.#tables.get(name);
     if (table !== undefined && table.kind !== state.kind) {
@@ -805,36 +590,11 @@ export class HeapKeyedStateBackend {
       this.#tables.set(name, table);
     }
     const stamping = {
-      now: table.cells ? this.#now(table.cellTime) : NaN,
+      now: table.cells ? this.#clocks.now(table.cellTime) : NaN,
       keepTimes: state.ttl && snapTime === table.cellTime,
     };
-    for (const group of state.keyGroups) {
-      const keyGroup = group.keyGroup;
-      if (!(keyGroup >= this.#start && keyGroup <= this.#end)) continue;
-      if (version === 1 && group.namespaces !== undefined) {
-        throw new Error(
-          `Malformed snapshot of keyed state '${name}', key group ${keyGroup}: a version 1 snapshot has no namespaces, current value is ${group.namespaces.length} namespace(s)`,
-        );
-      }
-      const i = keyGroup - this.#start;
-      const m = table.maps[i] ??= new Map();
-      const byNamespace = table.nsMaps[i] ??= new Map();
-      loadGroup(
-        table,
-        m,
-        (namespace) => {
-          let nm = byNamespace.get(namespace);
-          if (nm === undefined) byNamespace.set(namespace, nm = new Map());
-          return nm;
-        },
-        group,
-        stamping,
-      );
-      for (const [namespace, nm] of byNamespace) if (nm.size === 0) byNamespace.delete(namespace);
-      if (byNamespace.size === 0) table.nsMaps[i] = undefined;
-    }
-    if (table.ttl?.time === "EventTime" && this.#eventTimeStart !== undefined) {
-      this.#stampUnstarted(table, this.#eventTimeStart);
-    }
+    loadTable(table, state, [this.#start, this.#end], stamping, version);
+    const start = this.#clocks.eventTimeStart;
+    if (table.ttl?.time === "EventTime" && start !== undefined) stampUnstarted(table, start);
   }
 }

@@ -18,12 +18,40 @@
  * The namespace of a state object stays set until changed; it is per state
  * object, not per backend, as in Flink.
  *
+ * The state objects of `HeapKeyedStateBackend` implement these interfaces;
+ * its getters are typed so (`getListState(d): ListState<T> &
+ * InternalMergingState`, and so on):
+ *
+ * @example
+ * ```ts
+ * import { HeapKeyedStateBackend } from "./heap_keyed_backend.ts";
+ * import { KeyGroupRange } from "./key_group.ts";
+ * import { ReducingStateDescriptor } from "../api/state.ts";
+ *
+ * const backend = new HeapKeyedStateBackend({
+ *   keyGroupRange: new KeyGroupRange(0, 127),
+ *   maxParallelism: 128,
+ * });
+ * const sums = backend.getReducingState(new ReducingStateDescriptor<number>("sum", (a, b) => a + b));
+ * backend.setCurrentKey("sensor_1");
+ * sums.setCurrentNamespace("0:1000");
+ * sums.add(3);
+ * sums.setCurrentNamespace("1000:2000");
+ * sums.add(4);
+ * sums.mergeNamespaces("0:2000", ["0:1000", "1000:2000"]); // a session window merge
+ * sums.setCurrentNamespace("0:2000");
+ * if (sums.get() !== 7) throw new Error("unreachable");
+ * ```
+ *
  * ## Merging
  *
  * Session windows merge: the state of several windows (namespaces) of one
  * key is combined into one target namespace. List state concatenates,
  * reducing state reduces, aggregating state merges accumulators with the
- * `AggregateFunction`'s `merge`. Value and map state cannot merge.
+ * `AggregateFunction`'s `merge`. Value and map state cannot merge. As in
+ * Flink, the sources' entries are combined in the order given, and the
+ * result is then combined into the target's entry as `combine(target,
+ * merged)` (for lists: the target's elements first).
  *
  * @module
  */
