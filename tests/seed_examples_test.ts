@@ -12,7 +12,10 @@
  * the tests remove them.
  *
  * The state- and time-dependent seeds (timers, checkpoint content, key
- * groups) are tested in-process in `seed_timers_and_state_test.ts`.
+ * groups) are tested in-process in `seed_timers_and_state_test.ts`; here
+ * seed 4 (`rising_temperature.ts`) runs as its header says, in real time
+ * (its point is 10 s of processing time passing), beside the windowed-count
+ * example (`windowed_counts.ts`).
  *
  * @module
  */
@@ -196,6 +199,54 @@ Deno.test("even_odd_sums.ts commits the same running sums with and without a cra
     "(even,6)",
     "(odd,9)",
   ]);
+});
+
+// ---------------------------------------------------------------------------
+// Event time and processing-time timers
+
+Deno.test("rising_temperature.ts warns once, for the one sensor whose temperature rose for 10 s of processing time", async () => {
+  // The replay takes 14 s: sensor_1's warning comes about 11 s in. The
+  // deadline only bounds a hung run; nothing here is timed.
+  const run = await runExample(
+    ["examples/rising_temperature.ts", "examples/data/rising_temperatures.csv"],
+    90_000,
+  );
+  await assertFinishedCleanly(run);
+  assert.deepEqual(run.stdout.slice(0, -1), [
+    "sensor sensor_1 temperature rose continuously for 10000 ms",
+  ]);
+  assertSummary(run.stdout.at(-1));
+});
+
+Deno.test("windowed_counts.ts prints each sensor's count per 5 s window, and sensor_7's two late readings on the side output", async () => {
+  const [defaults, lenient] = await Promise.all([
+    runExample(["examples/windowed_counts.ts", "examples/data/sensors.csv"]),
+    runExample([
+      "examples/windowed_counts.ts",
+      "examples/data/sensors.csv",
+      "--out-of-orderness-seconds",
+      "3",
+    ]),
+  ]);
+  await assertFinishedCleanly(defaults);
+  await assertFinishedCleanly(lenient);
+  assert.deepEqual(defaults.stdout.slice(0, -1), [
+    "(sensor_1,1547718195,1547718200,3)",
+    "(sensor_7,1547718200,1547718205,2)",
+    "late> (sensor_7,1547718202,19.9)",
+    "late> (sensor_7,1547718202,30)",
+    "(sensor_10,1547718205,1547718210,2)",
+    "(sensor_1,1547718205,1547718210,1)",
+  ]);
+  assertSummary(defaults.stdout.at(-1));
+  // With 3 s of out-of-orderness allowed, sensor_7's window takes all four readings.
+  assert.deepEqual(lenient.stdout.slice(0, -1), [
+    "(sensor_1,1547718195,1547718200,3)",
+    "(sensor_7,1547718200,1547718205,4)",
+    "(sensor_10,1547718205,1547718210,2)",
+    "(sensor_1,1547718205,1547718210,1)",
+  ]);
+  assertSummary(lenient.stdout.at(-1));
 });
 
 // ---------------------------------------------------------------------------

@@ -33,7 +33,6 @@ import {
   DEFAULT_MAX_PARALLELISM,
   type FunctionInitializationContext,
   type KeyedProcessContext,
-  type KeyedProcessFunction,
   keyHash,
   type OnTimerContext,
   RestartStrategies,
@@ -45,18 +44,16 @@ import {
 } from "../mod.ts";
 import { CollectingSink, ManualClock, type TestItem, TestSource } from "../testing.ts";
 import { TemperatureJumpAlert } from "../examples/temperature_alert.ts";
+import { TemperatureRiseWarning } from "../examples/rising_temperature.ts";
 import { FailOnce, runEvenOddSums, RunningSum } from "../examples/even_odd_sums.ts";
 import { sensorFile, type SensorReading } from "../examples/sensor.ts";
 
 // ---------------------------------------------------------------------------
 // Seed 4: timers
 
-/** How long a temperature must keep rising before the warning, in ms (the seed's 10 s). */
-const RISE_INTERVAL_MS = 10_000;
-
-/** The seed's warning text for `id`. */
+/** The seed's warning text for `id`, spelled out (examples/rising_temperature.ts makes it). */
 function warning(id: string): string {
-  return `sensor ${id} temperature rose continuously for ${RISE_INTERVAL_MS} ms`;
+  return `sensor ${id} temperature rose continuously for 10000 ms`;
 }
 
 /** What the function saw, shared by all its per-subtask copies (they are shallow). */
@@ -80,17 +77,15 @@ function newProbe(): TimerProbe {
 }
 
 /**
- * Seed example 4: a rise with no timer registers a processing-time timer
- * at now + 10 s (remembered in ValueState); a drop deletes it; the timer
- * emits the warning.
+ * Seed example 4, the function of `examples/rising_temperature.ts`,
+ * reporting to `probe` what it sees and fires.
  */
-class TemperatureRiseWarning implements KeyedProcessFunction<string, SensorReading, string> {
+class ProbedRiseWarning extends TemperatureRiseWarning {
   readonly probe: TimerProbe;
-  private lastTemperature!: ValueState<number>;
-  private timer!: ValueState<number>;
   private attempt = 0;
 
   constructor(probe: TimerProbe) {
+    super();
     this.probe = probe;
   }
 
@@ -98,33 +93,22 @@ class TemperatureRiseWarning implements KeyedProcessFunction<string, SensorReadi
     this.probe.restoredFrom.push(ctx.restoredCheckpointId);
   }
 
-  open(ctx: RuntimeContext): void {
+  override open(ctx: RuntimeContext): void {
+    super.open(ctx);
     this.attempt = ctx.attempt;
-    this.lastTemperature = ctx.getState(new ValueStateDescriptor<number>("last-temperature"));
-    this.timer = ctx.getState(new ValueStateDescriptor<number>("rise-timer"));
   }
 
-  processElement(
+  override processElement(
     reading: SensorReading,
     ctx: KeyedProcessContext<string>,
-    _out: Collector<string>,
+    out: Collector<string>,
   ): void {
-    const timers = ctx.timerService();
-    const now = timers.currentProcessingTime();
-    const last = this.lastTemperature.value();
-    const timer = this.timer.value();
-    this.lastTemperature.update(reading.temperature);
-    if (last !== undefined && reading.temperature > last && timer === undefined) {
-      timers.registerProcessingTimeTimer(now + RISE_INTERVAL_MS);
-      this.timer.update(now + RISE_INTERVAL_MS);
-    } else if (last !== undefined && reading.temperature < last && timer !== undefined) {
-      timers.deleteProcessingTimeTimer(timer);
-      this.timer.clear();
-    }
-    this.probe.seen.push({ id: reading.id, temperature: reading.temperature, atMs: now });
+    super.processElement(reading, ctx, out);
+    const atMs = ctx.timerService().currentProcessingTime();
+    this.probe.seen.push({ id: reading.id, temperature: reading.temperature, atMs });
   }
 
-  onTimer(timestamp: number, ctx: OnTimerContext<string>, out: Collector<string>): void {
+  override onTimer(timestamp: number, ctx: OnTimerContext<string>, out: Collector<string>): void {
     this.probe.fired.push({
       id: ctx.getCurrentKey(),
       timestamp,
@@ -132,8 +116,7 @@ class TemperatureRiseWarning implements KeyedProcessFunction<string, SensorReadi
       atMs: ctx.timerService().currentProcessingTime(),
       attempt: this.attempt,
     });
-    out.collect(warning(ctx.getCurrentKey()));
-    this.timer.clear();
+    super.onTimer(timestamp, ctx, out);
   }
 }
 
@@ -209,7 +192,7 @@ function watch<R>(execution: Promise<R>): JobWatch<R> {
 }
 
 /**
- * Runs readings → keyBy(id) → TemperatureRiseWarning → CollectingSink on a
+ * Runs readings → keyBy(id) → ProbedRiseWarning → CollectingSink on a
  * ManualClock starting at 0, moving the clock as `steps` say.
  * @returns the committed warnings, the probe and the clock.
  */
@@ -227,7 +210,7 @@ function runRiseWarning(
     env.fromSource(TestSource.of(script), WatermarkStrategy.noWatermarks(), "readings")
       .uid("readings")
       .keyBy((r) => r.id)
-      .process(new TemperatureRiseWarning(probe)).uid("rise-warning")
+      .process(new ProbedRiseWarning(probe)).uid("rise-warning")
       .sinkTo(sink).uid("warnings");
     const job = watch(env.execute("seed 4 timers"));
     for (const step of steps) {
@@ -335,7 +318,7 @@ Deno.test("seed 4: a pending timer is part of the checkpoint and fires once afte
     env.fromSource(TestSource.of(script), WatermarkStrategy.noWatermarks(), "readings")
       .uid("readings")
       .keyBy((r) => r.id)
-      .process(new TemperatureRiseWarning(probe)).uid("rise-warning")
+      .process(new ProbedRiseWarning(probe)).uid("rise-warning")
       .sinkTo(sink).uid("warnings");
     const job = watch(env.execute("seed 4 timer restore"));
     await until(() => probe.seen.length >= 1, "the first reading", job);
