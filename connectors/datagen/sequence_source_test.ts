@@ -88,6 +88,27 @@ Deno.test("SequenceSource resumes after the checkpointed number", () => {
   assert.deepEqual(after.records, [6, 7, 8, 9, 10]);
 });
 
+Deno.test("SequenceSource emits each split through its own output, created at the first poll and released after its last number", () => {
+  const source = new SequenceSource(1, 7, { batchSize: 2 });
+  const reader = source.createReader(context());
+  reader.addSplits(source.enumerateSplits({ parallelism: 2 }));
+  const out = collector();
+  reader.pollNext(out);
+  assert.deepEqual(out.openSplits, ["sequence-0", "sequence-1"], "both count before their records");
+  while (reader.pollNext(out) !== "END_OF_INPUT");
+  assert.deepEqual(out.recordsOf("sequence-0"), [1, 3, 5, 7]);
+  assert.deepEqual(out.recordsOf("sequence-1"), [2, 4, 6]);
+  assert.deepEqual(out.openSplits, []);
+  const lastOf = (split: string) =>
+    out.events.findLastIndex((e) => "split" in e && e.split === split);
+  assert.equal(out.events[lastOf("sequence-1")]?.kind, "released");
+  assert.equal(
+    out.events[lastOf("sequence-1") - 1]?.kind,
+    "record",
+    "released after its last record",
+  );
+});
+
 Deno.test("SequenceSource takes turns between the splits of one reader", () => {
   const source = new SequenceSource(1, Number.POSITIVE_INFINITY, { batchSize: 7 });
   const reader = source.createReader(context());

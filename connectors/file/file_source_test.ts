@@ -75,6 +75,28 @@ Deno.test("FileSource reads lines across chunks, with CRLF, blank lines and no f
   });
 });
 
+Deno.test("FileSource emits each file through its own split output, released at the file's end", async () => {
+  await withTempDir(async (dir) => {
+    const a = join(dir, "a.txt");
+    const b = join(dir, "b.txt");
+    await Deno.writeTextFile(a, "a1\na2\n");
+    await Deno.writeTextFile(b, "b1\n");
+    const out = await readAll(FileSource.forLines([a, b]));
+    assert.deepEqual(out.recordsOf(a), ["a1", "a2"]);
+    assert.deepEqual(out.recordsOf(b), ["b1"]);
+    assert.deepEqual(out.recordsOf(undefined), [], "nothing on the main output");
+    assert.deepEqual(
+      out.events.filter((e) => e.kind === "created" || e.kind === "released"),
+      [
+        { kind: "created", split: a },
+        { kind: "released", split: a },
+        { kind: "created", split: b },
+        { kind: "released", split: b },
+      ],
+    );
+  });
+});
+
 Deno.test("FileSource has one split per file, named by its path", () => {
   const source = FileSource.forLines(["x.csv", "y.csv"]);
   assert.equal(source.boundedness, "bounded");

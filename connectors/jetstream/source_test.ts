@@ -144,6 +144,29 @@ Deno.test("a filter with wildcards gives one split per matching subject, sorted,
   });
 });
 
+Deno.test("each subject split emits through its own split output, released at its bounded end", async () => {
+  await withJetStream(async (t) => {
+    await publishJson(t.js, `${t.stream}.a`, ["a1"]);
+    await publishJson(t.js, `${t.stream}.b`, ["b1", "b2"]);
+    const src = source<string>(t, { filterSubject: `${t.stream}.*`, bounded: true });
+    const splits = await src.enumerateSplits({ parallelism: 1 });
+    const [a, b] = splits.map((s) => s.splitId);
+    const r = await reader(src, splits);
+    const out = collector<string>();
+    try {
+      assert.equal(await pollUntil(r, out, () => false), "END_OF_INPUT");
+    } finally {
+      await r.close?.();
+    }
+    assert.deepEqual(out.recordsOf(a), ["a1"]);
+    assert.deepEqual(out.recordsOf(b), ["b1", "b2"]);
+    assert.deepEqual(out.recordsOf(undefined), [], "nothing on the main output");
+    const created = out.events.flatMap((e) => e.kind === "created" ? [e.split] : []);
+    assert.deepEqual(created, [a, b], "both outputs exist from the first poll on");
+    assert.deepEqual(out.openSplits, [], "both released at their end");
+  });
+});
+
 Deno.test("without a filter, one split reads the whole stream", async () => {
   await withJetStream(async (t) => {
     await publishJson(t.js, `${t.stream}.a`, [1]);

@@ -226,6 +226,21 @@ Deno.test("TestSource perSubtask gives list i to split i", () => {
   assert.deepEqual(seen, [[1, 2], [10], [20, 21]]);
 });
 
+Deno.test("TestSource emits each split through its own output, released when the split ends", () => {
+  const source = TestSource.perSubtask<number>([[1, 2], [TestSource.timestamped(3, 30)]]);
+  const reader = source.createReader(context());
+  reader.addSplits(source.enumerateSplits({ parallelism: 1 }));
+  const out = collector<number>();
+  assert.equal(pollWhileMore(reader, out), "END_OF_INPUT");
+  assert.deepEqual(out.recordsOf("test-0"), [1, 2]);
+  assert.deepEqual(out.recordsOf("test-1"), [3]);
+  assert.deepEqual(out.openSplits, []);
+  assert.deepEqual(out.events.filter((e) => e.kind === "released").map((e) => e.kind), [
+    "released",
+    "released",
+  ]);
+});
+
 Deno.test("TestSource takes turns between the splits of one reader", () => {
   const source = TestSource.perSubtask([[1, 2, 3], [TestSource.awaitCheckpoint(), 10], [20, 21]], {
     batchSize: 4,

@@ -108,6 +108,22 @@ Deno.test("CollectionSource drops finished splits from its snapshot", () => {
   ]);
 });
 
+Deno.test("CollectionSource emits each range through its own output, released at its end", () => {
+  const source = new CollectionSource([1, 2, 3, 4, 5]);
+  const reader = source.createReader(context());
+  reader.addSplits(source.enumerateSplits({ parallelism: 2 })); // a restore at lower parallelism
+  const out = collector<number>();
+  drain(reader, out);
+  assert.deepEqual(out.recordsOf("range-0"), [1, 2, 3]);
+  assert.deepEqual(out.recordsOf("range-1"), [4, 5]);
+  assert.deepEqual(out.events.filter((e) => e.kind !== "record"), [
+    { kind: "created", split: "range-0" },
+    { kind: "released", split: "range-0" },
+    { kind: "created", split: "range-1" },
+    { kind: "released", split: "range-1" },
+  ]);
+});
+
 Deno.test("CollectionSource keeps its own copy of the array", () => {
   const elements = [1, 2];
   const source = new CollectionSource(elements);
