@@ -82,6 +82,8 @@ const STOP = "stop the unbounded job";
 function timerJob(options: {
   source: TestSource<Reading>;
   strategy: WatermarkStrategy<Reading>;
+  /** A strategy for `assignTimestampsAndWatermarks` after the source, if any. */
+  assign?: WatermarkStrategy<Reading>;
   parallelism: number;
   clock: ManualClock;
   probe: TimerProbe;
@@ -90,7 +92,9 @@ function timerJob(options: {
     .setParallelism(options.parallelism)
     .setClock(options.clock)
     .setAutoWatermarkInterval(100);
-  env.fromSource(options.source, options.strategy, "readings").uid("readings")
+  let readings = env.fromSource(options.source, options.strategy, "readings").uid("readings");
+  if (options.assign) readings = readings.assignTimestampsAndWatermarks(options.assign);
+  readings
     .keyBy((r) => r.key)
     .process(new TimerPerReading(options.probe)).uid("timers")
     .sinkTo({ kind: "simple", invoke() {} });
@@ -202,6 +206,45 @@ Deno.test("a quiet split turns idle after the idle timeout and no longer holds b
   // every timer. Its first periodic check (at 100 ms or later) saw its one
   // reading, so it turned idle 1 000 ms after that check at the earliest.
   for (const f of probe.fired) assert.ok(f.atMs >= 1_100, `${f.timer} fired at ${f.atMs} ms`);
+});
+
+Deno.test("assignTimestampsAndWatermarks in the middle of a job drives event-time timers with its own periodic watermarks", async () => {
+  const clock = new ManualClock(0);
+  const probe: TimerProbe = { seen: [], fired: [] };
+  // The source has no timestamps and no watermarks: only the operator after it does.
+  const items: TestItem<Reading>[] = [
+    { key: "a", ts: 1_000 },
+    { key: "b", ts: 2_000 },
+    { key: "c", ts: 10_000 },
+    TestSource.pause(HOUR_MS),
+    TestSource.fail(STOP),
+  ];
+  const env = timerJob({
+    source: TestSource.of(items, { bounded: false, batchSize: 10 }),
+    strategy: WatermarkStrategy.noWatermarks<Reading>(),
+    assign: WatermarkStrategy.forBoundedOutOfOrderness<Reading>(5_000)
+      .withTimestampAssigner((r) => r.ts),
+    parallelism: 1,
+    clock,
+    probe,
+  });
+  await runUntilStopped(env, async () => {
+    try {
+      await waitUntil(() => {
+        clock.advance(100);
+        return probe.fired.length >= 2;
+      }, {
+        timeoutMs: 30_000,
+        missing: () =>
+          `timers [${probe.fired.map((f) => f.timer)}] fired of a@1010, b@2010 ` +
+          `(${probe.seen.length} of 3 readings seen, clock at ${clock.now()} ms)`,
+      });
+    } finally {
+      clock.advance(HOUR_MS);
+    }
+  });
+  // The watermark is 10 000 - 5 000 - 1: c's timer (10 010) stays pending.
+  assert.deepEqual(probe.fired.map((f) => f.timer).sort(), ["a@1010", "b@2010"]);
 });
 
 // ---------------------------------------------------------------------------
