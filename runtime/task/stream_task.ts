@@ -21,6 +21,15 @@
  * checkpoint storage asynchronously while processing continues, and
  * acknowledge with the state handles, sizes and durations.
  *
+ * ## Event time
+ *
+ * Watermarks and watermark status (idle / active) arrive in-band on the
+ * input channels; a `StatusWatermarkValve` combines them and the head
+ * operator gets the combined watermark and status changes. A source subtask
+ * emits watermarks from its operator's periodic processing-time wake-ups
+ * (`requestWakeup`). No wake-up is handled before `start`: until then a
+ * consumer may not listen yet, so a wake-up due earlier waits for it.
+ *
  * ## End of input (FLIP-147)
  *
  * When a bounded source ends it emits the final watermark and end of data,
