@@ -2,7 +2,8 @@
  * Shared parts of the cluster-mode benchmarks (`cluster_channel.ts`,
  * `cluster_keyed_sum.ts`): a NATS server of their own, a coordinator and
  * worker processes started with `cli.ts`, job modules run as client
- * processes, and the figures' formatting.
+ * processes, and summaries of CPU profiles. Rounds, medians and CPU time are
+ * `_rounds.ts`'s.
  *
  * Every process started here is a child of the benchmark and is stopped by
  * the `stop()` of what started it (SIGTERM, then SIGKILL after 5 s); call it
@@ -222,15 +223,15 @@ export function parseResultLine<T>(output: string): T {
   return JSON.parse(line.slice("RESULT ".length)) as T;
 }
 
-/** The median of `values` (the upper one of the two middle values for an even count). */
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-/** `1.23M records/s`. */
-export function formatRate(recordsPerSecond: number): string {
-  return `${(recordsPerSecond / 1e6).toFixed(2)}M records/s`;
+/**
+ * What the CPU figures of a cluster benchmark cover (`readCpu()` of
+ * `_rounds.ts` in the benchmark process: itself and every process it
+ * started), for its report.
+ */
+export function cpuScope(nats: BenchNats): string {
+  return "CPU: all processes of the run (benchmark, coordinator, workers, clients" +
+    (nats.private ? ", the private NATS server)" : "; not the NATS server, given by --nats)") +
+    ", start-up included";
 }
 
 /** One function's share of a CPU profile. */

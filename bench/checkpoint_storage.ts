@@ -1,20 +1,28 @@
 /**
  * Benchmark: writing and reading one state blob of 10 MB and of 100 MB
  * through `LocalDirectoryCheckpointStorage` and through
- * `ObjectStoreCheckpointStorage`, in the same run.
+ * `ObjectStoreCheckpointStorage`, interleaved in one run.
  *
  *     deno run -A bench/checkpoint_storage.ts
- *     deno run -A bench/checkpoint_storage.ts --nats nats://127.0.0.1:4222 --rounds 5
+ *     deno run -A bench/checkpoint_storage.ts --nats nats://127.0.0.1:4222 --rounds 5 \
+ *       [--sizes 10000000,100000000]
  *
- * Each round writes (`writeState`) then reads (`readState`) each size with
- * each storage: the local directory (a temporary directory: write to a temp
- * file, fsync, rename, fsync the directory), the Object Store with native
- * SHA-256 (what `ObjectStoreCheckpointStorage.open` selects), and the Object
- * Store with the client's pure-JS SHA-256, for comparison. Figures are
+ * For each size, each round writes (`writeState`) then reads (`readState`)
+ * the blob with each storage in turn ({@linkcode runRounds}: A B C A B C
+ * ...): the local directory (a temporary directory: write to a temp file,
+ * fsync, rename, fsync the directory), the Object Store with native SHA-256
+ * (what `ObjectStoreCheckpointStorage.open` selects), and the Object Store
+ * with the client's pure-JS SHA-256, for comparison. Every read is compared
+ * byte for byte with what was written; a difference ends the benchmark with
+ * an error naming the first differing offset (exit code 1). Figures are
  * medians over the rounds, in ms and MB/s (1 MB = 10^6 bytes); the ratios
- * are the Object Store's time over the local directory's. The blob is random
- * bytes, made once per size. The bucket and the directory are removed at
- * the end. NATS shares the machine's cores with this process.
+ * are each Object Store's time over the local directory's, as the median of
+ * the per-round ratios. The blob is random bytes, made once per size. The
+ * bucket and the directory are removed at the end. NATS shares the
+ * machine's cores with this process. The last line is `RESULT` with
+ * `<variant>_<size>_put_ms`, `..._get_ms`, `..._put_ratio` and
+ * `..._get_ratio` per Object Store variant (`native`, `js`) and size (in
+ * bytes), and `rounds`.
  *
  * @module
  */
@@ -26,21 +34,21 @@ import {
   type CheckpointStorage,
   LocalDirectoryCheckpointStorage,
 } from "../runtime/checkpoint/storage.ts";
-
-const args = parseArgs({
-  args: Deno.args,
-  options: {
-    nats: { type: "string", default: "nats://127.0.0.1:4222" },
-    rounds: { type: "string", default: "3" },
-  },
-});
-const rounds = Number(args.values.rounds);
-const SIZES = [10_000_000, 100_000_000];
+import { formatRatio, runRounds, type Sample } from "./_rounds.ts";
+import { resultLine } from "./_result.ts";
 
 interface Variant {
+  /** Short name, for the RESULT line. */
+  readonly key: string;
   readonly name: string;
   readonly storage: CheckpointStorage;
   readonly sha256?: objApi.Sha256Backend;
+}
+
+/** One write and read: their times in ms. */
+interface PutGet {
+  readonly putMs: number;
+  readonly getMs: number;
 }
 
 function randomBlob(bytes: number): Uint8Array {
@@ -51,81 +59,108 @@ function randomBlob(bytes: number): Uint8Array {
   return data;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-async function time(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-}
-
-const nc = await connect({ servers: args.values.nats });
-const bucket = `weir-bench-${crypto.randomUUID().slice(0, 8)}`;
-const dir = await Deno.makeTempDir({ prefix: "weir-bench-storage-" });
-try {
-  const objectStore = await ObjectStoreCheckpointStorage.open({ connection: nc, bucket });
-  const variants: Variant[] = [
-    { name: "local directory", storage: new LocalDirectoryCheckpointStorage({ directory: dir }) },
-    { name: "object store (native SHA-256)", storage: objectStore, sha256: "native" },
-    { name: "object store (JS SHA-256)", storage: objectStore, sha256: "js" },
-  ];
-  console.log(
-    `checkpoint storage: ${rounds} rounds, medians; NATS ${args.values.nats}, Deno ${Deno.version.deno}`,
-  );
-  for (const bytes of SIZES) {
-    const blob = randomBlob(bytes);
-    const puts = new Map<string, number[]>();
-    const gets = new Map<string, number[]>();
-    for (let round = 0; round < rounds; round++) {
-      for (const v of variants) {
-        objApi.setSha256Backend(v.sha256 ?? "native");
-        const jobId = `bench-${round}`;
-        let handle: Awaited<ReturnType<CheckpointStorage["writeState"]>> | undefined;
-        const put = await time(async () => {
-          handle = await v.storage.writeState(jobId, 1, "state#0", blob);
-        });
-        let read: Uint8Array | undefined;
-        const get = await time(async () => {
-          read = await v.storage.readState(jobId, handle!);
-        });
-        if (read?.byteLength !== bytes) {
-          throw new Error(`${v.name}: read ${read?.byteLength} bytes`);
-        }
-        await v.storage.discardJob(jobId);
-        (puts.get(v.name) ?? puts.set(v.name, []).get(v.name)!).push(put);
-        (gets.get(v.name) ?? gets.set(v.name, []).get(v.name)!).push(get);
-      }
-    }
-    const mb = bytes / 1e6;
-    const localPut = median(puts.get(variants[0]!.name)!);
-    const localGet = median(gets.get(variants[0]!.name)!);
-    console.log(`\n${mb} MB blob`);
-    console.log(
-      `  ${"storage".padEnd(32)}${"put ms".padStart(9)}${"MB/s".padStart(8)}${
-        "get ms".padStart(9)
-      }` +
-        `${"MB/s".padStart(8)}${"put/local".padStart(11)}${"get/local".padStart(11)}`,
-    );
-    for (const v of variants) {
-      const put = median(puts.get(v.name)!);
-      const get = median(gets.get(v.name)!);
-      console.log(
-        `  ${v.name.padEnd(32)}${put.toFixed(0).padStart(9)}${
-          (mb / (put / 1000)).toFixed(0).padStart(8)
-        }` +
-          `${get.toFixed(0).padStart(9)}${(mb / (get / 1000)).toFixed(0).padStart(8)}` +
-          `${(put / localPut).toFixed(1).padStart(10)}x${
-            (get / localGet).toFixed(1).padStart(10)
-          }x`,
-      );
+/** @throws {Error} naming the first differing offset when `read` is not `written`. */
+function expectSameBytes(what: string, written: Uint8Array, read: Uint8Array): void {
+  if (read.byteLength !== written.byteLength) {
+    throw new Error(`${what}: expected ${written.byteLength} bytes, got ${read.byteLength}`);
+  }
+  for (let i = 0; i < written.byteLength; i++) {
+    if (read[i] !== written[i]) {
+      throw new Error(`${what}: byte ${i} differs: expected ${written[i]}, got ${read[i]}`);
     }
   }
-} finally {
-  objApi.setSha256Backend("native");
-  await (await jetstreamApi.jetstreamManager(nc)).streams.delete(`OBJ_${bucket}`).catch(() => {});
-  await nc.close();
-  await Deno.remove(dir, { recursive: true });
 }
+
+async function putGet(v: Variant, jobId: string, blob: Uint8Array): Promise<PutGet> {
+  objApi.setSha256Backend(v.sha256 ?? "native");
+  const t0 = performance.now();
+  const handle = await v.storage.writeState(jobId, 1, "state#0", blob);
+  const t1 = performance.now();
+  const read = await v.storage.readState(jobId, handle);
+  const t2 = performance.now();
+  expectSameBytes(`${v.name}: the state read back`, blob, read);
+  await v.storage.discardJob(jobId);
+  return { putMs: t1 - t0, getMs: t2 - t1 };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      nats: { type: "string", default: "nats://127.0.0.1:4222" },
+      rounds: { type: "string", default: "3" },
+      sizes: { type: "string", default: "10000000,100000000" },
+    },
+  });
+  const sizes = values.sizes.split(",").map(Number);
+  const nc = await connect({ servers: values.nats });
+  const bucket = `weir-bench-${crypto.randomUUID().slice(0, 8)}`;
+  const dir = await Deno.makeTempDir({ prefix: "weir-bench-storage-" });
+  const result: Record<string, number> = {};
+  try {
+    const objectStore = await ObjectStoreCheckpointStorage.open({ connection: nc, bucket });
+    const variants: Variant[] = [
+      {
+        key: "local",
+        name: "local directory",
+        storage: new LocalDirectoryCheckpointStorage({ directory: dir }),
+      },
+      {
+        key: "native",
+        name: "object store (native SHA-256)",
+        storage: objectStore,
+        sha256: "native",
+      },
+      { key: "js", name: "object store (JS SHA-256)", storage: objectStore, sha256: "js" },
+    ];
+    console.log(
+      `checkpoint storage: ${values.rounds} interleaved rounds, medians; NATS ${values.nats}, ` +
+        `Deno ${Deno.version.deno}; every read compared with what was written`,
+    );
+    for (const bytes of sizes) {
+      const blob = randomBlob(bytes);
+      const rounds = await runRounds<PutGet>({
+        rounds: Number(values.rounds),
+        variants: variants.map((v) => ({
+          name: v.name,
+          run: ({ round }) => putGet(v, `bench-${bytes}-${round}`, blob),
+        })),
+      });
+      const mb = bytes / 1e6;
+      const put = (s: Sample<PutGet>) => s.value.putMs;
+      const get = (s: Sample<PutGet>) => s.value.getMs;
+      console.log(`\n${mb} MB blob`);
+      console.log(
+        `  ${"storage".padEnd(32)}${"put ms".padStart(9)}${"MB/s".padStart(8)}` +
+          `${"get ms".padStart(9)}${"MB/s".padStart(8)}   put/local, get/local (per round)`,
+      );
+      const local = variants[0]!.name;
+      for (const v of variants) {
+        const p = rounds.median(v.name, put);
+        const g = rounds.median(v.name, get);
+        const putRatio = rounds.ratio(v.name, local, put);
+        const getRatio = rounds.ratio(v.name, local, get);
+        console.log(
+          `  ${v.name.padEnd(32)}${p.toFixed(0).padStart(9)}` +
+            `${(mb / (p / 1000)).toFixed(0).padStart(8)}${g.toFixed(0).padStart(9)}` +
+            `${(mb / (g / 1000)).toFixed(0).padStart(8)}   ` +
+            (v.name === local ? "-" : `${formatRatio(putRatio, 1)}, ${formatRatio(getRatio, 1)}`),
+        );
+        if (v.name === local) continue;
+        result[`${v.key}_${bytes}_put_ms`] = p;
+        result[`${v.key}_${bytes}_get_ms`] = g;
+        result[`${v.key}_${bytes}_put_ratio`] = putRatio.medianOfRatios;
+        result[`${v.key}_${bytes}_get_ratio`] = getRatio.medianOfRatios;
+      }
+    }
+  } finally {
+    objApi.setSha256Backend("native");
+    await (await jetstreamApi.jetstreamManager(nc)).streams.delete(`OBJ_${bucket}`)
+      .catch(() => {});
+    await nc.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+  console.log(resultLine({ ...result, rounds: Number(values.rounds) }));
+}
+
+if (import.meta.main) await main();

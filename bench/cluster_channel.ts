@@ -25,14 +25,26 @@
  *    reports that they ran in the two worker processes, and that the sink
  *    counted every record once (count and sum of values).
  *
+ * Both check that the receiving side counted every record once: `records`
+ * records whose values sum to `records * (records - 1) / 2`, and for Weir
+ * that the sending side made them; a mismatch ends the benchmark with an
+ * error naming the expected and the counted values (exit code 1).
+ *
  * Timing, for both: from the first record made by the sending side to the
  * last record counted by the receiving side, in wall-clock time of the
  * same host. It excludes process start-up, connecting, and, for Weir,
  * submission, deployment (slot threads loading the job module) and the
  * final checkpoint after the last record; those are printed separately as
- * the job's wall time. Each round runs raw then Weir; figures are medians
- * over the rounds and the ratio Weir/raw is the one to compare (target
- * >= 50%). Nothing is asserted on timing.
+ * the job's wall time. CPU time is that of every process of the run
+ * (`readCpu()` of `_rounds.ts`: the publisher and subscriber, or the job
+ * client, the coordinator and the workers; the NATS server when it is the
+ * benchmark's own), start-up included, so records per CPU-second are a
+ * little pessimistic for both. Raw and Weir run interleaved for `--rounds`
+ * rounds (raw, Weir, raw, Weir, ...); figures are medians over the rounds,
+ * and the ratio Weir/raw, the median of the per-round ratios, is the one to
+ * compare (target >= 50%). The last line is `RESULT raw_eps=… weir_eps=…
+ * raw_eps_cpu=… weir_eps_cpu=… ratio=… ratio_cpu=… rounds=…`. Nothing is
+ * asserted on timing.
  *
  * Without `--nats`, the benchmark starts its own nats-server (with JetStream,
  * for the checkpoint bucket) on a free port and stops it at the end. With
@@ -49,13 +61,14 @@ import { Proc } from "../tests/_cluster.ts";
 import {
   BenchCluster,
   benchNats,
-  formatRate,
-  median,
+  cpuScope,
   parseResultLine,
   printCpuProfiles,
   runDeno,
   waitOrKill,
 } from "./_cluster_bench.ts";
+import { formatRate, formatRatio, type Rounds, runRounds, type Sample } from "./_rounds.ts";
+import { expectEqual, resultLine } from "./_result.ts";
 import { readReports, wallClockMs } from "./jobs/_report.ts";
 
 const SELF = fileURLToPath(import.meta.url);
@@ -226,9 +239,8 @@ async function measureRaw(url: string, records: number, window: number): Promise
     if (status.code !== 0) throw new Error(`raw subscriber failed:\n${subscriber.output}`);
     const pub = parseResultLine<{ firstMs: number }>(publisherOut);
     const sub = parseResultLine<RawSubscriberResult>(subscriber.output);
-    if (sub.records !== records || sub.checksum !== expectedChecksum(records)) {
-      throw new Error(`raw: received ${sub.records} records, checksum ${sub.checksum}`);
-    }
+    expectEqual("raw: records the subscriber counted", records, sub.records);
+    expectEqual("raw: checksum of the subscriber", expectedChecksum(records), sub.checksum);
     const seconds = (sub.lastMs - pub.firstMs) / 1000;
     return {
       recordsPerSecond: records / seconds,
@@ -288,10 +300,11 @@ async function measureWeir(cluster: BenchCluster, o: WeirRunOptions): Promise<Me
           `worker processes ${workers.join(" and ")}`,
       );
     }
-    if (sink.records !== records || sink.checksum !== expectedChecksum(records)) {
-      throw new Error(`weir: the sink counted ${sink.records} records, checksum ${sink.checksum}`);
-    }
-    if (result.restarts !== 0) throw new Error(`weir: the job restarted ${result.restarts} times`);
+    expectEqual("weir: records the source made", records, source.records);
+    expectEqual("weir: checksum of the source", expectedChecksum(records), source.checksum);
+    expectEqual("weir: records the sink counted", records, sink.records);
+    expectEqual("weir: checksum of the sink", expectedChecksum(records), sink.checksum);
+    expectEqual("weir: restarts of the job", 0, result.restarts);
     const seconds = (sink.lastMs - source.firstMs) / 1000;
     return {
       recordsPerSecond: records / seconds,
@@ -328,31 +341,41 @@ async function main(): Promise<void> {
     if (values["raw-peer"] === "publisher") return await rawPublisher(url, subject, records);
     return await rawSubscriber(url, subject, records, window);
   }
-  const rounds = Number(values.rounds);
   const nats = await benchNats(values.nats);
   const cpuProfileDir = values["cpu-prof"];
   const cluster = new BenchCluster({ nats: nats.url, workers: 2, slots: 1, cpuProfileDir });
-  const raw: number[] = [];
-  const weir: number[] = [];
+  const eps = (s: Sample<Measurement>) => s.value.recordsPerSecond;
+  const epsCpu = (s: Sample<Measurement>) => records / (s.cpuMs / 1000);
+  let rounds: Rounds<Measurement>;
   try {
     await cluster.start();
     console.log(
       `${records} records {key, value} per run; NATS ${nats.url}` +
-        `${nats.private ? " (private server)" : ""}; coordinator + 2 workers x 1 slot`,
+        `${nats.private ? " (private server)" : ""}; coordinator + 2 workers x 1 slot; ` +
+        cpuScope(nats),
     );
-    for (let r = 1; r <= rounds; r++) {
-      const a = await measureRaw(nats.url, records, window);
-      raw.push(a.recordsPerSecond);
-      console.log(`round ${r}: raw  ${formatRate(a.recordsPerSecond)} (${a.note})`);
-      const b = await measureWeir(cluster, {
-        url: nats.url,
-        records,
-        bufferSize: Number(values["buffer-size"]),
-        credits: Number(values.credits),
-      });
-      weir.push(b.recordsPerSecond);
-      console.log(`round ${r}: weir ${formatRate(b.recordsPerSecond)} (${b.note})`);
-    }
+    rounds = await runRounds<Measurement>({
+      rounds: Number(values.rounds),
+      variants: [
+        { name: "raw", run: () => measureRaw(nats.url, records, window) },
+        {
+          name: "weir",
+          run: () =>
+            measureWeir(cluster, {
+              url: nats.url,
+              records,
+              bufferSize: Number(values["buffer-size"]),
+              credits: Number(values.credits),
+            }),
+        },
+      ],
+      onSample: (s) =>
+        console.log(
+          `round ${s.round}: ${s.variant.padEnd(4)} ${formatRate(eps(s))}, ` +
+            `${formatRate(epsCpu(s), "records/CPU-s")} (${s.value.note}; ` +
+            `${(s.cpuMs / 1000).toFixed(2)} s CPU in ${(s.wallMs / 1000).toFixed(2)} s)`,
+        ),
+    });
   } catch (error) {
     console.error(cluster.logs());
     throw error;
@@ -360,21 +383,30 @@ async function main(): Promise<void> {
     await cluster.stop();
     await nats.stop();
   }
-  const rawEps = median(raw);
-  const weirEps = median(weir);
-  console.log(`medians over ${rounds} rounds:`);
+  const ratio = rounds.ratio("weir", "raw", eps);
+  const ratioCpu = rounds.ratio("weir", "raw", epsCpu);
+  const rate = (variant: string) =>
+    `${formatRate(rounds.median(variant, eps))}, ` +
+    formatRate(rounds.median(variant, epsCpu), "records/CPU-s");
   console.log(
-    `raw core NATS, ${BATCH} records/message, window ${window}: ${formatRate(rawEps)}`,
+    `medians over ${rounds.count} interleaved rounds; every run's count and checksum checked:`,
   );
+  console.log(`raw core NATS, ${BATCH} records/message, window ${window}: ${rate("raw")}`);
   console.log(
     `weir channel between two workers, buffers of ${values["buffer-size"]} records, ` +
-      `${values.credits} credits: ${formatRate(weirEps)}`,
+      `${values.credits} credits: ${rate("weir")}`,
   );
-  console.log(`weir / raw: ${(100 * weirEps / rawEps).toFixed(1)}% (target >= 50%)`);
-  console.log(
-    `RESULT raw_eps=${Math.round(rawEps)} weir_eps=${Math.round(weirEps)} ` +
-      `ratio=${(weirEps / rawEps).toFixed(3)}`,
-  );
+  console.log(`weir / raw, wall: ${formatRatio(ratio)} (target >= 0.5)`);
+  console.log(`weir / raw, CPU:  ${formatRatio(ratioCpu)}`);
+  console.log(resultLine({
+    raw_eps: rounds.median("raw", eps),
+    weir_eps: rounds.median("weir", eps),
+    raw_eps_cpu: rounds.median("raw", epsCpu),
+    weir_eps_cpu: rounds.median("weir", epsCpu),
+    ratio: ratio.medianOfRatios,
+    ratio_cpu: ratioCpu.medianOfRatios,
+    rounds: rounds.count,
+  }));
   if (cpuProfileDir !== undefined) await printCpuProfiles(cpuProfileDir);
 }
 

@@ -4,7 +4,7 @@
  * end-to-end latency at full speed and at a fixed, sustainable rate.
  *
  *     deno task bench:cluster                      # both cluster benchmarks
- *     deno run -A bench/cluster_keyed_sum.ts [--records 5000000] [--rounds 2]
+ *     deno run -A bench/cluster_keyed_sum.ts [--records 5000000] [--rounds 3]
  *         [--slots 1] [--parallelism 2] [--fraction 0.5] [--duration-s 10]
  *         [--nats URL] [--cpu-prof DIR]
  *
@@ -25,9 +25,21 @@
  *    `--fraction` (default 50%) of the rate run 2 reached, for
  *    `--duration-s` seconds.
  *
+ * Every run is checked before its figures count: the sources made
+ * `records` records summing to `records * (records - 1) / 2`, and the sinks
+ * received `records` updates whose checksum (their running sums added mod
+ * 2^32) equals `expectedUpdateChecksum()` of `jobs/_report.ts`, computed
+ * without the engine, so a record lost or duplicated anywhere changes it. A
+ * mismatch ends the benchmark with an error naming the expected and the
+ * received values (exit code 1).
+ *
  * Throughput is records / (last update seen by a sink - first record made by
  * a source), wall-clock time of the host: it excludes process start-up,
- * submission, deployment and the final checkpoint. Latency is from the
+ * submission, deployment and the final checkpoint. CPU time is that of
+ * every process of the run (`readCpu()` of `_rounds.ts`: the job's client or
+ * local process, the coordinator and the workers; the NATS server when it is
+ * the benchmark's own), start-up included; records per CPU-second divide the
+ * run's records by it. Latency is from the
  * record's creation (in the map chained to the source) to its update
  * reaching the sink: it includes waiting in a partly filled buffer (up to
  * the 10 ms buffer timeout), the NATS hop for records that change process,
@@ -35,8 +47,13 @@
  * queued behind the credit window (backpressure). It is sampled (1 record
  * in 7, see `keyed_sum_job.ts`: reading the clock for every record would
  * cost more than 10% of the work) and excludes records created in a sink's
- * first second (JIT warm-up). Latencies are merged over the rounds; rates
- * are medians. Nothing is asserted on timing.
+ * first second (JIT warm-up). The three runs are interleaved over
+ * `--rounds` rounds (default 3); latencies are merged over the rounds, rates
+ * are medians, and the ratio cluster/local is the median of the per-round
+ * ratios. The last line is `RESULT local_eps=… cluster_eps=… local_eps_cpu=…
+ * cluster_eps_cpu=… ratio=… ratio_cpu=… max_p50_ms=… max_p99_ms=…
+ * fixed_eps=… fixed_eps_cpu=… fixed_p50_ms=… fixed_p99_ms=… fixed_p999_ms=…
+ * rounds=…`. Nothing is asserted on timing.
  *
  * Without `--nats`, the benchmark starts its own nats-server (with JetStream)
  * on a free port and stops it at the end. With `--cpu-prof DIR`, the worker
@@ -52,16 +69,19 @@ import * as hdr from "npm:hdr-histogram-js@3.0.1";
 import {
   BenchCluster,
   benchNats,
-  formatRate,
-  median,
+  cpuScope,
   parseResultLine,
   printCpuProfiles,
   runDeno,
 } from "./_cluster_bench.ts";
-import { readReports } from "./jobs/_report.ts";
+import { formatRate, formatRatio, median, type Rounds, runRounds, type Sample } from "./_rounds.ts";
+import { expectEqual, resultLine } from "./_result.ts";
+import { addToChecksum, expectedUpdateChecksum, readReports } from "./jobs/_report.ts";
 import { newLatencyHistogram } from "./jobs/keyed_sum_job.ts";
 
 const JOB = fileURLToPath(new URL("./jobs/keyed_sum_job.ts", import.meta.url));
+/** Keys of the job (`--keys` of `keyed_sum_job.ts`). */
+const KEYS = 10_000;
 
 /** What the job's client prints on its `RESULT` line. */
 interface JobResultLine {
@@ -74,6 +94,10 @@ interface JobResultLine {
 
 /** One run of the job. */
 interface Run {
+  /** Records the run made and summed. */
+  readonly records: number;
+  /** The source's rate limit, records per second; 0 for none. */
+  readonly rate: number;
   /** Records per second, first record made to last update sunk. */
   readonly recordsPerSecond: number;
   /** End-to-end latencies, µs. */
@@ -115,19 +139,30 @@ async function runJob(o: RunOptions): Promise<Run> {
       String(Math.round(o.rate)),
       "--parallelism",
       String(o.parallelism),
+      "--keys",
+      String(KEYS),
       "--report",
       dir,
     ]);
     const result = parseResultLine<JobResultLine>(out);
-    if (result.restarts !== 0) throw new Error(`the job restarted ${result.restarts} times`);
+    expectEqual("restarts of the job", 0, result.restarts);
     const reports = await readReports(dir);
     const sources = reports.filter((r) => r.role === "source");
     const sinks = reports.filter((r) => r.role === "sink");
-    const sunk = sinks.reduce((n, r) => n + r.records, 0);
-    const made = sources.reduce((n, r) => n + r.records, 0);
-    if (sunk !== o.records || made !== o.records) {
-      throw new Error(`${made} records made and ${sunk} sunk, expected ${o.records} each`);
-    }
+    const sum = (rs: typeof reports, f: (r: (typeof reports)[number]) => number) =>
+      rs.reduce((n, r) => n + f(r), 0);
+    expectEqual("records the sources made", o.records, sum(sources, (r) => r.records));
+    expectEqual(
+      "checksum of the sources (sum of the records made)",
+      (o.records * (o.records - 1)) / 2,
+      sum(sources, (r) => r.checksum),
+    );
+    expectEqual("updates the sinks received", o.records, sum(sinks, (r) => r.records));
+    expectEqual(
+      "checksum of the sinks (running sums received, mod 2^32)",
+      expectedUpdateChecksum(o.records, KEYS),
+      sinks.reduce((c, r) => addToChecksum(c, r.checksum), 0),
+    );
     if (o.nats !== undefined) {
       const pids = new Set(reports.map((r) => r.pid));
       if (pids.size !== o.workerPids.length || ![...pids].every((p) => o.workerPids.includes(p))) {
@@ -143,6 +178,8 @@ async function runJob(o: RunOptions): Promise<Run> {
     for (const sink of sinks) histogram.add(hdr.decodeFromCompressedBase64(sink.histogram!));
     const source = Object.values(result.metrics).find((m) => /sequence/.test(m.name));
     return {
+      records: o.records,
+      rate: o.rate,
       recordsPerSecond: o.records / ((lastMs - firstMs) / 1000),
       histogram,
       checkpoints: result.checkpoints,
@@ -173,7 +210,7 @@ async function main(): Promise<void> {
     options: {
       nats: { type: "string" },
       records: { type: "string", default: "5000000" },
-      rounds: { type: "string", default: "2" },
+      rounds: { type: "string", default: "3" },
       slots: { type: "string", default: "1" },
       parallelism: { type: "string", default: "2" },
       fraction: { type: "string", default: "0.5" },
@@ -182,7 +219,6 @@ async function main(): Promise<void> {
     },
   });
   const records = Number(values.records);
-  const rounds = Number(values.rounds);
   const parallelism = Number(values.parallelism);
   const fraction = Number(values.fraction);
   const durationS = Number(values["duration-s"]);
@@ -194,34 +230,44 @@ async function main(): Promise<void> {
     slots: Number(values.slots),
     cpuProfileDir,
   });
-  const local: Run[] = [];
-  const max: Run[] = [];
-  const fixed: Run[] = [];
-  const targets: number[] = [];
+  const eps = (s: Sample<Run>) => s.value.recordsPerSecond;
+  const epsCpu = (s: Sample<Run>) => s.value.records / (s.cpuMs / 1000);
+  let rounds: Rounds<Run>;
   try {
     await cluster.start();
-    const workerPids = [cluster.workerPid(0), cluster.workerPid(1)];
+    const base = { parallelism, workerPids: [cluster.workerPid(0), cluster.workerPid(1)] };
     console.log(
-      `keyed running sum, 10000 keys, parallelism ${parallelism}, checkpoint every 1 s; ` +
+      `keyed running sum, ${KEYS} keys, parallelism ${parallelism}, checkpoint every 1 s; ` +
         `NATS ${nats.url}${nats.private ? " (private server)" : ""}; coordinator + 2 workers x ` +
-        `${values.slots} slot(s)`,
+        `${values.slots} slot(s); ${cpuScope(nats)}`,
     );
-    for (let r = 1; r <= rounds; r++) {
-      const base = { parallelism, workerPids };
-      local.push(await runJob({ ...base, records, rate: 0, nats: undefined }));
-      console.log(`round ${r}: local, max rate:   ${describe(local.at(-1)!)}`);
-      max.push(await runJob({ ...base, records, rate: 0, nats: nats.url }));
-      console.log(`round ${r}: cluster, max rate: ${describe(max.at(-1)!)}`);
-      const rate = fraction * max.at(-1)!.recordsPerSecond;
-      targets.push(rate);
-      fixed.push(
-        await runJob({ ...base, records: Math.round(rate * durationS), rate, nats: nats.url }),
-      );
-      console.log(
-        `round ${r}: cluster, fixed ${formatRate(rate)} (${100 * fraction}% of max): ` +
-          describe(fixed.at(-1)!),
-      );
-    }
+    rounds = await runRounds<Run>({
+      rounds: Number(values.rounds),
+      variants: [
+        { name: "local", run: () => runJob({ ...base, records, rate: 0, nats: undefined }) },
+        { name: "cluster", run: () => runJob({ ...base, records, rate: 0, nats: nats.url }) },
+        {
+          name: "fixed",
+          run: ({ earlier }) => {
+            const max = earlier.find((s) => s.variant === "cluster")!;
+            const rate = fraction * max.value.recordsPerSecond;
+            const n = Math.max(1, Math.round(rate * durationS));
+            return runJob({ ...base, records: n, rate, nats: nats.url });
+          },
+        },
+      ],
+      onSample: (s) => {
+        const what = s.variant === "local"
+          ? "local, max rate:  "
+          : s.variant === "cluster"
+          ? "cluster, max rate:"
+          : `cluster, fixed ${formatRate(s.value.rate)} (${100 * fraction}% of max):`;
+        console.log(
+          `round ${s.round}: ${what} ${describe(s.value)}; ` +
+            `${formatRate(epsCpu(s), "records/CPU-s")} (${(s.cpuMs / 1000).toFixed(2)} s CPU)`,
+        );
+      },
+    });
   } catch (error) {
     console.error(cluster.logs());
     throw error;
@@ -229,30 +275,48 @@ async function main(): Promise<void> {
     await cluster.stop();
     await nats.stop();
   }
-  const merged = (runs: Run[]) => {
+  const merged = (variant: string) => {
     const h = newLatencyHistogram();
-    for (const run of runs) h.add(run.histogram);
+    for (const s of rounds.samples(variant)) h.add(s.value.histogram);
     return h;
   };
-  const eps = (runs: Run[]) => median(runs.map((r) => r.recordsPerSecond));
-  const [localEps, maxEps, fixedEps] = [eps(local), eps(max), eps(fixed)];
-  const [localH, maxH, fixedH] = [merged(local), merged(max), merged(fixed)];
-  console.log(`over ${rounds} rounds (rates: medians; latencies: all rounds merged):`);
-  console.log(`local mode, max rate (baseline): ${formatRate(localEps)}; ${latencies(localH)}`);
-  console.log(`cluster, max rate:               ${formatRate(maxEps)}; ${latencies(maxH)}`);
+  const [localH, maxH, fixedH] = [merged("local"), merged("cluster"), merged("fixed")];
+  const rate = (variant: string) =>
+    `${formatRate(rounds.median(variant, eps))} (${
+      formatRate(rounds.median(variant, epsCpu), "records/CPU-s")
+    })`;
+  const ratio = rounds.ratio("cluster", "local", eps);
+  const ratioCpu = rounds.ratio("cluster", "local", epsCpu);
+  const target = median(rounds.samples("fixed").map((s) => s.value.rate));
   console.log(
-    `cluster, fixed rate ${formatRate(median(targets))} (${100 * fraction}% of max): ` +
-      `${formatRate(fixedEps)} achieved; ${latencies(fixedH)}`,
+    `over ${rounds.count} interleaved rounds (rates: medians; latencies: all rounds merged; ` +
+      `every run's counts and checksums checked):`,
   );
-  console.log(`cluster / local, max rate: ${(100 * maxEps / localEps).toFixed(1)}%`);
-  const p = (h: hdr.Histogram, q: number) => (h.getValueAtPercentile(q) / 1000).toFixed(3);
+  console.log(`local mode, max rate (baseline): ${rate("local")}; ${latencies(localH)}`);
+  console.log(`cluster, max rate:               ${rate("cluster")}; ${latencies(maxH)}`);
   console.log(
-    `RESULT local_eps=${Math.round(localEps)} cluster_eps=${Math.round(maxEps)} ` +
-      `ratio=${(maxEps / localEps).toFixed(3)} max_p50_ms=${p(maxH, 50)} ` +
-      `max_p99_ms=${p(maxH, 99)} fixed_eps=${Math.round(fixedEps)} ` +
-      `fixed_p50_ms=${p(fixedH, 50)} fixed_p99_ms=${p(fixedH, 99)} ` +
-      `fixed_p999_ms=${p(fixedH, 99.9)}`,
+    `cluster, fixed rate ${formatRate(target)} (${100 * fraction}% of max): ` +
+      `${rate("fixed")} achieved; ${latencies(fixedH)}`,
   );
+  console.log(`cluster / local, max rate, wall: ${formatRatio(ratio)}`);
+  console.log(`cluster / local, max rate, CPU:  ${formatRatio(ratioCpu)}`);
+  const p = (h: hdr.Histogram, q: number) => h.getValueAtPercentile(q) / 1000;
+  console.log(resultLine({
+    local_eps: rounds.median("local", eps),
+    cluster_eps: rounds.median("cluster", eps),
+    local_eps_cpu: rounds.median("local", epsCpu),
+    cluster_eps_cpu: rounds.median("cluster", epsCpu),
+    ratio: ratio.medianOfRatios,
+    ratio_cpu: ratioCpu.medianOfRatios,
+    max_p50_ms: p(maxH, 50),
+    max_p99_ms: p(maxH, 99),
+    fixed_eps: rounds.median("fixed", eps),
+    fixed_eps_cpu: rounds.median("fixed", epsCpu),
+    fixed_p50_ms: p(fixedH, 50),
+    fixed_p99_ms: p(fixedH, 99),
+    fixed_p999_ms: p(fixedH, 99.9),
+    rounds: rounds.count,
+  }));
   if (cpuProfileDir !== undefined) await printCpuProfiles(cpuProfileDir);
 }
 

@@ -3,21 +3,24 @@
  * worker process to the first committed output record of the restarted
  * attempt, for a job with almost no keyed state (the baseline), ~10 MB and
  * ~100 MB of it (the latter with a checkpoint every second and every 3 s).
- * Each case runs `--runs` times, interleaved; the report gives every run,
- * the medians, and each median's ratio to the baseline's. About 45 s per
- * round on 2 cores.
+ * The cases run interleaved for `--rounds` rounds (default 3: baseline,
+ * ~10MB, ~100MB, ~100MB/3s, baseline, ...; `runRounds()` of `_rounds.ts`);
+ * the report gives every run, the medians, and each case's ratio to the
+ * baseline as the median of the per-round ratios. About 45 s per round on
+ * 2 cores.
  *
  *     deno task bench:recovery
- *     deno run -A bench/cluster_recovery.ts [--runs 3] [--baseline-keys 10]
+ *     deno run -A bench/cluster_recovery.ts [--rounds 3] [--baseline-keys 10]
  *         [--small-keys 100000] [--large-keys 1000000] [--value-bytes 100] [--rate 200]
  *         [--checkpoint-ms 1000] [--large-checkpoint-ms 1000,3000] [--heartbeat-timeout 1000]
- *         [--restart-delay-ms 0] [--only baseline,~10MB,~100MB,~100MB/3s]
+ *         [--restart-delay-ms 0] [--only baseline,~10MB,~100MB,~100MB/3s] [--nats URL]
  *
  * ## Setup, per run
  *
- * A nats-server of the benchmark's own (JetStream, free port), shared by
- * the runs; per run a fresh coordinator (`--heartbeat-timeout`, workers
- * heartbeat every 500 ms) and two workers of two slots each, a target
+ * A nats-server of the benchmark's own (JetStream, free port; or the server
+ * given by `--nats`), shared by the runs; per run a fresh coordinator
+ * (`--heartbeat-timeout`, workers heartbeat every 500 ms) and two workers of
+ * two slots each, a target
  * stream and a transaction bucket with unique names. The job is
  * `bench/jobs/recovery_job.ts` at parallelism 2 (source and keyed operator
  * with its chained `JetStreamSink`), so each worker holds one keyed subtask:
@@ -35,19 +38,21 @@
  *
  * ## Breakdown
  *
- * From the coordinator's log (info level, ms timestamps), the job's marks
- * on the workers' stdout and the follower:
+ * From the coordinator's structured log events (it runs with
+ * `WEIR_LOG_LEVEL=info` and `WEIR_LOG_FORMAT=json`, see `runtime/log.ts`;
+ * `recovery_breakdown.ts` reads them), the job's marks on the workers'
+ * stdout and the follower:
  *
- * - **detect**: kill → `worker ... lost: no heartbeat` (the heartbeat
- *   timeout counts from the last heartbeat, up to 500 ms before the kill,
- *   and the coordinator sweeps every timeout/4: between timeout − 500 ms and
- *   timeout × 1.25);
- * - **restart**: lost → `deploying attempt 1` (restart delay, reading the
- *   checkpoint's metadata);
+ * - **detect**: kill → the `worker-lost` event of the killed worker's pid
+ *   (the heartbeat timeout counts from the last heartbeat, up to 500 ms
+ *   before the kill, and the coordinator sweeps every timeout/4: between
+ *   timeout − 500 ms and timeout × 1.25);
+ * - **restart**: lost → `attempt-deploying` of the recovering attempt
+ *   (restart delay, reading the checkpoint's metadata);
  * - **restore**: deploy → the last keyed subtask's `initializeState` (deploy
  *   message, task set-up, Object Store download, MessagePack decode, load
  *   into the heap backend);
- * - **open**: → `attempt 1 running` (every subtask ready: operators opened,
+ * - **open**: → `attempt-running` (every subtask ready: operators opened,
  *   the sink connected, fenced and committed the restored transactions);
  * - **1st cp**: running → first checkpoint of attempt 1 completed (at least
  *   one checkpoint interval, plus a full snapshot of the restored state);
@@ -56,8 +61,8 @@
  *
  * The slot threads of the surviving worker are reused by the restarted
  * attempt (one thread per job and slot), so no module import is on the
- * recovery path; the table says how many threads were started after the
- * kill. Apart from that, the benchmark measures in this process, on an idle
+ * recovery path; the table says how many slot threads evaluated the job
+ * module after the kill (its `module` marks). Apart from that, the benchmark measures in this process, on an idle
  * cluster after the job was cancelled, the restore of keyed subtask 0's
  * file of the latest checkpoint: Object Store download, MessagePack decode,
  * and load into a `HeapKeyedStateBackend`. Nothing is asserted on timing.
@@ -68,7 +73,6 @@
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { Proc, TestCluster } from "../tests/_cluster.ts";
-import { startNatsServer } from "../tests/_nats_server.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
 import { jetstreamApi } from "../runtime/actor/nats_deps.ts";
 import { decode } from "../runtime/actor/codec.ts";
@@ -80,7 +84,16 @@ import {
 import { KeyGroupRange } from "../runtime/state/key_group.ts";
 import { readCommitted } from "../connectors/jetstream/mod.ts";
 import { type RecoveryRecord, wallClockMs } from "./jobs/recovery_job.ts";
-import { type Breakdown, breakdown, parseLog, parseMarks } from "./recovery_breakdown.ts";
+import {
+  type Breakdown,
+  breakdown,
+  eventsNamed,
+  parseLog,
+  parseMarks,
+} from "./recovery_breakdown.ts";
+import { formatRatio, median, type Rounds, runRounds, type Sample } from "./_rounds.ts";
+import { benchNats } from "./_cluster_bench.ts";
+import { resultLine } from "./_result.ts";
 
 const JOB = fileURLToPath(new URL("./jobs/recovery_job.ts", import.meta.url));
 
@@ -177,6 +190,7 @@ interface RunResult extends Breakdown {
   readonly label: string;
   readonly killedAttempt: number;
   readonly checkpointMs: number;
+  /** Attempt 0's first record to its first trickle record; NaN when it never trickled. */
   readonly buildMs: number;
   readonly threadsAfterKill: number;
   readonly importMs: number;
@@ -234,7 +248,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
     workers: 2,
     slots: 2,
     heartbeatTimeoutMs: s.heartbeatTimeoutMs,
-    env: { WEIR_LOG_LEVEL: "info" },
+    env: { WEIR_LOG_LEVEL: "info", WEIR_LOG_FORMAT: "json" },
   });
   let job: Proc | undefined;
   let follower: Follower | undefined;
@@ -242,7 +256,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
     await cluster.start();
     await waitUntil(
       "the coordinator to know both workers",
-      () => (cluster.coordinator.output.match(/ joined with \d+ slots/g) ?? []).length >= 2,
+      () => eventsNamed(parseLog(cluster.coordinator.output), "worker-joined").length >= 2,
       30_000,
     );
     follower = new Follower(url, stream, txnBucket);
@@ -279,7 +293,6 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       return parities.size === 2;
     }, 180_000);
     const workerMarks = () => cluster.workers.flatMap((w) => parseMarks(w.output));
-    const threadsBefore = cluster.workers.map((w) => w.output.match(/starting a thread/g)?.length);
     // The job may have restarted before (e.g. a heartbeat missed during start-up).
     const killedAttempt = Math.max(...workerMarks().map((m) => m.ev === "module" ? 0 : m.att));
     const open0 = workerMarks().find((m) =>
@@ -308,7 +321,6 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
           `state was not restored`,
       );
     }
-    const threadsAfter = cluster.workers.map((w) => w.output.match(/starting a thread/g)?.length);
     const marks = workerMarks();
     const firsts0 = marks.filter((m) => m.ev === "first" && m.att === 0).map((m) => m.ms);
     const trickles0 = marks.filter((m) => m.ev === "trickle" && m.att === 0).map((m) => m.ms);
@@ -317,15 +329,14 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       coordinatorLog,
       marks,
       killMs,
+      killedPid: victim.child.pid,
       attempt: restarted[0]!.record.att,
       firstArrivalMs: restarted[0]!.ms,
     });
-    // Slot thread start + import on the first deployment (for reference).
-    const starts = cluster.workers.flatMap((w) =>
-      parseLog(w.output).filter((l) => /starting a thread/.test(l.message)).map((l) => l.ms)
-    );
+    // The first deployment's slot threads: deploy -> job module evaluated (for reference).
     const modules = marks.filter((m) => m.ev === "module").map((m) => m.ms);
-    const importMs = Math.max(...modules.slice(0, starts.length)) - Math.min(...starts);
+    const firstDeploy = eventsNamed(coordinatorLog, "attempt-deploying")[0]!.ms;
+    const importMs = Math.max(...modules.filter((ms) => ms < killMs)) - firstDeploy;
     // Stop the follower before the job: a cancelled job leaves its pre-committed transaction
     // open, which would block a read-committed reader for good. It stops at the next record
     // (the next commit, or this non-transactional one once the transactions before it are).
@@ -335,8 +346,8 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       throw new Error(`the follower of stream ${stream} did not stop`);
     }
     if (f.error) throw f.error;
-    const jobId = /job (\S+) '[^']*' submitted from/.exec(cluster.coordinator.output)?.[1];
-    if (jobId === undefined) throw new Error("the coordinator did not log the job's id");
+    const jobId = eventsNamed(coordinatorLog, "job-submitted")[0]?.event?.jobId;
+    if (typeof jobId !== "string") throw new Error("the coordinator logged no job-submitted event");
     const cancel = await cluster.cli("cancel", jobId);
     if (cancel.code !== 0) throw new Error(`cannot cancel job ${jobId}: ${cancel.output}`);
     await job.wait();
@@ -345,11 +356,9 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       label: c.label,
       checkpointMs: c.checkpointMs,
       killedAttempt,
-      buildMs: Math.max(...trickles0) - Math.min(...firsts0),
-      threadsAfterKill: threadsAfter.reduce(
-        (n: number, t, i) => n + (t ?? 0) - (threadsBefore[i] ?? 0),
-        0,
-      ),
+      // NaN when attempt 0 failed before it reached the trickle (a spurious restart).
+      buildMs: trickles0.length === 0 ? NaN : Math.max(...trickles0) - Math.min(...firsts0),
+      threadsAfterKill: modules.filter((ms) => ms >= killMs).length,
       importMs,
       records: f.arrivals.length,
       idle: await idleRestore(url, cluster.bucket, jobId),
@@ -384,16 +393,14 @@ function fmtBytes(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
+const ms = (n: number) => Number.isFinite(n) ? `${Math.round(n)}` : "n/a";
 
-const ms = (n: number) => `${Math.round(n)}`;
-
-/** One row per run, then medians per case and ratios to the baseline. */
-function printReport(results: readonly RunResult[], cases: readonly Case[], s: Settings): void {
+/**
+ * One row per run, then medians per case and ratios to the first case (the
+ * baseline), as medians of the per-round ratios; then the RESULT line.
+ */
+function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Settings): void {
+  const results = rounds.byRound.flat().map((sample) => sample.value);
   const cols = [
     ["case", 10],
     ["state", 10],
@@ -430,10 +437,16 @@ function printReport(results: readonly RunResult[], cases: readonly Case[], s: S
     ]));
   }
   console.log(`\nmedians:`);
-  const base = median(results.filter((r) => r.label === cases[0]!.label).map((r) => r.totalMs));
+  const base = cases[0]!.label;
+  const total = (sample: Sample<RunResult>) => sample.value.totalMs;
+  const result: Record<string, number> = {};
   for (const c of cases) {
     const rs = results.filter((r) => r.label === c.label);
     const m = (f: (r: RunResult) => number) => median(rs.map(f));
+    const ratio = rounds.ratio(c.label, base, total);
+    const key = c.label.replace(/[^A-Za-z0-9]+/g, "_").replace(/^_|_$/g, "");
+    result[`${key}_ms`] = m((r) => r.totalMs);
+    if (c.label !== base) result[`${key}_ratio`] = ratio.medianOfRatios;
     console.log(
       row([
         c.label,
@@ -447,9 +460,7 @@ function printReport(results: readonly RunResult[], cases: readonly Case[], s: S
         ms(m((r) => r.commitMs)),
         ms(m((r) => r.totalMs)),
       ]) +
-        `  x${(m((r) => r.totalMs) / base).toFixed(2)} (${m((r) => r.totalMs) >= base ? "+" : ""}${
-          ms(m((r) => r.totalMs) - base)
-        } ms) of ${cases[0]!.label}`,
+        (c.label === base ? "" : `  x${formatRatio(ratio, 2)} of ${base}`),
     );
   }
   console.log(
@@ -460,7 +471,7 @@ function printReport(results: readonly RunResult[], cases: readonly Case[], s: S
     const a = r.after;
     const pad = " ".repeat(11);
     const cp = (c: typeof b) =>
-      `#${c.id}: ${c.durationMs} ms, ${c.size} (sync ${c.syncMs}, async ${c.asyncMs})`;
+      `#${c.id}: ${c.durationMs} ms, ${fmtBytes(c.bytes)} (sync ${c.syncMs}, async ${c.asyncMs})`;
     const between = r.attempt - r.killedAttempt - 1;
     console.log(
       `${r.label.padEnd(10)} build ${ms(r.buildMs)} ms; killed attempt ${r.killedAttempt}, ` +
@@ -470,23 +481,21 @@ function printReport(results: readonly RunResult[], cases: readonly Case[], s: S
         `${pad}last checkpoint before the kill ${cp(b)}; first after it ${cp(a)}\n` +
         `${pad}idle restore of subtask 0's ${fmtBytes(r.idle.fileBytes)}: download ` +
         `${ms(r.idle.downloadMs)}, decode ${ms(r.idle.decodeMs)}, heap load ` +
-        `${ms(r.idle.loadMs)} ms; slot threads started after the kill: ${r.threadsAfterKill} ` +
-        `(first deployment: thread start + import ${ms(r.importMs)} ms); ` +
+        `${ms(r.idle.loadMs)} ms; slot threads that loaded the job after the kill: ` +
+        `${r.threadsAfterKill} (first deployment: deploy -> job module evaluated on every slot ` +
+        `thread ${ms(r.importMs)} ms); ` +
         `${r.records} committed records read`,
     );
   }
-  const summary = cases.map((c) => {
-    const rs = results.filter((r) => r.label === c.label);
-    return `${c.label}=${Math.round(median(rs.map((r) => r.totalMs)))}`;
-  });
-  console.log(`\nRESULT recovery_ms ${summary.join(" ")}`);
+  console.log(`\n${resultLine({ ...result, rounds: rounds.count })}`);
 }
 
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
-      runs: { type: "string", default: "3" },
+      rounds: { type: "string", default: "3" },
+      nats: { type: "string" },
       "baseline-keys": { type: "string", default: "10" },
       "small-keys": { type: "string", default: "100000" },
       "large-keys": { type: "string", default: "1000000" },
@@ -517,25 +526,26 @@ if (import.meta.main) {
   ];
   const only = values.only?.split(",");
   const selected = only === undefined ? cases : cases.filter((c) => only.includes(c.label));
-  const runs = Number(values.runs);
-  const server = await startNatsServer({ jetstream: true });
-  const results: RunResult[] = [];
+  const nats = await benchNats(values.nats);
   const started = performance.now();
+  let rounds: Rounds<RunResult>;
   try {
-    for (let round = 1; round <= runs; round++) {
-      for (const c of selected) {
-        const r = await runOnce(server.url, c, settings);
-        results.push(r);
+    rounds = await runRounds<RunResult>({
+      rounds: Number(values.rounds),
+      variants: selected.map((c) => ({
+        name: c.label,
+        run: () => runOnce(nats.url, c, settings),
+      })),
+      onSample: ({ round, value: r }) =>
         console.log(
-          `round ${round} ${c.label}: ${Math.round(r.totalMs)} ms (state ${
+          `round ${round} ${r.label}: ${Math.round(r.totalMs)} ms (state ${
             fmtBytes(r.idle.totalBytes)
           }, restored checkpoint #${r.restoredFrom})`,
-        );
-      }
-    }
+        ),
+    });
   } finally {
-    await server.stop();
+    await nats.stop();
   }
-  printReport(results, selected, settings);
+  printReport(rounds, selected, settings);
   console.log(`(benchmark took ${Math.round((performance.now() - started) / 1000)} s)`);
 }

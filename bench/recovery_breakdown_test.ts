@@ -1,24 +1,77 @@
 /**
- * Unit tests of the recovery benchmark's breakdown: parsing the
- * coordinator's log and the job's marks, and the phases computed from them.
+ * Unit tests of the recovery benchmark's breakdown: reading the
+ * coordinator's structured log events and the job's marks, and the phases
+ * computed from them. The log is written with `runtime/log.ts`'s own
+ * `formatLogLine`, so a change of the JSON format shows here.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
+import { formatLogLine, type LogEvent, type LogLevel } from "../runtime/log.ts";
 import { breakdown, checkpointLines, parseLog, parseMarks } from "./recovery_breakdown.ts";
 import { MARK_PREFIX, type RecoveryMark } from "./jobs/recovery_job.ts";
 
-const LOG = `weir coordinator: listening on nats://127.0.0.1:1
-2026-01-01T00:00:01.000Z INFO cluster job j1 'x' submitted from file:///job.ts
-2026-01-01T00:00:05.000Z INFO coordinator job j1: checkpoints: 1 triggered, 1 completed, 0 failed, 0 in progress; latest #1 in 300 ms, 50.0 MiB (sync 20 ms, async 250 ms, alignment 0 ms)
-2026-01-01T00:00:06.000Z INFO coordinator job j1: checkpoints: 2 triggered, 2 completed, 0 failed, 0 in progress; latest #2 in 310 ms, 50.1 MiB (sync 21 ms, async 260 ms, alignment 1 ms)
-2026-01-01T00:00:07.600Z WARN cluster worker w0 (h, pid 7) lost: no heartbeat for 1100 ms
-2026-01-01T00:00:07.600Z WARN coordinator job j1: attempt 0 failed: WorkerLostError: ...
-2026-01-01T00:00:07.620Z WARN coordinator job j1: restarting as attempt 1 (restart 1) from checkpoint 2
-2026-01-01T00:00:07.630Z INFO coordinator job j1 'x': deploying attempt 1 (4 subtasks) from checkpoint 2
-2026-01-01T00:00:09.000Z INFO coordinator job j1: attempt 1 running
-2026-01-01T00:00:10.500Z INFO coordinator job j1: checkpoints: 4 triggered, 3 completed, 1 failed, 0 in progress; latest #4 in 500 ms, 50.2 MiB (sync 30 ms, async 400 ms, alignment 0 ms)`;
+/** One JSON log line at `time` (seconds after 2026-01-01T00:00:00Z). */
+function line(seconds: number, level: LogLevel, message: string, event?: LogEvent): string {
+  return formatLogLine({
+    format: "json",
+    time: new Date(Date.parse("2026-01-01T00:00:00.000Z") + seconds * 1000),
+    level,
+    component: "coordinator",
+    message,
+    event,
+  });
+}
+
+const checkpoint = (seconds: number, id: number, durationMs: number, asyncMs: number) =>
+  line(seconds, "info", `job j1: checkpoints ... latest #${id}`, {
+    name: "checkpoint-completed",
+    jobId: "j1",
+    checkpointId: id,
+    durationMs,
+    bytes: 50_000_000 + id,
+    syncMs: 20,
+    asyncMs,
+    alignmentMs: 0,
+  });
+const deploying = (seconds: number, attempt: number) =>
+  line(seconds, "info", `job j1 'x': deploying attempt ${attempt}`, {
+    name: "attempt-deploying",
+    jobId: "j1",
+    attempt,
+    subtasks: 4,
+    checkpointId: 2,
+  });
+const running = (seconds: number, attempt: number) =>
+  line(seconds, "info", `job j1: attempt ${attempt} running`, {
+    name: "attempt-running",
+    jobId: "j1",
+    attempt,
+  });
+
+const LOG = [
+  "weir coordinator: listening on nats://127.0.0.1:1",
+  line(1, "info", "job j1 'x' submitted", { name: "job-submitted", jobId: "j1", jobName: "x" }),
+  checkpoint(5, 1, 300, 250),
+  checkpoint(6, 2, 310, 260),
+  line(7.5, "warn", "worker w1 lost (another one)", {
+    name: "worker-lost",
+    workerId: "w1",
+    pid: 9,
+    reason: "x",
+  }),
+  line(7.6, "warn", "worker w0 lost: whatever the wording", {
+    name: "worker-lost",
+    workerId: "w0",
+    pid: 7,
+    reason: "sent no heartbeat for 1100 ms",
+  }),
+  line(7.6, "warn", "job j1: attempt 0 failed: WorkerLostError: ..."),
+  deploying(7.63, 1),
+  running(9, 1),
+  checkpoint(10.5, 4, 500, 400),
+];
 
 const KILL_MS = Date.parse("2026-01-01T00:00:07.000Z");
 
@@ -28,20 +81,21 @@ const MARKS: RecoveryMark[] = [
   { ev: "open", att: 1, sub: 1, pid: 8, restored: true, initMs: KILL_MS + 1_800, ms: 0 },
 ];
 
-Deno.test("breakdown() splits a recovery into phases from the coordinator's log and the marks", () => {
+Deno.test("breakdown() splits a recovery into phases from the coordinator's events and the marks", () => {
   const output = `noise\n${MARKS.map((m) => MARK_PREFIX + JSON.stringify(m)).join("\n")}\n`;
   assert.deepEqual(parseMarks(output), MARKS);
-  const log = parseLog(LOG);
+  const log = parseLog(LOG.join("\n"));
   assert.equal(log.length, 9);
-  assert.deepEqual(checkpointLines(log).map((c) => [c.id, c.durationMs, c.size, c.asyncMs]), [
-    [1, 300, "50.0 MiB", 250],
-    [2, 310, "50.1 MiB", 260],
-    [4, 500, "50.2 MiB", 400],
+  assert.deepEqual(checkpointLines(log).map((c) => [c.id, c.durationMs, c.bytes, c.asyncMs]), [
+    [1, 300, 50_000_001, 250],
+    [2, 310, 50_000_002, 260],
+    [4, 500, 50_000_004, 400],
   ]);
   const b = breakdown({
     coordinatorLog: log,
     marks: MARKS,
     killMs: KILL_MS,
+    killedPid: 7,
     attempt: 1,
     firstArrivalMs: KILL_MS + 3_600,
   });
@@ -55,39 +109,34 @@ Deno.test("breakdown() splits a recovery into phases from the coordinator's log 
 });
 
 Deno.test("breakdown() names the event the coordinator did not log", () => {
-  const log = parseLog(LOG.replace(/.*attempt 1 running\n/, ""));
+  const input = {
+    coordinatorLog: parseLog(LOG.filter((l) => !l.includes("attempt-running")).join("\n")),
+    marks: MARKS,
+    killMs: KILL_MS,
+    killedPid: 7,
+    attempt: 1,
+    firstArrivalMs: 0,
+  };
+  assert.throws(() => breakdown(input), /no attempt-running event of attempt 1 after the kill/);
   assert.throws(
-    () =>
-      breakdown({
-        coordinatorLog: log,
-        marks: MARKS,
-        killMs: KILL_MS,
-        attempt: 1,
-        firstArrivalMs: 0,
-      }),
-    /did not log attempt 1 running after the kill/,
+    () => breakdown({ ...input, coordinatorLog: parseLog(LOG.join("\n")), killedPid: 8 }),
+    /no worker-lost event of pid 8 after the kill/,
   );
   assert.throws(
     () =>
-      breakdown({
-        coordinatorLog: parseLog(LOG),
-        marks: MARKS.slice(0, 1),
-        killMs: KILL_MS,
-        attempt: 1,
-        firstArrivalMs: 0,
-      }),
+      breakdown({ ...input, coordinatorLog: parseLog(LOG.join("\n")), marks: MARKS.slice(0, 1) }),
     /no keyed subtask of attempt 1/,
   );
 });
 
 Deno.test("breakdown() counts an attempt that failed during the recovery in its restart phase", () => {
   const log = parseLog(
-    LOG.replace(
-      /.*attempt 1 running\n/,
-      `2026-01-01T00:00:08.000Z WARN coordinator job j1: attempt 1 failed: fenced
-2026-01-01T00:00:08.100Z INFO coordinator job j1 'x': deploying attempt 2 (4 subtasks) from checkpoint 2
-2026-01-01T00:00:09.000Z INFO coordinator job j1: attempt 2 running\n`,
-    ),
+    [
+      ...LOG.filter((l) => !l.includes("attempt-running")),
+      line(8, "warn", "job j1: attempt 1 failed: fenced"),
+      deploying(8.1, 2),
+      running(9, 2),
+    ].sort().join("\n"),
   );
   const marks: RecoveryMark[] = [
     ...MARKS,
@@ -97,6 +146,7 @@ Deno.test("breakdown() counts an attempt that failed during the recovery in its 
     coordinatorLog: log,
     marks,
     killMs: KILL_MS,
+    killedPid: 7,
     attempt: 2,
     firstArrivalMs: KILL_MS + 3_600,
   });
@@ -105,4 +155,9 @@ Deno.test("breakdown() counts an attempt that failed during the recovery in its 
     [600, 500, 800, 100, 1500, 3600],
   );
   assert.equal(b.attempt, 2);
+});
+
+Deno.test("parseLog() skips text log lines and lines that are not log lines", () => {
+  const text = "2026-01-01T00:00:07.600Z WARN cluster worker w0 lost: it sent no heartbeat";
+  assert.deepEqual(parseLog(`${text}\n{"not": "a log line"}\n{broken`), []);
 });

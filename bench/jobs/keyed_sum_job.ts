@@ -23,7 +23,11 @@
  * recorded in microseconds, except for records created in the first
  * `--warmup-ms` after the first record a sink subtask received (JIT warm-up
  * and deployment stragglers). A sink's `lastMs` is the time of its last
- * sampled update. Each map
+ * sampled update. A map's checksum is the sum of the `i` it made; a sink's is
+ * the sum, mod 2^32, of every running sum it received
+ * ({@linkcode addToChecksum}), which `expectedUpdateChecksum()` of
+ * `_report.ts` computes without the engine: a lost or duplicated record
+ * changes every later running sum of its key. Each map
  * (source side) and sink subtask writes a {@linkcode SubtaskReport} into
  * `--report DIR` at `close()`; the sinks' reports carry their histograms.
  * The client prints one line `RESULT <json>` with the job's result.
@@ -41,7 +45,7 @@ import {
   StreamExecutionEnvironment,
   WatermarkStrategy,
 } from "../../mod.ts";
-import { SubtaskTally, wallClockMs } from "./_report.ts";
+import { addToChecksum, SubtaskTally, wallClockMs } from "./_report.ts";
 
 /** A record of the latency job. */
 export interface StampedRecord {
@@ -128,6 +132,7 @@ class LatencySink implements SinkFunction<StampedRecord> {
       t.firstMs = wallClockMs();
       this.recordFromMs = t.firstMs + this.warmupMs;
     }
+    t.checksum = addToChecksum(t.checksum, record.value);
     if (record.ts === 0) return; // not sampled
     const now = wallClockMs();
     t.lastMs = now;

@@ -196,6 +196,7 @@ export class ClusterCoordinator {
     if (!this.#workers.has(hb.workerId)) {
       log.info(
         `worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) joined with ${hb.slots.length} slots`,
+        { name: "worker-joined", workerId: hb.workerId, pid: hb.pid, slots: hb.slots.length },
       );
     }
     this.#workers.set(hb.workerId, { heartbeat: hb, lastSeen: Date.now() });
@@ -214,7 +215,12 @@ export class ClusterCoordinator {
   /** Fails the current attempt of every running job with a subtask on `w`'s slots. */
   #workerLost(w: WorkerEntry, why: string): void {
     const hb = w.heartbeat;
-    log.warn(`worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) lost: it ${why}`);
+    log.warn(`worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) lost: it ${why}`, {
+      name: "worker-lost",
+      workerId: hb.workerId,
+      pid: hb.pid,
+      reason: why,
+    });
     const lost = new Set(hb.slots);
     for (const job of this.#jobs.values()) {
       if (job.status.status !== "RUNNING") continue;
@@ -276,7 +282,11 @@ export class ClusterCoordinator {
       },
     };
     this.#jobs.set(request.jobId, entry);
-    log.info(`job ${request.jobId} '${request.graph.name}' submitted from ${request.moduleUrl}`);
+    log.info(`job ${request.jobId} '${request.graph.name}' submitted from ${request.moduleUrl}`, {
+      name: "job-submitted",
+      jobId: request.jobId,
+      jobName: request.graph.name,
+    });
     this.#reply(m, { ok: true, jobId: request.jobId } satisfies SubmitReply);
     let outcome: JobOutcome;
     try {

@@ -297,6 +297,13 @@ export class JobCoordinator {
     log.info(
       `job ${o.jobId} '${o.graph.name}': deploying attempt ${this.#attempt} (${this.#tasks.length} subtasks)` +
         (restore === null ? "" : ` from ${describePoint(restore, o.jobId)}`),
+      {
+        name: "attempt-deploying",
+        jobId: o.jobId,
+        attempt: this.#attempt,
+        subtasks: this.#tasks.length,
+        checkpointId: restore?.checkpointId ?? null,
+      },
     );
     this.#deployedOn = new Set();
     this.#tasks.forEach((t, i) => {
@@ -402,7 +409,11 @@ export class JobCoordinator {
     this.#toAllTasks({ t: "start" });
     this.#backoff.onRecovered(Date.now());
     this.#tracker.startScheduler(Date.now());
-    log.info(`job ${this.#o.jobId}: attempt ${this.#attempt} running`);
+    log.info(`job ${this.#o.jobId}: attempt ${this.#attempt} running`, {
+      name: "attempt-running",
+      jobId: this.#o.jobId,
+      attempt: this.#attempt,
+    });
     this.#schedule();
   }
 
@@ -539,7 +550,17 @@ export class JobCoordinator {
     if (attempt !== this.#attempt || this.#phase !== "running") return;
     o.faults?.("before-notify-complete", pending.checkpointId, attempt);
     const outcome = this.#tracker.completed(pending.checkpointId, location, Date.now());
-    log.info(`job ${o.jobId}: ${this.#tracker.summary()}`);
+    const stats = this.#tracker.latestCompleted;
+    log.info(`job ${o.jobId}: ${this.#tracker.summary()}`, {
+      name: "checkpoint-completed",
+      jobId: o.jobId,
+      checkpointId: pending.checkpointId,
+      durationMs: Math.round(stats?.durationMs ?? NaN),
+      bytes: stats?.totalBytes ?? null,
+      syncMs: Math.round(stats?.maxSyncDurationMs ?? NaN),
+      asyncMs: Math.round(stats?.maxAsyncDurationMs ?? NaN),
+      alignmentMs: Math.round(stats?.maxAlignmentDurationMs ?? NaN),
+    });
     for (const id of outcome.discard) {
       o.storage.discard(o.jobId, id).catch((e) =>
         log.warn(`job ${o.jobId}: cannot discard checkpoint ${id}: ${e}`)

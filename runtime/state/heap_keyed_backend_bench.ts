@@ -6,6 +6,9 @@
  * Run: `deno bench -A runtime/state/heap_keyed_backend_bench.ts`.
  * Divide 1M by the reported time per iteration for records per second (each
  * record is one state read and one state write).
+ * With `WEIR_BENCH_SMOKE=1` each benchmark runs one iteration of 200k
+ * records (the smoke test `bench/micro_benches_test.ts` does so) instead of
+ * Deno's calibrated count.
  *
  * @module
  */
@@ -14,7 +17,12 @@ import { ValueStateDescriptor } from "../api/state.ts";
 import { HeapKeyedStateBackend } from "./heap_keyed_backend.ts";
 import { assignToKeyGroup, KeyGroupRange } from "./key_group.ts";
 
-const RECORDS = 1_000_000;
+/** One iteration each in the smoke test (`WEIR_BENCH_SMOKE=1`), else Deno's defaults. */
+const SMOKE = Deno.env.get("WEIR_BENCH_SMOKE") === "1";
+const smoke = SMOKE ? { n: 1, warmup: 1 } : {};
+
+/** Records per iteration (200k in the smoke test: still enough to reach all 10k keys). */
+const RECORDS = SMOKE ? 200_000 : 1_000_000;
 const KEYS = 10_000;
 
 // A fixed pseudo-random sequence of key indexes, so every variant sees the same records.
@@ -64,22 +72,33 @@ function check(n: number): void {
   if (n !== KEYS) throw new Error(`expected ${KEYS} keys: current value is ${n}`);
 }
 
-Deno.bench("plain Map, 10k numeric keys", { group: "numeric keys", baseline: true }, () => {
-  check(runMap(numberKeys));
-});
-Deno.bench("plain Map + key group, 10k numeric keys", { group: "numeric keys" }, () => {
+Deno.bench(
+  "plain Map, 10k numeric keys",
+  { ...smoke, group: "numeric keys", baseline: true },
+  () => {
+    check(runMap(numberKeys));
+  },
+);
+Deno.bench("plain Map + key group, 10k numeric keys", { ...smoke, group: "numeric keys" }, () => {
   check(runMapWithKeyGroup(numberKeys));
 });
-Deno.bench("HeapKeyedStateBackend ValueState, 10k numeric keys", { group: "numeric keys" }, () => {
+Deno.bench("HeapKeyedStateBackend ValueState, 10k numeric keys", {
+  ...smoke,
+  group: "numeric keys",
+}, () => {
   check(runBackend(numberKeys));
 });
 
-Deno.bench("plain Map, 10k string keys", { group: "string keys", baseline: true }, () => {
+Deno.bench("plain Map, 10k string keys", { ...smoke, group: "string keys", baseline: true }, () => {
   check(runMap(stringKeys));
 });
-Deno.bench("plain Map + key group, 10k string keys", { group: "string keys" }, () => {
+Deno.bench("plain Map + key group, 10k string keys", { ...smoke, group: "string keys" }, () => {
   check(runMapWithKeyGroup(stringKeys));
 });
-Deno.bench("HeapKeyedStateBackend ValueState, 10k string keys", { group: "string keys" }, () => {
-  check(runBackend(stringKeys));
-});
+Deno.bench(
+  "HeapKeyedStateBackend ValueState, 10k string keys",
+  { ...smoke, group: "string keys" },
+  () => {
+    check(runBackend(stringKeys));
+  },
+);

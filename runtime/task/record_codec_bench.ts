@@ -4,16 +4,25 @@
  * 1000 records, one group per shape: the keyed-sum benchmark's `{key, value}`
  * pairs, sensor readings with a string field, bare numbers, bare strings,
  * `[string, number]` tuples, and a mixed buffer that falls back to
- * MessagePack.
+ * MessagePack. Before measuring, it checks that both codecs decode each
+ * buffer to the records and timestamps encoded (an `AssertionError` ends
+ * the run otherwise).
  *
  * Run with `deno bench -A runtime/task/record_codec_bench.ts`. Records/s is
  * `1000 / time per iteration`, e.g. 20 µs/iter is 50M records/s.
+ * With `WEIR_BENCH_SMOKE=1` each benchmark runs one iteration (the smoke
+ * test `bench/micro_benches_test.ts` does so) instead of Deno's calibrated
+ * count.
  *
  * @module
  */
 
+import assert from "node:assert/strict";
 import { decode, encode } from "../actor/codec.ts";
 import { decodeRecords, encodeRecords } from "./record_codec.ts";
+
+/** One iteration each in the smoke test (`WEIR_BENCH_SMOKE=1`), else Deno's defaults. */
+const smoke = Deno.env.get("WEIR_BENCH_SMOKE") === "1" ? { n: 1, warmup: 1 } : {};
 
 const batchSize = 1_000;
 const timestamps = Array.from({ length: batchSize }, (_, i) => 1_547_718_199_000 + i);
@@ -37,25 +46,32 @@ const batches: Record<string, readonly unknown[]> = {
 for (const [name, values] of Object.entries(batches)) {
   const ours = encodeRecords(values, timestamps);
   const theirs = encode({ v: values, ts: timestamps });
+  // What is measured must be right: both codecs give back what they were given.
+  assert.deepStrictEqual(decodeRecords(ours), { values, timestamps }, `record codec: ${name}`);
+  assert.deepStrictEqual(decode(theirs), { v: values, ts: timestamps }, `msgpackr: ${name}`);
   console.log(
     `${name}: record codec ${ours.byteLength} bytes, MessagePack ${theirs.byteLength} bytes per ${batchSize} records with timestamps`,
   );
-  Deno.bench("record codec", { group: `${name}: encode + decode`, baseline: true }, () => {
-    decodeRecords(encodeRecords(values, timestamps));
-  });
-  Deno.bench("msgpackr", { group: `${name}: encode + decode` }, () => {
+  Deno.bench(
+    "record codec",
+    { ...smoke, group: `${name}: encode + decode`, baseline: true },
+    () => {
+      decodeRecords(encodeRecords(values, timestamps));
+    },
+  );
+  Deno.bench("msgpackr", { ...smoke, group: `${name}: encode + decode` }, () => {
     decode(encode({ v: values, ts: timestamps }));
   });
-  Deno.bench("record codec", { group: `${name}: encode`, baseline: true }, () => {
+  Deno.bench("record codec", { ...smoke, group: `${name}: encode`, baseline: true }, () => {
     encodeRecords(values, timestamps);
   });
-  Deno.bench("msgpackr", { group: `${name}: encode` }, () => {
+  Deno.bench("msgpackr", { ...smoke, group: `${name}: encode` }, () => {
     encode({ v: values, ts: timestamps });
   });
-  Deno.bench("record codec", { group: `${name}: decode`, baseline: true }, () => {
+  Deno.bench("record codec", { ...smoke, group: `${name}: decode`, baseline: true }, () => {
     decodeRecords(ours);
   });
-  Deno.bench("msgpackr", { group: `${name}: decode` }, () => {
+  Deno.bench("msgpackr", { ...smoke, group: `${name}: decode` }, () => {
     decode(theirs);
   });
 }
