@@ -92,7 +92,8 @@ function timerJob(options: {
     .setParallelism(options.parallelism)
     .setClock(options.clock)
     .setAutoWatermarkInterval(100);
-  let readings = env.fromSource(options.source, options.strategy, "readings").uid("readings");
+  let readings = env.fromSource(options.source, options.strategy, "readings").uid("readings")
+    .map((r) => r).name("chained"); // status and watermarks pass through a chained operator
   if (options.assign) readings = readings.assignTimestampsAndWatermarks(options.assign);
   readings
     .keyBy((r) => r.key)
