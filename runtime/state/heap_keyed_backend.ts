@@ -38,12 +38,13 @@
  *   namespace is per state object ({@linkcode InternalKvState.setCurrentNamespace}),
  *   {@linkcode VOID_NAMESPACE} until set, which is what user functions use.
  *   The default namespace keeps the layout above and its cost: one string
- *   comparison more per access, measured within 2% of the backend before
- *   namespaces (the keyed running sum of `heap_keyed_backend_bench.ts`,
- *   median CPU time of 21 interleaved runs of both in one process). Other
- *   namespaces live per key group in a `Map<namespace, Map<stateKey,
- *   value>>`: one `Map` lookup more per access, about 1.2× the default
- *   namespace's time for the same running sum.
+ *   comparison more per access. Against the backend before namespaces (the
+ *   keyed running sums of `heap_keyed_backend_bench.ts`, both versions
+ *   interleaved in one process, median CPU time) no difference showed above
+ *   the shared machine's noise of about ±5–10%. Other namespaces live per key
+ *   group in a `Map<namespace, Map<stateKey, value>>`: one `Map` lookup more
+ *   per access, about 1.2× the default namespace's time for the same running
+ *   sum (`heap_keyed_backend_namespaces_bench.ts`).
  *   Every state object the backend returns implements `InternalKvState`; list,
  *   reducing and aggregating states implement `InternalMergingState`.
  * - A snapshot is a synchronous pass that copies every live entry into a
