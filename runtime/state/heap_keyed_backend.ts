@@ -44,7 +44,7 @@
  *   the shared machine's noise of about ±5–10%. Other namespaces live per key
  *   group in a `Map<namespace, Map<stateKey, value>>`: one `Map` lookup more
  *   per access, about 1.2× the default namespace's time for the same running
- *   sum (`heap_keyed_backend_namespaces_bench.ts`).
+ *   sum (group "namespaces" of `heap_keyed_backend_bench.ts`).
  *   Every state object the backend returns implements `InternalKvState`; list,
  *   reducing and aggregating states implement `InternalMergingState`.
  * - A snapshot is a synchronous pass that copies every live entry into a
