@@ -176,7 +176,9 @@ export type ReduceFunction<T> =
  * and windows' `aggregate` take.
  *
  * `add` and `merge` may change their accumulator argument in place and
- * return it, or return a new one; never return `undefined`. Accumulators
+ * return it, or return a new one; never return `undefined`. `getResult` may
+ * return the accumulator itself (it is copied before it next changes in
+ * place), but not a part of it that `add` changes in place. Accumulators
  * are stored in keyed state, so they must be plain, MessagePack-encodable
  * data (see `runtime/api/state.ts`).
  *
