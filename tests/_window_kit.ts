@@ -55,6 +55,7 @@ import {
   EventTimeSessionWindows,
   SlidingEventTimeWindows,
   TumblingEventTimeWindows,
+  WatermarkStrategy,
 } from "../mod.ts";
 import { type TestItem, TestSource } from "../testing.ts";
 
@@ -90,6 +91,18 @@ export interface WindowSum {
 export function tickTime(seq: number): number {
   return seq + Math.floor(seq / BURST) * BURST_PAUSE_MS;
 }
+
+/**
+ * Monotonous watermarks, punctuated: the watermark `ts - 1` at every tick
+ * (Flink's `FailingSource` emits one per round), so windows fire as soon as
+ * every split has passed their end, whatever the processing-time pace.
+ */
+export const PUNCTUATED_TICKS: WatermarkStrategy<Tick> = WatermarkStrategy.forGenerator<Tick>(
+  () => ({
+    onEvent: (_tick, timestamp, output) => output.emitWatermark(timestamp - 1),
+    onPeriodicEmit: () => {},
+  }),
+).withTimestampAssigner((tick) => tick.ts);
 
 /** The window assigners under test. */
 export type AssignerKind = "tumbling" | "sliding" | "session";
@@ -131,13 +144,20 @@ export interface TickSplitsOptions {
   /** An `awaitCheckpoint` marker after every this many records of a split. */
   readonly awaitCheckpointEvery: number;
   /**
-   * A `fail` marker (attempt 0 only) in split 0, right after its
-   * `failAfterCheckpoints`-th `awaitCheckpoint` marker: at least that many
-   * checkpoints have completed when it throws. A checkpoint never holds
-   * split 0 past it, so the same input without the marker restores to the
-   * same records (what a resumed run, whose attempts count from 0, needs).
+   * A `fail` marker (attempt 0 only) in split 0, {@linkcode failDelayRecords}
+   * records after its `failAfterCheckpoints`-th `awaitCheckpoint` marker: at
+   * least that many checkpoints have completed when it throws. A checkpoint
+   * never holds split 0 past it, so the same input without the marker
+   * restores to the same records (what a resumed run, whose attempts count
+   * from 0, needs).
    */
   readonly failAfterCheckpoints?: number | undefined;
+  /**
+   * How many records of split 0 come between that `awaitCheckpoint` marker
+   * and the `fail` marker (default 0): with some, windows fire between the
+   * checkpoint and the failure, and their results must not be committed.
+   */
+  readonly failDelayRecords?: number;
 }
 
 /**
@@ -152,15 +172,20 @@ export function tickSplits(options: TickSplitsOptions): TestItem<Tick>[][] {
     const items: TestItem<Tick>[] = [];
     let emitted = 0;
     let markers = 0;
+    let failAt = -1;
+    const fail = () =>
+      items.push(TestSource.fail(`induced failure after ${markers} completed checkpoints`));
     for (let seq = 0; seq < options.recordsPerKey; seq++) {
       for (const key of keys) {
         items.push({ key, seq, ts: tickTime(seq) });
-        if (++emitted % options.awaitCheckpointEvery !== 0) continue;
+        if (++emitted === failAt) fail();
+        if (emitted % options.awaitCheckpointEvery !== 0) continue;
         items.push(TestSource.awaitCheckpoint());
         markers++;
-        if (split === 0 && markers === options.failAfterCheckpoints) {
-          items.push(TestSource.fail(`induced failure after ${markers} completed checkpoints`));
-        }
+        if (split !== 0 || markers !== options.failAfterCheckpoints) continue;
+        const delay = options.failDelayRecords ?? 0;
+        if (delay === 0) fail();
+        else failAt = emitted + delay;
       }
     }
     lists.push(items);

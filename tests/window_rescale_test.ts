@@ -45,6 +45,7 @@ const INPUT: TickSplitsOptions = {
   recordsPerKey: 240,
   awaitCheckpointEvery: 100,
   failAfterCheckpoints: 4,
+  failDelayRecords: 50,
 };
 
 /** Builds the windowed job at `parallelism`, committing to `sink`. */
