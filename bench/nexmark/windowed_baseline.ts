@@ -1,5 +1,5 @@
 /**
- * The hand-written baselines of the windowed Nexmark queries (q5, q7, q8):
+ * The hand-written baselines of the windowed Nexmark queries (q5, q7, q8, q11):
  * for each query, one loop over events `0..events-1` of the same
  * {@linkcode NexmarkGenerator} the engine's source uses, with the window
  * logic written out by hand over plain `Map`s and `Set`s. No engine: no
@@ -26,6 +26,8 @@
  * - **q8**: per 10 s window, the persons (id → name) and the set of sellers
  *   of its auctions; a person with an auction of its own in the window is a
  *   row.
+ * - **q11**: per bidder, its open session; a bid more than 10 s after the
+ *   bidder's last closes it into a row.
  *
  * Like the engine's source, every loop generates every event, also those
  * its query drops (q8 drops the bids): the generator's cost is part of both
@@ -44,6 +46,8 @@ import {
   addToDigest,
   newDigest,
   type OutputDigest,
+  Q11_GAP_MS,
+  type Q11Row,
   Q5_SIZE_MS,
   Q5_SLIDE_MS,
   type Q5Row,
@@ -202,10 +206,38 @@ export const q8Loop: WindowedLoop<Q8Row> = (gen, events, emit) => {
   close();
 };
 
+/**
+ * q11: per bidder, the open session (first bid, last bid, count); a bid
+ * more than the gap after its bidder's last one closes the session. A bid
+ * exactly the gap after joins it: session windows `[t, t + gap)` that touch
+ * merge (Flink's `TimeWindow.intersects`).
+ */
+export const q11Loop: WindowedLoop<Q11Row> = (gen, events, emit) => {
+  const sessions = new Map<number, { start: number; last: number; count: number }>();
+  let latest = Number.NEGATIVE_INFINITY;
+  for (let n = 0; n < events; n++) {
+    const e = gen.event(n);
+    if (e.type !== "bid") continue;
+    const { bidder, dateTime: t } = e.bid;
+    if (t < latest) throw decreasing("q11", n, t, latest);
+    latest = t;
+    const s = sessions.get(bidder);
+    if (s !== undefined && t <= s.last + Q11_GAP_MS) {
+      s.last = t;
+      s.count++;
+      continue;
+    }
+    if (s !== undefined) emit([bidder, s.count, s.start, s.last + Q11_GAP_MS]);
+    sessions.set(bidder, { start: t, last: t, count: 1 });
+  }
+  for (const [bidder, s] of sessions) emit([bidder, s.count, s.start, s.last + Q11_GAP_MS]);
+};
+
 const LOOPS: { readonly [Q in WindowedQueryName]: WindowedLoop<WindowedRow<Q>> } = {
   q5: q5Loop,
   q7: q7Loop,
   q8: q8Loop,
+  q11: q11Loop,
 };
 
 function checkedEvents(query: WindowedQueryName, events: number): number {

@@ -13,6 +13,8 @@ import {
 import {
   addToDigest,
   newDigest,
+  Q11_GAP_MS,
+  type Q11Row,
   Q5_SIZE_MS,
   Q5_SLIDE_MS,
   type Q5Row,
@@ -126,6 +128,22 @@ function run<R>(loop: typeof q7Loop | typeof q5Loop, events: readonly NexmarkEve
   return rows;
 }
 
+/** q11 from its SQL: each bidder's bids cut where two follow more than the gap apart. */
+function q11Reference(options: WindowedBaselineOptions): Q11Row[] {
+  const bids = generated(options).flatMap((e) => e.type === "bid" ? [e.bid] : []);
+  const byBidder = groupBy(bids, (b: Bid) => [b.bidder]);
+  const rows: Q11Row[] = [];
+  for (const [bidder, own] of byBidder) {
+    let start = 0;
+    for (let i = 1; i <= own.length; i++) {
+      if (i < own.length && own[i]!.dateTime - own[i - 1]!.dateTime <= Q11_GAP_MS) continue;
+      rows.push([bidder, i - start, own[start]!.dateTime, own[i - 1]!.dateTime + Q11_GAP_MS]);
+      start = i;
+    }
+  }
+  return rows;
+}
+
 /** Rows as sorted JSON lines: equal multisets give equal arrays. */
 const canonical = (rows: readonly unknown[]) => rows.map((r) => JSON.stringify(r)).sort();
 
@@ -166,6 +184,16 @@ Deno.test("the q8 baseline gives the persons who created an auction in their win
   const rows = windowedBaselineRows("q8", options);
   assert.ok(rows.length >= 6, `only ${rows.length} q8 rows`);
   assert.deepEqual(canonical(rows), canonical(q8Reference(options)));
+});
+
+Deno.test("the q11 baseline gives each bidder's sessions of bids at most 10 s apart", () => {
+  // One event per 4 ms: 160 s, so bidders who pause for more than 10 s have several sessions.
+  const options = { events: 40_000, config: { interEventDelayUs: 4000, seed: 2 } };
+  const rows = windowedBaselineRows("q11", options);
+  const expected = q11Reference(options);
+  const bidders = new Set(expected.map(([bidder]) => bidder));
+  assert.ok(expected.length > bidders.size, "no bidder with two sessions: the test shows nothing");
+  assert.deepEqual(canonical(rows), canonical(expected));
 });
 
 Deno.test("runWindowedBaseline digests exactly the rows windowedBaselineRows gives", () => {

@@ -28,7 +28,7 @@ import {
 } from "../../mod.ts";
 import type { AggregateFunction, FunctionHooks } from "../../runtime/api/functions.ts";
 import type { Bid, NexmarkEvent } from "../../connectors/datagen/nexmark/model.ts";
-import type { Q5Row, Q7Row, Q8Row } from "./windowed_rows.ts";
+import type { Q11Row, Q5Row, Q7Row, Q8Row } from "./windowed_rows.ts";
 
 /**
  * One key's best items in one window, what the first stage of q5 and q7
@@ -101,9 +101,9 @@ export class WindowTopSelect<T> implements KeyedProcessFunction<number, WindowTo
 export type AuctionCount = readonly [auction: number, count: number];
 
 /**
- * Counts an auction's bids in a pane (q5's first stage; the input is the
- * bid's auction id), as an `AggregateFunction` whose accumulator
- * `[auction, count]` also carries the key.
+ * Counts a key's bids in a window, the input being the key itself (q5's
+ * panes: the auction id; q11's sessions: the bidder id), as an
+ * `AggregateFunction` whose accumulator `[key, count]` also carries the key.
  */
 export const COUNT_BIDS: AggregateFunction<number, [number, number], AuctionCount> = {
   createAccumulator: () => [0, 0],
@@ -312,5 +312,19 @@ export class Q8NewSeller
   ): void {
     const r = results[0]!;
     if (r.name !== null && r.sold) out.collect([id, r.name, ctx.window().start]);
+  }
+}
+
+/** Turns a bidder's count in a session window into q11's row. */
+export class Q11Session implements ProcessWindowFunction<AuctionCount, Q11Row, number, TimeWindow> {
+  /** Emits `(bidder, count, start, end)` of the session. */
+  process(
+    bidder: number,
+    ctx: ProcessWindowContext<TimeWindow>,
+    counts: readonly AuctionCount[],
+    out: Collector<Q11Row>,
+  ): void {
+    const window = ctx.window();
+    out.collect([bidder, counts[0]![1], window.start, window.end]);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * What the windowed Nexmark queries (q5, q7, q8) output, shared by their
+ * What the windowed Nexmark queries (q5, q7, q8, q11) output, shared by their
  * DataStream jobs (`windowed_queries.ts`) and their hand-written baselines
  * (`windowed_baseline.ts`): the query names, window sizes, row types and the
  * {@linkcode OutputDigest} by which the harness compares the two outputs.
@@ -32,7 +32,7 @@
 import { keyHash } from "../../mod.ts";
 
 /** The windowed queries, by name. */
-export const WINDOWED_QUERY_NAMES = ["q5", "q7", "q8"] as const;
+export const WINDOWED_QUERY_NAMES = ["q5", "q7", "q8", "q11"] as const;
 /** A windowed query's name. */
 export type WindowedQueryName = typeof WINDOWED_QUERY_NAMES[number];
 
@@ -49,6 +49,8 @@ export const Q5_SLIDE_MS = 2_000;
 export const Q7_SIZE_MS = 10_000;
 /** q8's tumbling window: 10 s, in ms. */
 export const Q8_SIZE_MS = 10_000;
+/** q11's session gap: 10 s, in ms. */
+export const Q11_GAP_MS = 10_000;
 
 /** q5's row `(auction, num)`: an auction with its window's highest bid count. */
 export type Q5Row = readonly [auction: number, num: number];
@@ -70,11 +72,19 @@ export interface Q7Row {
 /** q8's row `(id, name, starttime)`: a person who created an auction in its window (start, ms). */
 export type Q8Row = readonly [id: number, name: string, starttime: number];
 
+/**
+ * q11's row `(bidder, bid_count, starttime, endtime)`: one bidder's session,
+ * from its first bid to its last bid plus the gap (ms, exclusive), as
+ * Flink's `SESSION_START` and `SESSION_END`.
+ */
+export type Q11Row = readonly [bidder: number, count: number, starttime: number, endtime: number];
+
 /** The row type of each windowed query. */
 export type WindowedRow<Q extends WindowedQueryName> = {
   q5: Q5Row;
   q7: Q7Row;
   q8: Q8Row;
+  q11: Q11Row;
 }[Q];
 
 /** A query output's size and order-independent checksum (see the module docs). */
@@ -118,6 +128,11 @@ export function q7RowHash(row: Q7Row): number {
   return keyHash([row.auction, row.bidder, row.price, row.dateTime, row.extra]);
 }
 
+/** q11's row hash: `keyHash([bidder, count, starttime, endtime])`. */
+export function q11RowHash(row: Q11Row): number {
+  return keyHash(row);
+}
+
 /** q8's row hash: `keyHash([id, name, starttime])`. */
 export function q8RowHash(row: Q8Row): number {
   return keyHash(row);
@@ -127,6 +142,7 @@ const ROW_HASHES: { readonly [Q in WindowedQueryName]: (row: WindowedRow<Q>) => 
   q5: q5RowHash,
   q7: q7RowHash,
   q8: q8RowHash,
+  q11: q11RowHash,
 };
 
 /** The row hash of `query`, what its sink and its baseline add to their {@linkcode OutputDigest}. */
