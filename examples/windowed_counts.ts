@@ -74,6 +74,7 @@ export class PunctuatedOutOfOrderness implements WatermarkGenerator<SensorReadin
   #maxTimestamp = Number.NEGATIVE_INFINITY;
 
   /**
+   * Creates the generator of one split.
    * @param boundMs how far behind the highest timestamp a reading may be, in ms (>= 0).
    * @throws {RangeError} when `boundMs` is negative or not finite.
    */
