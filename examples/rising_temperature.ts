@@ -58,7 +58,7 @@ import { parseSensorReading, type SensorReading } from "./sensor.ts";
 import { exitWithError } from "./_cli.ts";
 
 /** How long a temperature must keep rising before the warning, in ms of processing time (the seed's 10 s). */
-export const RISE_INTERVAL_MS = 10_000;
+export const RISE_INTERVAL_MS: number = 10_000;
 
 /** The seed's warning for sensor `id`: `sensor <id> temperature rose continuously for 10000 ms`. */
 export function riseWarning(id: string): string {
