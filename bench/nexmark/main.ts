@@ -1,98 +1,135 @@
 /**
- * The Nexmark harness: runs a query on the engine, then its hand-written
- * baseline over the same events, checks that both counted the same output,
- * and prints throughput, throughput per core and the ratio.
+ * The Nexmark harness: runs a query on the engine and its hand-written
+ * baseline over the same events, in alternating rounds, checks in every
+ * round that both output exactly the same number of records, and prints the
+ * medians of throughput, throughput per CPU second and their ratio.
  *
- *     deno task nexmark --query q1 [--events 10000000] [--parallelism N]
+ *     deno task nexmark --query q1 [--events 10000000] [--rounds 3] [--parallelism N]
  *         [--checkpoint-interval MS] [--nats URL] [--workers 2] [--slots 1]
- *     deno task nexmark --all [--events 2000000] [--chart bench/nexmark/results.svg]
+ *     deno task nexmark --all [--events 2000000] [--rounds 3] [--chart bench/nexmark/results.svg]
  *
- * **Local mode** (default): the job runs in this process (one thread, so one
- * core), checkpointing every `--checkpoint-interval` ms (default 1000; 0
- * turns periodic checkpoints off, the final checkpoint stays) to a temporary
- * directory, into the exactly-once blackhole (`CountingTwoPhaseCommitSink`).
- * `eps` is events generated / wall time of `execute()`: it includes building
- * the JobGraph, deploying the subtasks, every checkpoint and the final
- * checkpoint with its commit (a few ms in all for local mode). Per core:
- * `eps` / 1.
+ * ## Rounds
+ *
+ * Each of `--rounds` rounds (default 3) runs the engine, then the baseline
+ * (engine, baseline, engine, baseline, …; `runRounds` of `../_rounds.ts`,
+ * with a garbage collection before each run), so a change in the machine's
+ * load during the run falls on both sides. The figures printed are medians
+ * over the rounds, and the ratio is the median of the rounds' ratios
+ * (`report.ts`). Round 1 includes both sides' JIT warm-up; with 3 rounds or
+ * more the median leaves it out.
+ *
+ * ## What is measured
+ *
+ * - `eps`: events generated / the engine's wall time.
+ * - `eps_per_core`: events / the CPU seconds of the engine's run, in both
+ *   modes, so local and cluster figures compare, and a machine busy with
+ *   other work lowers `eps` but hardly `eps_per_core`.
+ * - `baseline_eps`, `baseline_eps_per_core`: the same for the baseline loop
+ *   (`baseline.ts`), which runs in this process on one thread.
+ * - `ratio`: `eps_per_core / baseline_eps_per_core`, events per CPU second
+ *   against events per CPU second: the share of the hand-written ceiling the
+ *   engine reaches.
+ *
+ * CPU time is `readCpu()` of `../_rounds.ts` around each run: this process
+ * (all its threads: the engine's, V8's GC and compiler threads) and every
+ * process it started (cluster mode's coordinator, workers and client).
+ *
+ * **Local mode** (default): the job runs in this process, checkpointing every
+ * `--checkpoint-interval` ms (default 1000; 0 turns periodic checkpoints
+ * off, the final checkpoint stays) to a temporary directory, into the
+ * exactly-once blackhole (`CountingTwoPhaseCommitSink`). Wall time is that
+ * of `execute()`: it includes building the JobGraph, deploying the subtasks,
+ * every checkpoint and the final checkpoint with its commit (a few ms in all).
  *
  * **Cluster mode** (`--nats URL`): the harness starts a coordinator and
  * `--workers` worker processes (`--slots` each) itself, on the NATS server
  * at URL (it does not use a running cluster; run no other Weir cluster on
- * that server), runs `job.ts` as the client, and stops them at the end.
- * `eps` is events / the job's duration as the coordinator reports it
- * (submission to finish: it includes deployment of the slot threads, about
- * 0.1–0.2 s). Cores used are measured: the CPU time (utime + stime from
- * `/proc/<pid>/stat`) of the coordinator and the worker processes over the
- * job, so `eps_per_core` = events / CPU seconds.
+ * that server; the server's own CPU is not counted), runs `job.ts` as the
+ * client once per round, and stops them at the end. Wall time is the job's
+ * duration as the coordinator reports it (submission to finish: it includes
+ * deployment of the slot threads, about 0.1–0.2 s); CPU time covers the
+ * client process's whole life (start-up included).
  *
- * The baseline (`baseline.ts`) runs after the engine, in this process. The
- * engine's committed output count must equal the baseline's: the harness
- * fails otherwise. dedup's count depends on the arrival order of a key's
- * bids, which parallelism > 1 does not fix: there the check is that the
- * count lies between the number of distinct (bidder, auction) keys and the
- * number of bids, both from the baseline.
+ * ## The check
  *
- * The last line is `RESULT query=… events=… eps=… eps_per_core=… baseline_eps=… ratio=…`
- * (`ratio` = eps_per_core / baseline_eps). `--all` runs every query, prints
- * a markdown table, writes the SVG chart and prints one `RESULT` line per
- * query.
+ * In every round, the records the engine's sinks committed must equal the
+ * records the baseline emitted, and the sinks must have committed every
+ * record they received: the harness fails otherwise, before printing any
+ * figure. Every query's count is a function of the events alone, at any
+ * parallelism (dedup keeps the first bid per key, see `queries.ts`), so the
+ * check is equality for all of them.
+ *
+ * ## Output
+ *
+ * One line per run, then per query (figures = medians)
+ * `RESULT query=… events=… output=… eps=… eps_per_core=… baseline_eps=… baseline_eps_per_core=… ratio=… rounds=N`.
+ * `--all` runs every query and, before the `RESULT` lines, prints a markdown
+ * table and writes the SVG chart (engine and baseline events per CPU second).
  *
  * @module
  */
 
-import { parseArgs } from "node:util";
-import { fileURLToPath } from "node:url";
-import { StreamExecutionEnvironment } from "../../mod.ts";
-import { BenchCluster, runDeno } from "../_cluster_bench.ts";
-import { type BaselineResult, runBaseline } from "./baseline.ts";
-import { renderChart } from "./chart.ts";
-import { type JobResultLine, type SinkReport } from "./job.ts";
-import { isQueryName, newTally, QUERIES, QUERY_NAMES, type QueryName } from "./queries.ts";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { StreamExecutionEnvironment } from "../../mod.ts";
+import { BenchCluster, parseResultLine, runDeno } from "../_cluster_bench.ts";
+import { expectEqual, resultLine } from "../_result.ts";
+import { runRounds, type Sample } from "../_rounds.ts";
+import { runBaseline } from "./baseline.ts";
+import { renderChart } from "./chart.ts";
+import type { JobResultLine, SinkReport } from "./job.ts";
+import { isQueryName, newTally, QUERIES, QUERY_NAMES, type QueryName } from "./queries.ts";
+import {
+  BASELINE,
+  ENGINE,
+  type QueryResult,
+  resultFields,
+  type RunFigures,
+  summarize,
+  table,
+} from "./report.ts";
 
 const JOB = fileURLToPath(new URL("./job.ts", import.meta.url));
 
-/** One query's figures. */
-interface QueryResult {
-  readonly query: QueryName;
-  readonly events: number;
-  readonly count: number;
-  readonly eps: number;
-  readonly cores: number;
-  readonly epsPerCore: number;
-  readonly checkpoints: number;
-  readonly baselineCount: number;
-  readonly baselineEps: number;
+/** A cluster the harness started, to run cluster-mode rounds on. */
+export interface ClusterTarget {
+  /** The coordinator and workers, children of this process. */
+  readonly cluster: BenchCluster;
+  /** The NATS URL the client connects to. */
+  readonly nats: string;
 }
 
-interface RunOptions {
+/** What {@linkcode runQuery} runs. */
+export interface RunQueryOptions {
+  /** The query. */
+  readonly query: QueryName;
+  /** Events generated per run (event numbers `0..events-1`). */
+  readonly events: number;
+  /** The job's parallelism (default 1). */
+  readonly parallelism?: number;
+  /** Periodic checkpoint interval, ms; 0: only the final checkpoint (default 1000). */
+  readonly checkpointInterval?: number;
+  /** Rounds, each an engine run then a baseline run (default 3). */
+  readonly rounds?: number;
+  /** Run the engine on this cluster (default: local mode, in this process). */
+  readonly cluster?: ClusterTarget;
+  /** Where the per-round lines go (default `console.log`). */
+  readonly log?: (line: string) => void;
+}
+
+interface Resolved {
   readonly query: QueryName;
   readonly events: number;
   readonly parallelism: number;
   readonly checkpointInterval: number;
 }
 
-interface EngineRun {
-  readonly count: number;
-  readonly seconds: number;
-  readonly cpuSeconds: number | undefined;
-  readonly checkpoints: number;
-}
-
 function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
-/** utime + stime of `pid` in seconds (`/proc/<pid>/stat`, clock ticks of 1/100 s). */
-function cpuSecondsOf(pid: number | "self"): number {
-  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // After "(comm)": state is field 3, utime field 14, stime field 15 (1-based).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-async function runLocal(o: RunOptions): Promise<EngineRun> {
+async function runLocal(o: Resolved): Promise<RunFigures> {
   const directory = await Deno.makeTempDir({ prefix: "weir-nexmark-" });
   try {
     const env = StreamExecutionEnvironment.getExecutionEnvironment();
@@ -101,41 +138,30 @@ async function runLocal(o: RunOptions): Promise<EngineRun> {
     else env.setCheckpointDirectory(directory);
     const tally = newTally();
     QUERIES[o.query](env, { source: { events: o.events }, tally });
-    collectGarbage();
-    const cpu0 = cpuSecondsOf("self");
     const t0 = performance.now();
     const result = await env.execute(`nexmark-${o.query}`);
     const seconds = (performance.now() - t0) / 1000;
-    const cpuSeconds = cpuSecondsOf("self") - cpu0;
     if (tally.committed !== tally.records) {
       throw new Error(
         `nexmark ${o.query}: the sink received ${tally.records} records but committed ` +
           `${tally.committed} (${tally.transactions} transactions)`,
       );
     }
-    return {
-      count: tally.committed,
-      seconds,
-      cpuSeconds,
-      checkpoints: result.checkpoints.completed,
-    };
+    return { count: tally.committed, seconds, checkpoints: result.checkpoints.completed };
   } finally {
     await Deno.remove(directory, { recursive: true });
   }
 }
 
-async function runCluster(o: RunOptions, cluster: BenchCluster, nats: string): Promise<EngineRun> {
+async function runCluster(o: Resolved, target: ClusterTarget): Promise<RunFigures> {
   const report = await Deno.makeTempDir({ prefix: "weir-nexmark-report-" });
   try {
-    const pids = [cluster.coordinator!.child.pid, ...cluster.workers.map((w) => w.child.pid)];
-    const cpu = () => pids.reduce((s, pid) => s + cpuSecondsOf(pid), 0);
-    const cpu0 = cpu();
     const output = await runDeno(`nexmark-${o.query}`, [
       "run",
       "-A",
       JOB,
       "--nats",
-      nats,
+      target.nats,
       "--query",
       o.query,
       "--events",
@@ -147,10 +173,7 @@ async function runCluster(o: RunOptions, cluster: BenchCluster, nats: string): P
       "--report",
       report,
     ]);
-    const cpuSeconds = cpu() - cpu0;
-    const line = output.split("\n").findLast((l) => l.startsWith("RESULT "));
-    if (line === undefined) throw new Error(`nexmark ${o.query}: no RESULT line in:\n${output}`);
-    const result = JSON.parse(line.slice("RESULT ".length)) as JobResultLine;
+    const result = parseResultLine<JobResultLine>(output);
     const sinks: SinkReport[] = [];
     for await (const e of Deno.readDir(report)) {
       sinks.push(JSON.parse(await Deno.readTextFile(join(report, e.name))) as SinkReport);
@@ -168,94 +191,72 @@ async function runCluster(o: RunOptions, cluster: BenchCluster, nats: string): P
           `restarts ${result.restarts}`,
       );
     }
-    return {
-      count: committed,
-      seconds: result.durationMs / 1000,
-      cpuSeconds,
-      checkpoints: result.checkpoints,
-    };
+    return { count: committed, seconds: result.durationMs / 1000, checkpoints: result.checkpoints };
   } finally {
     await Deno.remove(report, { recursive: true });
   }
 }
 
-/** Counts of dedup at parallelism > 1 vary with arrival order: bounds instead of equality. */
-function checkCount(o: RunOptions, engine: number, base: BaselineResult, bids: number): void {
-  const baseline = base.count;
-  if (o.query === "dedup" && o.parallelism > 1) {
-    const least = base.distinctKeys ?? 0;
-    if (engine < least || engine > bids) {
-      throw new Error(
-        `nexmark dedup: the engine counted ${engine} records, outside ${least} (distinct ` +
-          `keys) .. ${bids} (bids) for ${o.events} events`,
-      );
-    }
-    return;
-  }
-  if (engine !== baseline) {
-    throw new Error(
-      `nexmark ${o.query}: the engine counted ${engine} records, the baseline ${baseline}, ` +
-        `for ${o.events} events`,
+const millions = (eps: number) => `${(eps / 1e6).toFixed(3)}M`;
+
+function positiveInteger(name: string, value: number): number {
+  if (!(Number.isSafeInteger(value) && value > 0)) {
+    throw new RangeError(
+      `Cannot run Nexmark as '${name}' must be a positive integer: current value is ${value}`,
     );
   }
+  return value;
 }
 
-async function runQuery(
-  o: RunOptions,
-  cluster: { cluster: BenchCluster; nats: string } | undefined,
-): Promise<QueryResult> {
-  const engine = cluster === undefined
-    ? await runLocal(o)
-    : await runCluster(o, cluster.cluster, cluster.nats);
-  collectGarbage();
-  runBaseline(o.query, { events: Math.min(o.events, 200_000) }); // JIT warm-up
-  const base = runBaseline(o.query, { events: o.events });
-  const bids = o.query === "dedup" ? runBaseline("q0", { events: o.events }).count : 0;
-  checkCount(o, engine.count, base, bids);
-  const eps = o.events / engine.seconds;
-  // Local mode runs on one thread; cluster mode: measured CPU seconds of all processes.
-  const cores = cluster === undefined ? 1 : (engine.cpuSeconds ?? engine.seconds) / engine.seconds;
-  const epsPerCore = eps / cores;
-  console.log(
-    `${o.query}: engine counted ${engine.count}, baseline ${base.count}; ` +
-      `engine ${fmt(eps)} in ${engine.seconds.toFixed(2)} s (${engine.checkpoints} checkpoints, ` +
-      `CPU ${engine.cpuSeconds?.toFixed(2)} s), baseline ${fmt(base.eps)} in ` +
-      `${(base.ms / 1000).toFixed(2)} s`,
-  );
-  return {
-    query: o.query,
-    events: o.events,
-    count: engine.count,
-    eps,
-    cores,
-    epsPerCore,
-    checkpoints: engine.checkpoints,
-    baselineCount: base.count,
-    baselineEps: base.eps,
+function describe(o: Resolved, s: Sample<RunFigures>, rounds: number): string {
+  const cpuSeconds = s.cpuMs / 1000;
+  return `${o.query} round ${s.round}/${rounds} ${s.variant}: output ${s.value.count}, ` +
+    `${s.value.seconds.toFixed(2)} s, CPU ${cpuSeconds.toFixed(2)} s, ` +
+    `${millions(o.events / cpuSeconds)} events per CPU s` +
+    (s.variant === ENGINE ? `, ${s.value.checkpoints} checkpoints` : "");
+}
+
+/**
+ * Runs `options.rounds` rounds of `options.query` (engine, then baseline),
+ * checks each and logs one line per run.
+ * @returns the medians over the rounds.
+ * @throws {Error} when a round's engine and baseline counts differ, or the
+ *   engine's sinks did not commit every record they received.
+ * @throws {RangeError} when `events`, `parallelism` or `rounds` is not a
+ *   positive integer, or a run measured no CPU time.
+ */
+export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
+  const o: Resolved = {
+    query: options.query,
+    events: positiveInteger("events", options.events),
+    parallelism: positiveInteger("parallelism", options.parallelism ?? 1),
+    checkpointInterval: options.checkpointInterval ?? 1000,
   };
-}
-
-const fmt = (eps: number) => `${(eps / 1e6).toFixed(3)}M events/s`;
-
-function resultLine(r: QueryResult): string {
-  return `RESULT query=${r.query} events=${r.events} eps=${Math.round(r.eps)} ` +
-    `eps_per_core=${Math.round(r.epsPerCore)} baseline_eps=${Math.round(r.baselineEps)} ` +
-    `ratio=${(r.epsPerCore / r.baselineEps).toFixed(3)}`;
-}
-
-function table(rows: readonly QueryResult[]): string {
-  const lines = [
-    "| query | events | output | engine events/s | cores | events/s per core | baseline events/s | engine / baseline | checkpoints |",
-    "| ----- | -----: | -----: | --------------: | ----: | ----------------: | ----------------: | ----------------: | ----------: |",
-  ];
-  for (const r of rows) {
-    lines.push(
-      `| ${r.query} | ${r.events} | ${r.count} | ${Math.round(r.eps)} | ${r.cores.toFixed(2)} | ` +
-        `${Math.round(r.epsPerCore)} | ${Math.round(r.baselineEps)} | ` +
-        `${(100 * r.epsPerCore / r.baselineEps).toFixed(1)}% | ${r.checkpoints} |`,
-    );
-  }
-  return lines.join("\n");
+  const count = options.rounds ?? 3;
+  const log = options.log ?? console.log;
+  const { cluster } = options;
+  const rounds = await runRounds<RunFigures>({
+    rounds: count,
+    before: collectGarbage,
+    variants: [
+      { name: ENGINE, run: () => cluster === undefined ? runLocal(o) : runCluster(o, cluster) },
+      {
+        name: BASELINE,
+        run: ({ round, earlier }) => {
+          const base = runBaseline(o.query, { events: o.events });
+          expectEqual(
+            `nexmark ${o.query}, ${o.events} events, round ${round}: records the engine ` +
+              `committed (expected: as many as the baseline emitted)`,
+            base.count,
+            earlier[0]!.value.count,
+          );
+          return { count: base.count, seconds: base.seconds, checkpoints: 0 };
+        },
+      },
+    ],
+    onSample: (s) => log(describe(o, s, count)),
+  });
+  return summarize({ query: o.query, events: o.events, rounds });
 }
 
 async function main(): Promise<void> {
@@ -265,6 +266,7 @@ async function main(): Promise<void> {
       query: { type: "string", default: "q1" },
       all: { type: "boolean", default: false },
       events: { type: "string" },
+      rounds: { type: "string", default: "3" },
       parallelism: { type: "string", default: "1" },
       "checkpoint-interval": { type: "string", default: "1000" },
       nats: { type: "string" },
@@ -283,6 +285,7 @@ async function main(): Promise<void> {
     queries.push(values.query);
   }
   const events = Number(values.events ?? (values.all ? 2_000_000 : 10_000_000));
+  const rounds = Number(values.rounds);
   const parallelism = Number(values.parallelism);
   const checkpointInterval = Number(values["checkpoint-interval"]);
   let cluster: BenchCluster | undefined;
@@ -297,16 +300,23 @@ async function main(): Promise<void> {
       await cluster.start();
     }
     const mode = cluster === undefined
-      ? "local mode (one thread)"
+      ? "local mode (one engine thread)"
       : `cluster mode (${values.workers} workers x ${values.slots} slots, NATS ${values.nats})`;
     console.log(
-      `Nexmark, ${events} events per query, parallelism ${parallelism}, ${mode}, ` +
-        `checkpoint interval ${checkpointInterval} ms, exactly-once blackhole sink`,
+      `Nexmark, ${events} events per query, ${rounds} rounds (engine, baseline, ...; ` +
+        `medians), parallelism ${parallelism}, ${mode}, checkpoint interval ` +
+        `${checkpointInterval} ms, exactly-once blackhole sink`,
     );
     for (const query of queries) {
-      const o = { query, events, parallelism, checkpointInterval };
       results.push(
-        await runQuery(o, cluster === undefined ? undefined : { cluster, nats: values.nats! }),
+        await runQuery({
+          query,
+          events,
+          rounds,
+          parallelism,
+          checkpointInterval,
+          ...(cluster === undefined ? {} : { cluster: { cluster, nats: values.nats! } }),
+        }),
       );
     }
   } catch (error) {
@@ -317,12 +327,20 @@ async function main(): Promise<void> {
   }
   if (values.all) {
     console.log(table(results));
-    const title = `Nexmark on Weir, ${events} events, parallelism ${parallelism}, ` +
-      `checkpoint every ${checkpointInterval} ms`;
+    const title = [
+      `Nexmark on Weir: events per CPU second, medians of ${rounds} rounds`,
+      `${events} events per query, parallelism ${parallelism}, ` +
+      `checkpoint every ${checkpointInterval} ms${cluster === undefined ? "" : ", cluster mode"}`,
+    ];
     await Deno.writeTextFile(
       values.chart,
       renderChart(
-        results.map((r) => ({ query: r.query, engine: r.epsPerCore, baseline: r.baselineEps })),
+        results.map((r) => ({
+          query: r.query,
+          engine: r.epsPerCore,
+          baseline: r.baselineEpsPerCore,
+          ratio: r.ratio,
+        })),
         title,
       ),
     );
@@ -330,7 +348,7 @@ async function main(): Promise<void> {
     await new Deno.Command(Deno.execPath(), { args: ["fmt", "-q", values.chart] }).output();
     console.log(`chart written to ${values.chart}`);
   }
-  for (const r of results) console.log(resultLine(r));
+  for (const r of results) console.log(resultLine(resultFields(r)));
 }
 
 if (import.meta.main) await main();
