@@ -17,6 +17,7 @@
 
 import assert from "node:assert/strict";
 import {
+  type AggregateFunction,
   type Collector,
   JobFailedError,
   type KeyedProcessContext,
@@ -25,6 +26,7 @@ import {
   RestartStrategies,
   type RuntimeContext,
   StreamExecutionEnvironment,
+  TumblingEventTimeWindows,
   type WatermarkGenerator,
   type WatermarkOutput,
   WatermarkStrategy,
@@ -166,6 +168,65 @@ Deno.test("an unbounded source with 1 split read by 2 source subtasks still fire
   // time (no MAX_WATERMARK) while the source ran.
   assert.deepEqual(probe.fired.map((f) => f.timer).sort(), ["a@1010", "b@2010", "c@3010"]);
 });
+
+Deno.test("an unbounded source with 1 split read by 2 source subtasks still fires every event-time window while it runs", async () => {
+  const clock = new ManualClock(0);
+  const fired: string[] = [];
+  // Tumbling 1 s windows of counts per key. Source subtask 1 owns no split:
+  // unless it is idle from the start, no window fires before the job ends.
+  const items: TestItem<Reading>[] = [
+    reading("a", 100),
+    reading("a", 900),
+    reading("b", 1_500),
+    reading("a", 2_100),
+    reading("b", 5_000),
+    TestSource.pause(HOUR_MS),
+    TestSource.fail(STOP),
+  ];
+  const env = StreamExecutionEnvironment.getExecutionEnvironment()
+    .setParallelism(2)
+    .setClock(clock)
+    .setAutoWatermarkInterval(100);
+  env.fromSource(
+    TestSource.of(items, { bounded: false, batchSize: 10 }),
+    WatermarkStrategy.forMonotonousTimestamps<Reading>(),
+    "readings",
+  ).uid("readings")
+    .keyBy((r) => r.key)
+    .window(TumblingEventTimeWindows.of(1_000))
+    .aggregate(COUNT, {
+      process(key: string, ctx, counts: readonly number[], out: Collector<string>) {
+        out.collect(`${key}[${ctx.window().start},${ctx.window().end})=${counts[0]}`);
+      },
+    }).uid("windows")
+    .sinkTo({ kind: "simple", invoke: (w: string) => void fired.push(w) });
+
+  await runUntilStopped(env, async () => {
+    try {
+      await waitUntil(() => {
+        clock.advance(100);
+        return fired.length >= 3;
+      }, {
+        timeoutMs: 30_000,
+        missing: () =>
+          `windows [${fired}] fired of a[0,1000)=2, b[1000,2000)=1, a[2000,3000)=1 (clock at ${clock.now()} ms)`,
+      });
+    } finally {
+      clock.advance(HOUR_MS); // releases the pause: the job stops
+    }
+  });
+  // b's window [5000, 6000) is beyond the watermark (4 999): nothing ended
+  // event time while the source ran.
+  assert.deepEqual(fired.sort(), ["a[0,1000)=2", "a[2000,3000)=1", "b[1000,2000)=1"]);
+});
+
+/** Counts a window's readings. */
+const COUNT: AggregateFunction<Reading, number, number> = {
+  createAccumulator: () => 0,
+  add: (_r, n) => n + 1,
+  getResult: (n) => n,
+  merge: (a, b) => a + b,
+};
 
 Deno.test("a quiet split turns idle after the idle timeout and no longer holds back the watermark (ManualClock)", async () => {
   const clock = new ManualClock(0);
