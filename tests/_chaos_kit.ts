@@ -128,7 +128,7 @@ export async function killArmed(
       const site = fired.name.slice(firedPrefix(point).length);
       const victim = [...before].find((w) => w.child.pid === pid);
       if (victim === undefined) return `an unknown process (pid ${pid}) at ${site}`;
-      await victim.wait();
+      await victim.endWithin(30_000); // a worker that claimed the kill is SIGKILLing itself
       return `worker ${victim.name} at ${site}`;
     }
     if (watch.jobEnded || Date.now() > until) {

@@ -10,6 +10,7 @@
 import { fileURLToPath } from "node:url";
 import { dirname, extname, join, normalize } from "node:path";
 import { connect, objApi } from "../runtime/actor/nats_deps.ts";
+import { deadline, DeadlineError } from "../runtime/actor/async.ts";
 
 /** The repository's root directory. */
 export const REPO_ROOT: string = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -51,12 +52,21 @@ export function serveDirectory(root: string = REPO_ROOT): FileServer {
 
 /** A child process with its output collected. */
 export class Proc {
+  /** Its name in messages, e.g. `"coordinator"` or `"w0"`. */
   readonly name: string;
+  /** The running process (to send signals, or read its pid). */
   readonly child: Deno.ChildProcess;
   #out = "";
   readonly #done: Promise<Deno.CommandStatus>;
   readonly #pumps: Promise<void>[];
 
+  /**
+   * Starts `deno <args>` (with `--no-lock` after `run`) in the repository's root.
+   *
+   * @param name Its name in messages.
+   * @param args Arguments of `deno`, e.g. `["run", "-A", "cli.ts", "worker"]`.
+   * @param env More environment variables.
+   */
   constructor(name: string, args: string[], env: Record<string, string> = {}) {
     this.name = name;
     this.child = new Deno.Command(Deno.execPath(), {
@@ -85,6 +95,28 @@ export class Proc {
     const status = await this.#done;
     await Promise.all(this.#pumps);
     return status;
+  }
+
+  /**
+   * Like {@linkcode Proc.wait}, but a process still running after `timeoutMs`
+   * is killed (SIGKILL) and the wait fails, so a test never hangs on it.
+   *
+   * @param timeoutMs How long it may run on, in ms.
+   * @returns Its exit status.
+   * @throws {Error} naming the process and the timeout, with its output, when
+   * it did not end in time.
+   */
+  async endWithin(timeoutMs: number): Promise<Deno.CommandStatus> {
+    try {
+      return await deadline(this.wait(), timeoutMs, `${this.name} ending`);
+    } catch (error) {
+      if (!(error instanceof DeadlineError)) throw error;
+      await this.kill();
+      throw new Error(
+        `${this.name} did not end within ${timeoutMs} ms (killed); its output:\n${this.#out}`,
+        { cause: error },
+      );
+    }
   }
 
   /** Sends `signal` (default SIGKILL) and waits for the end. */
@@ -132,12 +164,21 @@ export interface ClusterOptions {
 
 /** A coordinator and workers, each a `cli.ts` process. */
 export class TestCluster {
+  /** The options it was made with. */
   readonly options: ClusterOptions;
+  /** The checkpoint bucket of the coordinator. */
   readonly bucket: string;
+  /** The coordinator process, once {@linkcode TestCluster.start} ran. */
   coordinator!: Proc;
+  /** Every worker process started, in order (killed ones included). */
   readonly workers: Proc[] = [];
   #started = 0;
 
+  /**
+   * Makes a cluster that is not started yet.
+   *
+   * @param options NATS URL, workers, slots, bucket, heartbeat timeout, environment.
+   */
   constructor(options: ClusterOptions) {
     this.options = options;
     this.bucket = options.checkpointBucket ??
@@ -180,10 +221,10 @@ export class TestCluster {
     return worker;
   }
 
-  /** Runs `cli.ts <args...> --nats URL` to its end. */
+  /** Runs `cli.ts <args...> --nats URL` to its end (killed and failed after 60 s). */
   async cli(...args: string[]): Promise<{ code: number; output: string }> {
     const p = new Proc(`cli ${args[0]}`, this.#cli(...args), this.options.env);
-    const status = await p.wait();
+    const status = await p.endWithin(60_000);
     return { code: status.code, output: p.output };
   }
 

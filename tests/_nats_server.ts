@@ -1,12 +1,19 @@
 /**
- * Private `nats-server` processes for tests that need a server of their own:
- * with credentials, or one to stop, kill and restart mid-run (chaos tests).
- * Tests that need only core NATS or JetStream use the shared server at
- * `nats://127.0.0.1:4222` instead.
+ * The NATS servers of the tests: the shared one, at {@linkcode TEST_NATS_URL},
+ * and private `nats-server` processes for tests that need a server of their
+ * own (with credentials, or one to stop, kill and restart mid-run, as the
+ * cluster and chaos tests do).
  *
- * Each server listens on 127.0.0.1 on a free port and keeps its JetStream
- * store and log in a temporary directory (or in `storeDir`, when given),
- * which {@linkcode NatsServerHandle.stop} removes.
+ * Tests that need only core NATS or JetStream use the shared server. Its URL
+ * comes from one environment variable, `WEIR_TEST_NATS_URL` (default
+ * `nats://127.0.0.1:4222`); `deno task test` (`tests/_with_nats.ts`) starts
+ * one there when none answers.
+ *
+ * A private server listens on 127.0.0.1 on a free port (or `port`) and keeps
+ * its JetStream store and log in a temporary directory (or in `storeDir`,
+ * when given), which {@linkcode NatsServerHandle.stop} removes. Its binary is
+ * `nats-server` on `PATH`, else Debian's `/usr/sbin/nats-server`
+ * ({@linkcode findNatsServerBinary}).
  *
  * ```ts ignore
  * const server = await startNatsServer({ jetstream: true });
@@ -25,8 +32,58 @@
 
 import { delay } from "../runtime/actor/async.ts";
 
-/** The nats-server binary of this machine (Debian's package). */
-export const NATS_SERVER_BINARY = "/usr/sbin/nats-server";
+/** The URL of the shared server when `WEIR_TEST_NATS_URL` is unset or empty. */
+export const DEFAULT_TEST_NATS_URL = "nats://127.0.0.1:4222";
+
+/**
+ * The shared NATS server (with JetStream) of the tests: `WEIR_TEST_NATS_URL`,
+ * default {@linkcode DEFAULT_TEST_NATS_URL}. Every test that uses the shared
+ * server takes its URL from here.
+ */
+export const TEST_NATS_URL: string = Deno.env.get("WEIR_TEST_NATS_URL") || DEFAULT_TEST_NATS_URL;
+
+/** Where Debian's `nats-server` package installs the binary (not on a user's `PATH`). */
+const DEBIAN_BINARY = "/usr/sbin/nats-server";
+
+/**
+ * Finds the `nats-server` binary: the first `nats-server` file on `PATH`,
+ * else `/usr/sbin/nats-server` (Debian's package).
+ *
+ * @returns Its path, or `undefined` when there is none.
+ */
+export function findNatsServerBinary(): string | undefined {
+  const dirs = (Deno.env.get("PATH") ?? "").split(":").filter((dir) => dir !== "");
+  for (const candidate of [...dirs.map((dir) => `${dir}/nats-server`), DEBIAN_BINARY]) {
+    try {
+      if (Deno.statSync(candidate).isFile) return candidate;
+    } catch {
+      // not there
+    }
+  }
+  return undefined;
+}
+
+/** What to install when {@linkcode findNatsServerBinary} finds nothing. */
+export const INSTALL_HINT: string =
+  "install it (Debian/Ubuntu: `apt-get install nats-server`; elsewhere a release " +
+  "from https://github.com/nats-io/nats-server/releases) so that `nats-server` is on PATH";
+
+/**
+ * The `nats-server` binary ({@linkcode findNatsServerBinary}).
+ *
+ * @returns Its path.
+ * @throws {Error} naming the places searched and what to install, when there is none.
+ */
+export function natsServerBinary(): string {
+  const binary = findNatsServerBinary();
+  if (binary === undefined) {
+    throw new Error(
+      `Cannot start a NATS server as no nats-server binary is on PATH or at ${DEBIAN_BINARY}: ` +
+        INSTALL_HINT,
+    );
+  }
+  return binary;
+}
 
 /** How long a server may take to accept TCP connections after it is started, in ms. */
 const STARTUP_TIMEOUT_MS = 10_000;
@@ -42,6 +99,8 @@ export interface NatsServerOptions {
   readonly storeDir?: string;
   /** More arguments for nats-server, e.g. `["--user", "u", "--pass", "p"]`. */
   readonly args?: readonly string[];
+  /** The port to listen on. Default: a free port (tried again when another process takes it). */
+  readonly port?: number;
 }
 
 /** A running private nats-server; see {@linkcode startNatsServer}. */
@@ -69,15 +128,16 @@ export interface NatsServerHandle {
 }
 
 /**
- * Starts a nats-server on a free port of 127.0.0.1 and resolves once it
- * accepts TCP connections.
+ * Starts a nats-server on 127.0.0.1, on a free port or `options.port`, and
+ * resolves once it accepts TCP connections.
  *
- * @param options JetStream, store directory and extra arguments.
+ * @param options JetStream, store directory, port and extra arguments.
  * @returns A handle to stop, kill or restart it.
  * @throws {Error} with the server's log when it exits or does not accept
- * connections within 10 s.
+ * connections within 10 s; when no binary is found ({@linkcode natsServerBinary}).
  */
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerHandle> {
+  const binary = natsServerBinary();
   const dir = await Deno.makeTempDir({ prefix: "weir-nats-" });
   const storeDir = options.storeDir ?? `${dir}/store`;
   const logFile = `${dir}/nats.log`;
@@ -96,12 +156,14 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   try {
     // Another process may take the free port before the server binds it: try a few.
     for (let attempt = 0;; attempt++) {
-      port = freePort();
+      port = options.port ?? freePort();
       try {
-        process = await launch(argsFor(port), port, logFile);
+        process = await launch(binary, argsFor(port), port, logFile);
         break;
       } catch (error) {
-        if (attempt >= 4 || !/address already in use/i.test(String(error))) throw error;
+        const retry = options.port === undefined && attempt < 4 &&
+          /address already in use/i.test(String(error));
+        if (!retry) throw error;
       }
     }
   } catch (error) {
@@ -136,7 +198,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
         throw new Error(`Cannot restart the nats-server of port ${port}: it was stopped`);
       }
       await halt("SIGTERM");
-      process = await launch(argsFor(port), port, logFile);
+      process = await launch(binary, argsFor(port), port, logFile);
     },
   };
 }
@@ -149,9 +211,14 @@ function freePort(): number {
   return port;
 }
 
-/** Spawns the server and waits until `port` accepts connections. */
-async function launch(args: string[], port: number, logFile: string): Promise<Deno.ChildProcess> {
-  const child = new Deno.Command(NATS_SERVER_BINARY, {
+/** Spawns `binary` and waits until `port` accepts connections. */
+async function launch(
+  binary: string,
+  args: string[],
+  port: number,
+  logFile: string,
+): Promise<Deno.ChildProcess> {
+  const child = new Deno.Command(binary, {
     args,
     stdin: "null",
     stdout: "null",
@@ -163,7 +230,7 @@ async function launch(args: string[], port: number, logFile: string): Promise<De
   while (true) {
     if (exited !== undefined) {
       throw new Error(
-        `nats-server ${args.join(" ")} exited with code ${exited.code} before accepting ` +
+        `${binary} ${args.join(" ")} exited with code ${exited.code} before accepting ` +
           `connections on port ${port}; its log:\n${await readLog(logFile)}`,
       );
     }
@@ -178,7 +245,7 @@ async function launch(args: string[], port: number, logFile: string): Promise<De
       child.kill("SIGKILL");
       await child.status;
       throw new Error(
-        `nats-server ${args.join(" ")} did not accept connections on port ${port} within ` +
+        `${binary} ${args.join(" ")} did not accept connections on port ${port} within ` +
           `${STARTUP_TIMEOUT_MS} ms; its log:\n${await readLog(logFile)}`,
       );
     }

@@ -16,6 +16,7 @@ import { type NatsServerHandle, startNatsServer } from "./_nats_server.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
 import { headers, jetstreamApi, kvApi } from "../runtime/actor/nats_deps.ts";
 import { readCommitted } from "../connectors/jetstream/reader.ts";
+import { waitUntil } from "./_wait.ts";
 
 interface Env {
   readonly nats: NatsServerHandle;
@@ -120,19 +121,6 @@ function submit(env: Env, ...args: string[]): Proc {
   return job;
 }
 
-/** Waits for `p` to end within `ms`, else kills it and fails. */
-async function within(p: Proc, ms: number, what: string): Promise<Deno.CommandStatus> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<"timeout">((r) => timer = setTimeout(() => r("timeout"), ms));
-  const result = await Promise.race([p.wait(), timeout]);
-  clearTimeout(timer);
-  if (result === "timeout") {
-    await p.kill();
-    throw new Error(`${what}: the job did not end within ${ms} ms:\n${p.output}`);
-  }
-  return result;
-}
-
 /** Asserts exactly-once output: every input (k, n) once, counts 1..m per key in order. */
 function assertExactlyOnce(
   out: { value: Record<string, unknown> }[],
@@ -164,7 +152,7 @@ Deno.test({
       const input = Array.from({ length: 6 }, (_, i) => ({ k: `k${i % 3}`, n: i }));
       await load(env, input);
       const job = submit(env, "--pad", String(1536 * 1024), "--restarts", "1000", "--delay", "100");
-      const status = await within(job, 45_000, "big records");
+      const status = await job.endWithin(45_000);
       assert.equal(status.code, 1, job.output);
       assert.match(job.output, /RecordTooLargeError|exceeds the transport's max payload/);
       assert.doesNotMatch(env.cluster.coordinator.output, /restarting as attempt/);
@@ -192,7 +180,7 @@ Deno.test({
       await nc.close();
       await load(env, input.slice(10));
       const job = submit(env, "--restarts", "1000", "--delay", "100");
-      const status = await within(job, 30_000, "ghost transaction");
+      const status = await job.endWithin(30_000);
       assert.equal(status.code, 1, job.output);
       assert.match(job.output, /ghost\.0\.0\.0.*has no state/);
       assert.match(job.output, /sequence 11/);
@@ -208,10 +196,28 @@ Deno.test({
     await withEnv({}, async (env) => {
       const input = Array.from({ length: 400 }, (_, i) => ({ k: `k${i % 5}`, n: i }));
       await load(env, input);
+      const exited: string[] = [];
+      for (const w of env.cluster.workers) w.child.status.then(() => exited.push(w.name));
       // Attempt 0 calls Deno.exit(1) in a map at n = 150; checkpoints expire after 3 s.
       const job = submit(env, "--exit-at", "150", "--rate", "100", "--timeout", "3000");
-      const status = await within(job, 50_000, "Deno.exit in a slot thread");
+      const status = await job.endWithin(50_000);
       assert.equal(status.code, 0, job.output);
+      const coordinator = env.cluster.coordinator.output;
+      // The exit happened, on a slot thread, and failed attempt 0 ...
+      assert.match(
+        coordinator,
+        /attempt 0 failed: .*called Deno\.exit\(1\) on slot thread \S+ \(v0#\d+, attempt 0\)/,
+        "the coordinator logged no attempt 0 failed by Deno.exit(1) on a slot thread",
+      );
+      // ... the job restarted once, from a checkpoint, and finished ...
+      assert.match(
+        coordinator,
+        /restarting as attempt 1 \(restart 1\) from checkpoint \d+/,
+        "the coordinator logged no restart from a checkpoint",
+      );
+      assert.match(job.output, /RESULT restarts=1 /, job.output);
+      // ... on the same worker processes: the exit ended a slot thread, not a process.
+      assert.deepEqual(exited, [], "worker processes that exited");
       assertExactlyOnce(await output(env), input);
     });
   },
@@ -224,7 +230,7 @@ Deno.test({
     await withEnv({}, async (env) => {
       await load(env, [{ k: "a", n: 1 }]);
       const job = submit(env, "--exit-on-load", "--restarts", "0");
-      const status = await within(job, 30_000, "Deno.exit while loading");
+      const status = await job.endWithin(30_000);
       assert.equal(status.code, 1, job.output);
       assert.match(job.output, /exit/i);
     });
@@ -255,14 +261,14 @@ Deno.test({
       } finally {
         for (const w of env.cluster.workers) w.child.kill("SIGCONT");
       }
-      const status = await within(job, 40_000, "redeploy after a NATS restart");
+      const status = await job.endWithin(40_000);
       assert.equal(status.code, 0, job.output);
       assertExactlyOnce(await output(env), input);
     });
   },
 });
 
-/** The transactions left open in the bucket, for failure messages. */
+/** The transactions open in the bucket, as `<key> <state JSON>`. */
 async function openTxns(env: Env): Promise<string[]> {
   const nc = await connectNats({ servers: env.nats.url });
   try {
@@ -294,7 +300,7 @@ async function publishAfter(env: Env): Promise<void> {
 
 Deno.test({
   ...T,
-  name: "breaker: cli cancel leaves no open transaction that blocks read-committed readers",
+  name: "breaker: cli cancel aborts the open transactions that would block read-committed readers",
   async fn() {
     await withEnv({}, async (env) => {
       const input = Array.from({ length: 3000 }, (_, i) => ({ k: `k${i % 5}`, n: i }));
@@ -305,14 +311,26 @@ Deno.test({
       const jobId = JSON.parse(list.output.trim().split("\n").at(-1)!).jobs[0].jobId;
       const cancel = await env.cluster.cli("cancel", jobId);
       assert.equal(cancel.code, 0, cancel.output);
-      assert.equal((await within(job, 10_000, "cancel")).code, 1);
-      await new Promise((r) => setTimeout(r, 2000));
+      assert.equal((await job.endWithin(10_000)).code, 1);
+      // Each sink subtask aborts its open transaction as it stops (a loaded machine may take
+      // seconds). Only a transaction pre-committed for the checkpoint in flight at the cancel
+      // stays open, as README's limitations say; whether there is one depends on the moment.
+      let open: string[] = [];
+      const notPreCommitted = () => open.filter((txn) => !txn.includes('"preCommitted":true'));
+      await waitUntil(async () => {
+        open = await openTxns(env);
+        return notPreCommitted().length === 0;
+      }, {
+        timeoutMs: 30_000,
+        pollMs: 200,
+        missing: () => `transactions the cancel left open:\n${notPreCommitted().join("\n")}`,
+      });
       await publishAfter(env);
       const out = await output(env);
-      if (!out.some((r) => r.value.k === "after")) {
+      if (open.length === 0 && !out.some((r) => r.value.k === "after")) {
         assert.fail(
-          `the record written after the cancel is not visible (${out.length} records read); ` +
-            `transactions left open:\n${(await openTxns(env)).join("\n")}`,
+          `the record written after the cancel is not visible (${out.length} records read), ` +
+            "though no transaction is open",
         );
       }
     });
@@ -346,7 +364,7 @@ Deno.test({
       ]);
       env.cluster.workers.push(reborn);
       await reborn.waitFor(/weir worker .*slots/);
-      const status = await within(job, 40_000, "worker restarted with the same id");
+      const status = await job.endWithin(40_000);
       assert.equal(status.code, 0, job.output);
       assertExactlyOnce(await output(env), input);
     });

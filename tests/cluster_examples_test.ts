@@ -37,6 +37,9 @@ async function withCluster(
   }
 }
 
+/** How long a job client may run before the test kills it and fails, in ms. */
+const JOB_TIMEOUT_MS = 120_000;
+
 function unique(base: string): string {
   return `${base}-${crypto.randomUUID().slice(0, 8)}`;
 }
@@ -63,7 +66,7 @@ Deno.test({
         "--load",
         "examples/data/sensors.csv",
       ]);
-      const status = await job.wait();
+      const status = await job.endWithin(JOB_TIMEOUT_MS);
       assert.equal(status.code, 0, job.output);
       assert.match(job.output, /loaded 10 lines of examples\/data\/sensors\.csv/);
       assert.match(job.output, /checkpoints: \d+ triggered, \d+ completed/);
@@ -115,7 +118,7 @@ Deno.test({
         "--checkpoint-interval",
         "200",
       ]);
-      const status = await job.wait();
+      const status = await job.endWithin(JOB_TIMEOUT_MS);
       assert.equal(status.code, 0, job.output);
       assert.match(job.output, /published 5000 records to stream/);
       assert.match(

@@ -12,9 +12,13 @@
 import assert from "node:assert/strict";
 import { Proc, serveDirectory, TestCluster } from "./_cluster.ts";
 import { startNatsServer } from "./_nats_server.ts";
+import { waitUntil } from "./_wait.ts";
 
 /** Final running sums per key of 1..1000 keyed by n % 3. */
 const FINAL_SUMS = ["sum=166833", "sum=167167", "sum=166500"];
+
+/** How long a job client may run before the test kills it and fails, in ms. */
+const JOB_TIMEOUT_MS = 120_000;
 
 async function withCluster(
   fn: (cluster: TestCluster, jobUrl: string) => Promise<void>,
@@ -62,7 +66,7 @@ Deno.test({
       const before = await listJson(cluster);
       assert.equal(before.workers.length, 2);
       const job = submit(cluster, jobUrl, "--fail-once");
-      const status = await job.wait();
+      const status = await job.endWithin(JOB_TIMEOUT_MS);
       assert.equal(status.code, 0, job.output);
       assert.match(job.output, /RESULT restarts=1 /);
       // Both workers ran subtasks (slots interleave across processes) ...
@@ -96,7 +100,7 @@ Deno.test({
       await victim.waitFor(/sum=/, 60_000);
       await new Promise((r) => setTimeout(r, 500));
       await victim.kill("SIGKILL");
-      const status = await job.wait();
+      const status = await job.endWithin(JOB_TIMEOUT_MS);
       assert.equal(status.code, 0, job.output);
       const restarts = Number(/RESULT restarts=(\d+)/.exec(job.output)?.[1]);
       assert.ok(restarts >= 1, job.output);
@@ -116,11 +120,11 @@ Deno.test({
       const pids = (await listJson(cluster)).workers.map((w) => w.pid).sort();
 
       const throwing = submit(cluster, jobUrl, "--throw-in-slot");
-      assert.equal((await throwing.wait()).code, 1);
+      assert.equal((await throwing.endWithin(JOB_TIMEOUT_MS)).code, 1);
       assert.match(throwing.output, /boom while loading on a slot thread/);
 
       const varying = submit(cluster, jobUrl, "--vary-graph");
-      assert.equal((await varying.wait()).code, 1);
+      assert.equal((await varying.endWithin(JOB_TIMEOUT_MS)).code, 1);
       assert.match(varying.output, /different graph.*fingerprint/);
 
       const endless = submit(cluster, jobUrl, "--count", "100000000", "--rate", "100");
@@ -129,7 +133,7 @@ Deno.test({
       assert.ok(running, "a running job");
       const cancel = await cluster.cli("cancel", running.jobId);
       assert.equal(cancel.code, 0, cancel.output);
-      assert.equal((await endless.wait()).code, 1);
+      assert.equal((await endless.endWithin(JOB_TIMEOUT_MS)).code, 1);
       assert.match(endless.output, /was cancelled/);
 
       const after = await listJson(cluster);
@@ -146,18 +150,30 @@ Deno.test({
   async fn() {
     await withCluster(async (cluster, jobUrl) => {
       const failing = submit(cluster, jobUrl, "--fail-always", "--rate", "500");
-      assert.equal((await failing.wait()).code, 1);
+      assert.equal((await failing.endWithin(JOB_TIMEOUT_MS)).code, 1);
       const hint = /resumeFrom\(\{ jobId: "([^"]+)", checkpointId: (\d+) \}\)/.exec(failing.output);
       assert.ok(hint, failing.output);
+      const marks = cluster.workers.map((w) => w.output.length);
       const resumed = submit(cluster, jobUrl, "--resume", hint[1]!);
-      assert.equal((await resumed.wait()).code, 0, resumed.output);
-      // The resumed run starts from the retained checkpoint (records before 500 are not
-      // read again) and reaches the same final sums.
-      for (const sum of FINAL_SUMS) assert.ok(workerOutput(cluster).includes(sum), sum);
+      assert.equal((await resumed.endWithin(JOB_TIMEOUT_MS)).code, 0, resumed.output);
       assert.match(
         cluster.coordinator.output,
         new RegExp(`from checkpoint \\d+ of job ${hint[1]}`),
       );
+      // The resumed run reaches the same final sums (each sink subtask prints in order, so
+      // once they are all out, every line of the run is) ...
+      const resumedOutput = () => cluster.workers.map((w, i) => w.output.slice(marks[i])).join("");
+      await waitUntil(() => FINAL_SUMS.every((sum) => resumedOutput().includes(sum)), {
+        timeoutMs: 10_000,
+        missing: () =>
+          `final sums the resumed run did not print: ${
+            FINAL_SUMS.filter((sum) => !resumedOutput().includes(sum)).join(", ")
+          }`,
+      });
+      // ... from the retained checkpoint: the records it covers are not read again. The print
+      // sink prints a sum per record read, so fewer than the 1000 records are printed.
+      const printed = resumedOutput().match(/sum=\d+/g)?.length ?? 0;
+      assert.ok(printed < 1000, `the resumed run printed ${printed} sums, one per record read`);
     });
   },
 });

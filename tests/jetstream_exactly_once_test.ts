@@ -14,8 +14,8 @@
  * Afterwards the target stream, read committed, must hold per key exactly
  * seq 1..N in order (none lost, none twice), and no transaction may be left
  * open. The job's own checks (a gap or repeat fails it) guard the input
- * side. Runs against the shared NATS server (`WEIR_TEST_NATS_URL`, default
- * `nats://127.0.0.1:4222`) with unique stream and bucket names.
+ * side. Runs against the shared NATS server (`WEIR_TEST_NATS_URL`, see
+ * `_nats_server.ts`) with unique stream and bucket names.
  *
  * @module
  */
@@ -37,9 +37,9 @@ import { jetstreamApi, kvApi } from "../runtime/actor/nats_deps.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
 import { JetStreamSink, JetStreamSource, readCommitted } from "../connectors/jetstream/mod.ts";
 import { withTempDir } from "./_job_kit.ts";
+import { TEST_NATS_URL } from "./_nats_server.ts";
 
-const NATS_URL = Deno.env.get("WEIR_TEST_NATS_URL") ?? "nats://127.0.0.1:4222";
-const CONNECTION = { servers: NATS_URL, name: "weir-test" };
+const CONNECTION = { servers: TEST_NATS_URL, name: "weir-test" };
 const KEYS = ["k0", "k1", "k2", "k3"];
 const RECORDS_PER_KEY = 1000;
 

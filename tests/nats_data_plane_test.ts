@@ -1,14 +1,16 @@
 /**
  * The data plane over NATS: whole jobs run through `executeLocally` on
- * `NatsTransport`s connected to the shared server at 127.0.0.1:4222.
+ * `NatsTransport`s connected to the shared server (`TEST_NATS_URL` of
+ * `_nats_server.ts`).
  *
  * - Credits: a fast source feeding a deliberately slow keyed consumer
  *   across a hash edge delivers every record exactly once, and the source
  *   stays within the credits' bound of the consumer.
- * - Loss: a data buffer dropped through the transport's drop filter (as
- *   NATS drops messages of a slow consumer) is detected by the channel's
- *   sequence numbers and fails the attempt; with checkpoints and a restart
- *   strategy the job recovers and commits exactly once.
+ * - Loss, duplicates, reordering: a data buffer lost (as NATS drops
+ *   messages of a slow consumer), duplicated or reordered on its way is
+ *   detected by the channel's sequence numbers and fails the attempt; with
+ *   checkpoints and a restart strategy the job recovers and commits exactly
+ *   once (the suite of `_channel_faults.ts`).
  * - Subjects: whatever the job's name and keys hold, every subject published
  *   is one of `messages.ts`'s forms, built from safe ids only.
  *
@@ -21,7 +23,6 @@
 import assert from "node:assert/strict";
 import {
   type JobExecutionResult,
-  JobFailedError,
   type KeyedProcessContext,
   type KeyedProcessFunction,
   RestartStrategies,
@@ -35,26 +36,14 @@ import {
   WatermarkStrategy,
 } from "../mod.ts";
 import type { Collector } from "../mod.ts";
-import { CollectingSink, TestSource } from "../testing.ts";
 import type { DropFilter } from "../runtime/actor/in_process.ts";
 import { NatsTransport } from "../runtime/actor/nats_transport.ts";
-import { decodeBufferFrame, isBufferFrame } from "../runtime/task/buffer_frame.ts";
 import { executeLocally } from "../runtime/cluster/local_executor.ts";
 import type { JobGraph } from "../runtime/graph/job_graph.ts";
 import type { TaskConfig } from "../runtime/task/stream_task.ts";
-import {
-  assertSameOutput,
-  expectedSums,
-  type KeyedRecord,
-  keyedSplits,
-  type KeyedSplitsOptions,
-  SequenceCheck,
-  SlowCollectingSink,
-  type SumRecord,
-  withTempDir,
-} from "./_job_kit.ts";
-
-const SHARED_NATS = "nats://127.0.0.1:4222";
+import { SlowCollectingSink, withTempDir } from "./_job_kit.ts";
+import { channelFaultSuite } from "./_channel_faults.ts";
+import { TEST_NATS_URL } from "./_nats_server.ts";
 
 /** Runs `graph` in this process with every transport a NATS connection of its own. */
 async function runOnNats(
@@ -82,7 +71,7 @@ async function runOnNats(
       clock: systemClock,
       transports: () =>
         NatsTransport.connect(
-          { servers: SHARED_NATS, name: `weir-test ${graph.name}` },
+          { servers: TEST_NATS_URL, name: `weir-test ${graph.name}` },
           options.dropFilter === undefined ? {} : { dropFilter: options.dropFilter },
         ),
     })
@@ -177,120 +166,7 @@ Deno.test("credits over NATS: a fast source and a slow keyed consumer lose nothi
   );
 });
 
-const SPLITS: KeyedSplitsOptions = {
-  splits: 2,
-  keysPerSplit: 4,
-  recordsPerKey: 250,
-  awaitCheckpointEvery: 300,
-};
-
-/** What the drop filter dropped. */
-interface Dropped {
-  subject: string;
-  seq: number;
-}
-
-/**
- * A drop filter that drops the `nth` data buffer (0-based, a frame starting
- * with 0xC1) published on any subtask subject of attempt 0, and nothing else.
- */
-function dropOneBuffer(nth: number): { filter: DropFilter; dropped: Dropped[] } {
-  const dropped: Dropped[] = [];
-  let seen = 0;
-  return {
-    dropped,
-    filter: (subject, data) => {
-      if (dropped.length > 0 || !/^weir\.[^.]+\.0\.task\./.test(subject)) return false;
-      if (!isBufferFrame(data) || seen++ !== nth) return false;
-      dropped.push({ subject, seq: decodeBufferFrame(data).seq });
-      return true;
-    },
-  };
-}
-
-/** The keyed job of `_job_kit.ts`: sources 2, keyed sums 2, sink 2, on NATS. */
-async function runKeyedJob(
-  restartStrategy: RestartStrategyConfig,
-  dropFilter: DropFilter,
-): Promise<{ result: JobExecutionResult; committed: SumRecord[] }> {
-  const env = StreamExecutionEnvironment.getExecutionEnvironment();
-  const sink = new CollectingSink<SumRecord>();
-  env.fromSource(
-    TestSource.perSubtask<KeyedRecord>(keyedSplits(SPLITS), { batchSize: 8 }),
-    WatermarkStrategy.noWatermarks(),
-    "records",
-  ).uid("records").setParallelism(2)
-    .keyBy((r) => r.key)
-    .process(new SequenceCheck()).uid("sums").setParallelism(2)
-    .sinkTo(sink).uid("committed").setParallelism(2);
-  const result = await runOnNats(env.getJobGraph("lossy nats"), {
-    restartStrategy,
-    taskConfig: {
-      bufferSize: 16,
-      bufferTimeoutMs: 10,
-      initialCredits: 4,
-      autoWatermarkIntervalMs: 200,
-    },
-    checkpointIntervalMs: 10,
-    dropFilter,
-  });
-  return { result, committed: sink.committed() };
-}
-
-/** Runs `body` while collecting what Weir logs (it logs on `console.error`). */
-async function capturingLog<R>(body: () => Promise<R>): Promise<{ value: R; log: string }> {
-  const lines: string[] = [];
-  const original = console.error;
-  console.error = (...args: unknown[]) => {
-    lines.push(args.map(String).join(" "));
-  };
-  try {
-    return { value: await body(), log: lines.join("\n") };
-  } finally {
-    console.error = original;
-  }
-}
-
-/** The messages of `error` and of its `cause` chain, one per line. */
-function messages(error: unknown): string {
-  const parts: string[] = [];
-  for (let e = error; e instanceof Error; e = e.cause) parts.push(`${e.name}: ${e.message}`);
-  return parts.join("\n");
-}
-
-Deno.test("a buffer lost on NATS fails the job naming the sequence gap when restarts are off", async () => {
-  const drop = dropOneBuffer(3);
-  let failure: unknown;
-  try {
-    await capturingLog(() => runKeyedJob(RestartStrategies.noRestart(), drop.filter));
-  } catch (error) {
-    failure = error;
-  }
-  assert.equal(drop.dropped.length, 1, "the filter dropped no buffer");
-  const { seq, subject } = drop.dropped[0]!;
-  assert.ok(failure instanceof JobFailedError, `execute did not reject: ${failure}`);
-  const text = messages(failure);
-  assert.match(text, /ChannelSequenceError/, text);
-  assert.match(text, /gap: messages were lost/, text);
-  assert.ok(
-    text.includes(`expected ${seq}, got ${seq + 1}`),
-    `the gap at ${seq} (dropped on ${subject}): ${text}`,
-  );
-});
-
-Deno.test("a buffer lost on NATS fails the attempt and the restarted job commits exactly once", async () => {
-  const drop = dropOneBuffer(30);
-  const { value: run, log } = await capturingLog(() =>
-    runKeyedJob(RestartStrategies.fixedDelay(2, 0), drop.filter)
-  );
-  assert.equal(drop.dropped.length, 1, "the filter dropped no buffer");
-  const { seq, subject } = drop.dropped[0]!;
-  assert.equal(run.result.restarts, 1, run.result.summary);
-  assert.match(log, /attempt 0 failed: RemoteTaskError[\s\S]*caused by ChannelSequenceError/, log);
-  assert.ok(log.includes(`expected ${seq}, got ${seq + 1} (gap: messages were lost)`), log);
-  assertSameOutput(
-    run.committed,
-    [...expectedSums(SPLITS).values()].flat(),
-    `after dropping buffer ${seq} on ${subject}`,
-  );
-});
+channelFaultSuite(
+  "NATS",
+  () => () => NatsTransport.connect({ servers: TEST_NATS_URL, name: "weir-test channel faults" }),
+);

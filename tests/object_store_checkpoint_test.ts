@@ -3,8 +3,8 @@
  * cluster-mode default), run in this process with `executeLocally` and a
  * fault injected once after a snapshot: it restores from a checkpoint in the
  * bucket and commits exactly the failure-free output, key by key. Runs
- * against the shared server at `nats://127.0.0.1:4222`, in a bucket of its
- * own, destroyed in `finally`.
+ * against the shared server (`WEIR_TEST_NATS_URL`, see `_nats_server.ts`),
+ * in a bucket of its own, destroyed in `finally`.
  *
  * @module
  */
@@ -18,6 +18,7 @@ import {
 } from "../mod.ts";
 import { TestSource } from "../testing.ts";
 import { connect, jetstreamApi } from "../runtime/actor/nats_deps.ts";
+import { TEST_NATS_URL } from "./_nats_server.ts";
 import { ObjectStoreCheckpointStorage } from "../runtime/checkpoint/object_store_storage.ts";
 import { executeLocally } from "../runtime/cluster/local_executor.ts";
 import { systemClock } from "../runtime/time/clock.ts";
@@ -56,7 +57,7 @@ class RestoreRecorder extends SplitCounter {
 }
 
 Deno.test("a keyed job restores from a checkpoint in a NATS Object Store bucket and commits exactly once", async () => {
-  const nc = await connect({ servers: "nats://127.0.0.1:4222" });
+  const nc = await connect({ servers: TEST_NATS_URL });
   const bucket = `weir-test-job-${crypto.randomUUID().slice(0, 8)}`;
   try {
     await withTempDir(async (dir) => {

@@ -503,10 +503,23 @@ Deno.test("seed 5: runEvenOddSums commits the same sums with and without the cra
   await withTempDir(async (dir) => {
     for (const failAfter of [undefined, 7]) {
       const checkpointDirectory = `${dir}/checkpoints-${failAfter ?? "none"}`;
-      assert.deepEqual(
-        await runEvenOddSums({ failAfter, checkpointDirectory }),
-        SEED_RUNNING_SUMS,
-        `failAfter ${failAfter}`,
+      // RunningSum (one subtask) logs "restored from checkpoint <id>" on a restore: once
+      // after the crash, never without it.
+      const logged: string[] = [];
+      const log = console.error;
+      console.error = (...args: unknown[]) => void logged.push(args.map(String).join(" "));
+      let committed: [string, number][];
+      try {
+        committed = await runEvenOddSums({ failAfter, checkpointDirectory });
+      } finally {
+        console.error = log;
+      }
+      assert.deepEqual(committed, SEED_RUNNING_SUMS, `failAfter ${failAfter}`);
+      const restores = logged.filter((line) => /^restored from checkpoint \d+$/.test(line));
+      assert.equal(
+        restores.length,
+        failAfter === undefined ? 0 : 1,
+        `failAfter ${failAfter}: restores logged: ${JSON.stringify(logged)}`,
       );
       // The storage creates the directory on its first write and deletes the
       // job's checkpoints when the job finishes.

@@ -1,7 +1,7 @@
 /**
  * Test support for the JetStream connectors: unique stream and bucket names
- * on the shared NATS server (`WEIR_TEST_NATS_URL`, default
- * `nats://127.0.0.1:4222`), removed in `finally`, and helpers to drive a
+ * on the shared NATS server (`WEIR_TEST_NATS_URL`, see
+ * `tests/_nats_server.ts`), removed in `finally`, and helpers to drive a
  * sink the way the two-phase-commit operator does.
  *
  * @module
@@ -11,9 +11,10 @@ import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps
 import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
 import type { SinkInitContext } from "../../runtime/api/sink.ts";
 import { readCommitted, type ReadOptions } from "./reader.ts";
+import { TEST_NATS_URL } from "../../tests/_nats_server.ts";
 
-/** The NATS server of the tests. */
-export const NATS_URL: string = Deno.env.get("WEIR_TEST_NATS_URL") ?? "nats://127.0.0.1:4222";
+/** The NATS server of the tests: `TEST_NATS_URL` of `tests/_nats_server.ts`. */
+export const NATS_URL: string = TEST_NATS_URL;
 
 /** Connection options for the test server. */
 export const CONNECTION: NatsConnectionOptions = { servers: NATS_URL, name: "weir-test" };

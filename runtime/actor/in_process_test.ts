@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { deadline, delay, yieldToEventLoop } from "./async.ts";
 import { DEFAULT_MAX_PAYLOAD, InProcessBus, InProcessTransport } from "./in_process.ts";
 import { transportConformanceSuite } from "./transport_conformance.ts";
+import { waitUntil } from "../../tests/_wait.ts";
 import {
   PayloadTooLargeError,
   TransportClosedError,
@@ -23,12 +24,13 @@ transportConformanceSuite("in-process", () => {
   });
 });
 
-/** Resolves once `messages` holds `count` entries, polling once per event-loop turn. */
-async function until(messages: unknown[], count: number): Promise<void> {
-  const waiting = (async () => {
-    while (messages.length < count) await yieldToEventLoop();
-  })();
-  await deadline(waiting, 2_000, `${count} messages`);
+/** Resolves once `messages` holds `count` entries; fails after 2 s saying how many arrived. */
+function until(messages: unknown[], count: number): Promise<void> {
+  return waitUntil(() => messages.length >= count, {
+    timeoutMs: 2_000,
+    pollMs: 1,
+    missing: () => `${messages.length} of ${count} messages arrived`,
+  });
 }
 
 Deno.test("InProcessTransport() makes its own bus, which bus.connect() shares", async () => {

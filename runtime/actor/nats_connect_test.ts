@@ -5,10 +5,8 @@ import {
   natsOptionsFromEnv,
   natsServerList,
 } from "./nats_connect.ts";
-import { startNatsServer } from "../../tests/_nats_server.ts";
+import { startNatsServer, TEST_NATS_URL } from "../../tests/_nats_server.ts";
 import { deadline } from "./async.ts";
-
-const SHARED_NATS = "nats://127.0.0.1:4222";
 
 Deno.test("natsOptionsFromEnv() reads every WEIR_NATS_ variable", () => {
   assert.deepEqual(
@@ -163,7 +161,7 @@ Deno.test("natsServerList() splits comma-separated URLs and refuses none", () =>
 });
 
 Deno.test("connectNats() connects to the shared server", async () => {
-  const nc = await connectNats({ servers: SHARED_NATS, name: "weir-connect-test" });
+  const nc = await connectNats({ servers: TEST_NATS_URL, name: "weir-connect-test" });
   try {
     assert.ok(nc.info !== undefined && nc.info.max_payload > 0, "no server info");
     const subject = `weirtest_${crypto.randomUUID().slice(0, 8)}.ping`;
@@ -193,8 +191,12 @@ Deno.test("connectNats() fails fast naming the servers when nothing listens", as
 
 Deno.test("connectNats() names an unreadable TLS file", async () => {
   await assert.rejects(
-    connectNats({ servers: SHARED_NATS, tls: { caFile: "/nonexistent/weir-ca.pem" } }),
-    /Cannot connect to NATS at nats:\/\/127\.0\.0\.1:4222: cannot read the TLS CA file \/nonexistent\/weir-ca\.pem/,
+    connectNats({ servers: TEST_NATS_URL, tls: { caFile: "/nonexistent/weir-ca.pem" } }),
+    (e: unknown) =>
+      e instanceof Error &&
+      e.message.startsWith(
+        `Cannot connect to NATS at ${TEST_NATS_URL}: cannot read the TLS CA file /nonexistent/weir-ca.pem`,
+      ),
   );
 });
 
@@ -351,7 +353,13 @@ async function makeCertificates(dir: string): Promise<void> {
       stdout: "null",
       stderr: "piped",
     })
-      .output();
+      .output()
+      .catch((error) => {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+        throw new Error("This test makes certificates with openssl: apt-get install openssl", {
+          cause: error,
+        });
+      });
     if (!out.success) {
       throw new Error(`openssl ${args.join(" ")} failed: ${new TextDecoder().decode(out.stderr)}`);
     }

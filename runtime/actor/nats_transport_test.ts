@@ -9,13 +9,12 @@ import {
   type TransportMessage,
   TransportTimeoutError,
 } from "./types.ts";
-import { startNatsServer } from "../../tests/_nats_server.ts";
-
-const SHARED_NATS = "nats://127.0.0.1:4222";
+import { startNatsServer, TEST_NATS_URL } from "../../tests/_nats_server.ts";
+import { waitUntil } from "../../tests/_wait.ts";
 
 transportConformanceSuite("nats", async () => {
-  const a = await NatsTransport.connect({ servers: SHARED_NATS, name: "weir-conformance-a" });
-  const b = await NatsTransport.connect({ servers: SHARED_NATS, name: "weir-conformance-b" });
+  const a = await NatsTransport.connect({ servers: TEST_NATS_URL, name: "weir-conformance-a" });
+  const b = await NatsTransport.connect({ servers: TEST_NATS_URL, name: "weir-conformance-b" });
   return {
     a,
     b,
@@ -27,7 +26,7 @@ transportConformanceSuite("nats", async () => {
 });
 
 transportConformanceSuite("nats (two transports borrowing one connection)", async () => {
-  const nc = await connectNats({ servers: SHARED_NATS, name: "weir-conformance-shared" });
+  const nc = await connectNats({ servers: TEST_NATS_URL, name: "weir-conformance-shared" });
   const a = new NatsTransport(nc, { name: "a" });
   const b = new NatsTransport(nc, { name: "b" });
   return {
@@ -47,44 +46,49 @@ function prefix(): string {
   return `weirtest_${crypto.randomUUID().slice(0, 8)}`;
 }
 
-/** Resolves once `messages` holds `count` entries (checked on each delivery). */
-function collect(count: number): {
+/** How long a test waits for its messages before failing, in ms. */
+const RECEIVE_TIMEOUT_MS = 5_000;
+
+/**
+ * Collects messages; `received()` resolves once `count` have arrived, or
+ * fails after {@linkcode RECEIVE_TIMEOUT_MS} saying how many did.
+ */
+function collect(count: number, what: string): {
   messages: TransportMessage[];
   handler: (m: TransportMessage) => void;
-  done: Promise<void>;
+  received: () => Promise<void>;
 } {
   const messages: TransportMessage[] = [];
-  let resolve!: () => void;
-  const done = new Promise<void>((r) => resolve = r);
   return {
     messages,
-    handler: (m) => {
-      messages.push(m);
-      if (messages.length === count) resolve();
-    },
-    done: deadline(done, 5_000, `${count} messages`),
+    handler: (m) => void messages.push(m),
+    received: () =>
+      waitUntil(() => messages.length >= count, {
+        timeoutMs: RECEIVE_TIMEOUT_MS,
+        missing: () => `${messages.length} of ${count} ${what} arrived`,
+      }),
   };
 }
 
 Deno.test("NatsTransport drops what its drop filter selects, after validating", async () => {
   const p = prefix();
   const seen: string[] = [];
-  const receiver = await NatsTransport.connect({ servers: SHARED_NATS });
-  const sender = await NatsTransport.connect({ servers: SHARED_NATS }, {
+  const receiver = await NatsTransport.connect({ servers: TEST_NATS_URL });
+  const sender = await NatsTransport.connect({ servers: TEST_NATS_URL }, {
     dropFilter: (subject, data) => {
       seen.push(subject);
       return subject.startsWith(`${p}.data.`) && data[0]! % 2 === 1;
     },
   });
   try {
-    const inbox = collect(6);
+    const inbox = collect(6, "messages not dropped");
     receiver.subscribe(`${p}.data.>`, inbox.handler);
     receiver.subscribe(`${p}.fence`, (m) => inbox.handler(m));
     await receiver.flush();
     assert.throws(() => sender.publish(`${p}.data.*`, new Uint8Array([1])), /wildcard/);
     for (let i = 0; i < 10; i++) sender.publish(`${p}.data.${i % 3}`, new Uint8Array([i]));
     sender.publish(`${p}.fence`, new Uint8Array([10]));
-    await inbox.done;
+    await inbox.received();
     assert.deepEqual(inbox.messages.map((m) => m.data[0]), [0, 2, 4, 6, 8, 10]);
     assert.equal(seen.length, 11, "the filter is called once per valid publish");
   } finally {
@@ -95,16 +99,16 @@ Deno.test("NatsTransport drops what its drop filter selects, after validating", 
 
 Deno.test("NatsTransport delivers plain Uint8Arrays, whose slice() copies", async () => {
   const p = prefix();
-  const a = await NatsTransport.connect({ servers: SHARED_NATS });
-  const b = await NatsTransport.connect({ servers: SHARED_NATS });
+  const a = await NatsTransport.connect({ servers: TEST_NATS_URL });
+  const b = await NatsTransport.connect({ servers: TEST_NATS_URL });
   try {
-    const inbox = collect(2);
+    const inbox = collect(2, "messages on .plain");
     b.subscribe(`${p}.plain`, inbox.handler);
     b.subscribe(`${p}.ask`, (m) => b.publish(m.reply!, new Uint8Array([9, 9, 9])));
     await b.flush();
     a.publish(`${p}.plain`, new Uint8Array([1, 2, 3]));
     a.publish(`${p}.plain`, new Uint8Array(3_000_000 >> 2)); // spans socket reads
-    await inbox.done;
+    await inbox.received();
     const reply = await a.request(`${p}.ask`, new Uint8Array(), { timeoutMs: 2_000 });
     for (const data of [...inbox.messages.map((m) => m.data), reply.data]) {
       assert.equal(Object.getPrototypeOf(data), Uint8Array.prototype);
@@ -120,9 +124,9 @@ Deno.test("NatsTransport delivers plain Uint8Arrays, whose slice() copies", asyn
 
 Deno.test("NatsTransport makes a request the drop filter drops time out", async () => {
   const p = prefix();
-  const responder = await NatsTransport.connect({ servers: SHARED_NATS });
+  const responder = await NatsTransport.connect({ servers: TEST_NATS_URL });
   let drop = true;
-  const requester = await NatsTransport.connect({ servers: SHARED_NATS }, {
+  const requester = await NatsTransport.connect({ servers: TEST_NATS_URL }, {
     dropFilter: (subject) => drop && subject === `${p}.svc`,
   });
   try {
@@ -150,7 +154,7 @@ Deno.test("NatsTransport takes maxPayload from the server's max_payload", async 
   const transport = await NatsTransport.connect({ servers: server.url }, { name: "small" });
   try {
     assert.equal(transport.maxPayload, 4096);
-    const inbox = collect(1);
+    const inbox = collect(1, "messages of exactly max_payload bytes");
     transport.subscribe("big", inbox.handler);
     await transport.flush();
     assert.throws(
@@ -160,7 +164,7 @@ Deno.test("NatsTransport takes maxPayload from the server's max_payload", async 
         e.message === "Cannot publish 4097 bytes on 'big' as the limit is 4096 bytes",
     );
     transport.publish("big", new Uint8Array(4096).fill(7)); // exactly the limit: no headers sent
-    await inbox.done;
+    await inbox.received();
     assert.equal(inbox.messages[0]!.data.byteLength, 4096);
     assert.equal(transport.connection.isClosed(), false, "the server refused the publish");
   } finally {
@@ -170,29 +174,40 @@ Deno.test("NatsTransport takes maxPayload from the server's max_payload", async 
 });
 
 Deno.test("NatsTransport closes only a connection it owns", async () => {
-  const nc = await connectNats({ servers: SHARED_NATS });
+  const nc = await connectNats({ servers: TEST_NATS_URL });
   const borrowed = new NatsTransport(nc);
   await borrowed.close();
   assert.equal(nc.isClosed(), false);
   const owned = new NatsTransport(nc, { ownsConnection: true });
   await owned.close();
   assert.equal(nc.isClosed(), true);
-  const connected = await NatsTransport.connect({ servers: SHARED_NATS });
+  const connected = await NatsTransport.connect({ servers: TEST_NATS_URL });
   await connected.close();
   assert.equal(connected.connection.isClosed(), true);
 });
 
 Deno.test("NatsTransport delivers what an owned connection published before close()", async () => {
   const p = prefix();
-  const receiver = await NatsTransport.connect({ servers: SHARED_NATS });
-  const sender = await NatsTransport.connect({ servers: SHARED_NATS });
+  const count = 1_000;
+  const receiver = await NatsTransport.connect({ servers: TEST_NATS_URL });
+  const sender = await NatsTransport.connect({ servers: TEST_NATS_URL });
   try {
-    const inbox = collect(1_000);
+    const inbox = collect(count, "messages published before close()");
     receiver.subscribe(`${p}.last`, inbox.handler);
     await receiver.flush();
-    for (let i = 0; i < 1_000; i++) sender.publish(`${p}.last`, new Uint8Array(1_000));
+    for (let i = 0; i < count; i++) {
+      const data = new Uint8Array(1_000);
+      new DataView(data.buffer).setUint32(0, i);
+      sender.publish(`${p}.last`, data);
+    }
     await sender.close(); // drains
-    await inbox.done;
+    await inbox.received();
+    await receiver.flush(); // anything more (a copy) would have arrived by now
+    const numbers = inbox.messages.map((m) =>
+      new DataView(m.data.buffer, m.data.byteOffset, m.data.byteLength).getUint32(0)
+    );
+    assert.deepEqual(numbers, Array.from({ length: count }, (_, i) => i), "each once, in order");
+    assert.ok(inbox.messages.every((m) => m.data.byteLength === 1_000), "a payload was cut");
   } finally {
     await sender.close();
     await receiver.close();
@@ -201,7 +216,7 @@ Deno.test("NatsTransport delivers what an owned connection published before clos
 
 Deno.test("NatsTransport names the connection in its errors", async (t) => {
   await t.step("after close()", async () => {
-    const transport = await NatsTransport.connect({ servers: SHARED_NATS }, {
+    const transport = await NatsTransport.connect({ servers: TEST_NATS_URL }, {
       name: "job j1 map[2]",
     });
     await transport.close();
@@ -213,7 +228,7 @@ Deno.test("NatsTransport names the connection in its errors", async (t) => {
     );
   });
   await t.step("when its borrowed connection was closed under it", async () => {
-    const nc = await connectNats({ servers: SHARED_NATS });
+    const nc = await connectNats({ servers: TEST_NATS_URL });
     const transport = new NatsTransport(nc, { name: "worker w1" });
     await nc.close();
     assert.throws(
@@ -228,7 +243,7 @@ Deno.test("NatsTransport names the connection in its errors", async (t) => {
     await transport.close();
   });
   await t.step("by default, the server's id of the connection", async () => {
-    const transport = await NatsTransport.connect({ servers: SHARED_NATS });
+    const transport = await NatsTransport.connect({ servers: TEST_NATS_URL });
     assert.equal(transport.name, `nats-${transport.connection.info!.client_id}`);
     await transport.close();
   });
@@ -236,7 +251,7 @@ Deno.test("NatsTransport names the connection in its errors", async (t) => {
 
 Deno.test("NatsTransport reports a throwing handler and goes on delivering", async () => {
   const p = prefix();
-  const transport = await NatsTransport.connect({ servers: SHARED_NATS });
+  const transport = await NatsTransport.connect({ servers: TEST_NATS_URL });
   const reported: unknown[] = [];
   const onError = (event: ErrorEvent) => {
     reported.push(event.error);
@@ -244,14 +259,14 @@ Deno.test("NatsTransport reports a throwing handler and goes on delivering", asy
   };
   globalThis.addEventListener("error", onError);
   try {
-    const inbox = collect(3);
+    const inbox = collect(3, "messages to the throwing handler");
     transport.subscribe(`${p}.boom`, (m) => {
       inbox.handler(m);
       if (m.data[0] === 1) throw new Error("handler bug");
     });
     await transport.flush();
     for (let i = 0; i < 3; i++) transport.publish(`${p}.boom`, new Uint8Array([i]));
-    await inbox.done;
+    await inbox.received();
     assert.deepEqual(inbox.messages.map((m) => m.data[0]), [0, 1, 2]);
     assert.equal(reported.length, 1);
     assert.match(String(reported[0]), /handler bug/);
@@ -266,7 +281,7 @@ Deno.test("NatsTransport resubscribes after the server restarts", async () => {
   const receiver = await NatsTransport.connect({ servers: server.url, name: "receiver" });
   const sender = await NatsTransport.connect({ servers: server.url, name: "sender" });
   try {
-    const inbox = collect(2);
+    const inbox = collect(2, "messages before and after the restart");
     receiver.subscribe("weir.j1.0.task.v1.0", inbox.handler);
     await receiver.flush();
     sender.publish("weir.j1.0.task.v1.0", new Uint8Array([1]));
@@ -275,19 +290,16 @@ Deno.test("NatsTransport resubscribes after the server restarts", async () => {
         if (status.type === "reconnect") return;
       }
     }));
-    await deadline(
-      (async () => {
-        while (inbox.messages.length < 1) await new Promise((r) => setTimeout(r, 5));
-      })(),
-      5_000,
-      "the message before the restart",
-    );
+    await waitUntil(() => inbox.messages.length >= 1, {
+      timeoutMs: RECEIVE_TIMEOUT_MS,
+      missing: () => "the message published before the restart did not arrive",
+    });
     await server.kill();
     await server.restart();
     await deadline(reconnected, 20_000, "both reconnects");
     await receiver.flush(); // the server knows the resubscription
     sender.publish("weir.j1.0.task.v1.0", new Uint8Array([2]));
-    await inbox.done;
+    await inbox.received();
     assert.deepEqual(inbox.messages.map((m) => m.data[0]), [1, 2]);
   } finally {
     await sender.close();

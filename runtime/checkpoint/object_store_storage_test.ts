@@ -1,6 +1,6 @@
 /**
  * {@linkcode ObjectStoreCheckpointStorage} against the shared NATS server
- * (`nats://127.0.0.1:4222`): the conformance suite, then what only an Object
+ * (`WEIR_TEST_NATS_URL`, see `tests/_nats_server.ts`): the conformance suite, then what only an Object
  * Store has (racing writers, digests, tombstones, a closed connection). Each
  * test uses a bucket of its own, destroyed in `finally`.
  *
@@ -21,8 +21,7 @@ import {
   commit,
   metadata,
 } from "./storage_conformance.ts";
-
-const NATS_URL = "nats://127.0.0.1:4222";
+import { TEST_NATS_URL } from "../../tests/_nats_server.ts";
 
 /** The Object Store key of an object name (its UTF-8 bytes as a binary string). */
 function keyOf(objectName: string): string {
@@ -46,7 +45,7 @@ interface Fixture extends CheckpointStorageFixture {
 async function openFixture(
   options: Partial<ObjectStoreCheckpointStorageOptions> = {},
 ): Promise<Fixture> {
-  const nc = await connect({ servers: NATS_URL });
+  const nc = await connect({ servers: TEST_NATS_URL });
   const bucket = `weir-test-chk-${crypto.randomUUID().slice(0, 8)}`;
   try {
     const storage = await ObjectStoreCheckpointStorage.open({ connection: nc, bucket, ...options });
@@ -81,7 +80,7 @@ async function openFixture(
       },
       async close() {
         // A test may have closed the fixture's connection: delete over a new one then.
-        const conn = nc.isClosed() ? await connect({ servers: NATS_URL }) : nc;
+        const conn = nc.isClosed() ? await connect({ servers: TEST_NATS_URL }) : nc;
         try {
           await (await jetstreamApi.jetstreamManager(conn)).streams.delete(`OBJ_${bucket}`);
         } finally {
@@ -119,7 +118,7 @@ async function messagesIn(f: Fixture): Promise<number> {
 checkpointStorageConformanceSuite("ObjectStoreCheckpointStorage", () => openFixture());
 
 Deno.test("ObjectStoreCheckpointStorage.open creates the bucket once, however many processes race", async () => {
-  const connections = await Promise.all([1, 2, 3].map(() => connect({ servers: NATS_URL })));
+  const connections = await Promise.all([1, 2, 3].map(() => connect({ servers: TEST_NATS_URL })));
   const bucket = `weir-test-chk-${crypto.randomUUID().slice(0, 8)}`;
   try {
     const storages = await Promise.all(
@@ -139,7 +138,7 @@ Deno.test("ObjectStoreCheckpointStorage.open creates the bucket once, however ma
 });
 
 Deno.test("ObjectStoreCheckpointStorage.open rejects a bad bucket name or replica count", async () => {
-  const nc = await connect({ servers: NATS_URL });
+  const nc = await connect({ servers: TEST_NATS_URL });
   try {
     assert.equal(DEFAULT_CHECKPOINT_BUCKET, "weir-checkpoints");
     for (const bucket of ["", "a.b", "a b", "a>"]) {
@@ -160,7 +159,7 @@ Deno.test("ObjectStoreCheckpointStorage.open rejects a bad bucket name or replic
 
 Deno.test("ObjectStoreCheckpointStorage lets exactly one of several racing writers complete a checkpoint", async () => {
   await withFixture(async (f) => {
-    const writers = await Promise.all([1, 2, 3].map(() => connect({ servers: NATS_URL })));
+    const writers = await Promise.all([1, 2, 3].map(() => connect({ servers: TEST_NATS_URL })));
     try {
       const storages = [
         f.storage,
