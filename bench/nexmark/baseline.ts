@@ -12,7 +12,9 @@
  * arrival order (`queries.ts` states it as its invariant).
  *
  * {@linkcode runBaseline} times the loop's wall time; the harness measures
- * CPU time around it (`../_rounds.ts`).
+ * CPU time around it (`../_rounds.ts`). It runs the windowed queries' loops
+ * (q5, q7, q8, q11) from `windowed_baseline.ts`, which also sum a hash of
+ * each record.
  *
  * @module
  */
@@ -20,6 +22,8 @@
 import { NexmarkGenerator } from "../../connectors/datagen/nexmark/mod.ts";
 import type { NexmarkConfig } from "../../connectors/datagen/nexmark/mod.ts";
 import { type Q1Bid, q1Convert, q2Keep, q3Auction, q3Person, type QueryName } from "./queries.ts";
+import { runWindowedBaseline } from "./windowed_baseline.ts";
+import { isWindowedQueryName, type WindowedQueryName } from "./windowed_rows.ts";
 
 /** What a baseline run produced. */
 export interface BaselineResult {
@@ -27,6 +31,12 @@ export interface BaselineResult {
   readonly count: number;
   /** Wall time of the loop, seconds. */
   readonly seconds: number;
+  /**
+   * The windowed queries only: the sum mod 2^32 of the hashes of the
+   * records (`windowedRowHash`), to compare with what the engine's sinks
+   * committed.
+   */
+  readonly checksum?: number;
 }
 
 /** Options of {@linkcode runBaseline}. */
@@ -39,7 +49,7 @@ export interface BaselineOptions {
 
 type Loop = (gen: NexmarkGenerator, events: number) => number;
 
-const LOOPS: Readonly<Record<QueryName, Loop>> = {
+const LOOPS: Readonly<Record<Exclude<QueryName, WindowedQueryName>, Loop>> = {
   q0: (gen, n) => {
     let count = 0;
     let sink = 0;
@@ -130,10 +140,14 @@ const LOOPS: Readonly<Record<QueryName, Loop>> = {
 };
 
 /**
- * Runs `query`'s hand-written loop over `options.events` events.
- * @returns its output count and wall time.
+ * Runs `query`'s hand-written loop over `options.events` events (a windowed
+ * query's in `windowed_baseline.ts`).
+ * @returns its output count and wall time, and a windowed query's checksum.
+ * @throws {RangeError} for a windowed query, when `options.events` is not a
+ *   safe integer >= 0.
  */
 export function runBaseline(query: QueryName, options: BaselineOptions): BaselineResult {
+  if (isWindowedQueryName(query)) return runWindowedBaseline(query, options);
   const gen = new NexmarkGenerator(options.config);
   const t0 = performance.now();
   const count = LOOPS[query](gen, options.events);

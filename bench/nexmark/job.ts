@@ -30,6 +30,8 @@ export interface SinkReport {
   readonly committed: number;
   /** Transactions committed. */
   readonly transactions: number;
+  /** Sum mod 2^32 of the committed records' hashes (windowed queries; else 0). */
+  readonly checksum: number;
   /** Wall-clock ms of its first record (0: none). */
   readonly firstMs: number;
   /** Wall-clock ms of its close. */
@@ -59,6 +61,7 @@ export function reportTo(dir: string): (tally: CountTally, subtask: number) => v
       records: t.records,
       committed: t.committed,
       transactions: t.transactions,
+      checksum: t.checksum,
       firstMs: t.firstMs,
       closedMs: t.closedMs,
     };

@@ -57,7 +57,9 @@
  * record they received: the harness fails otherwise, before printing any
  * figure. Every query's count is a function of the events alone, at any
  * parallelism (dedup keeps the first bid per key, see `queries.ts`), so the
- * check is equality for all of them.
+ * check is equality for all of them. For the windowed queries (q5, q7, q8,
+ * q11) the sum mod 2^32 of a hash per committed record must also equal the
+ * baseline's (`windowed_rows.ts`): the same records, not only as many.
  *
  * ## Output
  *
@@ -91,6 +93,12 @@ import {
 } from "./report.ts";
 
 const JOB = fileURLToPath(new URL("./job.ts", import.meta.url));
+
+/** A run's figures plus the checksum of its output (0 for queries without a record hash). */
+interface CheckedFigures extends RunFigures {
+  /** Sum mod 2^32 of the output records' hashes (`windowed_rows.ts`); 0 without a hash. */
+  readonly checksum: number;
+}
 
 /** A cluster the harness started, to run cluster-mode rounds on. */
 export interface ClusterTarget {
@@ -129,7 +137,7 @@ function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
-async function runLocal(o: Resolved): Promise<RunFigures> {
+async function runLocal(o: Resolved): Promise<CheckedFigures> {
   const directory = await Deno.makeTempDir({ prefix: "weir-nexmark-" });
   try {
     const env = StreamExecutionEnvironment.getExecutionEnvironment();
@@ -147,13 +155,18 @@ async function runLocal(o: Resolved): Promise<RunFigures> {
           `${tally.committed} (${tally.transactions} transactions)`,
       );
     }
-    return { count: tally.committed, seconds, checkpoints: result.checkpoints.completed };
+    return {
+      count: tally.committed,
+      checksum: tally.checksum,
+      seconds,
+      checkpoints: result.checkpoints.completed,
+    };
   } finally {
     await Deno.remove(directory, { recursive: true });
   }
 }
 
-async function runCluster(o: Resolved, target: ClusterTarget): Promise<RunFigures> {
+async function runCluster(o: Resolved, target: ClusterTarget): Promise<CheckedFigures> {
   const report = await Deno.makeTempDir({ prefix: "weir-nexmark-report-" });
   try {
     const output = await runDeno(`nexmark-${o.query}`, [
@@ -191,7 +204,13 @@ async function runCluster(o: Resolved, target: ClusterTarget): Promise<RunFigure
           `restarts ${result.restarts}`,
       );
     }
-    return { count: committed, seconds: result.durationMs / 1000, checkpoints: result.checkpoints };
+    const checksum = sinks.reduce((s, r) => (s + r.checksum) >>> 0, 0);
+    return {
+      count: committed,
+      checksum,
+      seconds: result.durationMs / 1000,
+      checkpoints: result.checkpoints,
+    };
   } finally {
     await Deno.remove(report, { recursive: true });
   }
@@ -220,8 +239,9 @@ function describe(o: Resolved, s: Sample<RunFigures>, rounds: number): string {
  * Runs `options.rounds` rounds of `options.query` (engine, then baseline),
  * checks each and logs one line per run.
  * @returns the medians over the rounds.
- * @throws {Error} when a round's engine and baseline counts differ, or the
- *   engine's sinks did not commit every record they received.
+ * @throws {Error} when a round's engine and baseline counts (or, for a
+ *   windowed query, checksums) differ, or the engine's sinks did not commit
+ *   every record they received.
  * @throws {RangeError} when `events`, `parallelism` or `rounds` is not a
  *   positive integer, or a run measured no CPU time.
  */
@@ -235,7 +255,7 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
   const count = options.rounds ?? 3;
   const log = options.log ?? console.log;
   const { cluster } = options;
-  const rounds = await runRounds<RunFigures>({
+  const rounds = await runRounds<CheckedFigures>({
     rounds: count,
     before: collectGarbage,
     variants: [
@@ -250,7 +270,20 @@ export async function runQuery(options: RunQueryOptions): Promise<QueryResult> {
             base.count,
             earlier[0]!.value.count,
           );
-          return { count: base.count, seconds: base.seconds, checkpoints: 0 };
+          if (base.checksum !== undefined) {
+            expectEqual(
+              `nexmark ${o.query}, ${o.events} events, round ${round}: checksum of the records ` +
+                `the engine committed (expected: the baseline's)`,
+              base.checksum,
+              earlier[0]!.value.checksum,
+            );
+          }
+          return {
+            count: base.count,
+            checksum: base.checksum ?? 0,
+            seconds: base.seconds,
+            checkpoints: 0,
+          };
         },
       },
     ],
