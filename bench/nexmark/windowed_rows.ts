@@ -109,15 +109,6 @@ export function addToDigest(digest: OutputDigest, hash: number): void {
   digest.checksum = (digest.checksum + hash) >>> 0;
 }
 
-/**
- * Merges `part` into `into` (in place): the digest of both outputs together,
- * as when the sink's subtasks or transactions are summed.
- */
-export function mergeDigest(into: OutputDigest, part: OutputDigest): void {
-  into.count += part.count;
-  into.checksum = (into.checksum + part.checksum) >>> 0;
-}
-
 /** q5's row hash: `keyHash([auction, num])`. */
 export function q5RowHash(row: Q5Row): number {
   return keyHash(row);
