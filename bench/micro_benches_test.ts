@@ -2,7 +2,8 @@
  * Smoke test of the `deno bench` micro-benchmarks beside the runtime's code
  * (`runtime/**\/*_bench.ts`): each runs one iteration per benchmark
  * (`WEIR_BENCH_SMOKE=1`), so its set-up checks (codecs give back what they
- * were given, the state backend holds every key) run and must pass.
+ * were given, the state backend holds every key, every window's total
+ * equals its records') run and must pass.
  *
  * @module
  */
@@ -14,6 +15,7 @@ const BENCHES = [
   "runtime/actor/codec_bench.ts",
   "runtime/task/record_codec_bench.ts",
   "runtime/state/heap_keyed_backend_bench.ts",
+  "runtime/task/operators/window_operator_bench.ts",
 ];
 
 Deno.test("the runtime's micro-benchmarks run and their checks pass", async (t) => {

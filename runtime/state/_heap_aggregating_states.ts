@@ -125,10 +125,14 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapState<ACC>
 
   add(value: IN): void {
     checkAdded(this.name, value);
-    const acc = this.current()?.get(this.ctx.stateKey);
+    const sk = this.ctx.stateKey;
+    const m = this.current();
+    const acc = m?.get(sk);
     const next = this.#folding.add(value, acc === undefined ? undefined : owned(this.#shared, acc));
     checkFolded(this.name, "add", next);
-    this.writable().set(this.ctx.stateKey, next);
+    // The map read from is still the table's unless it was emptied meanwhile
+    // (maps leave the table only when empty): then write through writable().
+    (m !== undefined && m.size > 0 ? m : this.writable()).set(sk, next);
   }
 
   mergeNamespaces(target: string, sources: readonly string[]): void {

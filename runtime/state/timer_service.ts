@@ -103,11 +103,26 @@ function before<K>(a: HeapTimer<K>, b: HeapTimer<K>): boolean {
   return a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.seq < b.seq);
 }
 
-/** A binary min-heap of timers plus a (key, namespace, timestamp) index for dedup. */
+/**
+ * A binary min-heap of timers plus a (namespace, timestamp, key) index for
+ * dedup and deletion.
+ *
+ * The index is namespace first, then timestamp, then key: a window
+ * operator's timers are many keys at few (window, time) pairs, so the two
+ * outer levels are small maps made once per window, and the last (namespace,
+ * timestamp) looked up is cached with its map of keys. Registering the same
+ * window's timer for key after key (a trigger's timer, then the cleanup timer
+ * at the same time) then costs one `Map` lookup by key.
+ */
 class TimerQueue<K> {
   readonly heap: HeapTimer<K>[] = [];
-  /** stateKey -> namespace -> timestamp -> timer. */
-  readonly #index = new Map<StateKey, Map<string, Map<number, HeapTimer<K>>>>();
+  /** namespace -> timestamp -> stateKey -> timer; no map in it is empty. */
+  readonly #index = new Map<string, Map<number, Map<StateKey, HeapTimer<K>>>>();
+  /** The (namespace, timestamp) of `#lastTimers`; `NaN` matches no timestamp. */
+  #lastNamespace = "";
+  #lastTimestamp = NaN;
+  /** The index's map of keys at (`#lastNamespace`, `#lastTimestamp`), while it is in the index. */
+  #lastTimers: Map<StateKey, HeapTimer<K>> | undefined;
 
   get size(): number {
     return this.heap.length;
@@ -117,20 +132,34 @@ class TimerQueue<K> {
     return this.heap[0];
   }
 
+  /** The index's timers at (`namespace`, `timestamp`), or `undefined` when none. */
+  #timersAt(namespace: string, timestamp: number): Map<StateKey, HeapTimer<K>> | undefined {
+    if (timestamp === this.#lastTimestamp && namespace === this.#lastNamespace) {
+      return this.#lastTimers;
+    }
+    const timers = this.#index.get(namespace)?.get(timestamp);
+    if (timers !== undefined) this.#remember(namespace, timestamp, timers);
+    return timers;
+  }
+
+  #remember(namespace: string, timestamp: number, timers: Map<StateKey, HeapTimer<K>>): void {
+    this.#lastNamespace = namespace;
+    this.#lastTimestamp = timestamp;
+    this.#lastTimers = timers;
+  }
+
   /** Adds the timer unless it exists; returns whether it was added. */
   add(key: K, timestamp: number, namespace: string, seq: number): boolean {
     const stateKey = stateKeyOf(key as Key);
-    let byNamespace = this.#index.get(stateKey);
-    if (byNamespace === undefined) {
-      byNamespace = new Map();
-      this.#index.set(stateKey, byNamespace);
+    let timers = this.#timersAt(namespace, timestamp);
+    if (timers === undefined) {
+      let byTime = this.#index.get(namespace);
+      if (byTime === undefined) this.#index.set(namespace, byTime = new Map());
+      byTime.set(timestamp, timers = new Map());
+      this.#remember(namespace, timestamp, timers);
+    } else if (timers.has(stateKey)) {
+      return false;
     }
-    let byTime = byNamespace.get(namespace);
-    if (byTime === undefined) {
-      byTime = new Map();
-      byNamespace.set(namespace, byTime);
-    }
-    if (byTime.has(timestamp)) return false;
     const timer: HeapTimer<K> = {
       key,
       timestamp,
@@ -139,7 +168,7 @@ class TimerQueue<K> {
       seq,
       index: this.heap.length,
     };
-    byTime.set(timestamp, timer);
+    timers.set(stateKey, timer);
     this.heap.push(timer);
     this.#up(timer.index);
     return true;
@@ -147,7 +176,7 @@ class TimerQueue<K> {
 
   /** Removes the timer if it exists; returns whether it existed. */
   delete(key: K, timestamp: number, namespace: string): boolean {
-    const timer = this.#index.get(stateKeyOf(key as Key))?.get(namespace)?.get(timestamp);
+    const timer = this.#timersAt(namespace, timestamp)?.get(stateKeyOf(key as Key));
     if (timer === undefined) return false;
     this.#unindex(timer);
     this.#removeAt(timer.index);
@@ -164,13 +193,16 @@ class TimerQueue<K> {
   }
 
   #unindex(timer: HeapTimer<K>): void {
-    const byNamespace = this.#index.get(timer.stateKey)!;
-    const byTime = byNamespace.get(timer.namespace)!;
-    byTime.delete(timer.timestamp);
-    if (byTime.size === 0) {
-      byNamespace.delete(timer.namespace);
-      if (byNamespace.size === 0) this.#index.delete(timer.stateKey);
+    const timers = this.#timersAt(timer.namespace, timer.timestamp)!;
+    timers.delete(timer.stateKey);
+    if (timers.size > 0) return;
+    if (timers === this.#lastTimers) {
+      this.#lastTimers = undefined;
+      this.#lastTimestamp = NaN;
     }
+    const byTime = this.#index.get(timer.namespace)!;
+    byTime.delete(timer.timestamp);
+    if (byTime.size === 0) this.#index.delete(timer.namespace);
   }
 
   #removeAt(i: number): void {

@@ -128,6 +128,8 @@ export class WindowOperator extends UdfOperator<unknown> {
   #emit!: Emit;
   #clearFunction!: (window: Window) => void;
   #numLateRecordsDropped = 0;
+  /** The window {@linkcode WindowOperator.#windowOf} rebuilt last. */
+  #lastTimerWindow: Window | undefined;
 
   /**
    * @param options the operator's uid, name, spec, environment, output and
@@ -393,7 +395,7 @@ export class WindowOperator extends UdfOperator<unknown> {
     namespace: string,
   ): void {
     this.setKey(key);
-    const window = this.#assigner.windowFromNamespace(namespace);
+    const window = this.#windowOf(namespace);
     const tc = this.#triggerContext;
     tc.key = key;
     tc.window = window;
@@ -415,6 +417,16 @@ export class WindowOperator extends UdfOperator<unknown> {
       this.#clearAllState(window, stateNamespace, set);
     }
     set?.persist();
+  }
+
+  /**
+   * The window of a timer's namespace. The last one is kept: a window's
+   * timers fire one key after another, so most timers need no parsing.
+   */
+  #windowOf(namespace: string): Window {
+    const last = this.#lastTimerWindow;
+    if (last !== undefined && last.namespace === namespace) return last;
+    return this.#lastTimerWindow = this.#assigner.windowFromNamespace(namespace);
   }
 
   /** Drops everything `window` holds (Flink's `clearAllState`). */

@@ -30,6 +30,7 @@
 import { checkDuration, checkOffset } from "./window_assigner.ts";
 import { TimeWindowAssigner } from "./time_window_assigner.ts";
 import { TimeWindow } from "./window.ts";
+import { AlignedWindows } from "./_aligned_windows.ts";
 
 /** Validated sliding-window parameters, ms. */
 interface SlidingParams {
@@ -44,13 +45,9 @@ function checked(owner: string, size: number, slide: number, offset: number): Sl
   return { size, slide, offset: checkOffset(owner, offset, "slide", slide) };
 }
 
-function slide(time: number, p: SlidingParams): TimeWindow[] {
-  const windows: TimeWindow[] = [];
-  const lastStart = TimeWindow.getWindowStartWithOffset(time, p.offset, p.slide);
-  for (let start = lastStart; start > time - p.size; start -= p.slide) {
-    windows.push(new TimeWindow(start, start + p.size));
-  }
-  return windows;
+/** The windows holding `time`, latest first, from the assigner's cache. */
+function slide(windows: AlignedWindows, time: number, p: SlidingParams): TimeWindow[] {
+  return windows.holding(time, TimeWindow.getWindowStartWithOffset(time, p.offset, p.slide));
 }
 
 /** Sliding windows in event time (Flink's `SlidingEventTimeWindows`). */
@@ -62,9 +59,12 @@ export class SlidingEventTimeWindows extends TimeWindowAssigner<unknown> {
   /** Alignment offset, ms. */
   readonly offset: number;
 
+  readonly #windows: AlignedWindows;
+
   private constructor(p: SlidingParams) {
     super("event-time");
     ({ size: this.size, slide: this.slide, offset: this.offset } = p);
+    this.#windows = new AlignedWindows(p.size, p.slide);
   }
 
   /**
@@ -80,7 +80,7 @@ export class SlidingEventTimeWindows extends TimeWindowAssigner<unknown> {
 
   /** The windows holding `time`, latest first. */
   protected windowsAt(time: number): TimeWindow[] {
-    return slide(time, this);
+    return slide(this.#windows, time, this);
   }
 
   /** `SlidingEventTimeWindows(<size>, <slide>)`. */
@@ -98,9 +98,12 @@ export class SlidingProcessingTimeWindows extends TimeWindowAssigner<unknown> {
   /** Alignment offset, ms. */
   readonly offset: number;
 
+  readonly #windows: AlignedWindows;
+
   private constructor(p: SlidingParams) {
     super("processing-time");
     ({ size: this.size, slide: this.slide, offset: this.offset } = p);
+    this.#windows = new AlignedWindows(p.size, p.slide);
   }
 
   /**
@@ -118,7 +121,7 @@ export class SlidingProcessingTimeWindows extends TimeWindowAssigner<unknown> {
 
   /** The windows holding `time`, latest first. */
   protected windowsAt(time: number): TimeWindow[] {
-    return slide(time, this);
+    return slide(this.#windows, time, this);
   }
 
   /** `SlidingProcessingTimeWindows(<size>, <slide>)`. */

@@ -12,6 +12,7 @@
  * import assert from "node:assert/strict";
  * import { TumblingEventTimeWindows } from "./tumbling_windows.ts";
  * import { TimeWindow } from "./window.ts";
+import { AlignedWindows } from "./_aligned_windows.ts";
  *
  * const hourly = TumblingEventTimeWindows.of(3_600_000);
  * const [w] = hourly.assignWindows("x", 5_400_000, { currentProcessingTime: () => 0 });
@@ -29,6 +30,7 @@
 import { checkDuration, checkOffset } from "./window_assigner.ts";
 import { TimeWindowAssigner } from "./time_window_assigner.ts";
 import { TimeWindow } from "./window.ts";
+import { AlignedWindows } from "./_aligned_windows.ts";
 
 /** Checks `size` and `offset` for `owner`. @throws {RangeError} naming the bad one. */
 function checked(owner: string, size: number, offset: number): [number, number] {
@@ -42,11 +44,13 @@ export class TumblingEventTimeWindows extends TimeWindowAssigner<unknown> {
   readonly size: number;
   /** Alignment offset, ms. */
   readonly offset: number;
+  readonly #windows: AlignedWindows;
 
   private constructor([size, offset]: [number, number]) {
     super("event-time");
     this.size = size;
     this.offset = offset;
+    this.#windows = new AlignedWindows(size, size);
   }
 
   /**
@@ -62,7 +66,7 @@ export class TumblingEventTimeWindows extends TimeWindowAssigner<unknown> {
 
   /** The one window holding `time`. */
   protected windowsAt(time: number): TimeWindow[] {
-    return tumble(time, this.size, this.offset);
+    return tumble(this.#windows, time, this.size, this.offset);
   }
 
   /** `TumblingEventTimeWindows(<size>)`. */
@@ -77,11 +81,13 @@ export class TumblingProcessingTimeWindows extends TimeWindowAssigner<unknown> {
   readonly size: number;
   /** Alignment offset, ms. */
   readonly offset: number;
+  readonly #windows: AlignedWindows;
 
   private constructor([size, offset]: [number, number]) {
     super("processing-time");
     this.size = size;
     this.offset = offset;
+    this.#windows = new AlignedWindows(size, size);
   }
 
   /**
@@ -98,7 +104,7 @@ export class TumblingProcessingTimeWindows extends TimeWindowAssigner<unknown> {
 
   /** The one window holding `time`. */
   protected windowsAt(time: number): TimeWindow[] {
-    return tumble(time, this.size, this.offset);
+    return tumble(this.#windows, time, this.size, this.offset);
   }
 
   /** `TumblingProcessingTimeWindows(<size>)`. */
@@ -107,7 +113,7 @@ export class TumblingProcessingTimeWindows extends TimeWindowAssigner<unknown> {
   }
 }
 
-function tumble(time: number, size: number, offset: number): TimeWindow[] {
-  const start = TimeWindow.getWindowStartWithOffset(time, offset, size);
-  return [new TimeWindow(start, start + size)];
+/** The one window holding `time`, from the assigner's cache. */
+function tumble(windows: AlignedWindows, time: number, size: number, offset: number): TimeWindow[] {
+  return windows.holding(time, TimeWindow.getWindowStartWithOffset(time, offset, size));
 }
