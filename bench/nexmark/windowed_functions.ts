@@ -3,7 +3,9 @@
  * window aggregations, the process window functions that attach a window
  * to their result, the second stage that picks each window's best items
  * across keys ({@linkcode WindowTopSelect}), and q7's running-maximum
- * pre-filter ({@linkcode Q7RunningMaxFilter}).
+ * pre-filter ({@linkcode Q7RunningMaxFilter}). What crosses a shuffle is a
+ * flat tuple where it can be (`[end, auction, count]`): the data plane
+ * encodes those faster than nested objects.
  *
  * Aggregate functions change their accumulator in place and return it, as
  * `AggregateFunction` allows; their accumulators are plain arrays and
@@ -31,17 +33,18 @@ import type { Bid, NexmarkEvent } from "../../connectors/datagen/nexmark/model.t
 import type { Q11Row, Q5Row, Q7Row, Q8Row } from "./windowed_rows.ts";
 
 /**
- * One key's best items in one window, what the first stage of q5 and q7
- * sends to the second: the window's end (ms, exclusive), the best score
- * (q5: a bid count; q7: a price) and the items reaching it.
+ * How {@linkcode WindowTopSelect} reads a record of the first stage: the
+ * window it belongs to (by its end, ms, exclusive), its score (q5: a bid
+ * count; q7: a price) and the item to emit if the score is the window's
+ * highest.
  */
-export interface WindowTop<T> {
-  /** End of the window, ms (exclusive); the second stage's key. */
-  readonly end: number;
-  /** The best score among this key's items of the window. */
-  readonly score: number;
-  /** The items with that score (at least one). */
-  readonly items: readonly T[];
+export interface TopOf<I, T> {
+  /** The end of the record's window, ms (exclusive): the second stage's key. */
+  end(input: I): number;
+  /** The record's score. */
+  score(input: I): number;
+  /** What to emit for the record when its score is its window's highest. */
+  item(input: I): T;
 }
 
 /** What {@linkcode WindowTopSelect} keeps per window: the best score so far and its items. */
@@ -52,39 +55,42 @@ interface KeptTop<T> {
 
 /**
  * The second stage of q5 and q7: keyed by window end, it keeps the highest
- * score of the window's {@linkcode WindowTop}s and every item reaching it
+ * score of the window's records and the items of every record reaching it
  * (ties included, Flink's `num >= maxn` and `price = maxprice`), and emits
  * those items when the watermark passes the window, from an event-time
  * timer at the window's last instant (`end - 1`).
  *
- * Every `WindowTop` of a window arrives before that timer fires: the first
- * stage emits a window's tops when its own watermark reaches `end - 1` and
- * forwards that watermark after them, and this operator's watermark is the
- * minimum over its input channels. The kept state is replaced, never
+ * Every record of a window arrives before that timer fires: the first
+ * stage emits a window's records when its own watermark reaches `end - 1`
+ * and forwards that watermark after them, and this operator's watermark is
+ * the minimum over its input channels. The kept state is replaced, never
  * changed in place (state values are immutable, `runtime/api/state.ts`).
  */
-export class WindowTopSelect<T> implements KeyedProcessFunction<number, WindowTop<T>, T> {
+export class WindowTopSelect<I, T> implements KeyedProcessFunction<number, I, T> {
+  private readonly of: TopOf<I, T>;
   private top!: ValueState<KeptTop<T>>;
+
+  /** @param of how to read a record's window end, score and item. */
+  constructor(of: TopOf<I, T>) {
+    this.of = of;
+  }
 
   /** Registers the keyed state. */
   open(ctx: RuntimeContext): void {
     this.top = ctx.getState(new ValueStateDescriptor<KeptTop<T>>("window-top"));
   }
 
-  /** Folds one key's top into the window's, and sets the window's timer with its first. */
-  processElement(
-    part: WindowTop<T>,
-    ctx: KeyedProcessContext<number>,
-    _out: Collector<T>,
-  ): void {
+  /** Folds one record into its window's top, and sets the window's timer with its first. */
+  processElement(input: I, ctx: KeyedProcessContext<number>, _out: Collector<T>): void {
+    const score = this.of.score(input);
     const kept = this.top.value();
     if (kept === undefined) {
-      this.top.update({ score: part.score, items: part.items });
-      ctx.timerService().registerEventTimeTimer(part.end - 1);
-    } else if (part.score > kept.score) {
-      this.top.update({ score: part.score, items: part.items });
-    } else if (part.score === kept.score) {
-      this.top.update({ score: kept.score, items: [...kept.items, ...part.items] });
+      this.top.update({ score, items: [this.of.item(input)] });
+      ctx.timerService().registerEventTimeTimer(this.of.end(input) - 1);
+    } else if (score > kept.score) {
+      this.top.update({ score, items: [this.of.item(input)] });
+    } else if (score === kept.score) {
+      this.top.update({ score, items: [...kept.items, this.of.item(input)] });
     }
   }
 
@@ -131,18 +137,28 @@ export const SUM_COUNTS: AggregateFunction<AuctionCount, [number, number], Aucti
   merge: (a, b) => [a[1] > 0 ? a[0] : b[0], a[1] + b[1]],
 };
 
-/** Turns an auction's count in a window into a {@linkcode WindowTop} of that window. */
+/** q5's count of one auction in one sliding window: `[window end, auction, count]`. */
+export type Q5Count = readonly [end: number, auction: number, count: number];
+
+/** Reads a {@linkcode Q5Count} for {@linkcode WindowTopSelect}: scored by count, item `(auction, num)`. */
+export const Q5_TOP: TopOf<Q5Count, Q5Row> = {
+  end: (c) => c[0],
+  score: (c) => c[2],
+  item: (c) => [c[1], c[2]],
+};
+
+/** Gives an auction's count in a window the window's end ({@linkcode Q5Count}). */
 export class Q5WindowCount
-  implements ProcessWindowFunction<AuctionCount, WindowTop<Q5Row>, number, TimeWindow> {
-  /** Emits `{ end, score: count, items: [[auction, count]] }`. */
+  implements ProcessWindowFunction<AuctionCount, Q5Count, number, TimeWindow> {
+  /** Emits `[end, auction, count]`. */
   process(
     _auction: number,
     ctx: ProcessWindowContext<TimeWindow>,
     counts: readonly AuctionCount[],
-    out: Collector<WindowTop<Q5Row>>,
+    out: Collector<Q5Count>,
   ): void {
-    const [auction, num] = counts[0]!;
-    out.collect({ end: ctx.window().end, score: num, items: [[auction, num]] });
+    const count = counts[0]!;
+    out.collect([ctx.window().end, count[0], count[1]]);
   }
 }
 
@@ -225,7 +241,7 @@ export interface Q7Accumulator {
  * A key's bids at its highest price in a window (q7's per-auction stage), as
  * an `AggregateFunction` that changes its accumulator in place.
  */
-export const TOP_BIDS: AggregateFunction<Q7Row, Q7Accumulator, WindowTop<Q7Row>> = {
+export const TOP_BIDS: AggregateFunction<Q7Row, Q7Accumulator, Q7Accumulator> = {
   createAccumulator: () => ({ price: Number.NEGATIVE_INFINITY, rows: [] }),
   add: (row, acc) => {
     if (row.price > acc.price) {
@@ -234,8 +250,7 @@ export const TOP_BIDS: AggregateFunction<Q7Row, Q7Accumulator, WindowTop<Q7Row>>
     } else if (row.price === acc.price) acc.rows.push(row);
     return acc;
   },
-  // The window's end is filled in by Q7WindowTop.
-  getResult: (acc) => ({ end: 0, score: acc.price, items: [...acc.rows] }),
+  getResult: (acc) => ({ price: acc.price, rows: [...acc.rows] }),
   merge: (a, b) =>
     a.price > b.price
       ? a
@@ -244,18 +259,28 @@ export const TOP_BIDS: AggregateFunction<Q7Row, Q7Accumulator, WindowTop<Q7Row>>
       : { price: a.price, rows: [...a.rows, ...b.rows] },
 };
 
-/** Gives one auction's highest bids of a window the window's end. */
+/** One bid at an auction's highest price in a window: `[window end, row]`. */
+export type Q7Candidate = readonly [end: number, row: Q7Row];
+
+/** Reads a {@linkcode Q7Candidate} for {@linkcode WindowTopSelect}: scored by price, item the row. */
+export const Q7_TOP: TopOf<Q7Candidate, Q7Row> = {
+  end: (c) => c[0],
+  score: (c) => c[1].price,
+  item: (c) => c[1],
+};
+
+/** Emits each of an auction's highest bids of a window with the window's end. */
 export class Q7WindowTop
-  implements ProcessWindowFunction<WindowTop<Q7Row>, WindowTop<Q7Row>, number, TimeWindow> {
-  /** Emits the top with `end` set to the window's end. */
+  implements ProcessWindowFunction<Q7Accumulator, Q7Candidate, number, TimeWindow> {
+  /** Emits `[end, row]` per row. */
   process(
     _auction: number,
     ctx: ProcessWindowContext<TimeWindow>,
-    tops: readonly WindowTop<Q7Row>[],
-    out: Collector<WindowTop<Q7Row>>,
+    tops: readonly Q7Accumulator[],
+    out: Collector<Q7Candidate>,
   ): void {
-    const top = tops[0]!;
-    out.collect({ end: ctx.window().end, score: top.score, items: top.items });
+    const end = ctx.window().end;
+    for (const row of tops[0]!.rows) out.collect([end, row]);
   }
 }
 

@@ -15,7 +15,7 @@ import {
   q8Key,
   SUM_COUNTS,
   TOP_BIDS,
-  type WindowTop,
+  type TopOf,
   WindowTopSelect,
 } from "./windowed_functions.ts";
 import type { Q7Row } from "./windowed_rows.ts";
@@ -30,9 +30,13 @@ function collector<T>(): Collector<T> & { rows: T[] } {
   return { rows, collect: (r: T) => void rows.push(r) };
 }
 
+/** A first-stage record of the test: a window end, a score and an item. */
+type Top = { readonly end: number; readonly score: number; readonly item: string };
+const TOP: TopOf<Top, string> = { end: (t) => t.end, score: (t) => t.score, item: (t) => t.item };
+
 /** Runs `tops` (timestamped at `end - 1`) through `keyBy(end).process(WindowTopSelect)`. */
-async function selectTops<T>(tops: WindowTop<T>[], parallelism: number): Promise<T[]> {
-  const out: T[] = [];
+async function selectTops(tops: Top[], parallelism: number): Promise<string[]> {
+  const out: string[] = [];
   const dir = await Deno.makeTempDir({ prefix: "weir-window-top-test-" });
   try {
     const env = StreamExecutionEnvironment.getExecutionEnvironment();
@@ -40,14 +44,12 @@ async function selectTops<T>(tops: WindowTop<T>[], parallelism: number): Promise
     env.setCheckpointDirectory(dir);
     env.fromSource(
       new CollectionSource(tops),
-      WatermarkStrategy.forMonotonousTimestamps<WindowTop<T>>().withTimestampAssigner((t) =>
-        t.end - 1
-      ),
+      WatermarkStrategy.forMonotonousTimestamps<Top>().withTimestampAssigner((t) => t.end - 1),
       "tops",
     ).uid("tops")
       .keyBy((t) => t.end)
-      .process(new WindowTopSelect<T>()).uid("select")
-      .sinkTo({ kind: "simple", invoke: (r: T) => void out.push(r) });
+      .process(new WindowTopSelect(TOP)).uid("select")
+      .sinkTo({ kind: "simple", invoke: (r: string) => void out.push(r) });
     await env.execute("window-top-test");
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -56,13 +58,14 @@ async function selectTops<T>(tops: WindowTop<T>[], parallelism: number): Promise
 }
 
 Deno.test("WindowTopSelect emits, per window, every item at the highest score across keys", async () => {
-  const tops: WindowTop<string>[] = [
-    { end: 10, score: 3, items: ["a"] },
-    { end: 10, score: 5, items: ["b"] }, // replaces a
-    { end: 10, score: 5, items: ["c", "d"] }, // ties with b
-    { end: 10, score: 4, items: ["e"] },
-    { end: 20, score: 1, items: ["f"] },
-    { end: 20, score: 1, items: ["g"] },
+  const tops: Top[] = [
+    { end: 10, score: 3, item: "a" },
+    { end: 10, score: 5, item: "b" }, // replaces a
+    { end: 10, score: 5, item: "c" }, // ties with b
+    { end: 10, score: 5, item: "d" },
+    { end: 10, score: 4, item: "e" },
+    { end: 20, score: 1, item: "f" },
+    { end: 20, score: 1, item: "g" },
   ];
   for (const parallelism of [1, 2]) {
     const rows = await selectTops(tops, parallelism);
@@ -122,10 +125,16 @@ Deno.test("TOP_BIDS keeps every row at the highest price, and merges ties", () =
   let acc = TOP_BIDS.createAccumulator();
   for (const r of [row(1, 5), row(2, 9), row(3, 9), row(4, 1)]) acc = TOP_BIDS.add(r, acc);
   const top = TOP_BIDS.getResult(acc);
-  assert.equal(top.score, 9);
-  assert.deepEqual(top.items.map((r) => r.auction), [2, 3]);
+  assert.equal(top.price, 9);
+  assert.deepEqual(top.rows.map((r) => r.auction), [2, 3]);
+  TOP_BIDS.add(row(7, 9), acc);
+  assert.deepEqual(
+    top.rows.map((r) => r.auction),
+    [2, 3],
+    "the result changed with the accumulator",
+  );
   const other = TOP_BIDS.add(row(5, 9), TOP_BIDS.createAccumulator());
-  assert.deepEqual(TOP_BIDS.merge(acc, other).rows.map((r) => r.auction), [2, 3, 5]);
+  assert.deepEqual(TOP_BIDS.merge(acc, other).rows.map((r) => r.auction), [2, 3, 7, 5]);
   assert.equal(
     TOP_BIDS.merge(acc, TOP_BIDS.add(row(6, 10), TOP_BIDS.createAccumulator())).price,
     10,

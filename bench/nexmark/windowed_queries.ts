@@ -91,7 +91,9 @@ import {
   COUNT_BIDS,
   PERSON_SOLD,
   Q11Session,
+  Q5_TOP,
   Q5WindowCount,
+  Q7_TOP,
   Q7RunningMaxFilter,
   Q7WindowTop,
   type Q8Input,
@@ -156,8 +158,8 @@ export function q5Job(events: DataStream<NexmarkEvent>): SingleOutputStreamOpera
     .window(SlidingEventTimeWindows.of(Q5_SIZE_MS, Q5_SLIDE_MS))
     .aggregate(SUM_COUNTS, new Q5WindowCount())
     .uid("q5-window-counts")
-    .keyBy((top) => top.end)
-    .process(new WindowTopSelect<Q5Row>())
+    .keyBy(Q5_TOP.end)
+    .process(new WindowTopSelect(Q5_TOP))
     .uid("q5-hottest");
 }
 
@@ -170,8 +172,8 @@ export function q7Job(events: DataStream<NexmarkEvent>): SingleOutputStreamOpera
     .window(TumblingEventTimeWindows.of(Q7_SIZE_MS))
     .aggregate(TOP_BIDS, new Q7WindowTop())
     .uid("q7-top-per-auction")
-    .keyBy((top) => top.end)
-    .process(new WindowTopSelect<Q7Row>())
+    .keyBy(Q7_TOP.end)
+    .process(new WindowTopSelect(Q7_TOP))
     .uid("q7-highest");
 }
 
