@@ -284,21 +284,24 @@ export class Q7WindowTop
   }
 }
 
-/** One side of q8's join, projected: what crosses the keyBy (by person id). */
-export type Q8Input =
-  | { readonly side: "person"; readonly id: number; readonly name: string }
-  | { readonly side: "auction"; readonly seller: number };
+/**
+ * One side of q8's join, projected: what crosses the keyBy (by person id).
+ * A person is `[id, true, name]`, an auction `[seller, false, ""]`: one flat
+ * tuple shape for both, which the data plane encodes column by column (a
+ * union of two object shapes falls back to MessagePack).
+ */
+export type Q8Input = readonly [id: number, person: boolean, name: string];
 
 /** q8's projection of an event: persons and auctions; bids are dropped (`undefined`). */
 export function q8Input(e: NexmarkEvent): Q8Input | undefined {
-  if (e.type === "person") return { side: "person", id: e.person.id, name: e.person.name };
-  if (e.type === "auction") return { side: "auction", seller: e.auction.seller };
+  if (e.type === "person") return [e.person.id, true, e.person.name];
+  if (e.type === "auction") return [e.auction.seller, false, ""];
   return undefined;
 }
 
 /** q8's join key: the person's id, or the auction's seller. */
 export function q8Key(r: Q8Input): number {
-  return r.side === "person" ? r.id : r.seller;
+  return r[0];
 }
 
 /** q8's accumulator for one person id in one window. */
@@ -317,7 +320,7 @@ export interface Q8Accumulator {
 export const PERSON_SOLD: AggregateFunction<Q8Input, Q8Accumulator, Q8Accumulator> = {
   createAccumulator: () => ({ name: null, sold: false }),
   add: (r, acc) => {
-    if (r.side === "person") acc.name = r.name;
+    if (r[1]) acc.name = r[2];
     else acc.sold = true;
     return acc;
   },
