@@ -34,7 +34,10 @@
  * - **q7**, local-global: a running-maximum pre-filter chained to the source
  *   ({@linkcode Q7RunningMaxFilter}); keyed by auction, each auction's
  *   highest bids per 10 s tumbling window; keyed by window end, the bids at
- *   the window's highest price.
+ *   the window's highest price. Without the pre-filter every bid would
+ *   cross the shuffle, and every auction's top bids (with their `extra`)
+ *   would sit in window state and in every checkpoint until the window
+ *   fires; with it, a handful of bids per window and subtask do.
  * - **q8**: persons and auctions as one tagged stream (no two-input join
  *   operator yet, as q3 does), keyed by person id (the auction's seller),
  *   per 10 s tumbling window whether the person was created and sold there,
@@ -43,7 +46,19 @@
  *   session window (gap 10 s; sessions merge with their state and timers).
  *
  * Only the fields a query needs cross a shuffle (q5: the auction id, its
- * time travelling as the record's timestamp; q7: the row's five fields).
+ * time travelling as the record's timestamp; q7: the row's five fields;
+ * q8: `[id, person, name]`; q11: the bidder id), as flat tuples where they
+ * can be, which the data plane encodes column by column.
+ *
+ * ## How much event time a run covers
+ *
+ * The generator's default is 1 µs of event time between events (a million
+ * events per second of event time; Flink's Nexmark suite generates 10M per
+ * second), so the harness's 5M events span 5 s: q7 and q8 see one 10 s
+ * window, q5 seven sliding windows (those holding some of the 5 s) and q11
+ * one session per bidder. Windows stay open for the whole run, so their
+ * state grows until the end of input fires them, and every checkpoint
+ * carries all of it.
  *
  * ## Event time
  *
