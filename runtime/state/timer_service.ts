@@ -35,7 +35,8 @@
  * @module
  */
 
-import { type Key, type KeyGroupRange, type StateKey, stateKeyOf } from "./key_group.ts";
+import type { Key, KeyGroupRange } from "./key_group.ts";
+import { type PolledTimer, TimerQueue } from "./_timer_queue.ts";
 
 /** A timer as handed back when it fires. */
 export interface InternalTimer<K> {
@@ -45,13 +46,6 @@ export interface InternalTimer<K> {
   readonly timestamp: number;
   /** The namespace (for example a window); `""` by default. */
   readonly namespace: string;
-}
-
-/** A timer inside a heap, with its position for O(log n) deletion. */
-interface HeapTimer<K> extends InternalTimer<K> {
-  readonly stateKey: StateKey;
-  readonly seq: number;
-  index: number;
 }
 
 /**
@@ -99,158 +93,6 @@ export interface InternalTimerServiceOptions<K> {
   readonly keyGroupOf: (key: K) => number;
 }
 
-function before<K>(a: HeapTimer<K>, b: HeapTimer<K>): boolean {
-  return a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.seq < b.seq);
-}
-
-/**
- * A binary min-heap of timers plus a (namespace, timestamp, key) index for
- * dedup and deletion.
- *
- * The index is namespace first, then timestamp, then key: a window
- * operator's timers are many keys at few (window, time) pairs, so the two
- * outer levels are small maps made once per window, and the last (namespace,
- * timestamp) looked up is cached with its map of keys. Registering the same
- * window's timer for key after key (a trigger's timer, then the cleanup timer
- * at the same time) then costs one `Map` lookup by key.
- */
-class TimerQueue<K> {
-  readonly heap: HeapTimer<K>[] = [];
-  /** namespace -> timestamp -> stateKey -> timer; no map in it is empty. */
-  readonly #index = new Map<string, Map<number, Map<StateKey, HeapTimer<K>>>>();
-  /** The (namespace, timestamp) of `#lastTimers`; `NaN` matches no timestamp. */
-  #lastNamespace = "";
-  #lastTimestamp = NaN;
-  /** The index's map of keys at (`#lastNamespace`, `#lastTimestamp`), while it is in the index. */
-  #lastTimers: Map<StateKey, HeapTimer<K>> | undefined;
-
-  get size(): number {
-    return this.heap.length;
-  }
-
-  peek(): HeapTimer<K> | undefined {
-    return this.heap[0];
-  }
-
-  /** The index's timers at (`namespace`, `timestamp`), or `undefined` when none. */
-  #timersAt(namespace: string, timestamp: number): Map<StateKey, HeapTimer<K>> | undefined {
-    if (timestamp === this.#lastTimestamp && namespace === this.#lastNamespace) {
-      return this.#lastTimers;
-    }
-    const timers = this.#index.get(namespace)?.get(timestamp);
-    if (timers !== undefined) this.#remember(namespace, timestamp, timers);
-    return timers;
-  }
-
-  #remember(namespace: string, timestamp: number, timers: Map<StateKey, HeapTimer<K>>): void {
-    this.#lastNamespace = namespace;
-    this.#lastTimestamp = timestamp;
-    this.#lastTimers = timers;
-  }
-
-  /** Adds the timer unless it exists; returns whether it was added. */
-  add(key: K, timestamp: number, namespace: string, seq: number): boolean {
-    const stateKey = stateKeyOf(key as Key);
-    let timers = this.#timersAt(namespace, timestamp);
-    if (timers === undefined) {
-      let byTime = this.#index.get(namespace);
-      if (byTime === undefined) this.#index.set(namespace, byTime = new Map());
-      byTime.set(timestamp, timers = new Map());
-      this.#remember(namespace, timestamp, timers);
-    } else if (timers.has(stateKey)) {
-      return false;
-    }
-    const timer: HeapTimer<K> = {
-      key,
-      timestamp,
-      namespace,
-      stateKey,
-      seq,
-      index: this.heap.length,
-    };
-    timers.set(stateKey, timer);
-    this.heap.push(timer);
-    this.#up(timer.index);
-    return true;
-  }
-
-  /** Removes the timer if it exists; returns whether it existed. */
-  delete(key: K, timestamp: number, namespace: string): boolean {
-    const timer = this.#timersAt(namespace, timestamp)?.get(stateKeyOf(key as Key));
-    if (timer === undefined) return false;
-    this.#unindex(timer);
-    this.#removeAt(timer.index);
-    return true;
-  }
-
-  /** Removes and returns the earliest timer if its timestamp is <= `upTo`. */
-  pollUpTo(upTo: number): HeapTimer<K> | undefined {
-    const top = this.heap[0];
-    if (top === undefined || top.timestamp > upTo) return undefined;
-    this.#unindex(top);
-    this.#removeAt(0);
-    return top;
-  }
-
-  #unindex(timer: HeapTimer<K>): void {
-    const timers = this.#timersAt(timer.namespace, timer.timestamp)!;
-    timers.delete(timer.stateKey);
-    if (timers.size > 0) return;
-    if (timers === this.#lastTimers) {
-      this.#lastTimers = undefined;
-      this.#lastTimestamp = NaN;
-    }
-    const byTime = this.#index.get(timer.namespace)!;
-    byTime.delete(timer.timestamp);
-    if (byTime.size === 0) this.#index.delete(timer.namespace);
-  }
-
-  #removeAt(i: number): void {
-    const heap = this.heap;
-    const last = heap.pop()!;
-    if (i === heap.length) return;
-    heap[i] = last;
-    last.index = i;
-    this.#down(i);
-    this.#up(last.index);
-  }
-
-  #up(i: number): void {
-    const heap = this.heap;
-    const timer = heap[i]!;
-    while (i > 0) {
-      const parentIndex = (i - 1) >> 1;
-      const parent = heap[parentIndex]!;
-      if (!before(timer, parent)) break;
-      heap[i] = parent;
-      parent.index = i;
-      i = parentIndex;
-    }
-    heap[i] = timer;
-    timer.index = i;
-  }
-
-  #down(i: number): void {
-    const heap = this.heap;
-    const n = heap.length;
-    const timer = heap[i]!;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      let child = l;
-      if (r < n && before(heap[r]!, heap[l]!)) child = r;
-      const c = heap[child]!;
-      if (!before(c, timer)) break;
-      heap[i] = c;
-      c.index = i;
-      i = child;
-    }
-    heap[i] = timer;
-    timer.index = i;
-  }
-}
-
 function checkTimestamp(what: string, timestamp: number): void {
   if (typeof timestamp !== "number" || Number.isNaN(timestamp)) {
     throw new TypeError(
@@ -269,9 +111,9 @@ function checkNamespace(namespace: string): void {
 
 /**
  * Event-time and processing-time timers of one keyed operator subtask
- * (Flink's `InternalTimerService`). Each domain is a binary min-heap on
- * (timestamp, registration sequence) plus an index for deduplication and
- * O(log n) deletion. The service does not read a clock: the task passes the
+ * (Flink's `InternalTimerService`). Each domain is a queue of buckets by
+ * timestamp, each in registration order, plus an index for deduplication and
+ * deletion (see `_timer_queue.ts`). The service does not read a clock: the task passes the
  * watermark and processing time in, and asks
  * {@linkcode InternalTimerService.nextProcessingTime} when to wake up.
  *
@@ -281,7 +123,6 @@ export class InternalTimerService<K extends Key = Key> {
   readonly #keyGroupOf: (key: K) => number;
   readonly #eventTime = new TimerQueue<K>();
   readonly #processingTime = new TimerQueue<K>();
-  #seq = 0;
   #watermark = -Infinity;
 
   /**
@@ -323,7 +164,7 @@ export class InternalTimerService<K extends Key = Key> {
   registerEventTimeTimer(key: K, timestamp: number, namespace = ""): boolean {
     checkTimestamp("event-time", timestamp);
     checkNamespace(namespace);
-    return this.#eventTime.add(key, timestamp, namespace, this.#seq++);
+    return this.#eventTime.add(key, timestamp, namespace);
   }
 
   /**
@@ -347,7 +188,7 @@ export class InternalTimerService<K extends Key = Key> {
   registerProcessingTimeTimer(key: K, timestamp: number, namespace = ""): boolean {
     checkTimestamp("processing-time", timestamp);
     checkNamespace(namespace);
-    return this.#processingTime.add(key, timestamp, namespace, this.#seq++);
+    return this.#processingTime.add(key, timestamp, namespace);
   }
 
   /**
@@ -415,17 +256,17 @@ export class InternalTimerService<K extends Key = Key> {
 
   /** The earliest pending processing-time timer's timestamp (ms), so the task can schedule one wake-up; `undefined` when none. */
   nextProcessingTime(): number | undefined {
-    return this.#processingTime.peek()?.timestamp;
+    return this.#processingTime.peekTimestamp();
   }
 
   /** The earliest pending event-time timer's timestamp (ms), or `undefined`. */
   nextEventTime(): number | undefined {
-    return this.#eventTime.peek()?.timestamp;
+    return this.#eventTime.peekTimestamp();
   }
 
   /**
    * Captures every pending timer as a plain object grouped by key group
-   * (synchronous; O(n log n) in the number of timers).
+   * (synchronous; O(n + b log b) for `n` timers at `b` distinct timestamps).
    *
    * @returns a {@linkcode TimerServiceSnapshot}.
    * @throws whatever `keyGroupOf` throws.
@@ -439,8 +280,9 @@ export class InternalTimerService<K extends Key = Key> {
   }
 
   #snapshotQueue(queue: TimerQueue<K>): TimerKeyGroup<K>[] {
-    const byGroup = new Map<number, HeapTimer<K>[]>();
-    for (const timer of queue.heap) {
+    const byGroup = new Map<number, PolledTimer<K>[]>();
+    // In firing order, so each key group's timers are too.
+    for (const timer of queue.inFiringOrder()) {
       const group = this.#keyGroupOf(timer.key);
       const list = byGroup.get(group);
       if (list === undefined) byGroup.set(group, [timer]);
@@ -448,7 +290,7 @@ export class InternalTimerService<K extends Key = Key> {
     }
     const out: TimerKeyGroup<K>[] = [];
     for (const keyGroup of [...byGroup.keys()].sort((a, b) => a - b)) {
-      const timers = byGroup.get(keyGroup)!.sort((a, b) => before(a, b) ? -1 : 1);
+      const timers = byGroup.get(keyGroup)!;
       out.push({
         keyGroup,
         keys: timers.map((t) => t.key),
@@ -511,7 +353,7 @@ export class InternalTimerService<K extends Key = Key> {
       // Stable sort: equal timestamps keep snapshot order.
       timers.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
       for (const [key, timestamp, namespace] of timers) {
-        queue.add(key, timestamp, namespace, this.#seq++);
+        queue.add(key, timestamp, namespace);
       }
     };
     restoreDomain((s) => s.eventTime, this.#eventTime);

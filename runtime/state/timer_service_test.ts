@@ -48,6 +48,19 @@ Deno.test("registering the same (key, timestamp, namespace) twice fires once", (
   assert.ok(timers.registerEventTimeTimer("k", 100), "a fired timer can be registered again");
 });
 
+Deno.test("a timer deleted or fired right after its registration can be registered again", () => {
+  const timers = service<string>();
+  assert.ok(timers.registerEventTimeTimer("k", 100, "w"));
+  assert.ok(timers.deleteEventTimeTimer("k", 100, "w"));
+  assert.ok(timers.registerEventTimeTimer("k", 100, "w"), "registered again after its delete");
+  assert.equal(timers.pollEventTimeTimer(100)?.key, "k");
+  assert.ok(timers.registerEventTimeTimer("k", 100, "w"), "registered again after it fired");
+  assert.equal(timers.numEventTimeTimers, 1);
+  assert.ok(!timers.deleteEventTimeTimer("k", 100, "other namespace"));
+  assert.deepEqual(plain(timers.advanceWatermark(100)), [["k", 100, "w"]]);
+  assert.ok(!timers.deleteEventTimeTimer("k", 100, "w"), "a fired timer is gone");
+});
+
 Deno.test("tuple keys are deduplicated by content", () => {
   const timers = service<readonly [string, number]>();
   timers.registerProcessingTimeTimer(["a", 1], 5);
@@ -101,6 +114,61 @@ Deno.test("a heap of random timers with random deletions pops in order", () => {
   assert.deepEqual(
     new Set(fired.map((t) => `${t.key}/${t.timestamp}`)),
     new Set(live.keys()),
+  );
+});
+
+Deno.test("timers at few timestamps fire as a reference model says, through deletes, polls and re-registrations", () => {
+  // Few timestamps and many keys: big buckets with holes, so compaction runs.
+  let seed = 777;
+  const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  const timers = service<number>();
+  /** The reference: live timers with their registration sequence. */
+  const model = new Map<string, { key: number; ts: number; ns: string; seq: number }>();
+  let seq = 0;
+  let watermark = -1;
+  const id = (key: number, ts: number, ns: string) => `${key}/${ts}/${ns}`;
+  const fireOrder = () => [...model.values()].sort((a, b) => a.ts - b.ts || a.seq - b.seq);
+  for (let step = 0; step < 20_000; step++) {
+    const r = random();
+    const key = Math.floor(random() * 40);
+    // Mostly ahead of the watermark; sometimes at it, due at the next poll.
+    const ts = watermark + Math.floor(random() * 4);
+    const ns = random() < 0.5 ? "w1" : "w2";
+    if (r < 0.49) {
+      const added = !model.has(id(key, ts, ns));
+      assert.equal(timers.registerEventTimeTimer(key, ts, ns), added);
+      if (added) model.set(id(key, ts, ns), { key, ts, ns, seq: seq++ });
+    } else if (r < 0.975) {
+      const existed = model.delete(id(key, ts, ns));
+      assert.equal(timers.deleteEventTimeTimer(key, ts, ns), existed);
+    } else if (r < 0.985) {
+      // One timer at a time, leaving the rest of its timestamp pending.
+      const due = fireOrder()[0];
+      const polled = timers.pollEventTimeTimer(watermark);
+      if (due === undefined || due.ts > watermark) assert.equal(polled, undefined);
+      else {
+        assert.deepEqual(plain([polled!]), [[due.key, due.ts, due.ns]]);
+        model.delete(id(due.key, due.ts, due.ns));
+      }
+    } else {
+      watermark += 1;
+      const expected = fireOrder().filter((t) => t.ts <= watermark);
+      const fired = timers.advanceWatermark(watermark);
+      assert.deepEqual(plain(fired), expected.map((t) => [t.key, t.ts, t.ns]));
+      for (const t of expected) model.delete(id(t.key, t.ts, t.ns));
+    }
+    assert.equal(timers.numEventTimeTimers, model.size);
+  }
+  // A restore keeps every timer; equal timestamps then fire in snapshot (key-group) order.
+  const restored = service<number>();
+  restored.restore([timers.snapshot()], new KeyGroupRange(0, 127));
+  const byTime = (a: [number, number, string], b: [number, number, string]) =>
+    a[1] - b[1] || a[0] - b[0] || a[2].localeCompare(b[2]);
+  const fired = plain(restored.advanceWatermark(Infinity));
+  assert.deepEqual(fired.map((t) => t[1]), fireOrder().map((t) => t.ts));
+  assert.deepEqual(
+    fired.sort(byTime),
+    fireOrder().map((t): [number, number, string] => [t.key, t.ts, t.ns]).sort(byTime),
   );
 });
 
