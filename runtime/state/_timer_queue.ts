@@ -6,8 +6,8 @@
  * ## Layout
  *
  * - **Buckets by timestamp.** Each distinct timestamp has one bucket, its
- *   timers in registration order, column-wise (a key, a state key and a
- *   slot per timer); a binary min-heap orders the buckets by timestamp. A
+ *   timers in registration order, column-wise (a key and a slot per
+ *   timer); a binary min-heap orders the buckets by timestamp. A
  *   keyed window operator's timers are many keys at few timestamps (each
  *   window's end, and its cleanup time), so adding, polling and deleting a
  *   timer cost O(1) amortized, plus O(log b) in the number of distinct
@@ -62,11 +62,10 @@ export interface PolledTimer<K> {
   readonly namespace: string;
 }
 
-/** The timers of one timestamp, column-wise: timer `i` is (`keys[i]`, `stateKeys[i]`, `slots[i]`). */
+/** The timers of one timestamp, column-wise: timer `i` is (`keys[i]`, `slots[i]`). */
 interface Bucket<K> {
   readonly timestamp: number;
   keys: K[];
-  stateKeys: StateKey[];
   /** Each timer's slot (hence namespace); `undefined` once it is gone (deleted or polled). */
   slots: (Slot<K> | undefined)[];
   /** The first index that may hold a live timer. */
@@ -144,7 +143,6 @@ export class TimerQueue<K> {
     slot.positions.set(stateKey, bucket.keys.length);
     slot.live++;
     bucket.keys.push(key);
-    bucket.stateKeys.push(stateKey);
     bucket.slots.push(slot);
     bucket.live++;
     this.#size++;
@@ -205,7 +203,7 @@ export class TimerQueue<K> {
     // the bucket (which reads columns the lookup need not, a cache miss).
     if (slot.positions.size === slot.live) return i;
     const bucket = slot.bucket;
-    return bucket.slots[i] === slot && bucket.stateKeys[i] === stateKey ? i : -1;
+    return bucket.slots[i] === slot && stateKeyOf(bucket.keys[i] as Key) === stateKey ? i : -1;
   }
 
   /** The slot of (`namespace`, `timestamp`), or `undefined` when it has no timer. */
@@ -226,7 +224,6 @@ export class TimerQueue<K> {
       bucket = {
         timestamp,
         keys: [],
-        stateKeys: [],
         slots: [],
         head: 0,
         live: 0,
@@ -274,20 +271,17 @@ export class TimerQueue<K> {
   #compactIfSparse(bucket: Bucket<K>): void {
     const holes = bucket.keys.length - bucket.live;
     if (holes <= bucket.live || holes <= MIN_HOLES_TO_COMPACT) return;
-    const { keys, stateKeys, slots } = bucket;
+    const { keys, slots } = bucket;
     const newKeys: K[] = [];
-    const newStateKeys: StateKey[] = [];
     const newSlots: Slot<K>[] = [];
     for (let i = bucket.head; i < keys.length; i++) {
       const slot = slots[i];
       if (slot === undefined) continue;
-      slot.positions.set(stateKeys[i]!, newKeys.length);
+      slot.positions.set(stateKeyOf(keys[i] as Key), newKeys.length);
       newKeys.push(keys[i]!);
-      newStateKeys.push(stateKeys[i]!);
       newSlots.push(slot);
     }
     bucket.keys = newKeys;
-    bucket.stateKeys = newStateKeys;
     bucket.slots = newSlots;
     bucket.head = 0;
   }
