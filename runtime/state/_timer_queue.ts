@@ -31,7 +31,8 @@
  *   last live timer, so a watermark that fires a window for every key
  *   removes no key from a large map one by one; a position read from a slot
  *   is therefore checked against the bucket unless the slot holds only live
- *   timers.
+ *   timers. Deleting the timer polled last, until another is added, costs
+ *   no lookup either (a trigger's `clear` deletes the timer that fired).
  *
  * Measured with `runtime/task/operators/window_operator_bench.ts`; see the
  * figures in the window operator's module docs.
@@ -113,6 +114,15 @@ export class TimerQueue<K> {
   #lastStateKey: StateKey = "";
   #lastTimestamp = NaN;
   #lastNamespace = "";
+  /**
+   * The (key, timestamp, namespace) of the timer polled last, until a timer
+   * is added: deleting it (as a trigger's `clear` does when its window
+   * fires) costs no lookup. Keys compare with `===`, so a tuple key takes
+   * the lookup. `NaN` matches no timestamp.
+   */
+  #polledKey: K | undefined;
+  #polledTimestamp = NaN;
+  #polledNamespace = "";
 
   /** The number of pending timers. */
   get size(): number {
@@ -139,6 +149,7 @@ export class TimerQueue<K> {
     let slot = this.#slotAt(namespace, timestamp);
     if (slot === undefined) slot = this.#newSlot(namespace, timestamp);
     else if (this.#position(slot, stateKey) >= 0) return false;
+    this.#polledTimestamp = NaN;
     const bucket = slot.bucket;
     slot.positions.set(stateKey, bucket.keys.length);
     slot.live++;
@@ -151,6 +162,12 @@ export class TimerQueue<K> {
 
   /** Removes the timer if it exists; returns whether it existed. */
   delete(key: K, timestamp: number, namespace: string): boolean {
+    if (
+      timestamp === this.#polledTimestamp && key === this.#polledKey &&
+      namespace === this.#polledNamespace
+    ) {
+      return false;
+    }
     const slot = this.#slotAt(namespace, timestamp);
     if (slot === undefined) return false;
     const stateKey = stateKeyOf(key as Key);
@@ -176,6 +193,9 @@ export class TimerQueue<K> {
       timestamp: bucket.timestamp,
       namespace: slots[i]!.namespace,
     };
+    this.#polledKey = timer.key;
+    this.#polledTimestamp = timer.timestamp;
+    this.#polledNamespace = timer.namespace;
     // No compaction: the holes before `head` go with the bucket, which the
     // caller drains (timers due are polled until none is left).
     this.#drop(bucket, i);

@@ -54,7 +54,10 @@ Deno.test("a timer deleted or fired right after its registration can be register
   assert.ok(timers.deleteEventTimeTimer("k", 100, "w"));
   assert.ok(timers.registerEventTimeTimer("k", 100, "w"), "registered again after its delete");
   assert.equal(timers.pollEventTimeTimer(100)?.key, "k");
+  assert.ok(!timers.deleteEventTimeTimer("k", 100, "w"), "a fired timer is gone");
   assert.ok(timers.registerEventTimeTimer("k", 100, "w"), "registered again after it fired");
+  assert.ok(timers.deleteEventTimeTimer("k", 100, "w"), "and deleted again");
+  assert.ok(timers.registerEventTimeTimer("k", 100, "w"));
   assert.equal(timers.numEventTimeTimers, 1);
   assert.ok(!timers.deleteEventTimeTimer("k", 100, "other namespace"));
   assert.deepEqual(plain(timers.advanceWatermark(100)), [["k", 100, "w"]]);
