@@ -123,7 +123,8 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapState<ACC>
     return acc === undefined ? undefined : result(this.#shared, this.#folding, acc);
   }
 
-  add(value: IN): void {
+  /** Folds `value` in; returns whether the entry held an accumulator before (for the window operator). */
+  add(value: IN): boolean {
     checkAdded(this.name, value);
     const sk = this.ctx.stateKey;
     const m = this.current();
@@ -133,6 +134,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapState<ACC>
     // The map read from is still the table's unless it was emptied meanwhile
     // (maps leave the table only when empty): then write through writable().
     (m !== undefined && m.size > 0 ? m : this.writable()).set(sk, next);
+    return acc !== undefined;
   }
 
   mergeNamespaces(target: string, sources: readonly string[]): void {
@@ -188,7 +190,8 @@ export class TtlHeapAggregatingState<IN, ACC, OUT> extends TtlHeapState<TtlCell<
     return result(this.#shared, this.#folding, cell.v);
   }
 
-  add(value: IN): void {
+  /** Folds `value` in; returns whether the entry held a live accumulator before. */
+  add(value: IN): boolean {
     checkAdded(this.name, value);
     const now = this.clock();
     const cell = this.#live(now);
@@ -204,6 +207,7 @@ export class TtlHeapAggregatingState<IN, ACC, OUT> extends TtlHeapState<TtlCell<
     } else {
       this.writable().set(this.ctx.stateKey, { v: next, t: now });
     }
+    return cell !== undefined;
   }
 
   mergeNamespaces(target: string, sources: readonly string[]): void {

@@ -112,12 +112,14 @@ export class HeapListState<T> extends HeapState<T[]> implements ListState<T>, In
     return this.current()?.get(this.ctx.stateKey) ?? EMPTY_LIST;
   }
 
-  add(value: T): void {
+  /** Appends `value`; returns whether the list held elements before (for the window operator). */
+  add(value: T): boolean {
     checkElement(this.name, value);
     const m = this.writable();
     const list = m.get(this.ctx.stateKey);
     if (list !== undefined) list.push(value);
     else m.set(this.ctx.stateKey, [value]);
+    return list !== undefined;
   }
 
   addAll(values: Iterable<T>): void {
@@ -166,13 +168,15 @@ export class TtlHeapListState<T> extends TtlHeapState<TtlCell<T>[]>
     return out;
   }
 
-  add(value: T): void {
+  /** Appends `value`; returns whether the list held cells before (expired ones count). */
+  add(value: T): boolean {
     checkElement(this.name, value);
     const m = this.writable();
     const cells = m.get(this.ctx.stateKey);
     const cell = { v: value, t: this.clock() };
     if (cells !== undefined) cells.push(cell);
     else m.set(this.ctx.stateKey, [cell]);
+    return cells !== undefined;
   }
 
   addAll(values: Iterable<T>): void {

@@ -31,8 +31,13 @@ import type { Window } from "../../time/windows/window.ts";
 
 /** The contents of the current key's window (see the module docs). */
 export interface WindowContents {
-  /** Adds one element with its timestamp (ms, or `undefined`) to state window `namespace`. */
-  add(namespace: string, value: unknown, timestamp: number | undefined): void;
+  /**
+   * Adds one element with its timestamp (ms, or `undefined`) to state window `namespace`.
+   * @returns whether the window held contents before: `true` only when the
+   *   state says so (the heap backend's list, reducing and aggregating
+   *   states do), `false` when it did not or cannot tell.
+   */
+  add(namespace: string, value: unknown, timestamp: number | undefined): boolean;
   /**
    * Hands the contents of state window `namespace` to `emit` (nothing when empty).
    * @param namespace the state window's namespace.
@@ -46,8 +51,12 @@ export interface WindowContents {
   mergeNamespaces(target: string, sources: readonly string[]): void;
 }
 
-/** The state a {@linkcode StateContents} keeps its windows in. */
-type ContentsState<T> = { add(value: T): void; clear(): void } & InternalMergingState;
+/**
+ * The state a {@linkcode StateContents} keeps its windows in. Its `add` may
+ * return whether the entry held a value before (the heap backend's states
+ * do; see {@linkcode WindowContents.add}).
+ */
+type ContentsState<T> = { add(value: T): unknown; clear(): void } & InternalMergingState;
 
 /** What every contents kind does the same way: one state, addressed by namespace. */
 abstract class StateContents<T, S extends ContentsState<T>> implements WindowContents {
@@ -63,8 +72,8 @@ abstract class StateContents<T, S extends ContentsState<T>> implements WindowCon
     return this.#state;
   }
 
-  add(namespace: string, value: unknown, _timestamp: number | undefined): void {
-    this.at(namespace).add(value as T);
+  add(namespace: string, value: unknown, _timestamp: number | undefined): boolean {
+    return this.at(namespace).add(value as T) === true;
   }
 
   abstract fire(
@@ -153,8 +162,9 @@ export class EvictingContents
     this.#context = options.context;
   }
 
-  override add(namespace: string, value: unknown, timestamp: number | undefined): void {
-    this.at(namespace).add([value, timestamp ?? null]);
+  override add(namespace: string, value: unknown, timestamp: number | undefined): boolean {
+    const stored: StoredElement = [value, timestamp ?? null];
+    return super.add(namespace, stored, timestamp);
   }
 
   fire(namespace: string, window: Window, emit: (elements: readonly unknown[]) => void): void {

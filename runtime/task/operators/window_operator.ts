@@ -21,6 +21,24 @@
  *    (`timestamp + allowedLateness <= watermark`) goes to the late side
  *    output, or is dropped and counted in `numLateRecordsDropped`.
  *
+ * ## The default trigger's short path
+ *
+ * For a non-merging event-time window without evictor whose trigger is
+ * Flink's `EventTimeTrigger` itself (the default; a subclass or a wrapper
+ * takes the general path), an element added to a window that already held
+ * contents only makes `EventTimeTrigger.onElement`'s decision (fire when the
+ * watermark has passed the window's end) and registers no timer: both timers
+ * step 2 would register already exist. The first element into the window's
+ * empty contents registered the cleanup timer, and the trigger's timer at
+ * `maxTimestamp()` unless the watermark had passed it; `EventTimeTrigger`
+ * never purges and deletes its timer only in `clear`, which runs when the
+ * cleanup timer clears the contents; a restore brings back contents and
+ * timers of one checkpoint. So while contents exist, the cleanup timer is
+ * pending, and so is the trigger's timer while the watermark is before the
+ * window's end. (The contents tell: see `WindowContents.add`.) Most
+ * elements of a window operator go into windows with contents, and each
+ * registration is a lookup in a map of every key's timer.
+ *
  * ## Per timer
  *
  * Timers carry the window's namespace; the operator rebuilds the window and
@@ -64,6 +82,7 @@ import { VOID_NAMESPACE } from "../../state/internal_state.ts";
 import type { Evictor } from "../../time/windows/evictor.ts";
 import { MergingWindowSet } from "../../time/windows/merging_window_set.ts";
 import { isFire, isPurge, type Trigger } from "../../time/windows/trigger.ts";
+import { EventTimeTrigger } from "../../time/windows/triggers.ts";
 import {
   isMergingWindowAssigner,
   type MergingWindowAssigner,
@@ -130,6 +149,8 @@ export class WindowOperator extends UdfOperator<unknown> {
   #numLateRecordsDropped = 0;
   /** The window {@linkcode WindowOperator.#windowOf} rebuilt last. */
   #lastTimerWindow: Window | undefined;
+  /** Whether elements of windows with contents take the known-trigger path (see the module docs). */
+  #knownEventTimeTrigger = false;
 
   /**
    * @param options the operator's uid, name, spec, environment, output and
@@ -181,6 +202,8 @@ export class WindowOperator extends UdfOperator<unknown> {
       where: () => this.where(),
     };
     const trigger = instantiate(this.#spec.trigger) as Trigger<unknown, Window>;
+    this.#knownEventTimeTrigger = Object.getPrototypeOf(trigger) === EventTimeTrigger.prototype &&
+      this.#isEventTime && this.#merging === undefined && this.#spec.evictor === undefined;
     this.#triggerContext = new WindowTriggerContext(services, trigger);
     this.#processContext = new WindowProcessContext(services, this.#merging !== undefined);
     this.#contents = this.#makeContents(services);
@@ -373,7 +396,12 @@ export class WindowOperator extends UdfOperator<unknown> {
   ): void {
     const contents = this.#contents;
     const namespace = stateWindow.namespace;
-    contents.add(namespace, value, timestamp);
+    const hadContents = contents.add(namespace, value, timestamp);
+    if (hadContents && this.#knownEventTimeTrigger) {
+      // EventTimeTrigger.onElement, whose timer and the cleanup timer exist.
+      if (window.maxTimestamp() <= this.currentWatermark) this.#fire(key, window, namespace);
+      return;
+    }
     const tc = this.#triggerContext;
     tc.key = key;
     tc.window = window;

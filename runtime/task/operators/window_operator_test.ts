@@ -25,13 +25,15 @@ import {
   EventTimeSessionWindows,
   ProcessingTimeSessionWindows,
 } from "../../time/windows/session_windows.ts";
-import { ContinuousEventTimeTrigger } from "../../time/windows/triggers.ts";
+import { ContinuousEventTimeTrigger, EventTimeTrigger } from "../../time/windows/triggers.ts";
+import type { Trigger } from "../../time/windows/trigger.ts";
 import { TimeEvictor } from "../../time/windows/evictors.ts";
-import type { TimeWindow } from "../../time/windows/window.ts";
+import type { TimeWindow, Window } from "../../time/windows/window.ts";
 import { MAX_WATERMARK } from "../../time/watermark.ts";
 import { type HarnessOptions, OperatorTestHarness } from "./_operator_test_harness.ts";
 import { WindowOperator } from "./window_operator.ts";
 import type { OperatorSnapshot } from "./operator.ts";
+import { mulberry32 } from "../../../tests/_job_kit.ts";
 
 /** An event: key, event time (ms), value. */
 type Event = { key: string; ts: number; n: number };
@@ -438,4 +440,63 @@ Deno.test("A restore at another parallelism keeps every open window, each in its
   assert.deepEqual(split.sort(), expected);
   back.processWatermark(MAX_WATERMARK);
   assert.deepEqual(fired(back).sort(), expected);
+});
+
+/** EventTimeTrigger behind a wrapper, so the operator does not recognize it and takes the general path. */
+function opaqueEventTimeTrigger(): Trigger<unknown, Window> {
+  const t = EventTimeTrigger.create();
+  return {
+    onElement: (element, timestamp, window, ctx) => t.onElement(element, timestamp, window, ctx),
+    onEventTime: (time, window, ctx) => t.onEventTime(time, window, ctx),
+    onProcessingTime: (time, window, ctx) => t.onProcessingTime(time, window, ctx),
+    clear: (window, ctx) => t.clear(window, ctx),
+    canMerge: () => true,
+    onMerge: (window, ctx) => t.onMerge(window, ctx),
+  };
+}
+
+Deno.test("The default EventTimeTrigger's short path for windows with contents gives the general path's output, late records, state and timers", async (t) => {
+  for (const seed of [1, 2, 3]) {
+    await t.step(`seed ${seed}`, async () => {
+      const late = new OutputTag<Event>("late");
+      const build = (trigger?: Trigger<unknown, Window>) => (s: DataStream<Event>) => {
+        const windowed = byKey(s).window(SlidingEventTimeWindows.of(1_000, 500));
+        return (trigger === undefined ? windowed : windowed.trigger(trigger))
+          .allowedLateness(700).sideOutputLateData(late).aggregate(count);
+      };
+      const random = mulberry32(seed);
+      let known = await openWindow(build());
+      let general = await openWindow(build(opaqueEventTimeTrigger()));
+      let watermark = 0;
+      for (let i = 0; i < 3_000; i++) {
+        const key = "abcdefgh"[Math.floor(random() * 8)]!;
+        // Mostly ahead of the watermark, some within the lateness, some beyond it.
+        const ts = Math.max(0, watermark + Math.floor(random() * 2_600) - 1_300);
+        for (const h of [known, general]) h.processElement(e(key, ts), ts);
+        if (random() < 0.05) {
+          watermark += Math.floor(random() * 400);
+          for (const h of [known, general]) h.processWatermark(watermark);
+        }
+        if (i === 1_500) {
+          const [a, b] = [await known.snapshot(), await general.snapshot()];
+          assert.deepEqual(a.keyed, b.keyed);
+          assert.deepEqual(a.timers, b.timers);
+          const records = [known.records.length, general.records.length];
+          known = await openWindow(build(), { restore: OperatorTestHarness.restoreFrom([a]) });
+          general = await openWindow(build(opaqueEventTimeTrigger()), {
+            restore: OperatorTestHarness.restoreFrom([b]),
+          });
+          assert.equal(records[0], records[1]);
+        }
+      }
+      const [a, b] = [await known.snapshot(2), await general.snapshot(2)];
+      assert.deepEqual(a.keyed, b.keyed);
+      assert.deepEqual(a.timers, b.timers);
+      for (const h of [known, general]) h.processWatermark(MAX_WATERMARK);
+      assert.deepEqual(known.records, general.records);
+      assert.deepEqual(known.side.get("late"), general.side.get("late"));
+      assert.ok((known.side.get("late")?.length ?? 0) > 0, "some records came too late");
+      assert.ok(known.records.length > 100, `windows fired: ${known.records.length}`);
+    });
+  }
 });
