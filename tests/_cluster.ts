@@ -30,10 +30,22 @@ const TYPES: Record<string, string> = {
   ".csv": "text/csv",
 };
 
-/** Serves `root` read-only on 127.0.0.1 at a free port. */
+/**
+ * Serves `root` read-only on 127.0.0.1 at a free port, under a path prefix
+ * unique to this server (`http://127.0.0.1:<port>/<nonce>/`).
+ *
+ * The prefix matters: Deno caches remote modules by URL for good (only
+ * `--reload` of everything refreshes a dynamic import), and ports are reused
+ * across test runs, so without it a worker could import a module cached by an
+ * earlier run of older code (seen: a slot thread mixing this commit's
+ * connectors with an older runtime). Requests outside the prefix get 404.
+ */
 export function serveDirectory(root: string = REPO_ROOT): FileServer {
+  const nonce = `r${crypto.randomUUID().replaceAll("-", "")}`;
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const path = normalize(decodeURIComponent(new URL(req.url).pathname));
+    const requested = decodeURIComponent(new URL(req.url).pathname);
+    if (!requested.startsWith(`/${nonce}/`)) return new Response("not found", { status: 404 });
+    const path = normalize(requested.slice(nonce.length + 1));
     if (path.includes("..")) return new Response("bad path", { status: 400 });
     try {
       const body = await Deno.readFile(join(root, path));
@@ -45,7 +57,7 @@ export function serveDirectory(root: string = REPO_ROOT): FileServer {
     }
   });
   return {
-    url: `http://127.0.0.1:${server.addr.port}/`,
+    url: `http://127.0.0.1:${server.addr.port}/${nonce}/`,
     close: () => server.shutdown(),
   };
 }
