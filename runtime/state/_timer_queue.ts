@@ -75,19 +75,22 @@ interface Bucket<K> {
   live: number;
   /** The bucket's position in the heap. */
   index: number;
+  /** Whether its slots have their `positions` (built on the first lookup). */
+  indexed: boolean;
 }
 
 /**
  * The index entry of one (namespace, timestamp): the position of each of
- * its timers in the bucket of `timestamp`, by state key. A polled timer's
- * entry stays until the slot leaves the index (see the module docs); a
- * deleted one's leaves at once.
+ * its timers in the bucket of `timestamp`, by state key, once the bucket is
+ * indexed. A polled timer's entry stays until the slot leaves the index
+ * (see the module docs); a deleted one's leaves at once.
  */
 interface Slot<K> {
   readonly namespace: string;
   readonly timestamp: number;
-  readonly positions: Map<StateKey, number>;
-  /** Live timers among `positions`. */
+  /** Set for every slot of an indexed bucket, `undefined` before. */
+  positions: Map<StateKey, number> | undefined;
+  /** Live timers of the slot (all in `positions` once it is set). */
   live: number;
   /** The bucket of `timestamp`, which holds every live timer of the slot. */
   readonly bucket: Bucket<K>;
@@ -149,15 +152,46 @@ export class TimerQueue<K> {
     let slot = this.#slotAt(namespace, timestamp);
     if (slot === undefined) slot = this.#newSlot(namespace, timestamp);
     else if (this.#position(slot, stateKey) >= 0) return false;
+    this.#append(slot, key, stateKey);
+    return true;
+  }
+
+  /**
+   * Adds a timer the caller knows is not pending. In a bucket not indexed
+   * yet it skips the lookup that `add` makes (a pending timer would be
+   * duplicated there and fire twice); in an indexed bucket, such as every
+   * bucket a restore fills ({@linkcode TimerQueue.indexAll}), it is `add`.
+   * The window operator calls it under its default trigger's invariant (see
+   * `window_operator.ts`).
+   */
+  addAbsent(key: K, timestamp: number, namespace: string): void {
+    const slot = this.#slotAt(namespace, timestamp);
+    if (slot !== undefined && slot.positions !== undefined) {
+      this.add(key, timestamp, namespace);
+      return;
+    }
+    const stateKey = stateKeyOf(key as Key);
+    this.#lastStateKey = stateKey;
+    this.#lastTimestamp = timestamp;
+    this.#lastNamespace = namespace;
+    this.#append(slot ?? this.#newSlot(namespace, timestamp), key, stateKey);
+  }
+
+  /** Indexes every bucket, so that {@linkcode TimerQueue.addAbsent} checks their timers. */
+  indexAll(): void {
+    for (const bucket of this.#heap) if (!bucket.indexed) this.#indexBucket(bucket);
+  }
+
+  /** Appends a new timer of `slot` to its bucket (and to the slot's positions, if indexed). */
+  #append(slot: Slot<K>, key: K, stateKey: StateKey): void {
     this.#polledTimestamp = NaN;
     const bucket = slot.bucket;
-    slot.positions.set(stateKey, bucket.keys.length);
+    slot.positions?.set(stateKey, bucket.keys.length);
     slot.live++;
     bucket.keys.push(key);
     bucket.slots.push(slot);
     bucket.live++;
     this.#size++;
-    return true;
   }
 
   /** Removes the timer if it exists; returns whether it existed. */
@@ -174,7 +208,7 @@ export class TimerQueue<K> {
     const i = this.#position(slot, stateKey);
     if (i < 0) return false;
     const bucket = slot.bucket;
-    slot.positions.delete(stateKey);
+    slot.positions!.delete(stateKey);
     this.#drop(bucket, i);
     if (bucket.live > 0) this.#compactIfSparse(bucket);
     return true;
@@ -215,15 +249,30 @@ export class TimerQueue<K> {
     return out;
   }
 
-  /** The position of the live timer of `stateKey` in `slot`'s bucket, or -1. */
+  /** The position of the live timer of `stateKey` in `slot`'s bucket, or -1; indexes the bucket. */
   #position(slot: Slot<K>, stateKey: StateKey): number {
-    const i = slot.positions.get(stateKey);
+    if (slot.positions === undefined) this.#indexBucket(slot.bucket);
+    const positions = slot.positions!;
+    const i = positions.get(stateKey);
     if (i === undefined) return -1;
     // Without polled timers in the slot, a position found is live; else check
     // the bucket (which reads columns the lookup need not, a cache miss).
-    if (slot.positions.size === slot.live) return i;
+    if (positions.size === slot.live) return i;
     const bucket = slot.bucket;
     return bucket.slots[i] === slot && stateKeyOf(bucket.keys[i] as Key) === stateKey ? i : -1;
+  }
+
+  /**
+   * Gives every slot of `bucket` its positions, from the bucket's live
+   * timers (once per bucket: later slots of it start with an empty map).
+   */
+  #indexBucket(bucket: Bucket<K>): void {
+    bucket.indexed = true;
+    const { keys, slots } = bucket;
+    for (let i = bucket.head; i < keys.length; i++) {
+      const slot = slots[i];
+      if (slot !== undefined) (slot.positions ??= new Map()).set(stateKeyOf(keys[i] as Key), i);
+    }
   }
 
   /** The slot of (`namespace`, `timestamp`), or `undefined` when it has no timer. */
@@ -248,6 +297,7 @@ export class TimerQueue<K> {
         head: 0,
         live: 0,
         index: this.#heap.length,
+        indexed: false,
       };
       this.#buckets.set(timestamp, bucket);
       this.#heap.push(bucket);
@@ -255,7 +305,13 @@ export class TimerQueue<K> {
     }
     let byTime = this.#index.get(namespace);
     if (byTime === undefined) this.#index.set(namespace, byTime = new Map());
-    const slot: Slot<K> = { namespace, timestamp, positions: new Map(), live: 0, bucket };
+    const slot: Slot<K> = {
+      namespace,
+      timestamp,
+      positions: bucket.indexed ? new Map() : undefined,
+      live: 0,
+      bucket,
+    };
     byTime.set(timestamp, slot);
     this.#lastSlot = slot;
     return slot;
@@ -297,7 +353,7 @@ export class TimerQueue<K> {
     for (let i = bucket.head; i < keys.length; i++) {
       const slot = slots[i];
       if (slot === undefined) continue;
-      slot.positions.set(stateKeyOf(keys[i] as Key), newKeys.length);
+      slot.positions?.set(stateKeyOf(keys[i] as Key), newKeys.length);
       newKeys.push(keys[i]!);
       newSlots.push(slot);
     }

@@ -168,6 +168,27 @@ export class InternalTimerService<K extends Key = Key> {
   }
 
   /**
+   * Registers an event-time timer that the caller knows is not pending,
+   * skipping the lookup that deduplicates {@linkcode registerEventTimeTimer}
+   * where it can: among timers added since the start or the restore and
+   * never looked up. Were it pending there, it would be there twice and
+   * fire twice. Restored timers are always checked. For a caller whose own
+   * invariant rules a pending timer out (the window operator's default
+   * trigger, see `window_operator.ts`); everyone else registers with
+   * {@linkcode registerEventTimeTimer}.
+   *
+   * @param key the key (usually the current key).
+   * @param timestamp event time, in ms.
+   * @param namespace a namespace, e.g. a window.
+   * @throws {TypeError} when `timestamp` is NaN or not a number, or the key is not a {@linkcode Key}.
+   */
+  registerAbsentEventTimeTimer(key: K, timestamp: number, namespace: string): void {
+    checkTimestamp("event-time", timestamp);
+    checkNamespace(namespace);
+    this.#eventTime.addAbsent(key, timestamp, namespace);
+  }
+
+  /**
    * Deletes an event-time timer.
    * @returns whether it existed.
    */
@@ -358,5 +379,7 @@ export class InternalTimerService<K extends Key = Key> {
     };
     restoreDomain((s) => s.eventTime, this.#eventTime);
     restoreDomain((s) => s.processingTime, this.#processingTime);
+    // Restored timers may come from another trigger: registerAbsentEventTimeTimer checks them.
+    this.#eventTime.indexAll();
   }
 }

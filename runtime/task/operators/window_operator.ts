@@ -25,19 +25,27 @@
  *
  * For a non-merging event-time window without evictor whose trigger is
  * Flink's `EventTimeTrigger` itself (the default; a subclass or a wrapper
- * takes the general path), an element added to a window that already held
- * contents only makes `EventTimeTrigger.onElement`'s decision (fire when the
- * watermark has passed the window's end) and registers no timer: both timers
- * step 2 would register already exist. The first element into the window's
- * empty contents registered the cleanup timer, and the trigger's timer at
- * `maxTimestamp()` unless the watermark had passed it; `EventTimeTrigger`
- * never purges and deletes its timer only in `clear`, which runs when the
- * cleanup timer clears the contents; a restore brings back contents and
- * timers of one checkpoint. So while contents exist, the cleanup timer is
- * pending, and so is the trigger's timer while the watermark is before the
- * window's end. (The contents tell: see `WindowContents.add`.) Most
- * elements of a window operator go into windows with contents, and each
- * registration is a lookup in a map of every key's timer.
+ * takes the general path), the operator makes `EventTimeTrigger.onElement`'s
+ * decision itself (fire when the watermark has passed the window's end) and
+ * knows which timers are pending, whether the window held contents before
+ * the element tells (see `WindowContents.add`):
+ *
+ * - **With contents**, both timers step 2 would register exist: it
+ *   registers none. The first element into the window's empty contents
+ *   registered the cleanup timer, and the trigger's timer at
+ *   `maxTimestamp()` unless the watermark had passed it; `EventTimeTrigger`
+ *   never purges, and deletes its timer only in `clear`, which runs when the
+ *   cleanup timer clears the contents. So while contents exist, the cleanup
+ *   timer is pending, and so is the trigger's timer while the watermark is
+ *   before the window's end.
+ * - **Without contents**, no timer of the window is pending (both fired
+ *   with the cleanup, or never were): it registers them with the timer
+ *   service's `registerAbsentEventTimeTimer`, which skips the lookup for
+ *   duplicates. Timers restored from a checkpoint, whichever trigger set
+ *   them, are still looked up.
+ *
+ * Each registration would otherwise be a lookup in a map holding every
+ * key's timer of the window; this path makes none.
  *
  * ## Per timer
  *
@@ -397,9 +405,8 @@ export class WindowOperator extends UdfOperator<unknown> {
     const contents = this.#contents;
     const namespace = stateWindow.namespace;
     const hadContents = contents.add(namespace, value, timestamp);
-    if (hadContents && this.#knownEventTimeTrigger) {
-      // EventTimeTrigger.onElement, whose timer and the cleanup timer exist.
-      if (window.maxTimestamp() <= this.currentWatermark) this.#fire(key, window, namespace);
+    if (this.#knownEventTimeTrigger) {
+      this.#onElementOfKnownTrigger(key, window, namespace, hadContents);
       return;
     }
     const tc = this.#triggerContext;
@@ -409,6 +416,32 @@ export class WindowOperator extends UdfOperator<unknown> {
     if (isFire(result)) this.#fire(key, window, namespace);
     if (isPurge(result)) contents.clear(namespace);
     this.#registerCleanupTimer(window);
+  }
+
+  /**
+   * `EventTimeTrigger.onElement` and the cleanup timer, for the default
+   * trigger (see the module docs): when `window` had contents both timers
+   * are pending; when it had none, neither is, so they are registered
+   * without the timer service's lookup.
+   */
+  #onElementOfKnownTrigger(
+    key: Key,
+    window: Window,
+    namespace: string,
+    hadContents: boolean,
+  ): void {
+    const end = window.maxTimestamp();
+    const passed = end <= this.currentWatermark;
+    if (!hadContents) {
+      const timers = this.timers!;
+      if (!passed) timers.registerAbsentEventTimeTimer(key, end, namespace);
+      // The cleanup time is after the watermark (else the window was skipped as late).
+      const cleanup = this.#cleanupTime(window);
+      if (cleanup !== end && cleanup < END_OF_TIME) {
+        timers.registerAbsentEventTimeTimer(key, cleanup, namespace);
+      }
+    }
+    if (passed) this.#fire(key, window, namespace);
   }
 
   #fire(key: Key, window: Window, namespace: string): void {

@@ -456,13 +456,13 @@ function opaqueEventTimeTrigger(): Trigger<unknown, Window> {
 }
 
 Deno.test("The default EventTimeTrigger's short path for windows with contents gives the general path's output, late records, state and timers", async (t) => {
-  for (const seed of [1, 2, 3]) {
-    await t.step(`seed ${seed}`, async () => {
+  for (const [seed, lateness] of [[1, 700], [2, 700], [3, 0], [4, 0]] as const) {
+    await t.step(`seed ${seed}, allowed lateness ${lateness} ms`, async () => {
       const late = new OutputTag<Event>("late");
       const build = (trigger?: Trigger<unknown, Window>) => (s: DataStream<Event>) => {
         const windowed = byKey(s).window(SlidingEventTimeWindows.of(1_000, 500));
         return (trigger === undefined ? windowed : windowed.trigger(trigger))
-          .allowedLateness(700).sideOutputLateData(late).aggregate(count);
+          .allowedLateness(lateness).sideOutputLateData(late).aggregate(count);
       };
       const random = mulberry32(seed);
       let known = await openWindow(build());
