@@ -13,8 +13,16 @@
  *    doc examples use too, gets its server), else on a free port. It sets
  *    `WEIR_TEST_NATS_URL` to that server for the tests, and stops it (and
  *    removes its store) when they end.
- * 3. It runs `deno test <arguments>` with the Deno that runs this script
- *    (`Deno.execPath()`), and exits with its exit code.
+ * 3. It creates an *anchor stream* (`weir-test-anchor-<random>`) that lives
+ *    while the tests run. nats-server 2.9 removes an account's stream
+ *    directory when its last stream is deleted, so with tests creating and
+ *    deleting streams in parallel a create could race that removal and fail
+ *    with "error creating store for stream" (seen in a full run: `mkdir
+ *    …/jetstream/$G/streams/weir-test-…: no such file or directory`). With
+ *    one stream always present the directory stays.
+ * 4. It runs `deno test <arguments>` with the Deno that runs this script
+ *    (`Deno.execPath()`), deletes the anchor, and exits with the tests' exit
+ *    code.
  *
  * It fails before running any test, with a message saying what to do, when
  * no `nats-server` binary is found (`apt-get install nats-server`), when
@@ -25,6 +33,8 @@
  */
 
 import { delay } from "../runtime/actor/async.ts";
+import { connectNats } from "../runtime/actor/nats_connect.ts";
+import { jetstreamApi, type NatsConnection } from "../runtime/actor/nats_deps.ts";
 import {
   findNatsServerBinary,
   INSTALL_HINT,
@@ -214,6 +224,22 @@ function signalNumber(signal: Deno.Signal): number {
   return ({ SIGINT: 2, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[signal] ?? 1;
 }
 
+/**
+ * Creates the anchor stream (see the module docs) on the server at `url`.
+ * @returns a function that deletes it and closes the connection.
+ * @throws when the server refuses the stream.
+ */
+async function createAnchorStream(url: string): Promise<() => Promise<void>> {
+  const nc: NatsConnection = await connectNats({ servers: url, name: "weir-test-anchor" });
+  const jsm = await jetstreamApi.jetstreamManager(nc);
+  const name = `weir-test-anchor-${crypto.randomUUID().slice(0, 8)}`;
+  await jsm.streams.add({ name, subjects: [`${name}.>`] });
+  return async () => {
+    await jsm.streams.delete(name).catch(() => {});
+    await nc.close();
+  };
+}
+
 if (import.meta.main) {
   let nats: { url: string; started?: NatsServerHandle };
   try {
@@ -224,7 +250,12 @@ if (import.meta.main) {
   }
   let code = 1;
   try {
-    code = await runTests(Deno.args, nats.url);
+    const removeAnchor = await createAnchorStream(nats.url);
+    try {
+      code = await runTests(Deno.args, nats.url);
+    } finally {
+      await removeAnchor();
+    }
   } finally {
     await nats.started?.stop();
   }
