@@ -137,6 +137,15 @@ export class TimerQueue<K> {
     return this.#heap[0]?.timestamp;
   }
 
+  /** The latest pending timestamp (ms), or `undefined` when no timer is pending; O(distinct timestamps). */
+  lastTimestamp(): number | undefined {
+    let last: number | undefined;
+    for (const bucket of this.#heap) {
+      if (last === undefined || bucket.timestamp > last) last = bucket.timestamp;
+    }
+    return last;
+  }
+
   /** Adds the timer unless it exists; returns whether it was added. */
   add(key: K, timestamp: number, namespace: string): boolean {
     const stateKey = stateKeyOf(key as Key);

@@ -280,6 +280,11 @@ export class InternalTimerService<K extends Key = Key> {
     return this.#processingTime.peekTimestamp();
   }
 
+  /** The latest pending event-time timer's timestamp (ms), or `undefined`; O(distinct timestamps). */
+  lastEventTime(): number | undefined {
+    return this.#eventTime.lastTimestamp();
+  }
+
   /** The earliest pending event-time timer's timestamp (ms), or `undefined`. */
   nextEventTime(): number | undefined {
     return this.#eventTime.peekTimestamp();

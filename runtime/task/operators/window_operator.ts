@@ -41,8 +41,14 @@
  * - **Without contents**, no timer of the window is pending (both fired
  *   with the cleanup, or never were): it registers them with the timer
  *   service's `registerAbsentEventTimeTimer`, which skips the lookup for
- *   duplicates. Timers restored from a checkpoint, whichever trigger set
- *   them, are still looked up.
+ *   duplicates.
+ *
+ * Both hold for windows the operator filled since it started. Windows
+ * restored from a checkpoint may have been filled under another trigger (a
+ * job may change its trigger across a savepoint), so after a restore the
+ * short path waits until the watermark has passed every restored timer: by
+ * then every restored window was cleaned up, since a window with contents
+ * always has its cleanup timer pending, whatever its trigger.
  *
  * Each registration would otherwise be a lookup in a map holding every
  * key's timer of the window; this path makes none.
@@ -157,8 +163,10 @@ export class WindowOperator extends UdfOperator<unknown> {
   #numLateRecordsDropped = 0;
   /** The window {@linkcode WindowOperator.#windowOf} rebuilt last. */
   #lastTimerWindow: Window | undefined;
-  /** Whether elements of windows with contents take the known-trigger path (see the module docs). */
+  /** Whether the trigger is the default `EventTimeTrigger` (see the module docs). */
   #knownEventTimeTrigger = false;
+  /** The watermark from which the default trigger's short path applies: past every restored timer. */
+  #shortPathFrom = -Infinity;
 
   /**
    * @param options the operator's uid, name, spec, environment, output and
@@ -212,6 +220,7 @@ export class WindowOperator extends UdfOperator<unknown> {
     const trigger = instantiate(this.#spec.trigger) as Trigger<unknown, Window>;
     this.#knownEventTimeTrigger = Object.getPrototypeOf(trigger) === EventTimeTrigger.prototype &&
       this.#isEventTime && this.#merging === undefined && this.#spec.evictor === undefined;
+    this.#shortPathFrom = this.timers!.lastEventTime() ?? -Infinity;
     this.#triggerContext = new WindowTriggerContext(services, trigger);
     this.#processContext = new WindowProcessContext(services, this.#merging !== undefined);
     this.#contents = this.#makeContents(services);
@@ -405,7 +414,7 @@ export class WindowOperator extends UdfOperator<unknown> {
     const contents = this.#contents;
     const namespace = stateWindow.namespace;
     const hadContents = contents.add(namespace, value, timestamp);
-    if (this.#knownEventTimeTrigger) {
+    if (this.#knownEventTimeTrigger && this.currentWatermark >= this.#shortPathFrom) {
       this.#onElementOfKnownTrigger(key, window, namespace, hadContents);
       return;
     }

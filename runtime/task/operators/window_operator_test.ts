@@ -25,7 +25,11 @@ import {
   EventTimeSessionWindows,
   ProcessingTimeSessionWindows,
 } from "../../time/windows/session_windows.ts";
-import { ContinuousEventTimeTrigger, EventTimeTrigger } from "../../time/windows/triggers.ts";
+import {
+  ContinuousEventTimeTrigger,
+  CountTrigger,
+  EventTimeTrigger,
+} from "../../time/windows/triggers.ts";
 import type { Trigger } from "../../time/windows/trigger.ts";
 import { TimeEvictor } from "../../time/windows/evictors.ts";
 import type { TimeWindow, Window } from "../../time/windows/window.ts";
@@ -499,4 +503,23 @@ Deno.test("The default EventTimeTrigger's short path for windows with contents g
       assert.ok(known.records.length > 100, `windows fired: ${known.records.length}`);
     });
   }
+});
+
+Deno.test("A window restored from a job with another trigger fires at its end under the default trigger", async () => {
+  const build = (counting: boolean) => (s: DataStream<Event>) => {
+    const windowed = byKey(s).window(TumblingEventTimeWindows.of(1_000)).allowedLateness(500);
+    return (counting ? windowed.trigger(CountTrigger.of(1_000)) : windowed).aggregate(count);
+  };
+  const before = await openWindow(build(true)); // registers no timer at the window's end
+  before.processElement(e("a", 100), 100);
+  const restore = OperatorTestHarness.restoreFrom([await before.snapshot()]);
+  const after = await openWindow(build(false), { restore });
+  after.processElement(e("a", 200), 200); // into the restored window's contents
+  after.processWatermark(999);
+  assert.deepEqual(after.records, [{ value: 2, timestamp: 999 }]);
+  after.processWatermark(1_499); // cleanup
+  after.processElement(e("a", 1_100), 1_100); // a new window, after every restored timer
+  after.processElement(e("a", 1_200), 1_200);
+  after.processWatermark(MAX_WATERMARK);
+  assert.deepEqual(after.records.slice(1), [{ value: 2, timestamp: 1_999 }]);
 });
