@@ -1,7 +1,7 @@
 /**
  * The window operator on its per-record hot path: one operator subtask
  * (parallelism 1, 128 key groups) driven directly with 1M records over 10k
- * uniformly drawn keys, 100 records per ms of event time (10 s in all), a
+ * uniformly drawn keys (100k in one scenario), 100 records per ms of event time (10 s in all), a
  * watermark every 1000 records (10 ms), and every window fired by the end.
  * The records' key groups are computed beforehand and handed in, as a hash
  * edge does, so the figures leave out the hashing of keys.
@@ -13,6 +13,7 @@
  * | --- | --- | --- | --- |
  * | `tumbling reduce` | tumbling 1 s | `reduce` (a new object per record) | a windowed sum |
  * | `tumbling aggregate` | tumbling 1 s | `aggregate` (a count, accumulator changed in place) | q5's panes |
+ * | `tumbling aggregate, 100k keys` | tumbling 1 s, 100k keys (~63k per window) | the same | q5's panes at 2M events (120k auction-pane pairs) |
  * | `tumbling aggregate + process` | tumbling 1 s | `aggregate` with a `ProcessWindowFunction` | q7, q8 |
  * | `sliding aggregate` | sliding 1 s / 200 ms (5 windows per record) | `aggregate` | q5's sliding sums |
  * | `session aggregate` | sessions, gap 100 ms (they merge) | `aggregate` | q11 |
@@ -46,6 +47,7 @@ import { TumblingEventTimeWindows } from "../../time/windows/tumbling_windows.ts
 import { SlidingEventTimeWindows } from "../../time/windows/sliding_windows.ts";
 import { EventTimeSessionWindows } from "../../time/windows/session_windows.ts";
 import type { TimeWindow } from "../../time/windows/window.ts";
+import type { WindowAssigner } from "../../time/windows/window_assigner.ts";
 import type { Output } from "./operator.ts";
 import { WindowOperator } from "./window_operator.ts";
 
@@ -54,6 +56,7 @@ const SMOKE = Deno.env.get("WEIR_BENCH_SMOKE") === "1";
 
 /** Records per run: 1M (100k in the smoke test). */
 export const RECORDS: number = SMOKE ? 100_000 : 1_000_000;
+/** Keys the records are drawn from, unless a scenario says otherwise. */
 const KEYS = 10_000;
 const MAX_PARALLELISM = 128;
 /** Records per ms of event time. */
@@ -67,7 +70,7 @@ interface Reading {
   readonly v: number;
 }
 
-/** The records of a run, their timestamps (ms) and key groups, drawn once. */
+/** The records of a run, their timestamps (ms) and key groups, drawn once per key count. */
 interface Input {
   readonly records: readonly Reading[];
   readonly keys: readonly number[];
@@ -75,16 +78,19 @@ interface Input {
   readonly keyGroups: Int32Array;
 }
 
-function makeInput(n: number): Input {
+function makeInput(n: number, numKeys: number): Input {
   const records: Reading[] = [];
   const keys: number[] = [];
   const timestamps = new Float64Array(n);
   const keyGroups = new Int32Array(n);
-  const groupOfKey = Array.from({ length: KEYS }, (_, k) => assignToKeyGroup(k, MAX_PARALLELISM));
+  const groupOfKey = Array.from(
+    { length: numKeys },
+    (_, k) => assignToKeyGroup(k, MAX_PARALLELISM),
+  );
   let seed = 42;
   for (let i = 0; i < n; i++) {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-    const k = seed % KEYS;
+    const k = seed % numKeys;
     records.push({ k, v: i % 7 });
     keys.push(k);
     timestamps[i] = Math.floor(i / PER_MS);
@@ -139,6 +145,32 @@ interface Scenario {
   readonly perRecord: (r: Reading) => number;
   /** How many windows hold each record. */
   readonly windowsPerRecord: number;
+  /** Keys the records are drawn from (default 10k). */
+  readonly keys?: number;
+}
+
+/**
+ * Counts each key's records per window of `assigner`, which puts every
+ * record in `windowsPerRecord` windows; with `process`, through a
+ * `ProcessWindowFunction` as well.
+ */
+function countScenario(
+  assigner: WindowAssigner<unknown, TimeWindow>,
+  windowsPerRecord: number,
+  options: { process?: boolean; keys?: number } = {},
+): Scenario {
+  return {
+    build: (env) => {
+      const windowed = keys(env).keyBy((k) => k).window(assigner);
+      (options.process ? windowed.aggregate(COUNT, WITH_END) : windowed.aggregate(COUNT))
+        .uid("window");
+    },
+    keysOnly: true,
+    total: (out) => (out as readonly number[])[1]!,
+    perRecord: () => 1,
+    windowsPerRecord,
+    ...(options.keys === undefined ? {} : { keys: options.keys }),
+  };
 }
 
 /** The scenarios of the module docs, by name. */
@@ -152,42 +184,15 @@ export const WINDOW_SCENARIOS: Readonly<Record<string, Scenario>> = {
     perRecord: (r) => r.v,
     windowsPerRecord: 1,
   },
-  "tumbling aggregate": {
-    build: (env) =>
-      keys(env).keyBy((k) => k).window(TumblingEventTimeWindows.of(1_000))
-        .aggregate(COUNT).uid("window"),
-    keysOnly: true,
-    total: (out) => (out as [number, number])[1],
-    perRecord: () => 1,
-    windowsPerRecord: 1,
-  },
-  "tumbling aggregate + process": {
-    build: (env) =>
-      keys(env).keyBy((k) => k).window(TumblingEventTimeWindows.of(1_000))
-        .aggregate(COUNT, WITH_END).uid("window"),
-    keysOnly: true,
-    total: (out) => (out as [number, number, number])[1],
-    perRecord: () => 1,
-    windowsPerRecord: 1,
-  },
-  "sliding aggregate": {
-    build: (env) =>
-      keys(env).keyBy((k) => k).window(SlidingEventTimeWindows.of(1_000, 200))
-        .aggregate(COUNT).uid("window"),
-    keysOnly: true,
-    total: (out) => (out as [number, number])[1],
-    perRecord: () => 1,
-    windowsPerRecord: 5,
-  },
-  "session aggregate": {
-    build: (env) =>
-      keys(env).keyBy((k) => k).window(EventTimeSessionWindows.withGap(100))
-        .aggregate(COUNT).uid("window"),
-    keysOnly: true,
-    total: (out) => (out as [number, number])[1],
-    perRecord: () => 1,
-    windowsPerRecord: 1,
-  },
+  "tumbling aggregate": countScenario(TumblingEventTimeWindows.of(1_000), 1),
+  "tumbling aggregate, 100k keys": countScenario(TumblingEventTimeWindows.of(1_000), 1, {
+    keys: 100_000,
+  }),
+  "tumbling aggregate + process": countScenario(TumblingEventTimeWindows.of(1_000), 1, {
+    process: true,
+  }),
+  "sliding aggregate": countScenario(SlidingEventTimeWindows.of(1_000, 200), 5),
+  "session aggregate": countScenario(EventTimeSessionWindows.withGap(100), 1),
 };
 
 /** The window spec and key selector a job built with `scenario` runs. */
@@ -201,7 +206,7 @@ function windowSpec(scenario: Scenario): { spec: WindowOperatorSpec; keySelector
   return { spec: node.spec.window, keySelector: node.keySelector };
 }
 
-let cachedInput: Input | undefined;
+const inputs = new Map<number, Input>();
 
 /** What one run of a scenario did. */
 export interface ScenarioRun {
@@ -227,7 +232,9 @@ export async function runWindowScenario(name: string): Promise<ScenarioRun> {
       }`,
     );
   }
-  const input = cachedInput ??= makeInput(RECORDS);
+  const numKeys = scenario.keys ?? KEYS;
+  let input = inputs.get(numKeys);
+  if (input === undefined) inputs.set(numKeys, input = makeInput(RECORDS, numKeys));
   const { spec, keySelector } = windowSpec(scenario);
   let outputs = 0;
   let total = 0;
