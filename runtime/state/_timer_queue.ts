@@ -40,7 +40,7 @@
  * ## Invariants
  *
  * - Timers fire in ascending timestamp order, equal timestamps in the order
- *   they were added; {@linkcode TimerQueue.inFiringOrder} lists them so.
+ *   they were added; {@linkcode TimerQueue.forEachInFiringOrder} lists them so.
  * - At most one live timer per (key, timestamp, namespace).
  * - No empty bucket is in the heap or the bucket map, no slot without a
  *   live timer is in the index, and no empty map; a bucket's or slot's
@@ -245,17 +245,18 @@ export class TimerQueue<K> {
     return timer;
   }
 
-  /** Every pending timer in firing order (ascending timestamp, then order added). */
-  inFiringOrder(): PolledTimer<K>[] {
+  /**
+   * Calls `fn` with every pending timer in firing order (ascending
+   * timestamp, then order added), allocating nothing per timer.
+   */
+  forEachInFiringOrder(fn: (key: K, timestamp: number, namespace: string) => void): void {
     const buckets = [...this.#heap].sort((a, b) => a.timestamp - b.timestamp);
-    const out: PolledTimer<K>[] = [];
     for (const { timestamp, keys, slots, head } of buckets) {
       for (let i = head; i < keys.length; i++) {
         const slot = slots[i];
-        if (slot !== undefined) out.push({ key: keys[i]!, timestamp, namespace: slot.namespace });
+        if (slot !== undefined) fn(keys[i]!, timestamp, slot.namespace);
       }
     }
-    return out;
   }
 
   /** The position of the live timer of `stateKey` in `slot`'s bucket, or -1; indexes the bucket. */

@@ -36,7 +36,7 @@
  */
 
 import type { Key, KeyGroupRange } from "./key_group.ts";
-import { type PolledTimer, TimerQueue } from "./_timer_queue.ts";
+import { TimerQueue } from "./_timer_queue.ts";
 
 /** A timer as handed back when it fires. */
 export interface InternalTimer<K> {
@@ -306,25 +306,22 @@ export class InternalTimerService<K extends Key = Key> {
   }
 
   #snapshotQueue(queue: TimerQueue<K>): TimerKeyGroup<K>[] {
-    const byGroup = new Map<number, PolledTimer<K>[]>();
+    const byGroup = new Map<number, { keys: K[]; timestamps: number[]; namespaces: string[] }>();
     // In firing order, so each key group's timers are too.
-    for (const timer of queue.inFiringOrder()) {
-      const group = this.#keyGroupOf(timer.key);
-      const list = byGroup.get(group);
-      if (list === undefined) byGroup.set(group, [timer]);
-      else list.push(timer);
-    }
-    const out: TimerKeyGroup<K>[] = [];
-    for (const keyGroup of [...byGroup.keys()].sort((a, b) => a - b)) {
-      const timers = byGroup.get(keyGroup)!;
-      out.push({
-        keyGroup,
-        keys: timers.map((t) => t.key),
-        timestamps: timers.map((t) => t.timestamp),
-        namespaces: timers.map((t) => t.namespace),
-      });
-    }
-    return out;
+    queue.forEachInFiringOrder((key, timestamp, namespace) => {
+      const keyGroup = this.#keyGroupOf(key);
+      let group = byGroup.get(keyGroup);
+      if (group === undefined) {
+        byGroup.set(keyGroup, group = { keys: [], timestamps: [], namespaces: [] });
+      }
+      group.keys.push(key);
+      group.timestamps.push(timestamp);
+      group.namespaces.push(namespace);
+    });
+    return [...byGroup.keys()].sort((a, b) => a - b).map((keyGroup) => ({
+      keyGroup,
+      ...byGroup.get(keyGroup)!,
+    }));
   }
 
   /**
