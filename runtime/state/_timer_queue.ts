@@ -33,6 +33,11 @@
  *   is therefore checked against the bucket unless the slot holds only live
  *   timers. Deleting the timer polled last, until another is added, costs
  *   no lookup either (a trigger's `clear` deletes the timer that fired).
+ * - **Indexed on demand.** A bucket's slots get their maps on the bucket's
+ *   first lookup (from its columns). Until then, timers added with
+ *   {@linkcode TimerQueue.addAbsent} (a caller's promise that the timer is
+ *   not pending) cost no map entry at all: the window operator's default
+ *   trigger registers every timer so and never looks one up.
  *
  * Measured with `runtime/task/operators/window_operator_bench.ts`; see the
  * figures in the window operator's module docs.
@@ -45,8 +50,9 @@
  * - No empty bucket is in the heap or the bucket map, no slot without a
  *   live timer is in the index, and no empty map; a bucket's or slot's
  *   `live` counts its timers neither deleted nor polled.
- * - A live timer's position in its slot's map is its index in its bucket's
- *   columns (compaction rewrites both).
+ * - In an indexed bucket, a live timer's position in its slot's map is its
+ *   index in the bucket's columns (compaction rewrites both); a bucket not
+ *   indexed has no slot with a map.
  *
  * @module
  */
