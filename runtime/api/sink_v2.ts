@@ -54,6 +54,7 @@
  * @module
  */
 
+import { SuppressRestartsError } from "../failure.ts";
 import type { SinkContext, SinkInitContext } from "./sink.ts";
 
 /**
@@ -188,9 +189,9 @@ export interface SinkV2<T, CommT = never, StateT = never> {
 /**
  * A sink's checkpointed committable or writer state is not what the sink
  * wrote: a corrupt or foreign checkpoint. Retrying cannot fix it, so the
- * job fails without restarts.
+ * job fails without restarts (it is a `SuppressRestartsError`).
  */
-export class SinkStateError extends Error {
+export class SinkStateError extends SuppressRestartsError {
   /**
    * Builds the error; its message reads `Invalid <what> in checkpoint: <problem>`.
    * @param what what was being read, e.g. `"XA committable"`.

@@ -33,6 +33,8 @@
  * @module
  */
 
+import { SuppressRestartsError } from "../failure.ts";
+
 /**
  * How a job reacts to failures. Plain data; build it with
  * {@linkcode RestartStrategies}, which validates it.
@@ -124,22 +126,10 @@ export interface RestartBackoff {
 }
 
 /**
- * Throw this (or put it in a `cause` chain) to fail the job without restarts,
- * whatever the strategy: for errors that a restart cannot fix. Flink's
- * `SuppressRestartsException`.
+ * Re-exported from the leaf `runtime/failure.ts`, where failure semantics
+ * live (DESIGN §16), so existing imports keep working.
  */
-export class SuppressRestartsError extends Error {
-  /**
-   * Creates the error.
-   *
-   * @param message what went wrong.
-   * @param options the underlying error, if any.
-   */
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "SuppressRestartsError";
-  }
-}
+export { SuppressRestartsError };
 
 function invalid(type: string, name: string, rule: string, value: unknown): never {
   throw new RangeError(
