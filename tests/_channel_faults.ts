@@ -257,6 +257,7 @@ async function runKeyedJob(
         bufferTimeoutMs: 10,
         initialCredits: 4,
         autoWatermarkIntervalMs: 200,
+        checkpointingMode: "exactly-once",
       },
       clock: systemClock,
       transports: async () => new FaultyTransport(await network(), plan),

@@ -350,6 +350,7 @@ Deno.test("a failover that starts while the newest metadata is being written res
           bufferTimeoutMs: 10,
           initialCredits: 8,
           autoWatermarkIntervalMs: 200,
+          checkpointingMode: "exactly-once",
         },
         clock: systemClock,
       }),

@@ -107,6 +107,7 @@ async function runWithOutage(
         bufferTimeoutMs: 10,
         initialCredits: 8,
         autoWatermarkIntervalMs: 200,
+        checkpointingMode: "exactly-once",
       },
       clock: systemClock,
       faults: (point, site) => {

@@ -105,6 +105,7 @@ Deno.test("credits over NATS: a fast source and a slow keyed consumer lose nothi
     bufferTimeoutMs: 10,
     initialCredits: 8,
     autoWatermarkIntervalMs: 200,
+    checkpointingMode: "exactly-once",
   };
   const batchSize = 1000;
   const counts = { emitted: 0, invoked: 0, maxInFlight: 0 };

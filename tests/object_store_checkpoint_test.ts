@@ -95,6 +95,7 @@ Deno.test("a keyed job restores from a checkpoint in a NATS Object Store bucket 
           bufferTimeoutMs: 10,
           initialCredits: 4,
           autoWatermarkIntervalMs: 200,
+          checkpointingMode: "exactly-once",
         },
         clock: systemClock,
         faults: (point, site) => {

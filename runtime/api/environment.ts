@@ -34,12 +34,28 @@ import type { JobExecutionResult } from "../cluster/job_result.ts";
 import { executeLocally } from "../cluster/local_executor.ts";
 import { slotLaunch, wantsCluster } from "../cluster/role.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
+import type { CheckpointingMode } from "./sink_v2.ts";
 import { logger } from "../log.ts";
 
 const log = logger("environment");
 
 /** Options of `enableCheckpointing`. Times in ms. */
 export interface CheckpointingOptions {
+  /**
+   * The checkpointing mode (Flink's `CheckpointingMode`), default
+   * `"exactly-once"`: a task with several inputs aligns barriers (it blocks
+   * each input that delivered barrier n until every input did), so its
+   * snapshot reflects exactly the records before the barrier.
+   * `"at-least-once"`: barriers never block an input and nothing is aligned
+   * (Flink's `CheckpointBarrierTracker`); the task snapshots when barrier n
+   * has arrived on every live input, so its state may already hold records
+   * from after the barrier, and a restore replays them again: no record is
+   * lost, some may count twice. Lower latency under backpressure or skew.
+   * Savepoints follow the same mode. An exactly-once sink in an
+   * at-least-once job is at-least-once end to end (`execute()` logs a
+   * warning naming it).
+   */
+  readonly mode?: CheckpointingMode;
   /** Abort a checkpoint not complete after this long. Default 60 000. */
   readonly timeoutMs?: number;
   /** Least time between a completion and the next trigger. Default 0. */
@@ -115,6 +131,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   #chaining = true;
   #checkpointIntervalMs = 0;
   #checkpointing: Required<CheckpointingOptions> = {
+    mode: "exactly-once",
     timeoutMs: 60_000,
     minPauseBetweenCheckpointsMs: 0,
     maxConcurrentCheckpoints: 1,
@@ -129,6 +146,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     bufferTimeoutMs: 10,
     initialCredits: 8,
     autoWatermarkIntervalMs: 200,
+    checkpointingMode: "none",
   };
   #clock: Clock = systemClock;
   #resume: ResumeOptions | undefined;
@@ -183,11 +201,19 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * attempts, 1000 ms apart), as Flink does. A failed checkpoint fails the
    * job over unless `options.tolerableCheckpointFailures` tolerates it.
    * @throws {RangeError} unless `intervalMs` is a positive integer, or when
-   *   an option is out of range (naming it and its current value).
+   *   an option is out of range (naming it and its current value), e.g. a
+   *   `mode` other than `"exactly-once"` or `"at-least-once"`.
    */
   enableCheckpointing(intervalMs: number, options: CheckpointingOptions = {}): this {
     this.#checkpointIntervalMs = positiveInteger("checkpoint interval (ms)", intervalMs);
     const merged = { ...this.#checkpointing, ...options };
+    if (merged.mode !== "exactly-once" && merged.mode !== "at-least-once") {
+      throw new RangeError(
+        `checkpointing mode must be "exactly-once" or "at-least-once": current value is ${
+          JSON.stringify(merged.mode)
+        }`,
+      );
+    }
     positiveInteger("timeoutMs", merged.timeoutMs);
     positiveInteger("maxConcurrentCheckpoints", merged.maxConcurrentCheckpoints);
     positiveInteger("retainedCheckpoints", merged.retainedCheckpoints);
@@ -198,6 +224,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       );
     }
     this.#checkpointing = merged;
+    this.#task.checkpointingMode = merged.mode;
     return this;
   }
 

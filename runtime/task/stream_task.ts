@@ -57,6 +57,7 @@ import type { SubtaskAck } from "../checkpoint/types.ts";
 import { computeKeyGroupRangeForOperatorIndex, type KeyGroupRange } from "../state/key_group.ts";
 import { readSubtaskRestore, splitSubtaskSnapshot } from "./subtask_state.ts";
 import type { Clock } from "../time/clock.ts";
+import type { CheckpointingMode } from "../api/sink_v2.ts";
 import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
 import { AlignedBarrierHandler, type BarrierAction } from "./barrier_handler.ts";
 import { type InputChannel, InputGate } from "./input_gate.ts";
@@ -89,6 +90,13 @@ export interface TaskConfig {
   readonly initialCredits: number;
   /** Period of source watermark generation, in ms. */
   readonly autoWatermarkIntervalMs: number;
+  /**
+   * The job's checkpointing mode (`"none"` when checkpointing is off). It
+   * picks the barrier handler (aligned for exactly-once and none, a tracker
+   * without alignment for at-least-once) and reaches every operator as
+   * `OperatorEnvironment.checkpointingMode`.
+   */
+  readonly checkpointingMode: CheckpointingMode | "none";
 }
 
 /** Where a fault can be injected in tests (chaos hooks; no effect unless an injector is set). */
@@ -379,6 +387,7 @@ export class StreamTask {
         keyGroupRange: this.#keyGroupRange,
         attempt: o.attempt,
         clock: o.clock,
+        checkpointingMode: o.config.checkpointingMode,
         requestWakeup: (t) => this.#requestWakeup(t),
       },
     });

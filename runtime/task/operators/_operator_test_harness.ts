@@ -13,6 +13,7 @@ import {
   DEFAULT_MAX_PARALLELISM,
 } from "../../state/key_group.ts";
 import { ManualClock } from "../../time/manual_clock.ts";
+import type { CheckpointingMode } from "../../api/sink_v2.ts";
 import type {
   OperatorEnvironment,
   OperatorRestore,
@@ -41,6 +42,8 @@ export interface HarnessOptions {
   readonly clock?: ManualClock;
   /** The state to restore, from {@linkcode OperatorTestHarness.restoreFrom}. */
   readonly restore?: OperatorRestore;
+  /** The job's checkpointing mode the operator sees (default `"exactly-once"`). */
+  readonly checkpointingMode?: CheckpointingMode | "none";
 }
 
 /** One operator subtask under test (see the module docs). */
@@ -80,6 +83,7 @@ export class OperatorTestHarness<O extends StreamOperator> {
       ),
       attempt: 0,
       clock: this.clock,
+      checkpointingMode: options.checkpointingMode ?? "exactly-once",
       requestWakeup: () => {},
     };
     const output: Output = {

@@ -23,6 +23,7 @@ import type { TimerServiceSnapshot } from "../../state/timer_service.ts";
 import type { KeyGroupRange } from "../../state/key_group.ts";
 import type { Clock } from "../../time/clock.ts";
 import type { WatermarkStatus } from "../../time/watermark.ts";
+import type { CheckpointingMode } from "../../api/sink_v2.ts";
 
 /** Where an operator's records, side outputs and watermarks go. */
 export interface Output {
@@ -94,6 +95,14 @@ export interface OperatorEnvironment {
   readonly attempt: number;
   /** Processing time. */
   readonly clock: Clock;
+  /**
+   * The job's checkpointing mode: `"exactly-once"` (aligned barriers),
+   * `"at-least-once"` (barriers tracked, never aligned), or `"none"` when
+   * checkpointing is off (the job is then at-most-once end to end). Sinks
+   * read it to check the delivery guarantee they were asked for (Flink's
+   * `CheckpointingMode`, `InitContext#getCheckpointingMode` style).
+   */
+  readonly checkpointingMode: CheckpointingMode | "none";
   /** Asks the task to call `onProcessingTime` at or after `timeMs`. */
   requestWakeup(timeMs: number): void;
 }

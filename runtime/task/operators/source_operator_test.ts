@@ -72,6 +72,7 @@ function environment(clock: ManualClock, subtaskIndex = 0, parallelism = 1) {
     keyGroupRange: computeKeyGroupRangeForOperatorIndex(128, parallelism, subtaskIndex),
     attempt: 0,
     clock,
+    checkpointingMode: "exactly-once",
     requestWakeup: (t) => wakeups.push(t),
   };
   return { env, wakeups };

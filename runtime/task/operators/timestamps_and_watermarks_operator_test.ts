@@ -29,6 +29,7 @@ async function open(
     keyGroupRange: computeKeyGroupRangeForOperatorIndex(128, 1, 0),
     attempt: 0,
     clock,
+    checkpointingMode: "exactly-once",
     requestWakeup: (t) => wakeups.push(t),
   };
   const seen: string[] = [];

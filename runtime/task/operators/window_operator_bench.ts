@@ -261,6 +261,7 @@ export async function runWindowScenario(name: string): Promise<ScenarioRun> {
       keyGroupRange: new KeyGroupRange(0, MAX_PARALLELISM - 1),
       attempt: 0,
       clock: new ManualClock(),
+      checkpointingMode: "exactly-once",
       requestWakeup: () => {},
     },
     output,
