@@ -77,6 +77,28 @@ export type BarrierAction =
     readonly decline: boolean;
   };
 
+/**
+ * What a task needs from its barrier handler (Flink's
+ * `CheckpointBarrierHandler`): the aligned {@linkcode AlignedBarrierHandler}
+ * (exactly-once) and the `CheckpointBarrierTracker` of `barrier_tracker.ts`
+ * (at-least-once) both implement it. Every event returns the actions to
+ * execute, in order.
+ */
+export interface CheckpointBarrierHandler {
+  /** Barrier `checkpointId` arrived on `channel` (`nowMs`: current time, ms). */
+  onBarrier(channel: number, checkpointId: CheckpointId, nowMs: number): BarrierAction[];
+  /** `channel` delivered its end-of-partition. */
+  onEndOfPartition(channel: number, nowMs: number): BarrierAction[];
+  /** The coordinator aborted checkpoint `checkpointId`. */
+  onAbort(checkpointId: CheckpointId, reason?: CheckpointFailureReason): BarrierAction[];
+  /** The checkpoint being aligned or tracked (the oldest one), or `undefined`. */
+  readonly pendingCheckpointId: CheckpointId | undefined;
+  /** `true` while some channels are blocked for an alignment. */
+  readonly isAligning: boolean;
+  /** How long the current alignment has lasted, in ms (0 when none). */
+  currentAlignmentDurationMs(nowMs: number): number;
+}
+
 /** Name of the handler's current state. */
 export type BarrierHandlerStateName =
   | "waiting-for-first-barrier"
@@ -255,7 +277,7 @@ const ALL_INPUTS_ENDED = new AllInputsEnded();
  * console.assert(a?.kind === "triggerCheckpoint" && a.checkpointId === 7);
  * ```
  */
-export class AlignedBarrierHandler {
+export class AlignedBarrierHandler implements CheckpointBarrierHandler {
   readonly #ctx: Context;
   #state: HandlerState = WAITING;
 

@@ -59,7 +59,12 @@ import { readSubtaskRestore, splitSubtaskSnapshot } from "./subtask_state.ts";
 import type { Clock } from "../time/clock.ts";
 import type { CheckpointingMode } from "../api/sink_v2.ts";
 import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
-import { AlignedBarrierHandler, type BarrierAction } from "./barrier_handler.ts";
+import {
+  AlignedBarrierHandler,
+  type BarrierAction,
+  type CheckpointBarrierHandler,
+} from "./barrier_handler.ts";
+import { CheckpointBarrierTracker } from "./barrier_tracker.ts";
 import { type InputChannel, InputGate } from "./input_gate.ts";
 import { RecordWriter } from "./record_writer.ts";
 import { StatusWatermarkValve, type ValveAction } from "../time/status_watermark_valve.ts";
@@ -157,7 +162,7 @@ export class StreamTask {
   readonly #writerList: RecordWriter[] = [];
   readonly #keyGroupRange: KeyGroupRange;
   readonly #gate: InputGate;
-  readonly #barriers: AlignedBarrierHandler;
+  readonly #barriers: CheckpointBarrierHandler;
   readonly #barrierTimestamps = new Map<number, number>();
   readonly #asyncParts = new Set<Promise<void>>();
   /** Checkpoints the coordinator aborted; their asynchronous parts write nothing more. */
@@ -206,7 +211,12 @@ export class StreamTask {
       transport: options.transport,
       initialCredits: options.config.initialCredits,
     });
-    this.#barriers = new AlignedBarrierHandler(Math.max(1, this.#gate.size));
+    // Flink's InputProcessorUtil: at-least-once tracks barriers without
+    // alignment; exactly-once (and no checkpointing, for savepoints) aligns.
+    const channels = Math.max(1, this.#gate.size);
+    this.#barriers = options.config.checkpointingMode === "at-least-once"
+      ? new CheckpointBarrierTracker(channels)
+      : new AlignedBarrierHandler(channels);
     this.#valve = this.#gate.size > 0 ? new StatusWatermarkValve(this.#gate.size) : undefined;
   }
 
