@@ -91,6 +91,24 @@ export type {
   SinkInitContext,
   TwoPhaseCommitSink,
 } from "./runtime/api/sink.ts";
+export { checkSink } from "./runtime/api/sink.ts";
+export {
+  checkDeliveryGuarantee,
+  DELIVERY_GUARANTEES,
+  DeliveryGuaranteeError,
+  SinkStateError,
+} from "./runtime/api/sink_v2.ts";
+export type {
+  CheckpointingMode,
+  CommitRequest,
+  Committer,
+  CommitterInitContext,
+  DeliveryGuarantee,
+  SinkV2,
+  SinkWriter,
+  WriterInitContext,
+} from "./runtime/api/sink_v2.ts";
+export { adaptTwoPhaseCommitSink } from "./runtime/api/two_phase_commit_adapter.ts";
 export { CollectionSource } from "./runtime/api/collection_source.ts";
 export type { CollectionSplit } from "./runtime/api/collection_source.ts";
 export { PrintSink } from "./runtime/api/print_sink.ts";

@@ -19,7 +19,7 @@ import type {
   ReduceFunction,
 } from "./functions.ts";
 import type { OutputTag } from "./output_tag.ts";
-import type { Sink } from "./sink.ts";
+import { checkSink, type Sink } from "./sink.ts";
 import type {
   KeySelector,
   OperatorSpec,
@@ -219,8 +219,14 @@ export class DataStream<T> {
     return this.#partition("rescale");
   }
 
-  /** Writes the stream to `sink`. */
+  /**
+   * Writes the stream to `sink` (a `SinkFunction`, `TwoPhaseCommitSink` or
+   * `SinkV2`).
+   * @throws {TypeError} for a sink that could never run (see `checkSink`),
+   *   e.g. a SinkV2 with a committer and no `checkCommittable`.
+   */
   sinkTo(sink: Sink<T>): DataStreamSink<T> {
+    checkSink(sink, `the sink after node(s) ${this.inputs.map((i) => i.node).join(", ")}`);
     const op = this.transform<never>({ kind: "sink", sink: sink as Sink<unknown> }, "Sink");
     return new DataStreamSink<T>(op.node);
   }

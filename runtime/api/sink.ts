@@ -1,11 +1,15 @@
 /**
- * The sink interfaces connectors implement.
+ * The sink interfaces connectors implement ({@linkcode Sink} is any of them).
  *
  * - {@linkcode SinkFunction}: writes each record as it comes (at-most-once or
  *   at-least-once, depending on the target). It may add
  *   `CheckpointedFunction` and `CheckpointListener` hooks.
+ * - `SinkV2` (`./sink_v2.ts`): a writer and a committer, after Flink's
+ *   SinkV2 (FLIP-143/191); the API new sinks implement.
  * - {@linkcode TwoPhaseCommitSink}: exactly-once through two-phase commit,
- *   after Flink's `TwoPhaseCommitSinkFunction`.
+ *   after Flink's `TwoPhaseCommitSinkFunction`. It runs as a thin adapter
+ *   over `SinkV2` (`./two_phase_commit_adapter.ts`), so both share one
+ *   operator and one protocol.
  *
  * ## Two-phase commit, exactly when each hook is called
  *
@@ -39,6 +43,7 @@
  */
 
 import type { FunctionHooks } from "./functions.ts";
+import type { SinkV2 } from "./sink_v2.ts";
 
 /** What a sink gets with each record. */
 export interface SinkContext {
@@ -94,9 +99,64 @@ export interface TwoPhaseCommitSink<T, Txn> {
   commit(txn: Txn): void | Promise<void>;
   /** Discards `txn`. Idempotent. */
   abort(txn: Txn): void | Promise<void>;
+  /**
+   * Validates a transaction read back from a checkpoint (pre-committed or
+   * open), before `commit`/`abort` see it. Optional: without it, the
+   * transaction is passed on as MessagePack gave it back.
+   * @throws {SinkStateError} (from `./sink_v2.ts`) naming what is wrong.
+   */
+  checkTransaction?(raw: unknown): Txn;
   /** Called once when the subtask finishes or is cancelled. */
   close?(): void | Promise<void>;
 }
 
-/** Anything `sinkTo` accepts. */
-export type Sink<T> = SinkFunction<T> | TwoPhaseCommitSink<T, unknown>;
+/** Anything `sinkTo` accepts (see {@linkcode checkSink}). */
+export type Sink<T> =
+  | SinkFunction<T>
+  | TwoPhaseCommitSink<T, unknown>
+  // deno-lint-ignore no-explicit-any
+  | SinkV2<T, any, any>;
+
+/**
+ * Checks the shape of a sink given to `sinkTo`, so a sink that could never
+ * run is refused when the job is built, not when it restores.
+ *
+ * @param sink what `sinkTo` got.
+ * @param where names the stream, for the message.
+ * @returns `sink`.
+ * @throws {TypeError} when `kind` is not `"simple"`, `"two-phase-commit"` or
+ *   `"v2"`; when a SinkV2 has `createCommitter` but no `checkCommittable`
+ *   (its committables could not be read back from a checkpoint), or lacks
+ *   `createWriter`.
+ */
+export function checkSink<T>(sink: Sink<T>, where: string): Sink<T> {
+  const kind = (sink as { kind?: unknown } | null)?.kind;
+  switch (kind) {
+    case "simple":
+    case "two-phase-commit":
+      return sink;
+    case "v2": {
+      const v2 = sink as SinkV2<T, unknown, unknown>;
+      if (typeof v2.createWriter !== "function") {
+        throw new TypeError(
+          `Cannot use the SinkV2 of ${where}: 'createWriter' must be a function: current value is ${typeof v2
+            .createWriter}`,
+        );
+      }
+      if (v2.createCommitter !== undefined && typeof v2.checkCommittable !== "function") {
+        throw new TypeError(
+          `Cannot use the SinkV2 of ${where}: it has a committer, so 'checkCommittable' must be a function ` +
+            `to read its committables back from a checkpoint: current value is ${typeof v2
+              .checkCommittable}`,
+        );
+      }
+      return sink;
+    }
+    default:
+      throw new TypeError(
+        `Cannot use the sink of ${where}: 'kind' must be "simple", "two-phase-commit" or "v2": current value is ${
+          JSON.stringify(kind)
+        }`,
+      );
+  }
+}

@@ -131,6 +131,10 @@ export function isStateful(spec: OperatorSpec): boolean {
     case "window":
       return true;
     case "sink":
+      // A SinkV2 keeps committables (with a committer) or writer state (read back by checkWriterState).
+      if (spec.sink.kind === "v2") {
+        return spec.sink.createCommitter !== undefined || spec.sink.checkWriterState !== undefined;
+      }
       return spec.sink.kind === "two-phase-commit" ||
         typeof (spec.sink as { snapshotState?: unknown }).snapshotState === "function";
     default:

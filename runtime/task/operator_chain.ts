@@ -13,7 +13,10 @@ import { logger } from "../log.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
 import { SourceOperator } from "./operators/source_operator.ts";
 import { TimestampsAndWatermarksOperator } from "./operators/timestamps_and_watermarks_operator.ts";
-import { SimpleSinkOperator, TwoPhaseCommitSinkOperator } from "./operators/sink_operators.ts";
+import { SimpleSinkOperator } from "./operators/sink_operators.ts";
+import { instantiate } from "./operators/udf_operator.ts";
+import { SinkWriterOperator } from "./operators/sink_writer_operator.ts";
+import { adaptTwoPhaseCommitSink } from "../api/two_phase_commit_adapter.ts";
 import { WindowOperator } from "./operators/window_operator.ts";
 import {
   AggregateOperator,
@@ -162,9 +165,15 @@ export class OperatorChain {
           });
           break;
         case "sink":
-          ops[i] = s.sink.kind === "two-phase-commit"
-            ? new TwoPhaseCommitSinkOperator({ uid: spec.uid, name: spec.name, sink: s.sink, env })
-            : new SimpleSinkOperator({ ...common, fn: s.sink });
+          ops[i] = s.sink.kind === "simple"
+            ? new SimpleSinkOperator({ ...common, fn: s.sink })
+            : new SinkWriterOperator({
+              uid: spec.uid,
+              name: spec.name,
+              // A two-phase-commit sink gets a per-subtask copy, as before, behind the adapter.
+              sink: s.sink.kind === "v2" ? s.sink : adaptTwoPhaseCommitSink(instantiate(s.sink)),
+              env,
+            });
           break;
       }
     }
