@@ -1,9 +1,10 @@
 /**
  * A transactional producer on JetStream, one per sink subtask (Kafka's
  * transactional `KafkaProducer`): it owns transactionalIds, fences their
- * older epochs, publishes records of its open transaction with a window of
- * asynchronous acknowledgements, and moves transaction records through the
- * protocol of `protocol.ts`.
+ * older epochs, publishes records of its open transaction in record batches
+ * (one builder per subject, cut at `maxBatchBytes` and at every flush) with
+ * a window of asynchronous acknowledgements, and moves transaction records
+ * through the protocol of `protocol.ts`.
  *
  * ## Epochs and fencing
  *
@@ -36,11 +37,16 @@
  *
  * ## Invariants
  *
- * - One transaction is open at a time; `preCommit` awaits every
- *   outstanding acknowledgement, so its record count and first and last
- *   sequences are complete, and a failed publish fails the transaction.
- * - At most `maxInFlight` publishes await their acknowledgement; `send`
+ * - One transaction is open at a time; `preCommit` publishes the open
+ *   batches and awaits every outstanding acknowledgement, so its record
+ *   and message counts and first and last sequences are complete, and a
+ *   failed publish fails the transaction. A batch never spans two
+ *   transactions.
+ * - At most `maxInFlight` messages await their acknowledgement; `send`
  *   returns a promise only while the window is full.
+ * - Before a commit of a transaction with messages, the messages are
+ *   checked to be still in the stream (`retention_check.ts`); a loss fails
+ *   the job without restarts.
  * - Publishing goes through an {@linkcode AsyncPublisher}: a publish whose
  *   acknowledgement times out is sent again with the same `Nats-Msg-Id`, so
  *   the stream stores it once.
@@ -65,6 +71,9 @@ import {
 } from "./protocol.ts";
 import type { TransactionLog } from "./transactions.ts";
 import { AsyncPublisher } from "./publisher.ts";
+import { RECORD_BATCH_HEADER, RecordBatchBuilder } from "./record_batch.ts";
+import { verifyRetained } from "./retention_check.ts";
+import { jetstreamApi } from "../../runtime/actor/nats_deps.ts";
 
 const log = logger("jetstream-sink");
 
@@ -81,9 +90,11 @@ export interface JetStreamTxn {
   epoch: number;
   /** Records published in it. */
   records: number;
-  /** Stream sequence of its first record (0: none yet). */
+  /** Messages published in it (a record batch is one message). */
+  messages: number;
+  /** Stream sequence of its first message (0: none yet). */
   firstSeq: number;
-  /** Stream sequence of its last record (0: none yet). */
+  /** Stream sequence of its last message (0: none yet). */
   lastSeq: number;
 }
 
@@ -105,8 +116,10 @@ export interface ProducerOptions {
   readonly jobId: string;
   /** The execution attempt of the starting sink subtask. */
   readonly attempt: number;
-  /** Publishes awaiting acknowledgement at most. */
+  /** Messages awaiting acknowledgement at most. */
   readonly maxInFlight: number;
+  /** A record batch is published once its payload reaches this many bytes. */
+  readonly maxBatchBytes: number;
 }
 
 interface Owned {
@@ -126,11 +139,20 @@ export class TransactionalProducer {
   #inflight: (Promise<void> | undefined)[] = [];
   #head = 0;
   #failure: Error | undefined;
+  /** Open batches by subject; the last one used is cached. */
+  readonly #batches = new Map<string, RecordBatchBuilder>();
+  #lastSubject: string | undefined;
+  #lastBatch: RecordBatchBuilder | undefined;
+  /** The transaction the open batches belong to. */
+  #batchTxn: JetStreamTxn | undefined;
+  readonly #jsm: Promise<jetstreamApi.JetStreamManager>;
 
   private constructor(options: ProducerOptions, owned: Owned[]) {
     this.#o = options;
     this.#publisher = new AsyncPublisher(options.nc);
     this.#owned = owned;
+    this.#jsm = jetstreamApi.jetstreamManager(options.nc);
+    this.#jsm.catch(() => {}); // reported where it is used
   }
 
   /**
@@ -194,23 +216,50 @@ export class TransactionalProducer {
       }
     }
     await this.#checkEpoch(`begins transaction ${id}`, id);
-    return { id, transactionalId, epoch, records: 0, firstSeq: 0, lastSeq: 0 };
+    return { id, transactionalId, epoch, records: 0, messages: 0, firstSeq: 0, lastSeq: 0 };
   }
 
   /**
-   * Publishes one record of `txn` to `subject` without waiting for its
-   * acknowledgement.
+   * Adds one record of `txn` for `subject` to that subject's open batch;
+   * publishes the batch, without waiting for its acknowledgement, once it
+   * reaches `maxBatchBytes`.
    * @returns a promise only while the window of acknowledgements is full.
    * @throws {Error} naming the subject, stream and transaction when an earlier publish failed.
    */
   send(txn: JetStreamTxn, subject: string, data: Uint8Array): void | Promise<void> {
     if (this.#failure) throw this.#failure;
-    const n = txn.records++;
+    if (this.#batchTxn !== txn) {
+      if (this.#batchTxn !== undefined) this.#publishBatches();
+      this.#batchTxn = txn;
+    }
+    txn.records++;
+    let batch = this.#lastBatch;
+    if (subject !== this.#lastSubject || batch === undefined) {
+      batch = this.#batches.get(subject);
+      if (batch === undefined) {
+        batch = new RecordBatchBuilder(Math.min(this.#o.maxBatchBytes + 1024, 1 << 20));
+        this.#batches.set(subject, batch);
+      }
+      this.#lastSubject = subject;
+      this.#lastBatch = batch;
+    }
+    batch.add(data);
+    if (batch.byteLength < this.#o.maxBatchBytes) return;
+    this.#publish(txn, subject, batch);
+    if (this.#inflight.length - this.#head >= this.#o.maxInFlight) return this.#awaitWindow();
+  }
+
+  /** Publishes `batch` (non-empty) as the next message of `txn`. */
+  #publish(txn: JetStreamTxn, subject: string, batch: RecordBatchBuilder): void {
+    const count = batch.count;
+    const payload = batch.finish();
+    const n = txn.messages++;
     const headers = natsHeaders();
     headers.set(TXN_HEADER, txn.id);
     headers.set(MSG_ID_HEADER, msgIdOf(txn.id, n));
+    headers.set(RECORD_BATCH_HEADER, String(count));
     const stream = this.#o.stream;
-    const published = this.#publisher.publish(subject, data, headers).then((ack) => {
+    const published = this.#publisher.publish(subject, payload, headers).then((ack) => {
       if (ack.stream !== stream) {
         throw new Error(`the subject is stored by stream ${ack.stream}, not by the sink's stream`);
       }
@@ -218,21 +267,36 @@ export class TransactionalProducer {
       if (ack.seq > txn.lastSeq) txn.lastSeq = ack.seq;
     }).catch((error) => {
       this.#failure ??= new Error(
-        `Cannot publish record ${n} of transaction ${txn.id} to subject ${subject} of stream ${stream}: ${
-          error instanceof Error ? error.message : error
-        }`,
+        `Cannot publish message ${n} (${count} records, ${payload.byteLength} bytes) of transaction ${txn.id} ` +
+          `to subject ${subject} of stream ${stream}: ${
+            error instanceof Error ? error.message : error
+          }`,
         { cause: error },
       );
     });
     this.#inflight.push(published);
-    if (this.#inflight.length - this.#head >= this.#o.maxInFlight) return this.#awaitWindow();
+  }
+
+  /** Publishes every open batch (of `#batchTxn`). */
+  #publishBatches(): void {
+    const txn = this.#batchTxn;
+    if (txn === undefined) return;
+    for (const [subject, batch] of this.#batches) {
+      if (batch.count > 0) this.#publish(txn, subject, batch);
+    }
+    if (this.#batches.size > 64) {
+      this.#batches.clear();
+      this.#lastSubject = undefined;
+      this.#lastBatch = undefined;
+    }
   }
 
   /**
-   * Awaits every outstanding acknowledgement.
+   * Publishes the open batches and awaits every outstanding acknowledgement.
    * @throws {Error} naming the subject, stream and transaction when a publish failed.
    */
   async flush(): Promise<void> {
+    this.#publishBatches();
     while (this.#head < this.#inflight.length) await this.#takeOldest();
     this.#inflight = [];
     this.#head = 0;
@@ -251,6 +315,7 @@ export class TransactionalProducer {
     const result = await this.#o.log.transition(txn.id, (current) =>
       decidePreCommit(current, {
         records: txn.records,
+        messages: txn.messages,
         firstSeq: txn.firstSeq,
         lastSeq: txn.lastSeq,
       }));
@@ -269,9 +334,27 @@ export class TransactionalProducer {
    * @throws {ProducerFencedError} when a newer epoch owns this producer's transactionalId.
    * @throws {TransactionStateError} when `txn` is aborted or has no record:
    *   its pre-committed records can never become visible.
+   * @throws {TransactionLostError} (no restarts) when some of its messages
+   *   are no longer in the stream (see `retention.ts`).
    */
   async commit(txn: JetStreamTxn): Promise<void> {
     await this.#checkEpoch(`commits transaction ${txn.id}`);
+    const current = await this.#o.log.getTxn(txn.id);
+    const record = current?.value;
+    if (record?.state === "open" && record.preCommitted && record.records > 0) {
+      await verifyRetained({
+        jsm: await this.#jsm,
+        js: jetstreamApi.jetstream(this.#o.nc),
+        stream: this.#o.stream,
+        extent: {
+          txnId: txn.id,
+          messages: record.messages ?? record.records,
+          firstSeq: record.firstSeq ?? 0,
+          lastSeq: record.lastSeq ?? 0,
+        },
+        records: record.records,
+      });
+    }
     const result = await this.#o.log.transition(txn.id, decideCommit);
     if (result.kind === "refuse") {
       throw new TransactionStateError(
@@ -310,6 +393,10 @@ export class TransactionalProducer {
 
   /** Waits for outstanding publishes (their failures are dropped: the transaction is abandoned). */
   async close(): Promise<void> {
+    this.#batches.clear();
+    this.#lastSubject = undefined;
+    this.#lastBatch = undefined;
+    this.#batchTxn = undefined;
     this.#publisher.close();
     await Promise.allSettled(this.#inflight.slice(this.#head));
     this.#inflight = [];

@@ -7,17 +7,43 @@
  *
  * A reader can be written with any NATS client from this description.
  *
- * ## Data records
+ * ## Data messages
  *
- * A data record is one JetStream message on the sink's target stream:
+ * A data message is one JetStream message on the sink's target stream:
  *
  * - header `Weir-Txn: <txnId>`: the transaction it belongs to. A message
  *   without this header is non-transactional and visible at once.
- * - header `Nats-Msg-Id: <txnId>:<n>`, `n` the record's index in its
+ * - header `Nats-Msg-Id: <txnId>:<n>`, `n` the message's index in its
  *   transaction (0, 1, ...), so a retried publish is deduplicated by the
  *   stream (within its `duplicate_window`, 2 minutes by default).
- * - payload: the sink's serializer's bytes (by default the value as JSON,
- *   UTF-8).
+ * - header `Weir-Batch: <count>` when the message is a record batch (see
+ *   below); without it the message is one record.
+ * - payload: one record (the sink's serializer's bytes, by default the
+ *   value as JSON, UTF-8), or a record batch.
+ *
+ * ## Record batches
+ *
+ * A message with header `Weir-Batch: <count>` holds `count` records (a
+ * decimal from 1 to 2^24, no sign, no leading zero). Its payload is the
+ * records one after the other, each a 4-byte unsigned big-endian length
+ * followed by that many bytes; the lengths cover the payload exactly:
+ *
+ * ```text
+ * | len0 (u32 BE) | record 0 | len1 (u32 BE) | record 1 | ... | len(count-1) | record count-1 |
+ * ```
+ *
+ * A reader that finds the lengths disagreeing with the count or the
+ * payload fails, naming the stream, sequence and byte offset
+ * (`record_batch.ts`); it never delivers part of a batch. Every record of
+ * a batch has the message's subject, sequence, timestamp and transaction;
+ * a record is addressed by (sequence, index in the batch). A message
+ * without the header stays one record, so plain publishers and the sink
+ * interoperate on one stream. The transactional sink cuts a batch per
+ * subject at `maxBatchBytes` of payload (the server's `max_payload`, 1 MiB
+ * by default, bounds it) and at every pre-commit, so batches never span
+ * transactions. Records of different subjects in one transaction may
+ * therefore reach the stream in another order than written; the order of
+ * one subject's records is kept (as Kafka keeps it per partition).
  *
  * ## Transaction state: a KV bucket
  *
@@ -25,8 +51,10 @@
  *
  * - `txn.<txnId>` → JSON {@linkcode TxnRecord}:
  *   `{ "state": "open"|"committed"|"aborted", "producer": <transactionalId>,
- *   "epoch": n, "records": n, "firstSeq"?: n, "lastSeq"?: n,
- *   "preCommitted"?: true }`.
+ *   "epoch": n, "records": n, "messages"?: n, "firstSeq"?: n, "lastSeq"?: n,
+ *   "preCommitted"?: true }`: `records` counts records (a batch counts
+ *   its `count`), `messages` the stream messages (absent: one per record),
+ *   `firstSeq`/`lastSeq` the sequences of its first and last message.
  * - `producer.<transactionalId>` → JSON {@linkcode ProducerRecord}:
  *   `{ "epoch": n, "parallelism": n, "settledEpoch": n }`.
  *
@@ -59,12 +87,15 @@
  * 2. Begin: create `txn.<txnId>` open (a KV create), then read
  *    `producer.<id>`: an epoch other than the writer's means it is fenced
  *    (it aborts the transaction it just created, and stops).
- * 3. Publish the records (see above); they are invisible to read-committed
- *    readers while the transaction is open.
- * 4. Pre-commit: once every record is acknowledged, check the epoch, then
- *    open → open with `preCommitted`, `records`, `firstSeq`, `lastSeq`.
- * 5. Commit: check the writer's epoch, then open → committed (already
- *    committed: done; aborted: a loud failure). Abort: open → aborted.
+ * 3. Publish the records, in batches (see above); they are invisible to
+ *    read-committed readers while the transaction is open.
+ * 4. Pre-commit: once every message is acknowledged, check the epoch, then
+ *    open → open with `preCommitted`, `records`, `messages`, `firstSeq`,
+ *    `lastSeq`.
+ * 5. Commit: check the writer's epoch, check that the transaction's
+ *    messages are still in the stream (see "Loss check"), then open →
+ *    committed (already committed: done; aborted: a loud failure). Abort:
+ *    open → aborted.
  * 6. Lingering transactions of older epochs of the owned ids are aborted:
  *    at the first begin those not pre-committed, and those pre-committed
  *    once the writer's first own commit shows the job's first checkpoint
@@ -127,6 +158,8 @@ export interface TxnRecord {
   readonly epoch: number;
   /** Records published in it (known once pre-committed; 0 before). */
   readonly records: number;
+  /** Messages published in it, once pre-committed (absent in records of older writers: one per record). */
+  readonly messages?: number;
   /** Stream sequence of its first record, once pre-committed with records. */
   readonly firstSeq?: number;
   /** Stream sequence of its last record, once pre-committed with records. */
@@ -337,7 +370,7 @@ export function producerKey(transactionalId: string): string {
   return `${PRODUCER_KEY_PREFIX}${transactionalId}`;
 }
 
-/** The `Nats-Msg-Id` of record `n` of `txnId`: `<txnId>:<n>`. */
+/** The `Nats-Msg-Id` of message `n` of `txnId`: `<txnId>:<n>`. */
 export function msgIdOf(txnId: string, n: number): string {
   return `${txnId}:${n}`;
 }
@@ -374,6 +407,7 @@ export function parseTxnRecord(text: string, txnId: string, bucket: string): Txn
     typeof value !== "object" || value === null ||
     (state !== "open" && state !== "committed" && state !== "aborted") ||
     typeof v.producer !== "string" || !isCount(v.epoch) || !isCount(v.records) ||
+    (v.messages !== undefined && !isCount(v.messages)) ||
     (v.firstSeq !== undefined && !isCount(v.firstSeq)) ||
     (v.lastSeq !== undefined && !isCount(v.lastSeq))
   ) {
@@ -476,10 +510,12 @@ export function decideAbort(
   }
 }
 
-/** What a pre-commit records: the count and the stream sequences of the records. */
+/** What a pre-commit records: the counts and the stream sequences of the messages. */
 export interface PreCommitDetails {
   /** Records published in the transaction. */
   readonly records: number;
+  /** Messages published in the transaction (a batch is one message). */
+  readonly messages: number;
   /** Stream sequence of the first record (0: none). */
   readonly firstSeq: number;
   /** Stream sequence of the last record (0: none). */
@@ -501,6 +537,7 @@ export function decidePreCommit(
     ? {
       ...current,
       records: details.records,
+      messages: details.messages,
       firstSeq: details.firstSeq,
       lastSeq: details.lastSeq,
       preCommitted: true,

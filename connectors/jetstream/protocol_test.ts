@@ -104,26 +104,37 @@ Deno.test("abort moves open to aborted, never touches a committed one, and write
   });
 });
 
-Deno.test("pre-commit records the count and sequences, and is refused unless open", () => {
-  assert.deepEqual(decidePreCommit(open, { records: 3, firstSeq: 10, lastSeq: 14 }), {
-    kind: "write",
-    next: { ...open, records: 3, firstSeq: 10, lastSeq: 14, preCommitted: true },
-  });
-  assert.deepEqual(decidePreCommit(open, { records: 0, firstSeq: 0, lastSeq: 0 }), {
+Deno.test("pre-commit records the counts and sequences, and is refused unless open", () => {
+  assert.deepEqual(
+    decidePreCommit(open, { records: 3000, messages: 3, firstSeq: 10, lastSeq: 14 }),
+    {
+      kind: "write",
+      next: { ...open, records: 3000, messages: 3, firstSeq: 10, lastSeq: 14, preCommitted: true },
+    },
+  );
+  assert.deepEqual(decidePreCommit(open, { records: 0, messages: 0, firstSeq: 0, lastSeq: 0 }), {
     kind: "write",
     next: { ...open, records: 0, preCommitted: true },
   });
   assert.deepEqual(
-    decidePreCommit({ ...open, state: "aborted" }, { records: 1, firstSeq: 1, lastSeq: 1 }),
+    decidePreCommit({ ...open, state: "aborted" }, {
+      records: 1,
+      messages: 1,
+      firstSeq: 1,
+      lastSeq: 1,
+    }),
     {
       kind: "refuse",
       reason: "aborted",
     },
   );
-  assert.deepEqual(decidePreCommit(undefined, { records: 1, firstSeq: 1, lastSeq: 1 }), {
-    kind: "refuse",
-    reason: "missing",
-  });
+  assert.deepEqual(
+    decidePreCommit(undefined, { records: 1, messages: 1, firstSeq: 1, lastSeq: 1 }),
+    {
+      kind: "refuse",
+      reason: "missing",
+    },
+  );
 });
 
 Deno.test("a lingering transaction is aborted at once unless pre-committed, which waits for the restored commits", () => {

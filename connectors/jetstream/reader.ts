@@ -3,7 +3,11 @@
  * isolation levels: {@linkcode readCommitted} delivers only what committed
  * transactions wrote (and non-transactional records), in stream order; see
  * `protocol.ts` for the format and `read_committed.ts` for the rules.
- * {@linkcode runReadCommand} is the `weir read` command.
+ * {@linkcode runReadCommand} is the `weir read` command. A record batch
+ * (`Weir-Batch` header, see `protocol.ts`) is unpacked: each of its records
+ * is delivered on its own, with the message's sequence and its index in
+ * the batch; a malformed batch ends the read with a `RecordBatchError`
+ * naming the stream, sequence and byte offset.
  *
  * ## Bounded reads
  *
@@ -29,6 +33,7 @@ import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps
 import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
 import { MessageFeed, type MessageHeaders } from "./feed.ts";
 import { DEFAULT_TXN_BUCKET } from "./protocol.ts";
+import { decodeRecordBatch, RECORD_BATCH_HEADER } from "./record_batch.ts";
 import type { Isolation } from "./read_committed.ts";
 import { TxnStateTracker } from "./txn_states.ts";
 
@@ -57,11 +62,15 @@ export interface ReadOptions {
 
 /** A record delivered by {@linkcode readCommitted}. */
 export interface ReadRecord {
-  /** The stream sequence. */
+  /** The stream sequence of its message. */
   readonly seq: number;
+  /** Its index in its message's record batch (0 for a message without `Weir-Batch`). */
+  readonly index: number;
+  /** Records in its message (1 for a message without `Weir-Batch`). */
+  readonly count: number;
   /** The subject. */
   readonly subject: string;
-  /** The payload. */
+  /** The record's bytes (a view into the message's payload for a batch). */
   readonly data: Uint8Array;
   /** The headers, if any. */
   readonly headers: MessageHeaders | undefined;
@@ -75,6 +84,8 @@ export interface ReadRecord {
  * @throws {Error} (from the iteration) naming the stream when it does not
  *   exist, and naming the stream, sequence and transaction when a record's
  *   transaction has no state in the bucket.
+ * @throws {RecordBatchError} (from the iteration) naming the stream, sequence
+ *   and byte offset when a record batch is malformed.
  * @throws {RangeError} when `fromSequence` is not a positive integer.
  */
 export async function* readCommitted(options: ReadOptions): AsyncGenerator<ReadRecord> {
@@ -115,7 +126,21 @@ export async function* readCommitted(options: ReadOptions): AsyncGenerator<ReadR
       const step = feed.next();
       if (step.kind === "record") {
         const { seq, subject, data, headers, timestamp } = step.message;
-        yield { seq, subject, data, headers, timestamp };
+        const batch = headers?.has(RECORD_BATCH_HEADER)
+          ? decodeRecordBatch(data, headers.get(RECORD_BATCH_HEADER), {
+            stream: options.stream,
+            seq,
+            subject,
+          })
+          : undefined;
+        if (batch === undefined) {
+          yield { seq, index: 0, count: 1, subject, data, headers, timestamp };
+          continue;
+        }
+        const count = batch.length;
+        for (let index = 0; index < count; index++) {
+          yield { seq, index, count, subject, data: batch[index]!, headers, timestamp };
+        }
         continue;
       }
       if (step.kind === "skipped") continue;
@@ -185,8 +210,10 @@ export function printableValue(data: Uint8Array): unknown {
 /**
  * `weir read --nats URL --stream S [--committed] [--from SEQ]`: prints the
  * stream's records as JSON lines, `{"seq":…,"subject":…,"value":…}` (the
- * value parsed as JSON, else a string), up to the stream's last sequence at
- * start (see "Bounded reads"; with `follow`, until the process ends).
+ * value parsed as JSON, else a string; a record of a record batch has
+ * `"index":…` after `seq`, its index in the batch), up to the stream's last
+ * sequence at start (see "Bounded reads"; with `follow`, until the process
+ * ends).
  *
  * @param options what to read.
  * @param writeLine receives each line, without a line ending.
@@ -213,11 +240,16 @@ export async function runReadCommand(
   let count = 0;
   for await (const record of records) {
     await writeLine(
-      JSON.stringify({
-        seq: record.seq,
-        subject: record.subject,
-        value: printableValue(record.data),
-      }),
+      JSON.stringify(
+        record.count === 1 && record.index === 0 && !record.headers?.has(RECORD_BATCH_HEADER)
+          ? { seq: record.seq, subject: record.subject, value: printableValue(record.data) }
+          : {
+            seq: record.seq,
+            index: record.index,
+            subject: record.subject,
+            value: printableValue(record.data),
+          },
+      ),
     );
     count++;
   }

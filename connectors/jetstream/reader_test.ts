@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { headers } from "../../runtime/actor/nats_deps.ts";
+import { headers as natsHeaders } from "../../runtime/actor/nats_deps.ts";
+import { encodeRecordBatch, RECORD_BATCH_HEADER, RecordBatchError } from "./record_batch.ts";
 import { printableValue, readCommitted, runReadCommand } from "./reader.ts";
 import { JetStreamSink } from "./sink.ts";
 import {
@@ -39,7 +40,7 @@ Deno.test("runReadCommand prints JSON lines, every record by default and only co
       assert.equal(await runReadCommand(options, (line) => void lines.push(line)), 3);
       assert.deepEqual(lines, [
         `{"seq":1,"subject":"${t.stream}.plain","value":{"n":1}}`,
-        `{"seq":2,"subject":"${t.stream}.out","value":"pending"}`,
+        `{"seq":2,"index":0,"subject":"${t.stream}.out","value":"pending"}`,
         `{"seq":3,"subject":"${t.stream}.plain","value":"not json"}`,
       ]);
       lines.length = 0;
@@ -93,7 +94,7 @@ Deno.test("an unbounded read-committed reader delivers a transaction's records w
 Deno.test("a record whose transaction has no state fails the read, naming the key and the bucket", async () => {
   await withJetStream(async (t) => {
     await openSink(t).then((s) => s.close()); // creates the bucket
-    const h = headers();
+    const h = natsHeaders();
     h.set("Weir-Txn", "ghost.0.0.0");
     await t.js.publish(`${t.stream}.x`, new TextEncoder().encode("1"), { headers: h });
     await assert.rejects(
@@ -128,4 +129,45 @@ Deno.test("printableValue parses JSON, else gives the text", () => {
   assert.deepEqual(printableValue(bytes('{"a":[1]}')), { a: [1] });
   assert.equal(printableValue(bytes("plain")), "plain");
   assert.equal(printableValue(new Uint8Array([0x61, 0xff])), "a\ufffd");
+});
+
+Deno.test("runReadCommand unpacks a record batch into one line per record, with its index", async () => {
+  await withJetStream(async (t) => {
+    const headers = natsHeaders();
+    headers.set(RECORD_BATCH_HEADER, "3");
+    const encoder = new TextEncoder();
+    const payload = encodeRecordBatch(
+      [{ n: 1 }, "two", { n: 3 }].map((v) => encoder.encode(JSON.stringify(v))),
+    );
+    await t.js.publish(`${t.stream}.batch`, payload, { headers });
+    await publishJson(t.js, `${t.stream}.plain`, [{ n: 4 }]);
+    const lines: string[] = [];
+    const options = { nats: CONNECTION.servers, stream: t.stream, txnBucket: t.bucket };
+    assert.equal(await runReadCommand(options, (line) => void lines.push(line)), 4);
+    assert.deepEqual(lines, [
+      `{"seq":1,"index":0,"subject":"${t.stream}.batch","value":{"n":1}}`,
+      `{"seq":1,"index":1,"subject":"${t.stream}.batch","value":"two"}`,
+      `{"seq":1,"index":2,"subject":"${t.stream}.batch","value":{"n":3}}`,
+      `{"seq":2,"subject":"${t.stream}.plain","value":{"n":4}}`,
+    ]);
+  });
+});
+
+Deno.test("a malformed record batch fails the read, naming the stream, sequence and byte offset", async () => {
+  await withJetStream(async (t) => {
+    await publishJson(t.js, `${t.stream}.plain`, [1]);
+    const headers = natsHeaders();
+    headers.set(RECORD_BATCH_HEADER, "2");
+    await t.js.publish(`${t.stream}.bad`, encodeRecordBatch([new Uint8Array(10)]), { headers });
+    const lines: string[] = [];
+    await assert.rejects(
+      runReadCommand({ nats: CONNECTION.servers, stream: t.stream }, (l) => void lines.push(l)),
+      (e: unknown) =>
+        e instanceof RecordBatchError &&
+        e.message ===
+          `Invalid record batch at sequence 2 of stream ${t.stream} (subject ${t.stream}.bad): ` +
+            `record 1 of 2: its length prefix at byte offset 14 runs past the payload's end (14 bytes)`,
+    );
+    assert.deepEqual(lines, [`{"seq":1,"subject":"${t.stream}.plain","value":1}`]);
+  });
 });

@@ -68,8 +68,12 @@ import { type JetStreamTxn, TransactionalProducer } from "./producer.ts";
 import { checkPrefix, DEFAULT_TXN_BUCKET, defaultTransactionalIdPrefix } from "./protocol.ts";
 import { TransactionLog } from "./transactions.ts";
 
-/** Default publishes awaiting acknowledgement per sink subtask. */
+/** Default messages awaiting acknowledgement per sink subtask. */
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
+/** Default payload size at which a record batch is published, in bytes (128 KiB). */
+export const DEFAULT_MAX_BATCH_BYTES = 128 * 1024;
+/** The largest `maxBatchBytes` accepted: NATS's default `max_payload` (1 MiB) less 64 KiB of room. */
+export const MAX_BATCH_BYTES_LIMIT = 1024 * 1024 - 64 * 1024;
 
 /** Options of {@linkcode JetStreamSink}. */
 export interface JetStreamSinkOptions<T> {
@@ -89,8 +93,16 @@ export interface JetStreamSinkOptions<T> {
   readonly transactionalIdPrefix?: string;
   /** The KV bucket of transaction state (default `weir-txn`); created if missing, history 1. */
   readonly txnBucket?: string;
-  /** Publishes awaiting acknowledgement at most (default {@linkcode DEFAULT_MAX_IN_FLIGHT}). */
+  /** Messages awaiting acknowledgement at most (default {@linkcode DEFAULT_MAX_IN_FLIGHT}). */
   readonly maxInFlight?: number;
+  /**
+   * A subject's record batch is published once its payload reaches this
+   * many bytes (default {@linkcode DEFAULT_MAX_BATCH_BYTES}, at most
+   * {@linkcode MAX_BATCH_BYTES_LIMIT}); open batches are published at every
+   * pre-commit. A record larger than this goes alone in its batch, and the
+   * server refuses a message above its `max_payload`.
+   */
+  readonly maxBatchBytes?: number;
 }
 
 const encoder = new TextEncoder();
@@ -115,6 +127,7 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
     readonly prefix: string | undefined;
     readonly bucket: string;
     readonly maxInFlight: number;
+    readonly maxBatchBytes: number;
   };
   private opened: Opened | undefined;
 
@@ -142,6 +155,15 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
         `JetStreamSink of stream ${options.stream}: 'maxInFlight' must be a positive integer: current value is ${maxInFlight}`,
       );
     }
+    const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+    if (
+      !Number.isSafeInteger(maxBatchBytes) || maxBatchBytes < 1 ||
+      maxBatchBytes > MAX_BATCH_BYTES_LIMIT
+    ) {
+      throw new RangeError(
+        `JetStreamSink of stream ${options.stream}: 'maxBatchBytes' must be an integer from 1 to ${MAX_BATCH_BYTES_LIMIT}: current value is ${maxBatchBytes}`,
+      );
+    }
     this.stream = options.stream;
     this.config = {
       connection: options.connection,
@@ -152,6 +174,7 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
         : checkPrefix(options.transactionalIdPrefix),
       bucket: options.txnBucket ?? DEFAULT_TXN_BUCKET,
       maxInFlight,
+      maxBatchBytes,
     };
     this.opened = undefined;
   }
@@ -161,7 +184,7 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
    * @throws {Error} naming the stream or bucket when they cannot be used, or the servers when NATS cannot be reached.
    */
   async open(context: SinkInitContext): Promise<void> {
-    const { connection, bucket, maxInFlight } = this.config;
+    const { connection, bucket, maxInFlight, maxBatchBytes } = this.config;
     const stream = this.stream;
     const nc = await connectNats({
       name: `weir-sink-${stream}-${context.uid}-${context.subtaskIndex}`,
@@ -189,6 +212,7 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
         jobId: context.jobId,
         attempt: context.attempt,
         maxInFlight,
+        maxBatchBytes,
       });
       this.opened = { nc, producer };
     } catch (error) {

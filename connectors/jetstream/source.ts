@@ -29,7 +29,17 @@
  *
  * ## Records
  *
- * The deserializer gets the payload and `{ subject, seq, headers }`
+ * A message with a `Weir-Batch` header is a record batch (`protocol.ts`):
+ * its records are emitted in order, each deserialized on its own with
+ * `index` its position in the batch. `pollNext` never stops inside a
+ * message, so every checkpoint falls on a message boundary and the
+ * split's offset (a sequence) stays exact: a restore neither repeats nor
+ * skips records of a batch. A `pollNext` call may therefore emit up to one
+ * batch more than `batchSize`. A malformed batch fails the job (a
+ * `RecordBatchError`, no restarts) or, with `onMalformed: "dead-letter"`,
+ * becomes one dead letter of the whole message.
+ *
+ * The deserializer gets the payload and `{ subject, seq, index, headers }`
  * (default: JSON of UTF-8). The event timestamp is the stream's timestamp
  * of the message (ms), or `timestamp(value, meta)` when given. Each split
  * emits through its own split output, so each has its own watermarks and
@@ -96,6 +106,7 @@ import type {
 import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
 import { type FeedMessage, MessageFeed, type MessageHeaders } from "./feed.ts";
 import { DEFAULT_TXN_BUCKET } from "./protocol.ts";
+import { decodeRecordBatch, RECORD_BATCH_HEADER } from "./record_batch.ts";
 import type { Isolation } from "./read_committed.ts";
 import { DEFAULT_MAX_BUFFERED } from "./reader.ts";
 import { TxnStateTracker } from "./txn_states.ts";
@@ -115,6 +126,12 @@ export interface MessageMeta {
   readonly subject: string;
   /** Its stream sequence. */
   readonly seq: number;
+  /**
+   * The record's index in its message's record batch (0 for a message
+   * without `Weir-Batch`). The meta object of a batch is reused for its
+   * records: read it during the call, do not keep it.
+   */
+  readonly index: number;
   /** Its headers, if any. */
   readonly headers: MessageHeaders | undefined;
 }
@@ -141,11 +158,13 @@ export interface JetStreamDeadLetter {
   readonly subject: string;
   /** Its stream sequence. */
   readonly seq: number;
+  /** Its index in its message's record batch (0 without a batch, or for a whole malformed batch). */
+  readonly index: number;
   /** Its headers, each name with its values. */
   readonly headers: Record<string, string[]>;
-  /** The payload, as it was. */
+  /** The record's bytes (the whole payload for a malformed batch), as they were. */
   readonly data: Uint8Array;
-  /** What the deserializer threw. */
+  /** What the deserializer (or the batch decoder) threw. */
   readonly error: string;
 }
 
@@ -172,14 +191,23 @@ export class JetStreamDeserializationError extends SuppressRestartsError {
    * @param options where the message was and what the deserializer threw (kept as `cause`).
    */
   constructor(
-    options: { stream: string; subject: string; seq: number; data: Uint8Array; cause: unknown },
+    options: {
+      stream: string;
+      subject: string;
+      seq: number;
+      index?: number;
+      data: Uint8Array;
+      cause: unknown;
+    },
   ) {
     const text = new TextDecoder().decode(options.data.subarray(0, MAX_QUOTED * 4));
     const quoted = text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text;
     super(
-      `Cannot deserialize sequence ${options.seq} of stream ${options.stream} (subject ${options.subject}): ${
-        messageOf(options.cause)
-      } (${JSON.stringify(quoted)})`,
+      `Cannot deserialize sequence ${options.seq}${
+        options.index ? ` record ${options.index} of its batch` : ""
+      } of stream ${options.stream} (subject ${options.subject}): ${messageOf(options.cause)} (${
+        JSON.stringify(quoted)
+      })`,
       { cause: options.cause },
     );
     this.name = "JetStreamDeserializationError";
@@ -490,11 +518,12 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       const active = this.#splits[this.#next % count]!;
       const step = active.done ? { kind: "end" as const } : active.feed.next();
       if (step.kind === "record" || step.kind === "skipped") {
+        let records = 1;
         if (step.kind === "record") {
-          this.#emit(step.message, active.output!, output);
-          emitted++;
+          records = this.#emit(step.message, active.output!, output);
+          emitted += records;
         }
-        work++;
+        work += records;
         idle = 0;
         if (step.kind === "record") this.#next++;
         continue;
@@ -553,37 +582,77 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     wake?.();
   }
 
-  /** Emits a message's record into its split's output, or its dead letter into the main output. */
-  #emit(message: FeedMessage, split: SourceOutput<T>, output: ReaderOutput<T>): void {
+  /**
+   * Emits a message's records into its split's output, or their dead
+   * letters into the main output.
+   * @returns the records and dead letters emitted.
+   */
+  #emit(message: FeedMessage, split: SourceOutput<T>, output: ReaderOutput<T>): number {
     const o = this.#source.options;
-    const meta: MessageMeta = {
-      subject: message.subject,
-      seq: message.seq,
-      headers: message.headers,
-    };
+    const meta = { subject: message.subject, seq: message.seq, index: 0, headers: message.headers };
+    const header = message.headers?.has(RECORD_BATCH_HEADER)
+      ? message.headers.get(RECORD_BATCH_HEADER)
+      : undefined;
+    if (header === undefined) {
+      this.#emitRecord(message.data, meta, message.timestamp, split, output);
+      return 1;
+    }
+    let records: Uint8Array[];
+    try {
+      records = decodeRecordBatch(message.data, header, {
+        stream: o.stream,
+        seq: message.seq,
+        subject: message.subject,
+      });
+    } catch (error) {
+      if (o.onMalformed === "fail") throw error;
+      this.#deadLetter(message.data, meta, error, output);
+      return 1;
+    }
+    for (let i = 0; i < records.length; i++) {
+      meta.index = i;
+      this.#emitRecord(records[i]!, meta, message.timestamp, split, output);
+    }
+    return records.length;
+  }
+
+  #emitRecord(
+    data: Uint8Array,
+    meta: MessageMeta,
+    timestamp: number,
+    split: SourceOutput<T>,
+    output: ReaderOutput<T>,
+  ): void {
+    const o = this.#source.options;
     let value: T;
     try {
-      value = o.deserializer(message.data, meta);
+      value = o.deserializer(data, meta);
     } catch (cause) {
       if (o.onMalformed === "fail") {
         throw new JetStreamDeserializationError({
           stream: o.stream,
-          subject: message.subject,
-          seq: message.seq,
-          data: message.data,
+          subject: meta.subject,
+          seq: meta.seq,
+          index: meta.index,
+          data,
           cause,
         });
       }
-      output.output(JETSTREAM_DEAD_LETTER, {
-        stream: o.stream,
-        subject: message.subject,
-        seq: message.seq,
-        headers: headerRecord(message.headers),
-        data: message.data,
-        error: messageOf(cause),
-      });
+      this.#deadLetter(data, meta, cause, output);
       return;
     }
-    split.collect(value, o.timestamp ? o.timestamp(value, meta) : message.timestamp);
+    split.collect(value, o.timestamp ? o.timestamp(value, meta) : timestamp);
+  }
+
+  #deadLetter(data: Uint8Array, meta: MessageMeta, cause: unknown, output: ReaderOutput<T>): void {
+    output.output(JETSTREAM_DEAD_LETTER, {
+      stream: this.#source.options.stream,
+      subject: meta.subject,
+      seq: meta.seq,
+      index: meta.index,
+      headers: headerRecord(meta.headers),
+      data,
+      error: messageOf(cause),
+    });
   }
 }
