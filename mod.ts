@@ -82,8 +82,11 @@ export type {
   SourceReader,
   SourceReaderContext,
   SourceSplit,
+  SplitDiscoverer,
+  SplitDiscovery,
   SplitEnumeratorContext,
 } from "./runtime/api/source.ts";
+export { ownedSplits, splitOwner } from "./runtime/api/split_assignment.ts";
 export type {
   Sink,
   SinkContext,

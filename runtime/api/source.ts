@@ -8,13 +8,46 @@
  *
  * ## Split assignment
  *
- * Assignment is static for now: every source subtask calls
- * {@linkcode Source.enumerateSplits} on the first start of the job and takes
- * the splits whose index `i` satisfies `i % parallelism == subtaskIndex`;
- * `enumerateSplits` must therefore be deterministic. On restore, the splits
- * come from the checkpoint (split-redistributed operator list state), not
- * from `enumerateSplits`. A dynamic split enumerator on the coordinator
- * (discovering new partitions at run time) is not part of this interface yet.
+ * A source without {@linkcode Source.splitDiscovery} has static splits:
+ * every source subtask calls {@linkcode Source.enumerateSplits} on the first
+ * start of the job and takes the splits whose index `i` satisfies
+ * `i % parallelism == subtaskIndex`; `enumerateSplits` must therefore be
+ * deterministic. On restore, the splits come from the checkpoint
+ * (split-redistributed operator list state), not from `enumerateSplits`.
+ *
+ * ## Split discovery
+ *
+ * A source with {@linkcode Source.splitDiscovery} finds splits that appear
+ * while the job runs (a new subject, a new partition), the way Flink's
+ * `FlinkKafkaConsumer` discovers partitions in every subtask
+ * (`AbstractPartitionDiscoverer`, `KafkaTopicPartitionAssigner`) and Flink's
+ * `KafkaSource` does periodically (`partition.discovery.interval.ms`). There
+ * is no enumerator on the coordinator: ownership is a pure function, so
+ * every subtask decides on its own, and alike, who reads what
+ * (`split_assignment.ts`):
+ *
+ * - A split is owned by subtask `splitOwner(splitId, parallelism)` (a hash
+ *   of the id modulo the parallelism), at the first start, at every
+ *   discovery and at every restore. The owner depends on nothing else, so
+ *   it is stable across restarts and is the same in every subtask.
+ * - Splits are checkpointed as *union* operator list state: on restore every
+ *   subtask sees every checkpointed split and keeps those it owns at the new
+ *   parallelism, so a resume at another parallelism (1→3, 3→1) hands each
+ *   split, with its position, to exactly one subtask.
+ * - Every `intervalMs` (processing time, on the job's clock) each subtask
+ *   calls its {@linkcode SplitDiscoverer}; of the splits it returns, the
+ *   subtask adds the ones it owns and does not hold yet to its reader
+ *   (`addSplits`), on the mailbox thread. A discovered split carries the
+ *   position a *new* split starts from (e.g. a subject's first message:
+ *   records published before the discovery must not be lost).
+ * - A split discovered after the last checkpoint is in no checkpoint; after
+ *   a failure it is discovered again and read again from its start, while
+ *   everything downstream rolls back to that checkpoint too: exactly once.
+ * - Discovery runs only for continuous-unbounded sources and only while the
+ *   subtask runs; `intervalMs` 0 keeps owner assignment and union restore
+ *   but discovers nothing after the first start.
+ * - A discovery that fails (throws) fails the attempt, as a failing split
+ *   enumerator fails a Flink job; the restart strategy decides what follows.
  *
  * ## Watermarks per split
  *
@@ -156,6 +189,35 @@ export interface SourceReader<T, Split extends SourceSplit> {
   close?(): void | Promise<void>;
 }
 
+/**
+ * Finds the splits that exist now, for one source subtask (Flink's
+ * `AbstractPartitionDiscoverer`). Created once per subtask attempt; calls
+ * never overlap.
+ */
+export interface SplitDiscoverer<Split extends SourceSplit> {
+  /**
+   * Every split that exists now, each at the position a newly discovered
+   * split starts from (split ids as `enumerateSplits` gives them). The
+   * runtime keeps those the subtask owns and does not hold yet.
+   * @throws any error; it fails the attempt (see "Split discovery").
+   */
+  discoverSplits(): Split[] | Promise<Split[]>;
+  /** Releases resources (a connection). Called once when the subtask closes. */
+  close?(): void | Promise<void>;
+}
+
+/** Owner assignment and periodic discovery of a source; see "Split discovery" in the module docs. */
+export interface SplitDiscovery<Split extends SourceSplit> {
+  /**
+   * Processing time between the end of one discovery and the start of the
+   * next, in ms (an integer ≥ 0); 0 discovers nothing after the first
+   * start (owner assignment and union restore still apply).
+   */
+  readonly intervalMs: number;
+  /** Creates the discoverer of one source subtask (no I/O until its first call). */
+  createDiscoverer(context: SourceReaderContext): SplitDiscoverer<Split>;
+}
+
 /** A source of records of type `T`, cut into splits (Flink's `Source`). */
 export interface Source<T, Split extends SourceSplit = SourceSplit> {
   /** Whether the source ends. */
@@ -167,4 +229,10 @@ export interface Source<T, Split extends SourceSplit = SourceSplit> {
   enumerateSplits(context: SplitEnumeratorContext): Split[] | Promise<Split[]>;
   /** Creates the reader of one source subtask. */
   createReader(context: SourceReaderContext): SourceReader<T, Split>;
+  /**
+   * When present, splits are owned by hash and may be discovered at run
+   * time (see "Split discovery" in the module docs); when absent, splits are
+   * static and spread round-robin.
+   */
+  readonly splitDiscovery?: SplitDiscovery<Split>;
 }
