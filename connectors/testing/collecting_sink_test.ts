@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { decode, encode } from "../../runtime/actor/codec.ts";
-import type { Sink, SinkInitContext } from "../../runtime/api/sink.ts";
+import { checkSink, type Sink, type SinkInitContext } from "../../runtime/api/sink.ts";
+import {
+  type CommitRequest,
+  SinkStateError,
+  type WriterInitContext,
+} from "../../runtime/api/sink_v2.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { CollectingSink, type CollectingTxn } from "./collecting_sink.ts";
 
 const noTimestamp = { timestamp: undefined };
@@ -170,7 +176,105 @@ Deno.test("CollectingSink reset empties the store for every copy", () => {
   assert.equal(copy.beginTransaction(init()).id, "job-1/sums-0-a0-0");
 });
 
-Deno.test("CollectingSink is a two-phase-commit sink", () => {
+Deno.test("CollectingSink is an exactly-once SinkV2 with a committer", () => {
   const sink: Sink<number> = new CollectingSink<number>();
-  assert.equal(sink.kind, "two-phase-commit");
+  assert.equal(sink.kind, "v2");
+  assert.equal((sink as CollectingSink<number>).deliveryGuarantee, "exactly-once");
+  assert.equal(checkSink(sink, "the test"), sink);
+});
+
+function writerContext(
+  restoredState: readonly CollectingTxn<number>[] = [],
+  attempt = 0,
+): WriterInitContext<CollectingTxn<number>> {
+  return {
+    ...init(0, attempt),
+    restoredCheckpointId: restoredState.length === 0 ? undefined : 1,
+    restoredState,
+    checkpointingMode: "exactly-once",
+  };
+}
+
+/** A request whose signals are recorded. */
+function request(
+  committable: CollectingTxn<number>,
+  signals: string[],
+): CommitRequest<CollectingTxn<number>> {
+  return {
+    committable,
+    checkpointId: 1,
+    numberOfRetries: 0,
+    signalFailedWithKnownReason: (e) => signals.push(`known: ${e.message}`),
+    signalFailedWithUnknownReason: (e) => signals.push(`unknown: ${e.message}`),
+    retryLater: () => signals.push("retry"),
+    updateAndRetryLater: () => signals.push("update"),
+    signalAlreadyCommitted: () => signals.push("already"),
+  };
+}
+
+Deno.test("CollectingSink's writer pre-commits at prepareCommit and its committer commits once", async () => {
+  const sink = new CollectingSink<number>();
+  const writer = await sink.createWriter(writerContext());
+  await writer.write(1, noTimestamp);
+  await writer.write(2, noTimestamp);
+  await writer.flush(false);
+  const committables = await writer.prepareCommit!(1);
+  assert.equal(committables.length, 1);
+  assert.deepEqual(sink.committed(), []);
+  assert.deepEqual(sink.preparedTransactions(), ["job-1/sums-0-a0-0"]);
+  const open = await writer.snapshotState!(1);
+  assert.deepEqual(open.map((t) => t.id), ["job-1/sums-0-a0-1"]);
+  const committer = sink.createCommitter();
+  const signals: string[] = [];
+  const restored = decode(encode(committables[0])) as CollectingTxn<number>;
+  await committer.commit([request(sink.checkCommittable(restored), signals)]);
+  await committer.commit([request(restored, signals)]);
+  assert.deepEqual(sink.committed(), [1, 2]);
+  assert.deepEqual(signals, ["already"]);
+  await writer.close();
+  assert.equal(sink.stats().aborted, 1, "close aborts the open transaction");
+});
+
+Deno.test("CollectingSink's writer aborts the restored open transaction", async () => {
+  const sink = new CollectingSink<number>();
+  const first = await sink.createWriter(writerContext());
+  await first.write(7, noTimestamp);
+  const [open] = await first.snapshotState!(1);
+  const second = await sink.createWriter(
+    writerContext([sink.checkWriterState(decode(encode(open)))], 1),
+  );
+  const signals: string[] = [];
+  await sink.createCommitter().commit([request(open!, signals)]);
+  assert.equal(signals.length, 1);
+  assert.match(
+    signals[0]!,
+    /^known: CollectingSink cannot commit transaction job-1\/sums-0-a0-0: it was aborted/,
+  );
+  assert.deepEqual(sink.committed(), []);
+  await second.close();
+});
+
+Deno.test("CollectingSink refuses a checkpointed transaction that is not one, naming the field", () => {
+  const sink = new CollectingSink<number>();
+  const cases: [unknown, RegExp][] = [
+    [7, /it must be an object \{ id, subtask, records \}: current value is 7/],
+    [{ id: 1, subtask: 0, records: [] }, /field 'id' must be a string: current value is 1/],
+    [
+      { id: "t", subtask: -1, records: [] },
+      /field 'subtask' of t must be an integer >= 0: current value is -1/,
+    ],
+    [
+      { id: "t", subtask: 0, records: "x" },
+      /field 'records' of t must be an array: current value is "x"/,
+    ],
+  ];
+  for (const [raw, message] of cases) {
+    assert.throws(() => sink.checkCommittable(raw), (e: unknown) => {
+      assert.ok(e instanceof SinkStateError);
+      assert.ok(e instanceof SuppressRestartsError, "a corrupt checkpoint is not retried");
+      assert.match(e.message, /^Invalid CollectingSink transaction in checkpoint: /);
+      assert.match(e.message, message);
+      return true;
+    });
+  }
 });
