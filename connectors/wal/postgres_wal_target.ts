@@ -113,8 +113,11 @@ export interface PostgresWalTargetOptions<T> extends PostgresCommitterTableOptio
   readonly table: string;
   /** The columns written, in the table's names; at least one. */
   readonly columns: readonly string[];
-  /** The row of one value: a value for each of `columns` (`null` for SQL NULL, never `undefined`). */
-  readonly toRow: (value: T) => Readonly<Record<string, unknown>>;
+  /**
+   * The row of one value: an object with a property for each of `columns`
+   * (`null` for SQL NULL, never `undefined`); other properties are ignored.
+   */
+  readonly toRow: (value: T) => object;
   /** The most rows in one `INSERT` statement; an integer ≥ 1. */
   readonly maxRowsPerStatement?: number;
 }
@@ -287,7 +290,7 @@ class OpenPostgresWalTarget<T> implements AtomicWalTarget<T> {
   #rows(values: readonly T[], what: string): Record<string, unknown>[] {
     const { toRow, columns } = this.#o.options;
     return values.map((value, index) => {
-      const row = toRow(value);
+      const row = toRow(value) as Record<string, unknown>;
       for (const column of columns) {
         if (row[column] === undefined) {
           throw new WalTargetRejectedError(
@@ -296,7 +299,7 @@ class OpenPostgresWalTarget<T> implements AtomicWalTarget<T> {
           );
         }
       }
-      return row as Record<string, unknown>;
+      return row;
     });
   }
 
