@@ -20,12 +20,14 @@
  */
 
 export {
+  DEFAULT_DISCOVERY_INTERVAL_MS,
   JETSTREAM_DEAD_LETTER,
   type JetStreamDeadLetter,
   JetStreamDeserializationError,
   JetStreamSource,
   type JetStreamSourceOptions,
   type JetStreamSplit,
+  JetStreamSplitStateError,
   type MessageMeta,
   type StartPosition,
 } from "./source.ts";
@@ -65,12 +67,16 @@ export type {
   InputStatus,
   ReaderOutput,
   Source,
+  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SourceSplit,
+  SplitDiscoverer,
+  SplitDiscovery,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
 export type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "../../runtime/api/sink.ts";
 export type { Clock } from "../../runtime/time/clock.ts";
+export type { WatermarkOutput } from "../../runtime/time/watermark.ts";
 export { OutputTag } from "../../runtime/api/output_tag.ts";
 export { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";

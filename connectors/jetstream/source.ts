@@ -11,8 +11,13 @@
  * - With `filterSubject`, one split per subject of the stream that matches
  *   it at the job's first start, sorted (split id `<stream>:<subject>`): the
  *   stream's info with `subjects_filter`. A filter without wildcards is one
- *   split. Subjects that appear later are not read (no split discovery), and
- *   a wildcard that matches nothing yet is one split of the wildcard.
+ *   split. Subjects that appear later are discovered (see "Split
+ *   discovery"); with discovery off, they are not read, and a wildcard that
+ *   matches nothing at the first start is one split of the wildcard.
+ * - Splits are owned by subtask `splitOwner(splitId, parallelism)` (a hash
+ *   of the id; `runtime/api/split_assignment.ts`) and restored from union
+ *   state, so a resume at another parallelism gives every split, with its
+ *   offset, to exactly one subtask.
  * - A split's offset is the sequence of the last record emitted (or skipped:
  *   aborted, or dead-lettered), checkpointed by `snapshotState`; a restore
  *   reads on right after it with a new ordered consumer, so no record is
@@ -26,6 +31,34 @@
  * - `bounded: true` ends each split at the stream's last sequence at
  *   enumeration (kept in the split, so restores end at the same place),
  *   after every transaction up to it is decided.
+ * - Checkpointed splits are checked when they come back
+ *   (`split_state.ts`): damaged split state fails the job without restarts
+ *   (`JetStreamSplitStateError`), naming the split, field and value.
+ *
+ * ## Split discovery
+ *
+ * An unbounded source with a wildcard `filterSubject` looks for new
+ * matching subjects every `discoveryIntervalMs` (default 10 000 ms, as a
+ * period like Kafka's `partition.discovery.interval.ms`; 0 turns it off),
+ * in every source subtask (`split_discovery.ts`); each subtask reads the
+ * new subjects it owns. A discovered subject is read from its first message
+ * (offset 0), whatever `startPosition` says: its records were published
+ * before the discovery saw them and must not be lost. Once added, a split
+ * is in the subtask's next checkpoint; a split discovered after the last
+ * completed checkpoint is discovered again after a failure and read again
+ * from its first message, as everything downstream rolls back too. A
+ * record of a new subject may be behind the watermark (it arrives when
+ * discovered): with event time, give the strategy out-of-orderness or
+ * allowed lateness for it.
+ *
+ * Discovery is off for bounded reads (`bounded: true` reads what exists at
+ * the first start, so nothing new belongs to it), without `filterSubject`
+ * (the one split reads every subject) and for a filter without wildcards
+ * (one subject). With discovery on, a wildcard that matches nothing at the
+ * first start gives no split (the subjects are discovered when they
+ * appear), and a restored split of a wildcard (written with discovery off)
+ * fails the job without restarts rather than be read beside the discovered
+ * splits of its subjects.
  *
  * ## Records
  *
@@ -100,11 +133,17 @@ import type {
   SourceOutput,
   SourceReader,
   SourceReaderContext,
-  SourceSplit,
+  SplitDiscovery,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
 import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
 import { type FeedMessage, MessageFeed, type MessageHeaders } from "./feed.ts";
+import { hasWildcard, JetStreamSubjectDiscoverer } from "./split_discovery.ts";
+import {
+  decodeJetStreamSplit,
+  type JetStreamSplit,
+  JetStreamSplitStateError,
+} from "./split_state.ts";
 import { DEFAULT_TXN_BUCKET } from "./protocol.ts";
 import { decodeRecordBatch, RECORD_BATCH_HEADER } from "./record_batch.ts";
 import type { Isolation } from "./read_committed.ts";
@@ -136,19 +175,11 @@ export interface MessageMeta {
   readonly headers: MessageHeaders | undefined;
 }
 
-/** A split of a {@linkcode JetStreamSource}. Plain data, MessagePack-encodable. */
-export interface JetStreamSplit extends SourceSplit {
-  /** `<stream>` or `<stream>:<subject>`. */
-  readonly splitId: string;
-  /** The stream. */
-  readonly stream: string;
-  /** The split's subject filter, or null for the whole stream. */
-  readonly subject: string | null;
-  /** The sequence of the last record emitted or skipped (0: none yet). */
-  readonly offset: number;
-  /** Bounded: the last sequence to read (inclusive); null when unbounded. */
-  readonly stopAt: number | null;
-}
+export type { JetStreamSplit } from "./split_state.ts";
+export { JetStreamSplitStateError } from "./split_state.ts";
+
+/** Default of `discoveryIntervalMs` (ms) for an unbounded source with a wildcard filter. */
+export const DEFAULT_DISCOVERY_INTERVAL_MS = 10_000;
 
 /** A message the deserializer rejected, sent to {@linkcode JETSTREAM_DEAD_LETTER}. */
 export interface JetStreamDeadLetter {
@@ -249,6 +280,15 @@ export interface JetStreamSourceOptions<T> {
    * when absent.
    */
   readonly recordsPerSecond?: number;
+  /**
+   * How often each source subtask looks for new subjects matching a
+   * wildcard `filterSubject`, in ms of processing time (an integer ≥ 0; 0:
+   * never). Default {@linkcode DEFAULT_DISCOVERY_INTERVAL_MS} when
+   * unbounded with a wildcard filter; see "Split discovery" in the module
+   * docs. A value > 0 with `bounded: true`, or without a wildcard filter,
+   * is refused.
+   */
+  readonly discoveryIntervalMs?: number;
 }
 
 const utf8 = new TextDecoder();
@@ -265,6 +305,8 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
       >
     >
     & {
+      /** The discovery period in ms; 0 when discovery is off (see the module docs). */
+      readonly discoveryIntervalMs: number;
       readonly filterSubject: string | undefined;
       readonly timestamp: ((value: T, meta: MessageMeta) => number) | undefined;
       readonly recordsPerSecond: number | undefined;
@@ -274,7 +316,9 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
    * Creates the source (no I/O until a subtask starts).
    * @throws {TypeError} when `stream` is empty or an option has a wrong value.
    * @throws {RangeError} when `batchSize`, `maxBuffered` or a start sequence is not a positive
-   *   integer, or `recordsPerSecond` is not a positive finite number.
+   *   integer, `recordsPerSecond` is not a positive finite number, or
+   *   `discoveryIntervalMs` is not an integer ≥ 0 or is > 0 where discovery
+   *   does not apply (bounded, or no wildcard filter).
    */
   constructor(options: JetStreamSourceOptions<T>) {
     if (typeof options.stream !== "string" || options.stream === "") {
@@ -308,8 +352,25 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
         `JetStreamSource of stream ${options.stream}: 'recordsPerSecond' must be a positive number: current value is ${rate}`,
       );
     }
+    const discoverable = !options.bounded && options.filterSubject !== undefined &&
+      hasWildcard(options.filterSubject);
+    const discovery = options.discoveryIntervalMs ??
+      (discoverable ? DEFAULT_DISCOVERY_INTERVAL_MS : 0);
+    if (!Number.isSafeInteger(discovery) || discovery < 0) {
+      throw new RangeError(
+        `JetStreamSource of stream ${options.stream}: 'discoveryIntervalMs' must be an integer >= 0 (ms): current value is ${discovery}`,
+      );
+    }
+    if (discovery > 0 && !discoverable) {
+      throw new RangeError(
+        `JetStreamSource of stream ${options.stream}: 'discoveryIntervalMs' must be 0 ${
+          options.bounded ? "for a bounded read" : "without a wildcard 'filterSubject'"
+        } (there is nothing to discover): current value is ${discovery}`,
+      );
+    }
     this.boundedness = options.bounded ? "bounded" : "continuous-unbounded";
     this.options = {
+      discoveryIntervalMs: discovery,
       connection: options.connection,
       stream: options.stream,
       filterSubject: options.filterSubject,
@@ -329,7 +390,21 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
       ),
       recordsPerSecond: rate,
     };
+    const { connection, stream, filterSubject } = this.options;
+    this.splitDiscovery = {
+      intervalMs: discovery,
+      createDiscoverer: () =>
+        new JetStreamSubjectDiscoverer({ connection, stream, filterSubject: filterSubject ?? ">" }),
+    };
   }
+
+  /**
+   * Owner assignment, union restore and, when `discoveryIntervalMs` > 0,
+   * periodic subject discovery (see "Split discovery" in the module docs
+   * and in `runtime/api/source.ts`). Present for every JetStream source, so
+   * that turning discovery on or off keeps checkpoints restorable.
+   */
+  readonly splitDiscovery: SplitDiscovery<JetStreamSplit>;
 
   /**
    * The splits at the job's first start: one per matching subject, sorted, or
@@ -355,7 +430,11 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
       let subjects: (string | null)[] = [null];
       if (filterSubject !== undefined) {
         const matching = Object.keys(info.state.subjects ?? {}).sort();
-        subjects = /[*>]/.test(filterSubject) && matching.length > 0 ? matching : [filterSubject];
+        subjects = !hasWildcard(filterSubject)
+          ? [filterSubject]
+          : matching.length > 0 || this.options.discoveryIntervalMs > 0
+          ? matching
+          : [filterSubject];
       }
       const splits: JetStreamSplit[] = [];
       for (const subject of subjects) {
@@ -473,12 +552,14 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   addSplits(splits: JetStreamSplit[]): void {
     const o = this.#source.options;
     const nc = this.#nc!;
-    for (const split of splits) {
-      if (
-        typeof split.stream !== "string" || !Number.isSafeInteger(split.offset) || split.offset < 0
-      ) {
-        throw new Error(
-          `Cannot add split ${split.splitId} to JetStreamSource ${this.#operatorName}: it is not a JetStream split`,
+    const where = `JetStreamSource '${this.#operatorName}' of stream ${o.stream}`;
+    for (const raw of splits) {
+      const split = decodeJetStreamSplit(raw, where);
+      if (o.discoveryIntervalMs > 0 && split.subject !== null && hasWildcard(split.subject)) {
+        throw new JetStreamSplitStateError(
+          `Cannot restore split ${
+            JSON.stringify(split.splitId)
+          } of ${where}: a split of a wildcard (checkpointed with subject discovery off) cannot be read with discovery on, which reads its subjects as splits of their own; resume with 'discoveryIntervalMs: 0'`,
         );
       }
       const feed = new MessageFeed({
