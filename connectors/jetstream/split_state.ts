@@ -105,14 +105,14 @@ export function decodeJetStreamSplit(raw: unknown, where: string): JetStreamSpli
     );
   }
   const r = raw as Record<string, unknown>;
-  const id = typeof r.splitId === "string" ? ` ${show(r.splitId)}` : "";
+  const split = typeof r.splitId === "string" ? `split ${show(r.splitId)}` : "a split";
   const fail = (rule: string, value: unknown): never => {
     throw new JetStreamSplitStateError(
-      `Cannot restore split${id} of ${where}: ${rule}: current value is ${show(value)}`,
+      `Cannot restore ${split} of ${where}: ${rule}: current value is ${show(value)}`,
     );
   };
   for (const key of Object.keys(r)) {
-    if (!FIELDS.has(key)) fail(`'${key}' is not a field of a JetStream split`, r[key]);
+    if (!FIELDS.has(key)) fail(`field ${show(key)} is not a field of a JetStream split`, r[key]);
   }
   const { splitId, stream, subject, offset, stopAt } = r;
   if (typeof stream !== "string" || stream === "") {
