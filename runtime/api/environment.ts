@@ -35,6 +35,7 @@ import { executeLocally } from "../cluster/local_executor.ts";
 import { slotLaunch, wantsCluster } from "../cluster/role.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
 import type { CheckpointingMode } from "./sink_v2.ts";
+import { checkJobDeliveryGuarantees, type JobSink } from "./delivery_check.ts";
 import { logger } from "../log.ts";
 
 const log = logger("environment");
@@ -352,6 +353,17 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     });
   }
 
+  /** The job's sinks, from the stream graph. */
+  #sinks(): JobSink[] {
+    const sinks: JobSink[] = [];
+    for (const node of this.streamGraph.nodes) {
+      if (node.spec.kind === "sink") {
+        sinks.push({ name: node.name, uid: node.uid, sink: node.spec.sink });
+      }
+    }
+    return sinks;
+  }
+
   /**
    * Runs the job until every source ended and the final checkpoint completed
    * (or forever, for unbounded sources).
@@ -364,6 +376,10 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    *
    * @returns the job's result, with checkpoint counters and a one-line summary.
    * @throws {InvalidJobGraphError} for an invalid graph.
+   * @throws {DeliveryGuaranteeError} when a sink promises exactly-once,
+   *   checkpointing is off and a source is unbounded (see
+   *   `delivery_check.ts`); with at-least-once
+   *   checkpoints such a sink only gets a warning in the log.
    * @throws {ResumeError} when `resumeFrom` names no readable completed checkpoint.
    * @throws {JobFailedError} when the job fails and the restart strategy gives up.
    * @throws {ClusterRequestError} (cluster mode) when NATS or the coordinator cannot be reached.
@@ -381,6 +397,14 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       });
     }
     for (const warning of graph.warnings) log.warn(warning);
+    const deliveryWarnings = checkJobDeliveryGuarantees({
+      sinks: this.#sinks(),
+      mode: this.#task.checkpointingMode,
+      bounded: this.streamGraph.nodes.every((n) =>
+        n.spec.kind !== "source" || n.spec.source.boundedness === "bounded"
+      ),
+    });
+    for (const warning of deliveryWarnings) log.warn(warning);
     const restartStrategy = this.#restartStrategy ??
       (this.#checkpointIntervalMs > 0
         ? RestartStrategies.fixedDelay(Number.MAX_SAFE_INTEGER, 1000)

@@ -1,0 +1,157 @@
+import assert from "node:assert/strict";
+import {
+  checkJobDeliveryGuarantees,
+  decideDeliveryGuarantees,
+  isExactlyOnceSink,
+  type JobSink,
+} from "./delivery_check.ts";
+import { type DeliveryGuarantee, DeliveryGuaranteeError, type SinkV2 } from "./sink_v2.ts";
+import type { SinkFunction, TwoPhaseCommitSink } from "./sink.ts";
+import { StreamExecutionEnvironment } from "./environment.ts";
+import { WatermarkStrategy } from "../time/watermark.ts";
+import { TestSource } from "../../connectors/testing/test_source.ts";
+
+function v2(deliveryGuarantee: DeliveryGuarantee): SinkV2<unknown> {
+  return {
+    kind: "v2",
+    deliveryGuarantee,
+    createWriter: () => ({ write() {}, flush() {}, close() {} }),
+  };
+}
+
+const twoPhase: TwoPhaseCommitSink<unknown, string> = {
+  kind: "two-phase-commit",
+  beginTransaction: () => "t",
+  invoke() {},
+  preCommit() {},
+  commit() {},
+  abort() {},
+};
+
+const simple: SinkFunction<unknown> = { kind: "simple", invoke() {} };
+
+const sink = (name: string, uid: string | undefined, s: JobSink["sink"]): JobSink => ({
+  name,
+  uid,
+  sink: s,
+});
+
+Deno.test("isExactlyOnceSink holds for exactly-once SinkV2s and every TwoPhaseCommitSink only", () => {
+  assert.equal(isExactlyOnceSink(v2("exactly-once")), true);
+  assert.equal(isExactlyOnceSink(twoPhase as TwoPhaseCommitSink<unknown, unknown>), true);
+  assert.equal(isExactlyOnceSink(v2("at-least-once")), false);
+  assert.equal(isExactlyOnceSink(v2("none")), false);
+  assert.equal(isExactlyOnceSink(simple), false);
+});
+
+Deno.test("decideDeliveryGuarantees refuses an exactly-once sink when checkpointing is off in an unbounded job", () => {
+  const sinks = [
+    sink("Sink: bills", "bills", v2("exactly-once")),
+    sink("Sink: audit", undefined, twoPhase as TwoPhaseCommitSink<unknown, unknown>),
+    sink("Sink: log", "log", v2("at-least-once")),
+    sink("Sink: print", "print", simple),
+  ];
+  const decisions = decideDeliveryGuarantees({ sinks, mode: "none", bounded: false });
+  assert.deepEqual(decisions.map((d) => [d.kind, d.sink.name]), [
+    ["refuse", "Sink: bills"],
+    ["refuse", "Sink: audit"],
+  ]);
+  assert.match(decisions[0]!.message, /Sink: bills \(uid "bills"\)/);
+  assert.match(decisions[0]!.message, /enableCheckpointing/);
+  assert.match(decisions[1]!.message, /^Sink: audit has deliveryGuarantee "exactly-once"/);
+});
+
+Deno.test("decideDeliveryGuarantees accepts an exactly-once sink without checkpointing when every source is bounded", () => {
+  const sinks = [sink("Sink: bills", "bills", v2("exactly-once"))];
+  assert.deepEqual(decideDeliveryGuarantees({ sinks, mode: "none", bounded: true }), []);
+});
+
+Deno.test("decideDeliveryGuarantees warns that an exactly-once sink is at-least-once end to end in at-least-once mode", () => {
+  const decisions = decideDeliveryGuarantees({
+    sinks: [sink("Sink: bills", "bills", v2("exactly-once")), sink("Sink: p", "p", simple)],
+    mode: "at-least-once",
+    bounded: true,
+  });
+  assert.equal(decisions.length, 1);
+  assert.equal(decisions[0]!.kind, "warn");
+  assert.match(decisions[0]!.message, /Sink: bills \(uid "bills"\)/);
+  assert.match(decisions[0]!.message, /end to end it is at-least-once/);
+});
+
+Deno.test("decideDeliveryGuarantees accepts every sink in exactly-once mode", () => {
+  const all = [
+    sink("a", "a", v2("exactly-once")),
+    sink("b", "b", twoPhase as TwoPhaseCommitSink<unknown, unknown>),
+    sink("c", "c", v2("at-least-once")),
+    sink("d", "d", v2("none")),
+    sink("e", "e", simple),
+  ];
+  for (const bounded of [true, false]) {
+    assert.deepEqual(decideDeliveryGuarantees({ sinks: all, mode: "exactly-once", bounded }), []);
+    assert.deepEqual(checkJobDeliveryGuarantees({ sinks: all, mode: "exactly-once", bounded }), []);
+  }
+});
+
+Deno.test("checkJobDeliveryGuarantees throws a DeliveryGuaranteeError naming every refused sink", () => {
+  assert.throws(
+    () =>
+      checkJobDeliveryGuarantees({
+        sinks: [
+          sink("Sink: one", "one", v2("exactly-once")),
+          sink("Sink: two", "two", v2("exactly-once")),
+        ],
+        mode: "none",
+        bounded: false,
+      }),
+    (error: unknown) =>
+      error instanceof DeliveryGuaranteeError && /uid "one"/.test(error.message) &&
+      /uid "two"/.test(error.message),
+  );
+  assert.deepEqual(
+    checkJobDeliveryGuarantees({
+      sinks: [sink("Sink: one", "one", v2("exactly-once"))],
+      mode: "at-least-once",
+      bounded: false,
+    }).length,
+    1,
+  );
+});
+
+Deno.test("execute() refuses an exactly-once sink without checkpointing in an unbounded job, before it starts", async () => {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment();
+  let written = 0;
+  const eo: SinkV2<number> = {
+    kind: "v2",
+    deliveryGuarantee: "exactly-once",
+    createWriter: () => ({
+      write() {
+        written++;
+      },
+      flush() {},
+      close() {},
+    }),
+  };
+  env.fromSource(
+    TestSource.of([1, 2, 3], { bounded: false }),
+    WatermarkStrategy.noWatermarks(),
+    "unbounded",
+  ).sinkTo(eo).uid("eo-out");
+  await assert.rejects(
+    () => env.execute("no checkpointing"),
+    (error: unknown) =>
+      error instanceof DeliveryGuaranteeError && /uid "eo-out"/.test(error.message) &&
+      /enableCheckpointing/.test(error.message),
+  );
+  assert.equal(written, 0, "the job ran");
+});
+
+Deno.test("enableCheckpointing refuses a mode other than exactly-once or at-least-once", () => {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment();
+  assert.throws(
+    () => env.enableCheckpointing(100, { mode: "at-most-once" as "exactly-once" }),
+    (error: unknown) =>
+      error instanceof RangeError &&
+      error.message ===
+        'checkpointing mode must be "exactly-once" or "at-least-once": current value is "at-most-once"',
+  );
+});
