@@ -14,9 +14,7 @@ import type { WatermarkStatus } from "../time/watermark.ts";
 import { SourceOperator } from "./operators/source_operator.ts";
 import { TimestampsAndWatermarksOperator } from "./operators/timestamps_and_watermarks_operator.ts";
 import { SimpleSinkOperator } from "./operators/sink_operators.ts";
-import { instantiate } from "./operators/udf_operator.ts";
-import { SinkWriterOperator } from "./operators/sink_writer_operator.ts";
-import { adaptTwoPhaseCommitSink } from "../api/two_phase_commit_adapter.ts";
+import { SinkWriterOperator, subtaskSinkV2 } from "./operators/sink_writer_operator.ts";
 import { WindowOperator } from "./operators/window_operator.ts";
 import {
   AggregateOperator,
@@ -170,8 +168,7 @@ export class OperatorChain {
             : new SinkWriterOperator({
               uid: spec.uid,
               name: spec.name,
-              // A two-phase-commit sink gets a per-subtask copy, as before, behind the adapter.
-              sink: s.sink.kind === "v2" ? s.sink : adaptTwoPhaseCommitSink(instantiate(s.sink)),
+              sink: subtaskSinkV2(s.sink),
               env,
             });
           break;

@@ -39,7 +39,8 @@
  * @module
  */
 
-import type { SinkContext, SinkInitContext } from "../../api/sink.ts";
+import type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "../../api/sink.ts";
+import { adaptTwoPhaseCommitSink } from "../../api/two_phase_commit_adapter.ts";
 import {
   type Committer,
   SinkStateError,
@@ -53,6 +54,7 @@ import { delay } from "../../actor/async.ts";
 import { SuppressRestartsError } from "../../failure.ts";
 import { DefaultOperatorStateStore } from "../../state/operator_state.ts";
 import { OrderedCalls } from "./_ordered_calls.ts";
+import { instantiate } from "./udf_operator.ts";
 import type {
   OperatorEnvironment,
   OperatorRestore,
@@ -72,6 +74,18 @@ import {
 export const PENDING_COMMITTABLES_STATE = "_pending_committables";
 /** The operator list state holding the writer state. */
 export const WRITER_STATE = "_writer_state";
+
+/**
+ * The SinkV2 a subtask runs for `sink`: a SinkV2 as it is (it is a factory
+ * of per-subtask writers), a `TwoPhaseCommitSink` as a per-subtask copy
+ * (own fields copied shallowly, as the engine copies functions) behind
+ * `adaptTwoPhaseCommitSink`. Call once per subtask.
+ */
+export function subtaskSinkV2(
+  sink: SinkV2<unknown, unknown, unknown> | TwoPhaseCommitSink<unknown, unknown>,
+): SinkV2<unknown, unknown, unknown> {
+  return sink.kind === "v2" ? sink : adaptTwoPhaseCommitSink(instantiate(sink));
+}
 
 /** What {@linkcode SinkWriterOperator} is built from. */
 export interface SinkWriterOperatorOptions {
@@ -288,7 +302,7 @@ export class SinkWriterOperator implements StreamOperator {
    * pending list, which goes into the snapshot with the writer state.
    * @throws {Error} when the writer returns committables and the sink has no committer.
    */
-  async snapshotState(checkpointId: number): Promise<OperatorSnapshot> {
+  async snapshotState(checkpointId: number, _timestamp?: number): Promise<OperatorSnapshot> {
     await this.quiesce();
     const writer = this.#writer!;
     if (!this.#endOfInput) await writer.flush(false);
@@ -337,7 +351,7 @@ export class SinkWriterOperator implements StreamOperator {
   }
 
   /** An aborted checkpoint's committables stay pending for the next completed one. */
-  notifyCheckpointAborted(): Promise<void> {
+  notifyCheckpointAborted(_checkpointId?: number): Promise<void> {
     return Promise.resolve();
   }
 

@@ -1,0 +1,551 @@
+/**
+ * One conformance suite for every exactly-once sink (in the manner of Hono's
+ * shared `common.case.test.ts` and Weir's storage and transport conformance
+ * suites): it drives a sink through the real `SinkWriterOperator` and
+ * crashes at each step of the two-phase protocol, then checks the committed
+ * output record by record: nothing lost, nothing duplicated, nothing
+ * uncommitted visible.
+ *
+ * A sink author writes `<dir>/<sink>_conformance_test.ts`:
+ *
+ * ```ts ignore
+ * import { exactlyOnceSinkConformanceSuite } from "../testing/exactly_once_sink_conformance.ts";
+ *
+ * exactlyOnceSinkConformanceSuite("MySink", async () => {
+ *   const table = await createUniqueTable();
+ *   return {
+ *     createSink: () => new MySink({ table, deliveryGuarantee: "exactly-once" }),
+ *     readCommitted: () => readRows(table),
+ *     cleanup: () => dropTable(table),
+ *   };
+ * });
+ * ```
+ *
+ * ## How a case runs
+ *
+ * A miniature job (`_sink_job.ts`): a replayable source of
+ * {@linkcode ConformanceRecord}s (ids 0..39, record `id` on subtask
+ * `id % parallelism`), one sink vertex of real `SinkWriterOperator`s, and a
+ * coordinator that takes checkpoints (each subtask's snapshot through the
+ * MessagePack codec), decides which complete, and delivers, drops or
+ * reorders their notifications. A crash abandons the incarnation: its
+ * writers and committers are closed, as a process end releases connections
+ * (never a commit, never a prepare). A restore starts a new incarnation with
+ * a fresh `createSink()`, the next attempt number and the same job id, from
+ * a checkpoint (redistributed by the real operator-state repartitioner when
+ * the parallelism changes), and replays the source from that checkpoint's
+ * offset. Checkpoint ids keep growing across incarnations.
+ *
+ * ## Cases (each a `Deno.test` named `"<name> …"`)
+ *
+ * 1. happy path over several checkpoints (one aborted) and end of input;
+ * 2. crash before pre-commit;
+ * 3. crash after pre-commit, before the ack (the checkpoint never completes;
+ *    restore from the previous one);
+ * 4. crash after the ack, before the commit (the checkpoint completed, its
+ *    notification never arrived; the restore commits it);
+ * 5. crash during the commit (the committer commits the first request of a
+ *    round, then the process dies);
+ * 6. crash during the commit at restore, then restore again;
+ * 7. completion notifications reordered and dropped;
+ * 8. the same checkpoint restored twice;
+ * 9. rescale 2 → 1 and 1 → 3 with committables pending.
+ *
+ * After a partial commit (cases 5 and 6) the suite only checks that what is
+ * visible is a duplicate-free subset of what was pre-committed: a sink may
+ * split a checkpoint into several committables.
+ *
+ * @module
+ */
+
+import { AssertionError } from "node:assert";
+import type { Sink } from "../../runtime/api/sink.ts";
+import type { Committer } from "../../runtime/api/sink_v2.ts";
+import { type CommitterWrapper, Incarnation, type TakenCheckpoint } from "./_sink_job.ts";
+
+/** The record every conformance case writes. */
+export interface ConformanceRecord {
+  /** Unique per record, 0..39; also the record's position in the source. */
+  readonly id: number;
+  /** One of `key-0` … `key-4`. */
+  readonly key: string;
+  /** An integer in [-50, 50]. */
+  readonly amount: number;
+}
+
+/** What a sink under test provides (one per case; see the module docs). */
+export interface ExactlyOnceSinkFixture {
+  /** A sink writing ConformanceRecords into this fixture's target; called for every incarnation (start, each restore), same configuration each time. */
+  createSink(): Sink<ConformanceRecord>;
+  /** Every record committed so far (what a read-committed reader sees), any order. */
+  readCommitted(): Promise<ConformanceRecord[]>;
+  /** Removes everything the fixture created. */
+  cleanup(): Promise<void>;
+}
+
+/** The number of records each case's source holds. */
+export const CONFORMANCE_RECORD_COUNT = 40;
+
+/** Record `id` of the conformance source. */
+export function conformanceRecord(id: number): ConformanceRecord {
+  return { id, key: `key-${id % 5}`, amount: ((id * 37) % 101) - 50 };
+}
+
+const RECORDS: readonly ConformanceRecord[] = Array.from(
+  { length: CONFORMANCE_RECORD_COUNT },
+  (_, id) => conformanceRecord(id),
+);
+
+/** The crash a wrapped committer simulates. */
+class SimulatedCrash extends Error {
+  override name = "SimulatedCrash";
+}
+
+function describeIds(list: readonly number[]): string {
+  return list.length === 0 ? "none" : list.join(", ");
+}
+
+/** Compares what a read-committed reader sees with `expected`, record by record. */
+async function checkCommitted(
+  fixture: ExactlyOnceSinkFixture,
+  expected: readonly ConformanceRecord[],
+  context: string,
+  mode: "exactly" | "subset" = "exactly",
+): Promise<void> {
+  const got = await fixture.readCommitted();
+  const count = new Map<number, number>();
+  const expectedById = new Map(expected.map((r) => [r.id, r]));
+  const changed: string[] = [];
+  const unexpected: number[] = [];
+  for (const record of got) {
+    const id = (record as { id?: unknown })?.id as number;
+    count.set(id, (count.get(id) ?? 0) + 1);
+    const want = expectedById.get(id);
+    if (want === undefined) unexpected.push(id);
+    else if (record.key !== want.key || record.amount !== want.amount) {
+      changed.push(`${id}: ${JSON.stringify(record)} instead of ${JSON.stringify(want)}`);
+    }
+  }
+  const duplicated = [...count].filter(([, n]) => n > 1).map(([id]) => id).sort((a, b) => a - b);
+  const missing = mode === "exactly"
+    ? expected.filter((r) => !count.has(r.id)).map((r) => r.id)
+    : [];
+  if (missing.length + duplicated.length + unexpected.length + changed.length === 0) return;
+  throw new AssertionError({
+    message: `${context}: the committed output is wrong (${got.length} record(s) visible, ` +
+      `${mode === "exactly" ? "expected exactly" : "expected a subset of"} ${expected.length}): ` +
+      `missing ids ${describeIds(missing)}; duplicated ids ${describeIds(duplicated)}; ` +
+      `uncommitted or foreign ids ${describeIds(unexpected.sort((a, b) => a - b))}; ` +
+      `changed records ${changed.length === 0 ? "none" : changed.join("; ")}`,
+  });
+}
+
+/** Records with ids in `[from, to)` that subtask `subtask` of `parallelism` wrote. */
+function ofSubtask(from: number, to: number, subtask: number, parallelism: number) {
+  return RECORDS.slice(from, to).filter((r) => r.id % parallelism === subtask);
+}
+
+/** A committer wrapper that, once armed, commits a round's first request and then dies. */
+class CommitCrasher {
+  armed = false;
+  crashes = 0;
+  readonly wrap: CommitterWrapper = (inner: Committer<unknown>) => ({
+    commit: async (requests) => {
+      if (!this.armed) return await inner.commit(requests);
+      this.armed = false;
+      this.crashes++;
+      await inner.commit(requests.slice(0, 1));
+      throw new SimulatedCrash(
+        `simulated crash after committing 1 of ${requests.length} request(s)`,
+      );
+    },
+    close: () => inner.close(),
+  });
+}
+
+function causeChainHas(error: unknown, type: new (message: string) => Error): boolean {
+  const seen = new Set<unknown>();
+  let e: unknown = error;
+  while (e instanceof Error && !seen.has(e)) {
+    if (e instanceof type) return true;
+    seen.add(e);
+    e = (e as Error).cause;
+  }
+  return false;
+}
+
+async function expectSimulatedCrash(work: Promise<unknown>, context: string): Promise<void> {
+  try {
+    await work;
+  } catch (error) {
+    if (causeChainHas(error, SimulatedCrash)) return;
+    throw error;
+  }
+  throw new AssertionError({ message: `${context}: the armed committer did not run` });
+}
+
+/** One case's job: the source position, the checkpoints, the current incarnation. */
+class Run {
+  readonly #fixture: ExactlyOnceSinkFixture;
+  readonly #job: { readonly jobId: string; readonly uid: string };
+  /** How many records the last `expect` saw committed (`finish` checks them before the last notification). */
+  #lastVisible = 0;
+  #attempt = 0;
+  #nextCheckpoint = 1;
+  offset = 0;
+  current: Incarnation<ConformanceRecord> | undefined;
+
+  constructor(fixture: ExactlyOnceSinkFixture, slug: string) {
+    this.#fixture = fixture;
+    this.#job = { jobId: `conformance-${slug}-${crypto.randomUUID().slice(0, 8)}`, uid: "sink" };
+  }
+
+  get incarnation(): Incarnation<ConformanceRecord> {
+    if (this.current === undefined) throw new Error("No incarnation is running");
+    return this.current;
+  }
+
+  /** Starts an incarnation, from `restore` if given; a failed start leaves none running. */
+  async start(
+    parallelism: number,
+    restore?: TakenCheckpoint,
+    wrapCommitter?: CommitterWrapper,
+  ): Promise<void> {
+    const sink = this.#fixture.createSink();
+    const kind = (sink as { kind?: unknown }).kind;
+    if (kind !== "v2" && kind !== "two-phase-commit") {
+      throw new TypeError(
+        `The exactly-once sink conformance suite needs a SinkV2 or TwoPhaseCommitSink: createSink() gave kind ${
+          JSON.stringify(kind)
+        }`,
+      );
+    }
+    this.current = undefined;
+    this.offset = restore?.offset ?? 0;
+    this.current = await Incarnation.start(this.#job, this.#attempt++, {
+      sink,
+      parallelism,
+      ...(restore === undefined ? {} : { restore }),
+      ...(wrapCommitter === undefined ? {} : { wrapCommitter }),
+    });
+  }
+
+  /** Replays/writes the source up to position `to`. */
+  async writeUpTo(to: number): Promise<void> {
+    await this.incarnation.write(RECORDS.slice(this.offset, to));
+    this.offset = to;
+  }
+
+  /** Takes the next checkpoint (every subtask pre-commits). */
+  async checkpoint(): Promise<TakenCheckpoint> {
+    const id = this.#nextCheckpoint++;
+    const incarnation = this.incarnation;
+    const snapshots = await incarnation.snapshot(id);
+    return { id, offset: this.offset, parallelism: incarnation.parallelism, snapshots };
+  }
+
+  async crash(): Promise<void> {
+    const incarnation = this.current;
+    this.current = undefined;
+    await incarnation?.crash();
+  }
+
+  /** Writes the rest, ends the input, takes and completes the final checkpoint, then checks everything is committed once. */
+  async finish(context: string): Promise<void> {
+    await this.writeUpTo(RECORDS.length);
+    await this.incarnation.endInput();
+    const last = await this.checkpoint();
+    await checkCommitted(
+      this.#fixture,
+      RECORDS.slice(0, this.#lastVisible),
+      `${context}: before the final checkpoint's notification`,
+    );
+    await this.incarnation.notifyComplete(last.id);
+    await checkCommitted(this.#fixture, RECORDS, `${context}: after the end of input`);
+    await this.crash();
+  }
+
+  /** Checks that exactly the records before position `to` are committed. */
+  async expect(to: number, context: string): Promise<void> {
+    await checkCommitted(this.#fixture, RECORDS.slice(0, to), context);
+    this.#lastVisible = to;
+  }
+}
+
+/**
+ * Registers the conformance cases as `Deno.test("<name> …")` (see the module
+ * docs). `setup` makes a fresh fixture per case; its `cleanup` runs after
+ * the case, passed or failed.
+ *
+ * @param name the sink's name, prefixed to every case name.
+ * @param setup creates the case's fixture (a unique target).
+ */
+export function exactlyOnceSinkConformanceSuite(
+  name: string,
+  setup: () => Promise<ExactlyOnceSinkFixture>,
+): void {
+  const cases: [string, string, (run: Run, fixture: ExactlyOnceSinkFixture) => Promise<void>][] = [
+    [
+      "commits every record once over several checkpoints, an aborted one and the end of input",
+      "happy",
+      async (run) => {
+        await run.start(2);
+        await run.writeUpTo(10);
+        const cp1 = await run.checkpoint();
+        await run.expect(0, "after pre-commit of checkpoint 1, before its notification");
+        await run.incarnation.notifyComplete(cp1.id);
+        await run.expect(10, "after checkpoint 1 completed");
+        await run.writeUpTo(18);
+        const cp2 = await run.checkpoint();
+        await run.writeUpTo(22);
+        await run.incarnation.notifyAborted(cp2.id);
+        await run.expect(10, "after checkpoint 2 was aborted");
+        const cp3 = await run.checkpoint();
+        await run.writeUpTo(25);
+        await run.incarnation.notifyComplete(cp3.id);
+        await run.expect(
+          22,
+          "after checkpoint 3 completed (it commits aborted checkpoint 2's too)",
+        );
+        await run.finish("happy path");
+      },
+    ],
+    [
+      "loses nothing on a crash before pre-commit",
+      "before-precommit",
+      async (run) => {
+        await run.start(2);
+        await run.writeUpTo(10);
+        const cp1 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp1.id);
+        await run.writeUpTo(18);
+        await run.crash();
+        await run.expect(10, "after a crash with records written since checkpoint 1");
+        await run.start(2, cp1);
+        await run.expect(10, "after the restore from checkpoint 1");
+        await run.finish("crash before pre-commit");
+      },
+    ],
+    [
+      "neither loses nor shows records on a crash after pre-commit, before the ack",
+      "before-ack",
+      async (run) => {
+        await run.start(2);
+        await run.writeUpTo(10);
+        const cp1 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp1.id);
+        await run.writeUpTo(20);
+        await run.checkpoint(); // pre-committed, never completes
+        await run.writeUpTo(25);
+        await run.crash();
+        await run.expect(10, "after a crash with checkpoint 2 pre-committed and never completed");
+        await run.start(2, cp1);
+        await run.expect(
+          10,
+          "after the restore from checkpoint 1 (checkpoint 2's records stay invisible)",
+        );
+        await run.finish("crash after pre-commit, before the ack");
+      },
+    ],
+    [
+      "commits at restore what a completed checkpoint pre-committed when the crash came before the commit",
+      "before-commit",
+      async (run) => {
+        await run.start(2);
+        await run.writeUpTo(10);
+        const cp1 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp1.id);
+        await run.writeUpTo(20);
+        const cp2 = await run.checkpoint(); // completes; its notification never arrives
+        await run.writeUpTo(26);
+        await run.crash();
+        await run.expect(10, "after a crash before checkpoint 2's commit");
+        await run.start(2, cp2);
+        await run.expect(20, "after the restore from checkpoint 2 (the restore commits it)");
+        await run.finish("crash after the ack, before the commit");
+      },
+    ],
+    [
+      "commits everything once after a crash during the commit",
+      "during-commit",
+      async (run, fixture) => {
+        const crasher = new CommitCrasher();
+        await run.start(2, undefined, crasher.wrap);
+        await run.writeUpTo(10);
+        await run.checkpoint(); // completes; its notification is dropped
+        await run.writeUpTo(20);
+        const cp2 = await run.checkpoint();
+        await run.writeUpTo(23);
+        crasher.armed = true;
+        await expectSimulatedCrash(
+          run.incarnation.notifyComplete(cp2.id, [0]),
+          "notification of checkpoint 2 on subtask 0",
+        );
+        await run.crash();
+        await checkCommitted(
+          fixture,
+          RECORDS.slice(0, 20),
+          "after a crash inside the commit of checkpoints 1 and 2",
+          "subset",
+        );
+        await run.start(2, cp2);
+        await run.expect(20, "after the restore from checkpoint 2");
+        await run.finish("crash during the commit");
+      },
+    ],
+    [
+      "commits everything once after a crash during the commit at restore",
+      "during-restore-commit",
+      async (run, fixture) => {
+        await run.start(2);
+        await run.writeUpTo(10);
+        await run.checkpoint(); // completes; its notification is dropped
+        await run.writeUpTo(20);
+        const cp2 = await run.checkpoint(); // completes; its notification never arrives
+        await run.writeUpTo(24);
+        await run.crash();
+        await run.expect(0, "after a crash before any commit");
+        const crasher = new CommitCrasher();
+        crasher.armed = true;
+        await expectSimulatedCrash(
+          run.start(2, cp2, crasher.wrap),
+          "the restore from checkpoint 2",
+        );
+        await checkCommitted(
+          fixture,
+          RECORDS.slice(0, 20),
+          "after a crash inside the commit at restore",
+          "subset",
+        );
+        await run.start(2, cp2);
+        await run.expect(20, "after restoring checkpoint 2 again");
+        await run.finish("crash during the commit at restore");
+      },
+    ],
+    [
+      "commits once whatever order completion notifications come in, and despite dropped ones",
+      "notifications",
+      async (run, fixture) => {
+        await run.start(2);
+        await run.writeUpTo(8);
+        const cp1 = await run.checkpoint();
+        await run.writeUpTo(16);
+        const cp2 = await run.checkpoint();
+        await run.writeUpTo(24);
+        const cp3 = await run.checkpoint();
+        await run.writeUpTo(27);
+        await run.incarnation.notifyComplete(cp3.id, [0]);
+        await checkCommitted(
+          fixture,
+          ofSubtask(0, 24, 0, 2),
+          "after checkpoint 3's notification on subtask 0 only",
+        );
+        await run.incarnation.notifyComplete(cp1.id, [0]);
+        await run.incarnation.notifyComplete(cp2.id, [0]);
+        await checkCommitted(
+          fixture,
+          ofSubtask(0, 24, 0, 2),
+          "after late notifications of checkpoints 1 and 2 on subtask 0",
+        );
+        await run.incarnation.notifyComplete(cp2.id, [1]); // subtask 1 never hears of 1 and 3
+        await checkCommitted(
+          fixture,
+          [...ofSubtask(0, 24, 0, 2), ...ofSubtask(0, 16, 1, 2)],
+          "after checkpoint 2's notification on subtask 1 (1 and 3 dropped there)",
+        );
+        await run.writeUpTo(32);
+        const cp4 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp4.id, [1, 0]);
+        await run.expect(32, "after checkpoint 4 completed on both subtasks");
+        await run.finish("notifications reordered and dropped");
+      },
+    ],
+    [
+      "commits once when the same checkpoint is restored twice",
+      "restore-twice",
+      async (run) => {
+        await run.start(2);
+        await run.writeUpTo(10);
+        const cp1 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp1.id);
+        await run.writeUpTo(20);
+        const cp2 = await run.checkpoint(); // completes; its notification never arrives
+        await run.writeUpTo(25);
+        await run.crash();
+        await run.start(2, cp2);
+        await run.expect(20, "after the first restore from checkpoint 2");
+        await run.writeUpTo(30);
+        await run.checkpoint(); // pre-committed, never completes
+        await run.writeUpTo(33);
+        await run.crash();
+        await run.expect(20, "after a crash in the first restored incarnation");
+        await run.start(2, cp2);
+        await run.expect(20, "after the second restore from checkpoint 2");
+        await run.finish("the same checkpoint restored twice");
+      },
+    ],
+    [
+      "commits once across a rescale from 2 subtasks to 1",
+      "rescale-2-1",
+      async (run) => {
+        await run.start(2);
+        await run.writeUpTo(10);
+        const cp1 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp1.id);
+        await run.writeUpTo(20);
+        const cp2 = await run.checkpoint(); // completes; its notification never arrives
+        await run.writeUpTo(23);
+        await run.crash();
+        await run.start(1, cp2);
+        await run.expect(20, "after restoring checkpoint 2 at parallelism 1");
+        await run.writeUpTo(30);
+        const cp3 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp3.id);
+        await run.expect(30, "after a checkpoint at parallelism 1");
+        await run.finish("rescale 2 -> 1");
+      },
+    ],
+    [
+      "commits once across a rescale from 1 subtask to 3",
+      "rescale-1-3",
+      async (run) => {
+        await run.start(1);
+        await run.writeUpTo(10);
+        await run.checkpoint(); // completes; its notification is dropped
+        await run.writeUpTo(20);
+        const cp2 = await run.checkpoint(); // completes; its notification never arrives
+        await run.writeUpTo(22);
+        await run.crash();
+        await run.expect(0, "after a crash before any commit");
+        await run.start(3, cp2);
+        await run.expect(20, "after restoring checkpoint 2 at parallelism 3");
+        await run.writeUpTo(31);
+        const cp3 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp3.id, [2, 0, 1]);
+        await run.expect(31, "after a checkpoint at parallelism 3");
+        await run.finish("rescale 1 -> 3");
+      },
+    ],
+  ];
+  for (const [title, slug, body] of cases) {
+    Deno.test(`${name} ${title}`, async () => {
+      const fixture = await setup();
+      const run = new Run(fixture, slug);
+      let failure: { error: unknown } | undefined;
+      try {
+        await body(run, fixture);
+      } catch (error) {
+        failure = { error };
+      }
+      try {
+        await run.crash();
+      } catch (error) {
+        // After a passed case a close failure is the failure; after a failed one it is reported beside it.
+        if (failure === undefined) failure = { error };
+        else console.error(`${name}: closing the sink after the failed case also failed:`, error);
+      }
+      await fixture.cleanup();
+      if (failure !== undefined) throw failure.error;
+    });
+  }
+}
