@@ -2,7 +2,9 @@
  * Weir's public test kit: a scripted, checkpointable source
  * ({@linkcode TestSource}, with markers to fail on an attempt, wait for a
  * checkpoint, pause, stamp or end), an exactly-once collecting sink
- * ({@linkcode CollectingSink}), a hand-driven clock ({@linkcode ManualClock})
+ * ({@linkcode CollectingSink}, a `SinkV2`), the conformance suite every
+ * exactly-once sink runs ({@linkcode exactlyOnceSinkConformanceSuite}), a
+ * hand-driven clock ({@linkcode ManualClock})
  * and a reader output that records what a source reader emits
  * ({@linkcode RecordingReaderOutput}), so a job's exactly-once behaviour can
  * be tested under induced failures without real sleeps.
@@ -63,6 +65,14 @@ export {
   type CollectingSinkStats,
   type CollectingTxn,
 } from "./connectors/testing/collecting_sink.ts";
+export {
+  CONFORMANCE_RECORD_COUNT,
+  type ConformanceRecord,
+  conformanceRecord,
+  type ExactlyOnceSink,
+  exactlyOnceSinkConformanceSuite,
+  type ExactlyOnceSinkFixture,
+} from "./connectors/testing/exactly_once_sink_conformance.ts";
 export { ManualClock } from "./runtime/time/manual_clock.ts";
 export {
   type ReaderOutputEvent,
@@ -80,6 +90,16 @@ export type {
   SplitEnumeratorContext,
 } from "./runtime/api/source.ts";
 export type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "./runtime/api/sink.ts";
+export type {
+  CheckpointingMode,
+  CommitRequest,
+  Committer,
+  CommitterInitContext,
+  DeliveryGuarantee,
+  SinkV2,
+  SinkWriter,
+  WriterInitContext,
+} from "./runtime/api/sink_v2.ts";
 export type { Clock } from "./runtime/time/clock.ts";
 export type { WatermarkOutput } from "./runtime/time/watermark.ts";
 export type { FaultInjector, FaultPoint, FaultSite } from "./runtime/task/stream_task.ts";

@@ -18,7 +18,7 @@
  */
 
 import { decode, encode } from "../../runtime/actor/codec.ts";
-import type { Sink } from "../../runtime/api/sink.ts";
+import type { TwoPhaseCommitSink } from "../../runtime/api/sink.ts";
 import type { Committer, SinkV2 } from "../../runtime/api/sink_v2.ts";
 import {
   computeKeyGroupRangeForOperatorIndex,
@@ -59,7 +59,8 @@ export type CommitterWrapper = (
 /** How an incarnation starts. */
 export interface IncarnationOptions<T> {
   /** The sink (from the fixture), shared by the incarnation's subtasks as the engine shares it. */
-  readonly sink: Sink<T>;
+  // deno-lint-ignore no-explicit-any
+  readonly sink: SinkV2<T, any, any> | TwoPhaseCommitSink<T, any>;
   /** The number of sink subtasks. */
   readonly parallelism: number;
   /** The checkpoint to restore, if any. */

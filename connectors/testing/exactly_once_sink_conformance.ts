@@ -59,8 +59,8 @@
  */
 
 import { AssertionError } from "node:assert";
-import type { Sink } from "../../runtime/api/sink.ts";
-import type { Committer } from "../../runtime/api/sink_v2.ts";
+import type { TwoPhaseCommitSink } from "../../runtime/api/sink.ts";
+import type { Committer, SinkV2 } from "../../runtime/api/sink_v2.ts";
 import { type CommitterWrapper, Incarnation, type TakenCheckpoint } from "./_sink_job.ts";
 
 /** The record every conformance case writes. */
@@ -73,10 +73,20 @@ export interface ConformanceRecord {
   readonly amount: number;
 }
 
+/**
+ * A sink the suite can drive: a `SinkV2` or a `TwoPhaseCommitSink` (the
+ * exactly-once members of `Sink`; a `SinkFunction` has nothing to commit).
+ */
+export type ExactlyOnceSink<T> =
+  // deno-lint-ignore no-explicit-any
+  | SinkV2<T, any, any>
+  // deno-lint-ignore no-explicit-any
+  | TwoPhaseCommitSink<T, any>;
+
 /** What a sink under test provides (one per case; see the module docs). */
 export interface ExactlyOnceSinkFixture {
   /** A sink writing ConformanceRecords into this fixture's target; called for every incarnation (start, each restore), same configuration each time. */
-  createSink(): Sink<ConformanceRecord>;
+  createSink(): ExactlyOnceSink<ConformanceRecord>;
   /** Every record committed so far (what a read-committed reader sees), any order. */
   readCommitted(): Promise<ConformanceRecord[]>;
   /** Removes everything the fixture created. */
