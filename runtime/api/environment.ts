@@ -21,6 +21,7 @@ import { buildJobGraph, type JobGraph } from "../graph/job_graph.ts";
 import type { Source, SourceSplit } from "./source.ts";
 import { SingleOutputStreamOperator, type StreamGraphOwner } from "./datastream.ts";
 import { CollectionSource } from "./collection_source.ts";
+import { SocketTextSource, type SocketTextSourceOptions } from "./socket_source.ts";
 import { WatermarkStrategy } from "../time/watermark.ts";
 import { type Clock, systemClock } from "../time/clock.ts";
 import { DEFAULT_MAX_PARALLELISM } from "../state/key_group.ts";
@@ -339,6 +340,39 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       WatermarkStrategy.noWatermarks(),
       "Collection",
     );
+  }
+
+  /**
+   * Lines of text read from a TCP socket at `host:port` (Flink's
+   * `socketTextStream`; the seeds read `nc -lk 7777`), as a non-parallel
+   * source (parallelism 1).
+   *
+   * At-most-once, even with checkpoints: a socket cannot be replayed, so the
+   * lines read between the last checkpoint and a failure are lost. The
+   * stream ends when the peer closes the connection and no reconnection
+   * attempt is left (`maxRetry`, default 0). See `socket_source.ts` for
+   * delimiters, CRLF, reconnection and backpressure.
+   *
+   * @param host the host name or address to connect to.
+   * @param port the TCP port, 1–65535.
+   * @param options delimiter (default `"\n"`), `maxRetry` (default 0; -1
+   *   forever) and `retryDelayMs` (default 500).
+   * @returns the stream of lines, without delimiters.
+   * @throws {RangeError} for an empty host, a bad port or an option out of
+   *   range, naming it and its current value.
+   */
+  socketTextStream(
+    host: string,
+    port: number,
+    options: SocketTextSourceOptions = {},
+  ): SingleOutputStreamOperator<string> {
+    const source = new SocketTextSource(host, port, options);
+    return this.fromSource(
+      source,
+      WatermarkStrategy.noWatermarks(),
+      `Socket Stream ${source.address}`,
+    )
+      .setParallelism(1);
   }
 
   /**
