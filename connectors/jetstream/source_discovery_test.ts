@@ -1,0 +1,316 @@
+/**
+ * Subject discovery of `JetStreamSource` in running jobs (local mode, the
+ * shared NATS server, a unique stream per test, deleted afterwards): a
+ * subject first published to while the job runs is read from its first
+ * message; a failure after a checkpoint that holds the discovered split
+ * neither loses nor repeats its records; a resume at another parallelism
+ * (1→3, 3→1) reads every subject, discovered before or after, exactly once.
+ *
+ * Records are `{ s, n }` published to `<stream>.<s>` with `n` = 1, 2, …;
+ * the exactly-once `CollectingSink` must hold, per subject, exactly
+ * 1 … N in order. An unbounded job has no end of its own: once the sink
+ * holds everything expected, a completed checkpoint's notification ends it
+ * with a `SuppressRestartsError` (`JobDone`), and the test expects that.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  type CheckpointedFunction,
+  type CheckpointListener,
+  type FunctionInitializationContext,
+  type FunctionSnapshotContext,
+  JobFailedError,
+  RestartStrategies,
+  type RuntimeContext,
+  StreamExecutionEnvironment,
+  WatermarkStrategy,
+} from "../../mod.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
+import { CollectingSink } from "../../testing.ts";
+import { withTempDir } from "../../tests/_job_kit.ts";
+import { waitUntil } from "../../tests/_wait.ts";
+import { CONNECTION, publishJson, type TestJetStream, withJetStream } from "./_test_kit.ts";
+import { JetStreamSource } from "./source.ts";
+
+interface Rec {
+  readonly s: string;
+  readonly n: number;
+}
+
+/** Ends an unbounded test job on purpose. */
+class JobDone extends SuppressRestartsError {
+  constructor() {
+    super("JobDone: the sink holds every expected record");
+    this.name = "JobDone";
+  }
+}
+
+/** What the probes of one job share with the test (the function object is copied per subtask). */
+interface Shared {
+  /** Records of `watched` that passed a probe, by checkpoint snapshotted after them. */
+  readonly watched: string;
+  /** The id of the first completed checkpoint that covered a record of `watched`, if any. */
+  coveredAt: number | undefined;
+  /** What the probes did, for assertion messages. */
+  readonly log: string[];
+  /** On attempt 0, throw at the first record of `watched` after `coveredAt`. */
+  readonly failAfterCover: boolean;
+  /** Throw a `SuppressRestartsError` when a checkpoint covering `watched` completes (phase 1 of a resume). */
+  readonly stopAtCover: boolean;
+  /** True when the sink holds everything: the next completed checkpoint ends the job. */
+  done: () => boolean;
+  /** Set when the test gives up waiting: the next completed checkpoint ends the job. */
+  gaveUp?: string;
+}
+
+/**
+ * An identity map that watches one subject's records through checkpoints
+ * and injects the failures `Shared` asks for.
+ */
+class Probe implements CheckpointedFunction, CheckpointListener {
+  readonly shared: Shared;
+  private attempt = 0;
+  private seen = 0;
+  private seenAt = new Map<number, number>();
+  constructor(shared: Shared) {
+    this.shared = shared;
+  }
+  open(ctx: RuntimeContext): void {
+    this.attempt = ctx.attempt;
+    this.seenAt = new Map();
+  }
+  initializeState(_context: FunctionInitializationContext): void {}
+  snapshotState(context: FunctionSnapshotContext): void {
+    this.seenAt.set(context.checkpointId, this.seen);
+  }
+  notifyCheckpointComplete(checkpointId: number): void {
+    const shared = this.shared;
+    if ((this.seenAt.get(checkpointId) ?? 0) > 0 && shared.coveredAt === undefined) {
+      shared.coveredAt = checkpointId;
+      shared.log.push(
+        `checkpoint ${checkpointId} covers ${this.seenAt.get(checkpointId)} of ${shared.watched}`,
+      );
+      if (shared.stopAtCover) {
+        throw new SuppressRestartsError(`stop after checkpoint ${checkpointId}`);
+      }
+    }
+    if (shared.done()) throw new JobDone();
+    if (shared.gaveUp !== undefined) throw new SuppressRestartsError(shared.gaveUp);
+  }
+  map(r: Rec): Rec {
+    if (r.s !== this.shared.watched) return r;
+    this.seen++;
+    const shared = this.shared;
+    if (
+      shared.failAfterCover && this.attempt === 0 && shared.coveredAt !== undefined &&
+      !shared.log.some((l) => l.startsWith("induced"))
+    ) {
+      shared.log.push(`induced failure at ${r.s}#${r.n}`);
+      throw new Error(`induced failure at ${r.s}#${r.n}`);
+    }
+    return r;
+  }
+}
+
+/** `{ s, n }` for n = from … to. */
+function range(s: string, from: number, to: number): Rec[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => ({ s, n: from + i }));
+}
+
+async function publish(t: TestJetStream, s: string, from: number, to: number): Promise<void> {
+  await publishJson(t.js, `${t.stream}.${s}`, range(s, from, to));
+}
+
+/** The committed `n`s per subject, in commit order. */
+function bySubject(records: readonly Rec[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const { s, n } of records) (out.get(s) ?? out.set(s, []).get(s)!).push(n);
+  return out;
+}
+
+/** Whether the sink holds at least `count` records of each subject. */
+function holds(sink: CollectingSink<Rec>, expected: Record<string, number>): boolean {
+  const got = bySubject(sink.committed());
+  return Object.entries(expected).every(([s, count]) => (got.get(s)?.length ?? 0) >= count);
+}
+
+/** Asserts that the sink holds exactly 1 … N of each subject, in order, and nothing else. */
+function assertExactlyOnce(
+  sink: CollectingSink<Rec>,
+  expected: Record<string, number>,
+  context: string,
+): void {
+  const got = bySubject(sink.committed());
+  assert.deepEqual([...got.keys()].sort(), Object.keys(expected).sort(), `${context}: subjects`);
+  for (const [s, count] of Object.entries(expected)) {
+    assert.deepEqual(
+      got.get(s),
+      Array.from({ length: count }, (_, i) => i + 1),
+      `${context}: subject ${s}`,
+    );
+  }
+}
+
+function counts(sink: CollectingSink<Rec>): string {
+  return JSON.stringify(
+    Object.fromEntries([...bySubject(sink.committed())].map(([s, ns]) => [s, ns.length])),
+  );
+}
+
+function build(options: {
+  t: TestJetStream;
+  directory: string;
+  sink: CollectingSink<Rec>;
+  shared: Shared;
+  parallelism: number;
+  restarts: number;
+}): StreamExecutionEnvironment {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment()
+    .enableCheckpointing(50, { directory: options.directory })
+    .setRestartStrategy(
+      options.restarts === 0
+        ? RestartStrategies.noRestart()
+        : RestartStrategies.fixedDelay(options.restarts, 0),
+    )
+    .setParallelism(options.parallelism);
+  env.fromSource(
+    new JetStreamSource<Rec>({
+      connection: CONNECTION,
+      stream: options.t.stream,
+      filterSubject: `${options.t.stream}.*`,
+      txnBucket: options.t.bucket,
+      discoveryIntervalMs: 50,
+      batchSize: 16,
+    }),
+    WatermarkStrategy.noWatermarks(),
+    "records",
+  ).uid("records")
+    .map(new Probe(options.shared)).uid("probe")
+    .sinkTo(options.sink).uid("committed");
+  return env;
+}
+
+const WAIT = { timeoutMs: 60_000 };
+
+/**
+ * Waits (60 s at most) until the job `run` ends by failing (`JobDone`, or
+ * a failure the test induced); returns its error. When the time is up, it
+ * ends the job at its next completed checkpoint and fails the test, saying
+ * what the sink held.
+ */
+async function runUntilDone(
+  run: Promise<unknown>,
+  shared: Shared,
+  missing: () => string,
+): Promise<JobFailedError> {
+  let settled = false;
+  const outcome = run.then(
+    () => assert.fail("an unbounded job ends only by failing"),
+    (e: unknown) => e,
+  ).finally(() => settled = true);
+  try {
+    await waitUntil(() => settled, { ...WAIT, missing: () => `the job still runs: ${missing()}` });
+  } catch (error) {
+    shared.gaveUp = error instanceof Error ? error.message : String(error);
+    await outcome;
+    throw error;
+  }
+  const error = await outcome;
+  assert.ok(error instanceof JobFailedError, String(error));
+  return error;
+}
+
+Deno.test("a subject first published to mid-run is discovered, read from its first message, and exactly once through a failure after a checkpoint that holds it", async () => {
+  await withJetStream(async (t) => {
+    await withTempDir(async (directory) => {
+      await publish(t, "a", 1, 100);
+      const sink = new CollectingSink<Rec>();
+      const expected = { a: 150, b: 150, c: 60 };
+      let all = false;
+      const shared: Shared = {
+        watched: "b",
+        coveredAt: undefined,
+        log: [],
+        failAfterCover: true,
+        stopAtCover: false,
+        done: () => all && holds(sink, expected),
+      };
+      const env = build({ t, directory, sink, shared, parallelism: 2, restarts: 3 });
+      const run = env.execute("subject discovery");
+      const state = () => `committed ${counts(sink)}; ${shared.log.join("; ")}`;
+      await waitUntil(() => holds(sink, { a: 1 }), { ...WAIT, missing: state });
+
+      await publish(t, "b", 1, 50); // a new subject, after the job's first start
+      await waitUntil(() => shared.coveredAt !== undefined, { ...WAIT, missing: state });
+      await publish(t, "b", 51, 150); // the first of these fails attempt 0
+      await waitUntil(() => shared.log.some((l) => l.startsWith("induced")), {
+        ...WAIT,
+        missing: state,
+      });
+      await publish(t, "c", 1, 60); // discovered by the restarted attempt
+      await publish(t, "a", 101, 150);
+      all = true;
+
+      const error = await runUntilDone(run, shared, state);
+      const context = `${state()}; ${error.message.split("\n")[0]}`;
+      assert.match(error.message, /JobDone/, context);
+      assert.equal(shared.log.filter((l) => l.startsWith("induced")).length, 1, context);
+      assertExactlyOnce(sink, expected, context);
+    });
+  });
+});
+
+for (const [from, to] of [[1, 3], [3, 1]] as const) {
+  Deno.test(`a job resumed from ${from} to ${to} subtasks reads discovered subjects exactly once, and discovers new ones`, async () => {
+    await withJetStream(async (t) => {
+      await withTempDir(async (directory) => {
+        await publish(t, "a", 1, 100);
+        const sink = new CollectingSink<Rec>();
+        const first: Shared = {
+          watched: "b",
+          coveredAt: undefined,
+          log: [],
+          failAfterCover: false,
+          stopAtCover: true,
+          done: () => false,
+        };
+        const state = (s: Shared) => () => `committed ${counts(sink)}; ${s.log.join("; ")}`;
+        const run1 = build({ t, directory, sink, shared: first, parallelism: from, restarts: 0 })
+          .execute("discovery before a resume");
+        await waitUntil(() => holds(sink, { a: 1 }), { ...WAIT, missing: state(first) });
+        await publish(t, "b", 1, 80); // discovered by the first run
+        await publish(t, "d", 1, 40); // discovered by the first run, maybe covered by no checkpoint
+        const failed = await runUntilDone(run1, first, state(first));
+        assert.match(failed.message, /stop after checkpoint/, state(first)());
+        const match = /resumeFrom\(\{ jobId: "([^"]+)", checkpointId: (\d+) \}\)/.exec(
+          failed.message,
+        );
+        assert.ok(match, `the error says how to resume: ${failed.message}`);
+
+        const expected = { a: 150, b: 120, c: 50, d: 40 };
+        let all = false;
+        const second: Shared = {
+          watched: "c",
+          coveredAt: undefined,
+          log: [],
+          failAfterCover: false,
+          stopAtCover: false,
+          done: () => all && holds(sink, expected),
+        };
+        const env = build({ t, directory, sink, shared: second, parallelism: to, restarts: 3 });
+        env.resumeFrom({ jobId: match[1]!, checkpointId: Number(match[2]) });
+        const run2 = env.execute("discovery after a resume");
+        await publish(t, "b", 81, 120);
+        await publish(t, "c", 1, 50); // a subject that first appears after the resume
+        await publish(t, "a", 101, 150);
+        all = true;
+        const error = await runUntilDone(run2, second, state(second));
+        const context = `${from}→${to}: ${state(second)()}; ${error.message.split("\n")[0]}`;
+        assert.match(error.message, /JobDone/, context);
+        assertExactlyOnce(sink, expected, context);
+      });
+    });
+  });
+}
