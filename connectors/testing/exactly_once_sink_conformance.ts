@@ -287,6 +287,19 @@ class Run {
   }
 }
 
+/** One case of the suite: its title (after the sink's name) and how to run it. */
+export interface ConformanceCase {
+  /** The case's title, e.g. `"loses nothing on a crash before pre-commit"`. */
+  readonly title: string;
+  /**
+   * Runs the case against a fresh fixture from `setup`, then closes what is
+   * still open and calls the fixture's `cleanup`, passed or failed.
+   * @throws {AssertionError} naming the step and the missing, duplicated,
+   *   uncommitted or changed record ids when the sink is not exactly-once.
+   */
+  run(setup: () => Promise<ExactlyOnceSinkFixture>): Promise<void>;
+}
+
 /**
  * Registers the conformance cases as `Deno.test("<name> …")` (see the module
  * docs). `setup` makes a fresh fixture per case; its `cleanup` runs after
@@ -299,6 +312,13 @@ export function exactlyOnceSinkConformanceSuite(
   name: string,
   setup: () => Promise<ExactlyOnceSinkFixture>,
 ): void {
+  for (const c of exactlyOnceSinkConformanceCases()) {
+    Deno.test(`${name} ${c.title}`, () => c.run(setup));
+  }
+}
+
+/** The suite's cases, to run by hand (the suite's own tests run them against broken sinks). */
+export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
   const cases: [string, string, (run: Run, fixture: ExactlyOnceSinkFixture) => Promise<void>][] = [
     [
       "commits every record once over several checkpoints, an aborted one and the end of input",
@@ -545,8 +565,9 @@ export function exactlyOnceSinkConformanceSuite(
       },
     ],
   ];
-  for (const [title, slug, body] of cases) {
-    Deno.test(`${name} ${title}`, async () => {
+  return cases.map(([title, slug, body]) => ({
+    title,
+    run: async (setup: () => Promise<ExactlyOnceSinkFixture>) => {
       const fixture = await setup();
       const run = new Run(fixture, slug);
       let failure: { error: unknown } | undefined;
@@ -560,10 +581,10 @@ export function exactlyOnceSinkConformanceSuite(
       } catch (error) {
         // After a passed case a close failure is the failure; after a failed one it is reported beside it.
         if (failure === undefined) failure = { error };
-        else console.error(`${name}: closing the sink after the failed case also failed:`, error);
+        else console.error(`${title}: closing the sink after the failed case also failed:`, error);
       }
       await fixture.cleanup();
       if (failure !== undefined) throw failure.error;
-    });
-  }
+    },
+  }));
 }
