@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import type { ReaderOutput, SourceReader } from "../../runtime/api/source.ts";
+import type { SourceReader } from "../../runtime/api/source.ts";
 import { RecordingReaderOutput } from "../testing/reader_output.ts";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
+import { deadline } from "../../runtime/actor/async.ts";
 import {
   JETSTREAM_DEAD_LETTER,
   type JetStreamDeadLetter,
@@ -66,16 +67,30 @@ async function reader<T>(
   return r;
 }
 
-/** Polls until `until` holds (or the reader ends), waiting on `isAvailable` in between. */
+/** How long {@linkcode pollUntil} waits in all before it fails the test, in ms. */
+const POLL_TIMEOUT_MS = 30_000;
+
+/**
+ * Polls until `until` holds (or the reader ends), waiting on `isAvailable`
+ * in between; fails with a `DeadlineError` saying how many records came
+ * when `POLL_TIMEOUT_MS` pass first.
+ */
 async function pollUntil<T>(
   r: SourceReader<T, JetStreamSplit>,
-  out: ReaderOutput<T>,
+  out: RecordingReaderOutput<T>,
   until: () => boolean,
 ): Promise<string> {
+  const end = performance.now() + POLL_TIMEOUT_MS;
   for (;;) {
     const status = await r.pollNext(out);
     if (status === "END_OF_INPUT" || until()) return status;
-    if (status === "NOTHING_AVAILABLE") await r.isAvailable!();
+    if (status === "NOTHING_AVAILABLE") {
+      await deadline(
+        r.isAvailable!(),
+        Math.max(0, end - performance.now()),
+        `the reader's next records after ${out.records.length} records (polling for ${POLL_TIMEOUT_MS} ms)`,
+      );
+    }
   }
 }
 
