@@ -11,6 +11,7 @@ import { RecordingReaderOutput } from "../testing/reader_output.ts";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import { JetStreamSource, type JetStreamSplit } from "./source.ts";
 import { CONNECTION, publishJson, withJetStream } from "./_test_kit.ts";
+import { waitUntil } from "../../tests/_wait.ts";
 
 /** The output each reader always polls into (a reader keeps the split outputs it created). */
 const outputs = new WeakMap<object, RecordingReaderOutput<number>>();
@@ -58,9 +59,10 @@ Deno.test("recordsPerSecond limits each reader to its share of the rate, on the 
     try {
       reader.addSplits(await source.enumerateSplits({ parallelism: 1 }));
       // Wait until the feed has records buffered (real I/O), without advancing the clock.
-      while (!(await settlesSoon(reader.isAvailable!()))) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await waitUntil(() => settlesSoon(reader.isAvailable!()), {
+        timeoutMs: 30_000,
+        missing: () => "the reader never had records available",
+      });
       const seen = await drainNow(reader);
       assert.deepEqual(seen, [1], "one token at start");
       const waiting = reader.isAvailable!();
