@@ -8,6 +8,11 @@
  *
  *     deno run -A examples/operator_state_count.ts examples/data/five_readings.csv
  *
+ * From a socket instead (the seeds' `nc -lk 7777`; at-most-once, ends when
+ * the peer closes):
+ *
+ *     deno run -A examples/operator_state_count.ts --socket localhost:7777
+ *
  * @module
  */
 
@@ -18,9 +23,8 @@ import {
   type ListState,
   ListStateDescriptor,
   StreamExecutionEnvironment,
-  WatermarkStrategy,
 } from "../mod.ts";
-import { sensorFile, type SensorReading } from "./sensor.ts";
+import { readSensors, type SensorReading } from "./sensor.ts";
 import { exitWithError } from "./_cli.ts";
 
 /** Emits how many records this subtask has seen, restored from operator state. */
@@ -43,15 +47,18 @@ if (import.meta.main) {
   const { values, positionals } = parseArgs({
     args: Deno.args,
     allowPositionals: true,
-    options: { "dead-letter": { type: "boolean", default: false } },
+    options: {
+      "dead-letter": { type: "boolean", default: false },
+      socket: { type: "string" },
+    },
   });
   const env = StreamExecutionEnvironment.getExecutionEnvironment();
   env.setParallelism(1).enableCheckpointing(1000);
-  env.fromSource(
-    sensorFile(positionals[0] ?? "examples/data/five_readings.csv", values["dead-letter"]),
-    WatermarkStrategy.noWatermarks(),
-    "sensors",
-  ).uid("sensor-source")
+  readSensors(env, {
+    path: positionals[0] ?? "examples/data/five_readings.csv",
+    socket: values.socket,
+    deadLetter: values["dead-letter"],
+  })
     .map(new CountingMap()).uid("counting-map").name("CountingMap")
     .print();
   const result = await env.execute("operator state count").catch(exitWithError);

@@ -5,10 +5,27 @@
  * line) or, with `deadLetter`, sends the line to the `DEAD_LETTER` side
  * output. Shared by the examples; not part of Weir's API.
  *
+ * With `--socket host:port` (seeds 1–3) the readings come from a TCP socket
+ * instead, as the seeds' `nc -lk 7777` does: `env.socketTextStream`, whose
+ * lines {@linkcode ParseSocketReadings} parses the same way (blank lines
+ * skipped; a malformed line fails the job without restarts, naming the
+ * socket and line number, or goes to `DEAD_LETTER` with offset -1, since a socket has no offsets).
+ * The socket source is at-most-once and ends when the peer closes.
+ *
  * @module
  */
 
-import { FileSource } from "../mod.ts";
+import {
+  type Collector,
+  DEAD_LETTER,
+  FileSource,
+  type ProcessContext,
+  type ProcessFunction,
+  type SingleOutputStreamOperator,
+  type StreamExecutionEnvironment,
+  SuppressRestartsError,
+  WatermarkStrategy,
+} from "../mod.ts";
 
 /** One reading. */
 export interface SensorReading {
@@ -48,4 +65,93 @@ export function sensorFile(path: string, deadLetter: boolean): FileSource<Sensor
     deserializer: parseSensorReading,
     onError: deadLetter ? "dead-letter" : "fail",
   });
+}
+
+/**
+ * Parses `--socket host:port` (an IPv6 host in brackets: `[::1]:7777`).
+ * @throws {RangeError} naming the flag and its value when it is not `host:port`
+ *   with a port in 1..65535.
+ */
+export function parseSocketAddress(value: string): { host: string; port: number } {
+  const colon = value.lastIndexOf(":");
+  const host = colon > 0 ? value.slice(0, colon).replace(/^\[(.*)\]$/, "$1") : "";
+  const port = Number(value.slice(colon + 1));
+  if (colon <= 0 || host === "" || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new RangeError(
+      `--socket must be host:port with a port in 1..65535: current value is ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  return { host, port };
+}
+
+/**
+ * Parses socket lines into readings: blank lines are skipped, a malformed
+ * line fails the job without restarts (a `SuppressRestartsError` naming the socket and the line's number since the
+ * start of this attempt) or, with `deadLetter`, goes to `DEAD_LETTER`.
+ */
+export class ParseSocketReadings implements ProcessFunction<string, SensorReading> {
+  /** `host:port`, for messages. */
+  readonly address: string;
+  /** Send malformed lines to `DEAD_LETTER` instead of failing. */
+  readonly deadLetter: boolean;
+  private line = 0;
+  constructor(address: string, deadLetter: boolean) {
+    this.address = address;
+    this.deadLetter = deadLetter;
+  }
+  processElement(raw: string, ctx: ProcessContext, out: Collector<SensorReading>): void {
+    this.line++;
+    if (raw.trim() === "") return;
+    let reading: SensorReading;
+    try {
+      reading = parseSensorReading(raw);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (!this.deadLetter) {
+        // Like the file source's DeserializationError: a restart would not
+        // make the line well-formed, so the job fails once.
+        throw new SuppressRestartsError(
+          `socket ${this.address}, line ${this.line}: ${message}: ${JSON.stringify(raw)}`,
+        );
+      }
+      const source = `socket ${this.address}`;
+      ctx.output(DEAD_LETTER, { source, line: this.line, offset: -1, raw, error: message });
+      return;
+    }
+    out.collect(reading);
+  }
+}
+
+/** Where the seed examples read their readings. */
+export interface SensorInput {
+  /** The CSV file (used unless `socket` is given). */
+  readonly path: string;
+  /** `host:port` to read lines from instead of the file. */
+  readonly socket?: string | undefined;
+  /** Malformed lines go to `DEAD_LETTER` instead of failing the job. */
+  readonly deadLetter: boolean;
+}
+
+/**
+ * The readings of a seed example, from the file or, with `socket`, from a
+ * TCP socket; the stream carries the `DEAD_LETTER` side output either way.
+ * @throws {RangeError} when `socket` is not `host:port`.
+ */
+export function readSensors(
+  env: StreamExecutionEnvironment,
+  input: SensorInput,
+): SingleOutputStreamOperator<SensorReading> {
+  if (input.socket === undefined) {
+    return env.fromSource(
+      sensorFile(input.path, input.deadLetter),
+      WatermarkStrategy.noWatermarks(),
+      "sensors",
+    ).uid("sensor-source");
+  }
+  const { host, port } = parseSocketAddress(input.socket);
+  return env.socketTextStream(host, port).uid("socket-source")
+    .process(new ParseSocketReadings(input.socket, input.deadLetter)).uid("sensor-parse")
+    .name("ParseSensorReadings");
 }

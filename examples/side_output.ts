@@ -6,6 +6,11 @@
  *
  *     deno run -A examples/side_output.ts examples/data/side_output.csv
  *
+ * From a socket instead (the seeds' `nc -lk 7777`; at-most-once, ends when
+ * the peer closes):
+ *
+ *     deno run -A examples/side_output.ts --socket localhost:7777
+ *
  * Prints `high-temp> sensor_1`, `high-temp> sensor_10`, `low-temp> sensor_6`
  * and `low-temp> sensor_7` (the two streams interleave).
  *
@@ -19,9 +24,8 @@ import {
   type ProcessContext,
   type ProcessFunction,
   StreamExecutionEnvironment,
-  WatermarkStrategy,
 } from "../mod.ts";
-import { sensorFile, type SensorReading } from "./sensor.ts";
+import { readSensors, type SensorReading } from "./sensor.ts";
 import { exitWithError } from "./_cli.ts";
 
 /** The side output of readings below the threshold. */
@@ -43,15 +47,18 @@ if (import.meta.main) {
   const { values, positionals } = parseArgs({
     args: Deno.args,
     allowPositionals: true,
-    options: { "dead-letter": { type: "boolean", default: false } },
+    options: {
+      "dead-letter": { type: "boolean", default: false },
+      socket: { type: "string" },
+    },
   });
   const env = StreamExecutionEnvironment.getExecutionEnvironment();
   env.enableCheckpointing(1000);
-  const high = env.fromSource(
-    sensorFile(positionals[0] ?? "examples/data/side_output.csv", values["dead-letter"]),
-    WatermarkStrategy.noWatermarks(),
-    "sensors",
-  ).uid("sensor-source")
+  const high = readSensors(env, {
+    path: positionals[0] ?? "examples/data/side_output.csv",
+    socket: values.socket,
+    deadLetter: values["dead-letter"],
+  })
     .process(new SplitByTemperature(30)).name("SplitByTemperature");
   high.print({ prefix: "high-temp" });
   high.getSideOutput(LOW_TEMP).print({ prefix: "low-temp" });

@@ -13,6 +13,11 @@
  * fails the job with an error naming the file and line; with `--dead-letter`
  * the line is printed on stderr instead and the job goes on.
  *
+ * From a socket instead (the seeds' `nc -lk 7777`; at-most-once, ends when
+ * the peer closes; a malformed line names the socket and line number):
+ *
+ *     deno run -A examples/temperature_alert.ts --socket localhost:7777
+ *
  * Run (cluster mode, with a coordinator and workers running; see `cli.ts`):
  *
  *     deno run -A examples/temperature_alert.ts --nats nats://127.0.0.1:4222 \
@@ -50,7 +55,7 @@ import {
   ValueStateDescriptor,
   WatermarkStrategy,
 } from "../mod.ts";
-import { parseSensorReading, sensorFile, type SensorReading } from "./sensor.ts";
+import { parseSensorReading, readSensors, type SensorReading } from "./sensor.ts";
 import { exitWithError } from "./_cli.ts";
 import {
   DEFAULT_TXN_BUCKET,
@@ -210,17 +215,16 @@ async function mainOnJetStream(values: {
 }
 
 async function mainOnFile(
-  values: { "dead-letter": boolean; threshold: string },
+  values: { "dead-letter": boolean; threshold: string; socket?: string | undefined },
   positionals: string[],
 ): Promise<void> {
-  const path = positionals[0] ?? "examples/data/sensors.csv";
   const env = StreamExecutionEnvironment.getExecutionEnvironment();
   env.enableCheckpointing(1000);
-  const readings = env.fromSource(
-    sensorFile(path, values["dead-letter"]),
-    WatermarkStrategy.noWatermarks(),
-    "sensors",
-  ).uid("sensor-source");
+  const readings = readSensors(env, {
+    path: positionals[0] ?? "examples/data/sensors.csv",
+    socket: values.socket,
+    deadLetter: values["dead-letter"],
+  });
   readings.getSideOutput(DEAD_LETTER).print({ target: "stderr", prefix: "dead-letter" });
   readings
     .keyBy((r) => r.id)
@@ -246,6 +250,7 @@ if (import.meta.main) {
       "txn-bucket": { type: "string" },
       load: { type: "string" },
       unbounded: { type: "boolean", default: false },
+      socket: { type: "string" },
     },
   });
   const sourceStream = values["source-stream"];
