@@ -162,7 +162,10 @@ export class DefaultOperatorStateStore implements OperatorStateStore {
     this.#restored = restored !== undefined;
     if (restored === undefined) return;
     for (const [name, entry] of Object.entries(restored)) {
-      const mode = checkMode(name, entry.mode);
+      const mode = checkMode(
+        name,
+        (entry as Partial<OperatorStateSnapshotEntry> | undefined)?.mode,
+      );
       if (!Array.isArray(entry.items)) {
         throw new Error(`Operator state '${name}' in the restored snapshot has no items array`);
       }
