@@ -11,6 +11,9 @@ import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps
 import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
 import type { SinkInitContext } from "../../runtime/api/sink.ts";
 import { readCommitted, type ReadOptions } from "./reader.ts";
+import { commitTransaction } from "./committer.ts";
+import { type JetStreamTxn, TransactionalProducer } from "./producer.ts";
+import { TransactionLog } from "./transactions.ts";
 import { TEST_NATS_URL } from "../../tests/_nats_server.ts";
 
 /** The NATS server of the tests: `TEST_NATS_URL` of `tests/_nats_server.ts`. */
@@ -93,4 +96,97 @@ export async function readJson(
     values.push(JSON.parse(new TextDecoder().decode(record.data)));
   }
   return values;
+}
+
+/**
+ * Transactions driven by hand, record by record, with the sink's building
+ * blocks (the producer, the committer's `commitTransaction`), for tests of
+ * readers that need open, committed and aborted transactions in a chosen
+ * order. Records are JSON, on `subject`.
+ */
+export class HandDrivenTransactions {
+  readonly #nc: NatsConnection;
+  readonly #producer: TransactionalProducer;
+  readonly #log: TransactionLog;
+  readonly #stream: string;
+  readonly #subject: string;
+
+  private constructor(
+    nc: NatsConnection,
+    producer: TransactionalProducer,
+    log: TransactionLog,
+    t: { stream: string; subject: string },
+  ) {
+    this.#nc = nc;
+    this.#producer = producer;
+    this.#log = log;
+    this.#stream = t.stream;
+    this.#subject = t.subject;
+  }
+
+  /**
+   * Connects and takes subtask 0 of 1 of `prefix` (default `hand`) in
+   * `t.bucket` (created if missing), as attempt 0 of job `jetstream-test`.
+   */
+  static async open(
+    t: { stream: string; bucket: string },
+    subject: string,
+    prefix = "hand",
+  ): Promise<HandDrivenTransactions> {
+    const nc = await connectNats(CONNECTION);
+    const log = await TransactionLog.open(nc, t.bucket, { create: true });
+    const producer = await TransactionalProducer.init({
+      nc,
+      log,
+      stream: t.stream,
+      prefix,
+      subtask: 0,
+      parallelism: 1,
+      jobId: "jetstream-test",
+      attempt: 0,
+      maxInFlight: 100,
+      maxBatchBytes: 64 * 1024,
+    });
+    return new HandDrivenTransactions(nc, producer, log, { stream: t.stream, subject });
+  }
+
+  /** Begins a transaction. */
+  beginTransaction(_context?: unknown): Promise<JetStreamTxn> {
+    return this.#producer.begin();
+  }
+
+  /** Adds `value` (JSON) to `txn`'s batch. */
+  invoke(txn: JetStreamTxn, value: unknown, _context?: unknown): void | Promise<void> {
+    return this.#producer.send(txn, this.#subject, new TextEncoder().encode(JSON.stringify(value)));
+  }
+
+  /** Publishes `txn`'s batch and pre-commits it. */
+  preCommit(txn: JetStreamTxn): Promise<void> {
+    return this.#producer.preCommit(txn);
+  }
+
+  /** Commits `txn` as the committer does. */
+  async commit(txn: JetStreamTxn): Promise<void> {
+    const jsm = await jetstreamApi.jetstreamManager(this.#nc);
+    await commitTransaction(
+      { log: this.#log, jsm, js: jetstreamApi.jetstream(this.#nc), stream: this.#stream },
+      txn,
+    );
+  }
+
+  /** Publishes the open batch and awaits its acknowledgement. */
+  flush(): Promise<void> {
+    return this.#producer.flush();
+  }
+
+  /** Aborts `txn`. */
+  abort(txn: JetStreamTxn): Promise<void> {
+    return this.#producer.abort(txn);
+  }
+
+  /** Closes the producer and the connection; aborts nothing (a crash). */
+  async close(): Promise<void> {
+    await this.#producer.close();
+    await this.#nc.close();
+  }
 }

@@ -1,7 +1,9 @@
 /**
  * JetStream connectors: a replayable source ({@linkcode JetStreamSource},
  * read-committed by default), an exactly-once transactional sink
- * ({@linkcode JetStreamSink}, Kafka's transactions emulated on JetStream),
+ * ({@linkcode JetStreamSink}, a SinkV2: Kafka's transactions emulated on
+ * JetStream, or plain at-least-once / fire-and-forget publishing), record
+ * batches ({@linkcode RecordBatchBuilder}, {@linkcode decodeRecordBatch}),
  * and a read-committed reader ({@linkcode readCommitted},
  * {@linkcode runReadCommand}). The protocol, which any NATS client can
  * follow, is documented in `protocol.ts`.
@@ -31,7 +33,23 @@ export {
   type MessageMeta,
   type StartPosition,
 } from "./source.ts";
-export { DEFAULT_MAX_IN_FLIGHT, JetStreamSink, type JetStreamSinkOptions } from "./sink.ts";
+export {
+  DEFAULT_LINGER_MS,
+  DEFAULT_MAX_BATCH_BYTES,
+  DEFAULT_MAX_IN_FLIGHT,
+  JetStreamSink,
+  type JetStreamSinkOptions,
+  MAX_BATCH_BYTES_LIMIT,
+} from "./sink.ts";
+export {
+  type BatchLocation,
+  decodeRecordBatch,
+  encodeRecordBatch,
+  RECORD_BATCH_HEADER,
+  RecordBatchBuilder,
+  RecordBatchError,
+} from "./record_batch.ts";
+export { TransactionLostError } from "./retention_check.ts";
 export type { JetStreamTxn } from "./producer.ts";
 export {
   DEFAULT_MAX_BUFFERED,
@@ -76,6 +94,16 @@ export type {
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
 export type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "../../runtime/api/sink.ts";
+export type {
+  CheckpointingMode,
+  CommitRequest,
+  Committer,
+  CommitterInitContext,
+  DeliveryGuarantee,
+  SinkV2,
+  SinkWriter,
+  WriterInitContext,
+} from "../../runtime/api/sink_v2.ts";
 export type { Clock } from "../../runtime/time/clock.ts";
 export type { WatermarkOutput } from "../../runtime/time/watermark.ts";
 export { OutputTag } from "../../runtime/api/output_tag.ts";

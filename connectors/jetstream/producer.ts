@@ -11,29 +11,22 @@
  * {@linkcode TransactionalProducer.init} bumps the epoch of each owned
  * transactionalId with compare-and-set (Kafka's `initTransactions`). A
  * producer whose epoch is no longer current throws
- * {@linkcode ProducerFencedError} when it begins, pre-commits or commits:
+ * {@linkcode ProducerFencedError} when it begins or pre-commits:
  *
  * - begin creates `txn.<id>` (open) first and checks the epoch after, so a
  *   transaction a fenced producer creates after the new owner listed the
  *   lingering ones is aborted by its own creator (or never gets a record);
- * - pre-commit and commit check the epoch before their compare-and-set. A
- *   zombie's commit that passed the check just before the fence completes,
- *   as a Kafka commit that reached `PrepareCommit` does; it can only be the
- *   commit of a checkpoint that completed, which the new owner commits too.
+ * - pre-commit checks the epoch before its compare-and-set.
  *
- * Committing a restored transaction of an older epoch is the new owner's
- * job and is allowed: the check is on the caller's epoch.
+ * Commits are the committer's (`committer.ts`): only transactions of
+ * completed checkpoints are committed, whoever commits them.
  *
  * ## Lingering transactions
  *
- * Open transactions of older epochs of the owned ids (left by a crash, or
- * pre-committed for a checkpoint that never completed) are aborted: at the
- * first `begin`, those never pre-committed (no checkpoint holds them); the
- * pre-committed ones at the first commit of this producer's own epoch, when
- * the first checkpoint of the new attempt has completed and so every
- * subtask has committed what it restored (after a rescale, a restored
- * transaction may belong to another subtask). Then `settledEpoch` is set,
- * so later starts scan only newer epochs.
+ * At the first `begin`, open transactions of older epochs of the owned ids
+ * that were never pre-committed (no checkpoint holds them) are aborted
+ * (`lingering.ts`); the pre-committed ones wait for the committer's first
+ * commit after the restore.
  *
  * ## Invariants
  *
@@ -44,9 +37,6 @@
  *   transactions.
  * - At most `maxInFlight` messages await their acknowledgement; `send`
  *   returns a promise only while the window is full.
- * - Before a commit of a transaction with messages, the messages are
- *   checked to be still in the stream (`retention_check.ts`); a loss fails
- *   the job without restarts.
  * - Publishing goes through an {@linkcode AsyncPublisher}: a publish whose
  *   acknowledgement times out is sent again with the same `Nats-Msg-Id`, so
  *   the stream stores it once.
@@ -57,8 +47,6 @@
 import { headers as natsHeaders, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
 import { logger } from "../../runtime/log.ts";
 import {
-  decideCommit,
-  decideLingering,
   decidePreCommit,
   MSG_ID_HEADER,
   msgIdOf,
@@ -72,8 +60,7 @@ import {
 import type { TransactionLog } from "./transactions.ts";
 import { AsyncPublisher } from "./publisher.ts";
 import { RECORD_BATCH_HEADER, RecordBatchBuilder } from "./record_batch.ts";
-import { verifyRetained } from "./retention_check.ts";
-import { jetstreamApi } from "../../runtime/actor/nats_deps.ts";
+import { abortLingering } from "./lingering.ts";
 
 const log = logger("jetstream-sink");
 
@@ -145,14 +132,11 @@ export class TransactionalProducer {
   #lastBatch: RecordBatchBuilder | undefined;
   /** The transaction the open batches belong to. */
   #batchTxn: JetStreamTxn | undefined;
-  readonly #jsm: Promise<jetstreamApi.JetStreamManager>;
 
   private constructor(options: ProducerOptions, owned: Owned[]) {
     this.#o = options;
     this.#publisher = new AsyncPublisher(options.nc);
     this.#owned = owned;
-    this.#jsm = jetstreamApi.jetstreamManager(options.nc);
-    this.#jsm.catch(() => {}); // reported where it is used
   }
 
   /**
@@ -197,7 +181,7 @@ export class TransactionalProducer {
   async begin(): Promise<JetStreamTxn> {
     if (this.#failure) throw this.#failure;
     if (!this.#cleanedAtBegin) {
-      await this.#cleanUp(false);
+      await this.#cleanUp();
       this.#cleanedAtBegin = true;
     }
     const { transactionalId, epoch } = this;
@@ -327,60 +311,6 @@ export class TransactionalProducer {
     );
   }
 
-  /**
-   * Commits `txn` (open → committed); idempotent. The first commit of this
-   * producer's own epoch also aborts the pre-committed lingering
-   * transactions (see the module docs).
-   * @throws {ProducerFencedError} when a newer epoch owns this producer's transactionalId.
-   * @throws {TransactionStateError} when `txn` is aborted or has no record:
-   *   its pre-committed records can never become visible.
-   * @throws {TransactionLostError} (no restarts) when some of its messages
-   *   are no longer in the stream (see `retention.ts`).
-   */
-  async commit(txn: JetStreamTxn): Promise<void> {
-    await this.#checkEpoch(`commits transaction ${txn.id}`);
-    const current = await this.#o.log.getTxn(txn.id);
-    const record = current?.value;
-    if (record?.state === "open" && record.preCommitted && record.records > 0) {
-      await verifyRetained({
-        jsm: await this.#jsm,
-        js: jetstreamApi.jetstream(this.#o.nc),
-        stream: this.#o.stream,
-        extent: {
-          txnId: txn.id,
-          messages: record.messages ?? record.records,
-          firstSeq: record.firstSeq ?? 0,
-          lastSeq: record.lastSeq ?? 0,
-        },
-        records: record.records,
-      });
-    }
-    const result = await this.#o.log.transition(txn.id, decideCommit);
-    if (result.kind === "refuse") {
-      throw new TransactionStateError(
-        `Cannot commit transaction ${txn.id} in bucket ${this.#o.log.bucket}: it is ${result.reason}; ` +
-          `its ${txn.records} pre-committed records (stream ${this.#o.stream}, sequences ` +
-          `${txn.firstSeq}..${txn.lastSeq}) can never become visible`,
-        txn.id,
-      );
-    }
-    if (txn.transactionalId === this.transactionalId && txn.epoch === this.epoch) {
-      const unsettled = this.#owned.filter((o) => !o.settled).map((o) => o.transactionalId);
-      if (unsettled.length === 0) return;
-      try {
-        await this.#cleanUp(true);
-      } catch (error) {
-        throw new Error(
-          `Committed transaction ${txn.id}, but cannot abort the lingering transactions of ` +
-            `${unsettled.join(", ")} in bucket ${this.#o.log.bucket}: ${
-              error instanceof Error ? error.message : error
-            }`,
-          { cause: error },
-        );
-      }
-    }
-  }
-
   /** Aborts `txn` (open → aborted); idempotent; a committed transaction stays committed. */
   async abort(txn: JetStreamTxn): Promise<void> {
     const result = await this.#o.log.abort(txn.id, txn.transactionalId, txn.epoch);
@@ -448,32 +378,11 @@ export class TransactionalProducer {
     });
   }
 
-  /** Aborts lingering transactions of older epochs; see the module docs. */
-  async #cleanUp(restoredCommitsDone: boolean): Promise<void> {
-    const txnLog = this.#o.log;
+  /** Aborts the lingering transactions never pre-committed; see the module docs. */
+  async #cleanUp(): Promise<void> {
     for (const owned of this.#owned) {
       if (owned.settled) continue;
-      let leftOpen = 0;
-      for (let epoch = owned.settledEpoch; epoch < owned.epoch; epoch++) {
-        for (const txnId of await txnLog.openTxns(owned.transactionalId, epoch)) {
-          const result = await txnLog.transition(
-            txnId,
-            (current) => decideLingering(current, restoredCommitsDone),
-          );
-          if (result.kind === "written") {
-            log.info(
-              `aborted lingering transaction ${txnId} (${result.record.records} records) in bucket ${txnLog.bucket}`,
-            );
-          } else if (result.kind === "done" && result.outcome === "left-open") {
-            leftOpen++;
-          }
-        }
-      }
-      if (leftOpen === 0) {
-        // False when a newer epoch started: this producer is fenced, and its next action says so.
-        await txnLog.settle(owned.transactionalId, owned.epoch);
-        owned.settled = true;
-      }
+      owned.settled = await abortLingering(this.#o.log, owned, false) === "settled";
     }
   }
 }

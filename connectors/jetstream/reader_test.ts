@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { headers as natsHeaders } from "../../runtime/actor/nats_deps.ts";
 import { encodeRecordBatch, RECORD_BATCH_HEADER, RecordBatchError } from "./record_batch.ts";
 import { printableValue, readCommitted, runReadCommand } from "./reader.ts";
-import { JetStreamSink } from "./sink.ts";
 import {
   CONNECTION,
+  HandDrivenTransactions,
   initContext,
   publishJson,
   readJson,
@@ -14,16 +14,9 @@ import {
 
 const NO_TIMESTAMP = { timestamp: undefined };
 
-/** A sink opened on the test stream, writing to `<stream>.out`. */
-async function openSink(t: TestJetStream): Promise<JetStreamSink<unknown>> {
-  const sink = new JetStreamSink<unknown>({
-    connection: CONNECTION,
-    stream: t.stream,
-    subject: `${t.stream}.out`,
-    txnBucket: t.bucket,
-  });
-  await sink.open(initContext(0, 1));
-  return sink;
+/** Hand-driven transactions on the test stream, writing to `<stream>.out`. */
+async function openSink(t: TestJetStream): Promise<HandDrivenTransactions> {
+  return await HandDrivenTransactions.open(t, `${t.stream}.out`);
 }
 
 Deno.test("runReadCommand prints JSON lines, every record by default and only committed ones with committed", async () => {

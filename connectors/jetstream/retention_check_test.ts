@@ -12,6 +12,7 @@ import { jetstreamApi } from "../../runtime/actor/nats_deps.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { type JetStreamTxn, TransactionalProducer } from "./producer.ts";
 import { TransactionLostError } from "./retention_check.ts";
+import { commitTransaction } from "./committer.ts";
 import { TransactionLog } from "./transactions.ts";
 import { readJson, type TestJetStream, withJetStream } from "./_test_kit.ts";
 
@@ -41,6 +42,16 @@ async function preCommitted(p: TransactionalProducer, t: TestJetStream, values: 
   return txn;
 }
 
+/** Commits `txn` as the committer does (retention check, then open → committed). */
+async function commit(t: TestJetStream, txn: JetStreamTxn): Promise<void> {
+  await commitTransaction({
+    log: await TransactionLog.open(t.nc, t.bucket, { create: false }),
+    jsm: await jetstreamApi.jetstreamManager(t.nc),
+    js: t.js,
+    stream: t.stream,
+  }, txn);
+}
+
 function lost(t: TestJetStream, txn: JetStreamTxn, missing: string) {
   return (e: unknown) =>
     e instanceof TransactionLostError && e instanceof SuppressRestartsError &&
@@ -56,7 +67,7 @@ Deno.test("a commit after the stream was purged fails without restarts, naming s
       const txn = await preCommitted(p, t, [1, 2, 3]);
       await (await jetstreamApi.jetstreamManager(t.nc)).streams.purge(t.stream);
       await assert.rejects(
-        p.commit(txn),
+        commit(t, txn),
         lost(
           t,
           txn,
@@ -78,7 +89,7 @@ Deno.test("a commit whose first messages max_msgs retention removed fails, and s
     const next = await producer(t, 1);
     try {
       await assert.rejects(
-        next.commit(txn),
+        commit(t, txn),
         lost(
           t,
           txn,
@@ -101,7 +112,7 @@ Deno.test("a deleted message inside a transaction fails its commit; another writ
       const contiguous = await preCommitted(p, t, [1, 2, 3]);
       await jsm.streams.deleteMessage(t.stream, 2);
       await assert.rejects(
-        p.commit(contiguous),
+        commit(t, contiguous),
         lost(t, contiguous, "sequences 2 of its 1..3 were deleted"),
       );
       await p.abort(contiguous);
@@ -115,7 +126,7 @@ Deno.test("a deleted message inside a transaction fails its commit; another writ
       await p.preCommit(txn);
       assert.deepEqual([txn.firstSeq, txn.lastSeq, txn.messages], [4, 8, 3]);
       await jsm.streams.deleteMessage(t.stream, 5); // another writer's message
-      await p.commit(txn);
+      await commit(t, txn);
       assert.deepEqual(await readJson(t.stream, { txnBucket: t.bucket, fromSequence: 4 }), [
         10,
         11,
@@ -131,7 +142,7 @@ Deno.test("a deleted message inside a transaction fails its commit; another writ
       await p.preCommit(later); // 9, 11, 13 are its messages
       await jsm.streams.deleteMessage(t.stream, 11);
       await assert.rejects(
-        p.commit(later),
+        commit(t, later),
         lost(
           t,
           later,

@@ -1,39 +1,59 @@
 /**
- * An exactly-once JetStream sink: Kafka's transactional producer, emulated
- * on JetStream (protocol in `protocol.ts`), driven by Weir's two-phase
- * commit (`runtime/api/sink.ts`, after Flink's `KafkaSink` with
- * `DeliveryGuarantee.EXACTLY_ONCE`).
+ * The JetStream sink, a native SinkV2 (`runtime/api/sink_v2.ts`, after
+ * Flink's `KafkaSink`): with `deliveryGuarantee: "exactly-once"` (the
+ * default) Kafka's transactional producer emulated on JetStream (protocol
+ * in `protocol.ts`); with `"at-least-once"` or `"none"` plain publishing
+ * without transactions. Records go out in record batches, many per
+ * message, in every mode.
  *
- * ## When each hook runs, and what it does
+ * ## Exactly-once: when each hook runs, and what it does
  *
- * - `open`: connects, checks the target stream, creates the KV bucket if
- *   missing, and bumps the epochs of the subtask's transactionalIds
- *   (fencing older attempts and runs).
- * - `beginTransaction` (at start and after each pre-commit): the first call
- *   aborts lingering transactions; then `txn.<id>` is created open.
- * - `invoke`: publishes the record asynchronously, with the `Weir-Txn` and
- *   `Nats-Msg-Id` headers, within a window of `maxInFlight`
- *   acknowledgements; a failed publish fails the attempt.
- * - `preCommit` (at the barrier): awaits every acknowledgement, then marks
- *   the transaction pre-committed with its record count and sequences.
- * - `commit` (when the checkpoint completes, and again on restore):
- *   open → committed; idempotent. It throws, failing the job, when the
- *   transaction was aborted: pre-committed data is never dropped quietly.
- * - `abort`: open → aborted; idempotent.
+ * - `createCommitter` (first, on start and restore): a connection and the
+ *   transaction log; the restored committables are committed then (see
+ *   `committer.ts`: each transaction's messages are checked to be still in
+ *   the stream, then open → committed; idempotent).
+ * - `createWriter`: connects, checks the target stream, creates the KV
+ *   bucket if missing, bumps the epochs of the subtask's transactionalIds
+ *   (fencing older attempts and runs), aborts the lingering transactions
+ *   never pre-committed, and begins a transaction (`transactional_writer.ts`).
+ * - `write`: adds the record to its subject's batch; a batch of
+ *   `maxBatchBytes` is published asynchronously with the `Weir-Txn`,
+ *   `Weir-Batch` and `Nats-Msg-Id` headers, within a window of
+ *   `maxInFlight` acknowledgements; a failed publish fails the attempt.
+ * - `flush` + `prepareCommit` (at the barrier): publishes the open
+ *   batches, awaits every acknowledgement, marks the transaction
+ *   pre-committed with its record and message counts and sequences, and
+ *   begins the next one. The pre-committed transaction is the committable.
+ * - commit (when the checkpoint completes, and again on restore):
+ *   open → committed. A transaction that was aborted, or whose messages
+ *   left the stream (retention, purge), fails the job without restarts:
+ *   pre-committed data is never dropped quietly.
+ * - `close`: closes the connections; the open transaction is aborted by
+ *   the next start.
  *
  * Read the output with `readCommitted` (`reader.ts`), with
  * `JetStreamSource` (read-committed by default), or with any client
  * following the protocol; plain consumers see every record, aborted ones
  * included.
  *
+ * ## At-least-once and none
+ *
+ * See `plain_writer.ts`: messages without `Weir-Txn`, visible at once; a
+ * batch is also published `lingerMs` after its first record.
+ * `"at-least-once"` awaits every acknowledgement at each barrier, so a
+ * restore may write records again but never loses one; `"none"` does not
+ * wait for the stream at all.
+ *
  * ## What users must size
  *
  * - The target stream's limits (`max_age`, `max_msgs`, `max_bytes`,
- *   discard policy) apply to transactional records too: a stream that
- *   removes records before readers read them loses them, and with
- *   `discard: new` a full stream fails the sink's publishes (the job
- *   restarts). No timeout ever aborts a pre-committed transaction, so a
- *   stopped job leaves its last transaction open until it runs again.
+ *   discard policy) apply to transactional records too: a commit whose
+ *   records the stream already removed fails the job (see
+ *   `retention.ts`), and with `discard: new` a full stream fails the
+ *   sink's publishes (the job restarts). No timeout ever aborts a
+ *   pre-committed transaction, so a stopped job leaves its last
+ *   transaction open until it runs again.
+ * - `maxBatchBytes` below the server's `max_payload` (1 MiB by default).
  * - The stream's `duplicate_window` (2 minutes by default) bounds the
  *   retry of a publish that timed out.
  * - The KV bucket keeps one small record per transaction (one per
@@ -55,7 +75,8 @@
  *   stream: "totals",
  *   subject: (r) => `totals.${r.key}`,
  * });
- * assert.equal(sink.kind, "two-phase-commit");
+ * assert.equal(sink.kind, "v2");
+ * assert.equal(sink.deliveryGuarantee, "exactly-once");
  * ```
  *
  * @module
@@ -63,15 +84,30 @@
 
 import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
 import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
-import type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "../../runtime/api/sink.ts";
+import type { SinkInitContext } from "../../runtime/api/sink.ts";
+import {
+  checkDeliveryGuarantee,
+  type Committer,
+  type CommitterInitContext,
+  type DeliveryGuarantee,
+  type SinkV2,
+  type SinkWriter,
+  type WriterInitContext,
+} from "../../runtime/api/sink_v2.ts";
+import { checkJetStreamCommittable } from "./committable.ts";
+import { JetStreamCommitter } from "./committer.ts";
+import { PlainWriter } from "./plain_writer.ts";
 import { type JetStreamTxn, TransactionalProducer } from "./producer.ts";
 import { checkPrefix, DEFAULT_TXN_BUCKET, defaultTransactionalIdPrefix } from "./protocol.ts";
+import { TransactionalWriter } from "./transactional_writer.ts";
 import { TransactionLog } from "./transactions.ts";
 
 /** Default messages awaiting acknowledgement per sink subtask. */
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
 /** Default payload size at which a record batch is published, in bytes (128 KiB). */
 export const DEFAULT_MAX_BATCH_BYTES = 128 * 1024;
+/** Default time a batch waits for more records without transactions, in ms. */
+export const DEFAULT_LINGER_MS = 50;
 /** The largest `maxBatchBytes` accepted: NATS's default `max_payload` (1 MiB) less 64 KiB of room. */
 export const MAX_BATCH_BYTES_LIMIT = 1024 * 1024 - 64 * 1024;
 
@@ -83,8 +119,25 @@ export interface JetStreamSinkOptions<T> {
   readonly stream: string;
   /** The subject of every record, or of each record. */
   readonly subject: string | ((value: T) => string);
-  /** Turns a record into the payload (default: JSON, UTF-8). */
+  /**
+   * Turns a record into its bytes (default: JSON, UTF-8). The sink copies
+   * them into a batch before the next call, so a serializer may reuse one
+   * buffer.
+   */
   readonly serializer?: (value: T) => Uint8Array;
+  /**
+   * `"exactly-once"` (default: transactions), `"at-least-once"` (plain
+   * publishes, every acknowledgement awaited at each barrier) or `"none"`
+   * (fire and forget); see the module docs.
+   */
+  readonly deliveryGuarantee?: DeliveryGuarantee;
+  /**
+   * Without transactions: a batch is published at most this many ms after
+   * its first record (default {@linkcode DEFAULT_LINGER_MS}). Exactly-once
+   * batches wait for `maxBatchBytes` or the barrier (nobody can read them
+   * before the commit).
+   */
+  readonly lingerMs?: number;
   /**
    * Kafka's `transactionalIdPrefix` (dot-separated tokens of letters,
    * digits, `_`, `-`, `=`). Default `<stream>.<uid>`, escaped: stable across
@@ -107,34 +160,33 @@ export interface JetStreamSinkOptions<T> {
 
 const encoder = new TextEncoder();
 
-/** What a subtask's copy of the sink holds after `open`. */
-interface Opened {
-  readonly nc: NatsConnection;
-  readonly producer: TransactionalProducer;
+/** The sink's settings, resolved. */
+interface Config<T> {
+  readonly connection: NatsConnectionOptions;
+  readonly subject: string | ((value: T) => string);
+  readonly serializer: (value: T) => Uint8Array;
+  readonly prefix: string | undefined;
+  readonly bucket: string;
+  readonly maxInFlight: number;
+  readonly maxBatchBytes: number;
+  readonly lingerMs: number;
 }
 
-/** The transactional JetStream sink; see the module docs. */
-export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
-  /** Always `"two-phase-commit"`. */
-  readonly kind = "two-phase-commit" as const;
+/** The JetStream sink; see the module docs. */
+export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
+  /** Always `"v2"`. */
+  readonly kind = "v2" as const;
+  /** What this sink promises; see the module docs. */
+  readonly deliveryGuarantee: DeliveryGuarantee;
   /** The target stream. */
   readonly stream: string;
-  // TypeScript-private fields: the engine copies the sink per subtask (shallowly).
-  private readonly config: {
-    readonly connection: NatsConnectionOptions;
-    readonly subject: string | ((value: T) => string);
-    readonly serializer: (value: T) => Uint8Array;
-    readonly prefix: string | undefined;
-    readonly bucket: string;
-    readonly maxInFlight: number;
-    readonly maxBatchBytes: number;
-  };
-  private opened: Opened | undefined;
+  readonly #config: Config<T>;
 
   /**
-   * Creates the sink (no I/O until a subtask opens it).
+   * Creates the sink (no I/O until a subtask starts).
    * @throws {TypeError} when `stream` or `subject` is empty or the prefix is not valid.
-   * @throws {RangeError} when `maxInFlight` is not a positive integer.
+   * @throws {RangeError} when `maxInFlight`, `maxBatchBytes` or `lingerMs` is out of range.
+   * @throws {DeliveryGuaranteeError} when `deliveryGuarantee` is not one of the three.
    */
   constructor(options: JetStreamSinkOptions<T>) {
     if (typeof options.stream !== "string" || options.stream === "") {
@@ -149,23 +201,29 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
         }`,
       );
     }
-    const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
-    if (!Number.isSafeInteger(maxInFlight) || maxInFlight < 1) {
-      throw new RangeError(
-        `JetStreamSink of stream ${options.stream}: 'maxInFlight' must be a positive integer: current value is ${maxInFlight}`,
-      );
-    }
-    const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
-    if (
-      !Number.isSafeInteger(maxBatchBytes) || maxBatchBytes < 1 ||
-      maxBatchBytes > MAX_BATCH_BYTES_LIMIT
-    ) {
-      throw new RangeError(
-        `JetStreamSink of stream ${options.stream}: 'maxBatchBytes' must be an integer from 1 to ${MAX_BATCH_BYTES_LIMIT}: current value is ${maxBatchBytes}`,
-      );
-    }
+    const name = `JetStreamSink of stream ${options.stream}`;
+    const maxInFlight = integer(
+      name,
+      "maxInFlight",
+      options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT,
+      1,
+      Number.MAX_SAFE_INTEGER,
+    );
+    const maxBatchBytes = integer(
+      name,
+      "maxBatchBytes",
+      options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,
+      1,
+      MAX_BATCH_BYTES_LIMIT,
+    );
+    const lingerMs = integer(name, "lingerMs", options.lingerMs ?? DEFAULT_LINGER_MS, 0, 60_000);
+    this.deliveryGuarantee = checkDeliveryGuarantee(
+      name,
+      options.deliveryGuarantee ?? "exactly-once",
+      ["none", "at-least-once", "exactly-once"],
+    );
     this.stream = options.stream;
-    this.config = {
+    this.#config = {
       connection: options.connection,
       subject: options.subject,
       serializer: options.serializer ?? ((value: T) => encoder.encode(JSON.stringify(value))),
@@ -175,101 +233,129 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamTxn> {
       bucket: options.txnBucket ?? DEFAULT_TXN_BUCKET,
       maxInFlight,
       maxBatchBytes,
+      lingerMs,
     };
-    this.opened = undefined;
+    if (this.deliveryGuarantee === "exactly-once") {
+      this.createCommitter = (context) => this.#createCommitter(context);
+    }
   }
 
-  /**
-   * Connects and takes ownership of the subtask's transactionalIds (see the module docs).
-   * @throws {Error} naming the stream or bucket when they cannot be used, or the servers when NATS cannot be reached.
-   */
-  async open(context: SinkInitContext): Promise<void> {
-    const { connection, bucket, maxInFlight, maxBatchBytes } = this.config;
-    const stream = this.stream;
-    const nc = await connectNats({
-      name: `weir-sink-${stream}-${context.uid}-${context.subtaskIndex}`,
-      ...connection,
-    });
+  async #createCommitter(context: CommitterInitContext): Promise<Committer<JetStreamTxn>> {
+    const nc = await this.#connect(context, "committer");
     try {
-      try {
-        await (await jetstreamApi.jetstreamManager(nc)).streams.info(stream);
-      } catch (error) {
-        throw new Error(
-          `JetStreamSink (uid ${context.uid}) cannot write to stream ${stream}: ${
-            error instanceof Error ? error.message : error
-          }`,
-          { cause: error },
-        );
-      }
-      const log = await TransactionLog.open(nc, bucket, { create: true });
-      const producer = await TransactionalProducer.init({
+      const log = await TransactionLog.open(nc, this.#config.bucket, { create: true });
+      return new JetStreamCommitter({
         nc,
         log,
-        stream,
-        prefix: this.config.prefix ?? defaultTransactionalIdPrefix(stream, context.uid),
-        subtask: context.subtaskIndex,
-        parallelism: context.parallelism,
-        jobId: context.jobId,
-        attempt: context.attempt,
-        maxInFlight,
-        maxBatchBytes,
+        stream: this.stream,
+        prefix: this.#prefix(context),
+        context,
       });
-      this.opened = { nc, producer };
     } catch (error) {
       await nc.close();
       throw error;
     }
   }
 
-  /** Begins a transaction (the first one aborts lingering transactions first). */
-  beginTransaction(_context: SinkInitContext): Promise<JetStreamTxn> {
-    return this.producer().begin();
-  }
-
-  /** Publishes `value` in `txn`, asynchronously. */
-  invoke(txn: JetStreamTxn, value: T, _context: SinkContext): void | Promise<void> {
-    const { subject, serializer } = this.config;
-    return this.producer().send(
-      txn,
-      typeof subject === "string" ? subject : subject(value),
-      serializer(value),
-    );
-  }
-
-  /** Awaits `txn`'s acknowledgements and marks it pre-committed. */
-  preCommit(txn: JetStreamTxn): Promise<void> {
-    return this.producer().preCommit(txn);
-  }
-
-  /** Makes `txn` visible to read-committed readers; idempotent. */
-  commit(txn: JetStreamTxn): Promise<void> {
-    return this.producer().commit(txn);
-  }
-
-  /** Discards `txn`; idempotent. */
-  abort(txn: JetStreamTxn): Promise<void> {
-    return this.producer().abort(txn);
-  }
-
-  /** Waits for outstanding publishes and closes the connection. */
-  async close(): Promise<void> {
-    const opened = this.opened;
-    this.opened = undefined;
-    if (!opened) return;
+  /**
+   * Creates the subtask's writer: transactional for exactly-once, plain otherwise.
+   * @throws {Error} naming the stream or bucket when they cannot be used, or
+   *   the servers when NATS cannot be reached.
+   * @throws {ProducerFencedError} when a newer attempt owns the transactionalId.
+   */
+  async createWriter(
+    context: WriterInitContext<never>,
+  ): Promise<SinkWriter<T, JetStreamTxn, never>> {
+    const c = this.#config;
+    const nc = await this.#connect(context, "writer");
     try {
-      await opened.producer.close();
-    } finally {
-      await opened.nc.close();
+      await this.#checkStream(nc, context);
+      if (this.deliveryGuarantee !== "exactly-once") {
+        return new PlainWriter<T>({
+          nc,
+          guarantee: this.deliveryGuarantee,
+          stream: this.stream,
+          subject: c.subject,
+          serializer: c.serializer,
+          maxBatchBytes: c.maxBatchBytes,
+          lingerMs: c.lingerMs,
+          maxInFlight: c.maxInFlight,
+          writerId: `${context.jobId}.${context.uid}.${context.subtaskIndex}.${context.attempt}.${
+            crypto.randomUUID().slice(0, 8)
+          }`,
+        }) as SinkWriter<T, JetStreamTxn, never>;
+      }
+      const log = await TransactionLog.open(nc, c.bucket, { create: true });
+      const producer = await TransactionalProducer.init({
+        nc,
+        log,
+        stream: this.stream,
+        prefix: this.#prefix(context),
+        subtask: context.subtaskIndex,
+        parallelism: context.parallelism,
+        jobId: context.jobId,
+        attempt: context.attempt,
+        maxInFlight: c.maxInFlight,
+        maxBatchBytes: c.maxBatchBytes,
+      });
+      return await TransactionalWriter.start<T>({
+        nc,
+        producer,
+        subject: c.subject,
+        serializer: c.serializer,
+      });
+    } catch (error) {
+      await nc.close();
+      throw error;
     }
   }
 
-  /** The subtask's producer; throws when the sink is not open. */
-  private producer(): TransactionalProducer {
-    if (!this.opened) {
+  /**
+   * Creates the subtask's committer (see `committer.ts`); present for
+   * exactly-once only (the writers without transactions have nothing to
+   * commit).
+   * @throws {Error} naming the bucket or the servers when they cannot be used.
+   */
+  readonly createCommitter?: (context: CommitterInitContext) => Promise<Committer<JetStreamTxn>>;
+
+  /**
+   * Validates a committable read back from a checkpoint (see `committable.ts`).
+   * @throws {SinkStateError} naming the field and its value.
+   */
+  checkCommittable(raw: unknown): JetStreamTxn {
+    return checkJetStreamCommittable(raw);
+  }
+
+  #prefix(context: SinkInitContext): string {
+    return this.#config.prefix ?? defaultTransactionalIdPrefix(this.stream, context.uid);
+  }
+
+  async #connect(context: SinkInitContext, role: string): Promise<NatsConnection> {
+    return await connectNats({
+      name: `weir-sink-${this.stream}-${context.uid}-${context.subtaskIndex}-${role}`,
+      ...this.#config.connection,
+    });
+  }
+
+  async #checkStream(nc: NatsConnection, context: SinkInitContext): Promise<void> {
+    try {
+      await (await jetstreamApi.jetstreamManager(nc)).streams.info(this.stream);
+    } catch (error) {
       throw new Error(
-        `JetStreamSink of stream ${this.stream} is used before open() or after close()`,
+        `JetStreamSink (uid ${context.uid}) cannot write to stream ${this.stream}: ${
+          error instanceof Error ? error.message : error
+        }`,
+        { cause: error },
       );
     }
-    return this.opened.producer;
   }
+}
+
+function integer(name: string, field: string, value: number, min: number, max: number): number {
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new RangeError(
+      `${name}: '${field}' must be an integer from ${min} to ${max}: current value is ${value}`,
+    );
+  }
+  return value;
 }

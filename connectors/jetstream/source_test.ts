@@ -11,9 +11,9 @@ import {
   type JetStreamSourceOptions,
   type JetStreamSplit,
 } from "./source.ts";
-import { JetStreamSink } from "./sink.ts";
 import {
   CONNECTION,
+  HandDrivenTransactions,
   initContext,
   publishJson,
   type TestJetStream,
@@ -261,14 +261,8 @@ Deno.test("with onMalformed dead-letter, a malformed message goes to the side ou
 
 Deno.test("the source reads committed by default: it waits for an open transaction and skips an aborted one", async () => {
   await withJetStream(async (t) => {
-    const sink = new JetStreamSink<number>({
-      connection: CONNECTION,
-      stream: t.stream,
-      subject: `${t.stream}.out`,
-      txnBucket: t.bucket,
-    });
+    const sink = await HandDrivenTransactions.open(t, `${t.stream}.out`);
     const ctx = initContext(0, 1);
-    await sink.open(ctx);
     const src = source<number>(t);
     let r: SourceReader<number, JetStreamSplit> | undefined;
     try {
