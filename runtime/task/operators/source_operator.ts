@@ -60,6 +60,7 @@ import type {
 } from "../../api/source.ts";
 import { checkDistinctSplitIds, newOwnedSplits, ownedSplits } from "../../api/split_assignment.ts";
 import { SuppressRestartsError } from "../../failure.ts";
+import { logger } from "../../log.ts";
 import type { ListState } from "../../api/state.ts";
 import { ListStateDescriptor } from "../../api/state.ts";
 import { DefaultOperatorStateStore } from "../../state/operator_state.ts";
@@ -83,6 +84,8 @@ export interface SourceSplitState {
   /** The split's watermark state, or `null` when it had no output yet. */
   readonly watermark: SplitWatermarkState | null;
 }
+
+const log = logger("task");
 
 /** What a finished discovery left for the next `poll`. */
 type DiscoveryResult =
@@ -324,6 +327,11 @@ export class SourceOperator implements StreamOperator {
       parallelism: env.parallelism,
     });
     if (added.length > 0) {
+      log.info(
+        `${this.#where()} discovered ${added.length} new split(s): ${
+          added.slice(0, 10).map((s) => s.splitId).join(", ")
+        }${added.length > 10 ? ", …" : ""}`,
+      );
       for (const split of added) this.#known.add(split.splitId);
       this.#ownsSplits = true;
       this.#reader!.addSplits(added);
