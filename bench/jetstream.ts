@@ -40,7 +40,8 @@
  * Records per wall second of `execute()` (job start to the final commit),
  * and per CPU-second of this process; medians over the rounds, the ratio
  * is the median of per-round ratios (transactional / blackhole). The NATS
- * server runs on the same cores. The last line is
+ * server runs on the same cores, and the load averages before and after
+ * are printed (the machine may be shared). The last line is
  * `RESULT records=… eps=… blackhole_eps=… ratio=… eps_cpu=… blackhole_eps_cpu=… ratio_cpu=… rounds=…`.
  * Nothing is asserted on timing.
  *
@@ -308,6 +309,7 @@ async function main(): Promise<void> {
   await jsm.streams.add({ name: input, subjects: [`${input}.>`] });
   const directory = await Deno.makeTempDir({ prefix: "weir-bench-jetstream-" });
   try {
+    const loadBefore = loadAverage();
     const checksum = await fillInput(servers, input, { records, keys, batchBytes });
     const setup: Setup = {
       servers,
@@ -347,6 +349,7 @@ async function main(): Promise<void> {
     const m = (variant: string, f: (s: Sample<Outcome>) => number) => rounds.median(variant, f);
     const ratio = rounds.ratio("transactional", "blackhole", eps);
     const ratioCpu = rounds.ratio("transactional", "blackhole", epsCpu);
+    console.log(`load average (1, 5, 15 min) before: ${loadBefore}, after: ${loadAverage()}`);
     console.log(
       `records per run: ${records} (${keys} keys, batches of ${batchBytes} bytes), rounds: ` +
         `${rounds.count} interleaved; medians; every run's count and checksum ${checksum} checked`,
@@ -375,6 +378,15 @@ async function main(): Promise<void> {
     await jsm.streams.delete(input).catch(() => {});
     await nc.close();
     await Deno.remove(directory, { recursive: true });
+  }
+}
+
+/** The machine's load averages (`/proc/loadavg`), or "unknown": the machine is shared, say how busy it was. */
+function loadAverage(): string {
+  try {
+    return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "unknown";
   }
 }
 
