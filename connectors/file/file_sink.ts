@@ -36,6 +36,14 @@
  * Checkpointing is required: without it no file would ever become
  * finished, so the writer refuses to start ({@linkcode FileSinkCheckpointingError}).
  *
+ * ## Costs (measured)
+ *
+ * Writer and committer alone (`deno run -A connectors/file/file_sink_bench.ts`,
+ * 1M records of `{ id, key, amount }` in 10 checkpoints, fsync and rename
+ * included, on the project's 2-core machine): about 2.4M records/s as
+ * lines, 2.25M as JSON lines, 2.0M as CSV (50–100 MB/s). Each checkpoint
+ * costs one fsync per open part file and one per directory touched.
+ *
  * ## Simplifications
  *
  * - Row formats only; no bulk formats (Parquet, ORC).

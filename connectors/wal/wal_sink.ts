@@ -66,6 +66,10 @@
  *   recorded on its own (one transaction each with an atomic target), and
  *   the PostgreSQL target splits a part into statements of bounded size.
  * - Values must be plain data (they are checkpointed as MessagePack).
+ * - Measured (`deno run -A connectors/wal/wal_sink_bench.ts`, 200k records
+ *   in 10 checkpoints into the local PostgreSQL, 2-core machine): about
+ *   235k rows/s with 10 000 values per committable (20 transactions),
+ *   165k rows/s with 1000 (200 transactions).
  *
  * @example
  * ```ts
