@@ -3,7 +3,8 @@
  * with `DeliveryGuarantee.AT_LEAST_ONCE` or `NONE`): records go out in
  * record batches (`protocol.ts`), one open batch per subject, published
  * when it reaches `maxBatchBytes` or `lingerMs` after its first record,
- * and at every flush. Its messages carry no `Weir-Txn`, so every reader
+ * and at every flush (all of them also once together they pass
+ * `MAX_OPEN_BATCH_BYTES`). Its messages carry no `Weir-Txn`, so every reader
  * sees them at once.
  *
  * - `"at-least-once"`: each batch is published with an acknowledgement
@@ -27,7 +28,13 @@ import type { SinkContext } from "../../runtime/api/sink.ts";
 import type { SinkWriter } from "../../runtime/api/sink_v2.ts";
 import { MSG_ID_HEADER } from "./protocol.ts";
 import { AsyncPublisher } from "./publisher.ts";
-import { RECORD_BATCH_HEADER, RecordBatchBuilder } from "./record_batch.ts";
+import {
+  INITIAL_BATCH_BYTES,
+  MAX_OPEN_BATCH_BYTES,
+  RECORD_BATCH_HEADER,
+  RECORD_LENGTH_BYTES,
+  RecordBatchBuilder,
+} from "./record_batch.ts";
 
 /** Options of {@linkcode PlainWriter}. */
 export interface PlainWriterOptions<T> {
@@ -58,6 +65,8 @@ export class PlainWriter<T> implements SinkWriter<T, never, never> {
   readonly #batches = new Map<string, RecordBatchBuilder>();
   #inflight: Promise<void>[] = [];
   #messages = 0;
+  /** Bytes in the open batches of all subjects. */
+  #openBytes = 0;
   #failure: Error | undefined;
   #linger: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
@@ -80,12 +89,15 @@ export class PlainWriter<T> implements SinkWriter<T, never, never> {
     const subject = typeof this.#o.subject === "string" ? this.#o.subject : this.#o.subject(value);
     let batch = this.#batches.get(subject);
     if (batch === undefined) {
-      batch = new RecordBatchBuilder(Math.min(this.#o.maxBatchBytes + 1024, 1 << 20));
+      batch = new RecordBatchBuilder(INITIAL_BATCH_BYTES);
       this.#batches.set(subject, batch);
     }
-    batch.add(this.#o.serializer(value));
-    if (batch.byteLength >= this.#o.maxBatchBytes) {
-      this.#publish(subject, batch);
+    const data = this.#o.serializer(value);
+    batch.add(data);
+    this.#openBytes += RECORD_LENGTH_BYTES + data.byteLength;
+    if (batch.byteLength >= this.#o.maxBatchBytes || this.#openBytes > MAX_OPEN_BATCH_BYTES) {
+      if (batch.byteLength >= this.#o.maxBatchBytes) this.#publish(subject, batch);
+      else this.#publishAll();
       if (this.#inflight.length >= this.#o.maxInFlight) return this.#awaitInflight();
     } else if (this.#linger === undefined) {
       this.#linger = setTimeout(() => {
@@ -140,6 +152,7 @@ export class PlainWriter<T> implements SinkWriter<T, never, never> {
 
   #publish(subject: string, batch: RecordBatchBuilder): void {
     const count = batch.count;
+    this.#openBytes -= batch.byteLength;
     const payload = batch.finish();
     const headers = natsHeaders();
     headers.set(RECORD_BATCH_HEADER, String(count));

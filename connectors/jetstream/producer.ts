@@ -37,6 +37,10 @@
  *   transactions.
  * - At most `maxInFlight` messages await their acknowledgement; `send`
  *   returns a promise only while the window is full.
+ * - The open batches of all subjects hold at most
+ *   {@linkcode MAX_OPEN_BATCH_BYTES} (then all are published), and a
+ *   subject's buffer starts at {@linkcode INITIAL_BATCH_BYTES}, so many
+ *   subjects cost little memory.
  * - Publishing goes through an {@linkcode AsyncPublisher}: a publish whose
  *   acknowledgement times out is sent again with the same `Nats-Msg-Id`, so
  *   the stream stores it once.
@@ -59,7 +63,13 @@ import {
 } from "./protocol.ts";
 import type { TransactionLog } from "./transactions.ts";
 import { AsyncPublisher } from "./publisher.ts";
-import { RECORD_BATCH_HEADER, RecordBatchBuilder } from "./record_batch.ts";
+import {
+  INITIAL_BATCH_BYTES,
+  MAX_OPEN_BATCH_BYTES,
+  RECORD_BATCH_HEADER,
+  RECORD_LENGTH_BYTES,
+  RecordBatchBuilder,
+} from "./record_batch.ts";
 import { abortLingering } from "./lingering.ts";
 
 const log = logger("jetstream-sink");
@@ -132,6 +142,8 @@ export class TransactionalProducer {
   #lastBatch: RecordBatchBuilder | undefined;
   /** The transaction the open batches belong to. */
   #batchTxn: JetStreamTxn | undefined;
+  /** Bytes in the open batches of all subjects. */
+  #openBytes = 0;
 
   private constructor(options: ProducerOptions, owned: Owned[]) {
     this.#o = options;
@@ -221,21 +233,24 @@ export class TransactionalProducer {
     if (subject !== this.#lastSubject || batch === undefined) {
       batch = this.#batches.get(subject);
       if (batch === undefined) {
-        batch = new RecordBatchBuilder(Math.min(this.#o.maxBatchBytes + 1024, 1 << 20));
+        batch = new RecordBatchBuilder(INITIAL_BATCH_BYTES);
         this.#batches.set(subject, batch);
       }
       this.#lastSubject = subject;
       this.#lastBatch = batch;
     }
     batch.add(data);
-    if (batch.byteLength < this.#o.maxBatchBytes) return;
-    this.#publish(txn, subject, batch);
+    this.#openBytes += RECORD_LENGTH_BYTES + data.byteLength;
+    if (batch.byteLength >= this.#o.maxBatchBytes) this.#publish(txn, subject, batch);
+    else if (this.#openBytes > MAX_OPEN_BATCH_BYTES) this.#publishBatches();
+    else return;
     if (this.#inflight.length - this.#head >= this.#o.maxInFlight) return this.#awaitWindow();
   }
 
   /** Publishes `batch` (non-empty) as the next message of `txn`. */
   #publish(txn: JetStreamTxn, subject: string, batch: RecordBatchBuilder): void {
     const count = batch.count;
+    this.#openBytes -= batch.byteLength;
     const payload = batch.finish();
     const n = txn.messages++;
     const headers = natsHeaders();
@@ -324,6 +339,7 @@ export class TransactionalProducer {
   /** Waits for outstanding publishes (their failures are dropped: the transaction is abandoned). */
   async close(): Promise<void> {
     this.#batches.clear();
+    this.#openBytes = 0;
     this.#lastSubject = undefined;
     this.#lastBatch = undefined;
     this.#batchTxn = undefined;

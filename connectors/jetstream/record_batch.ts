@@ -52,6 +52,15 @@ export const RECORD_LENGTH_BYTES = 4;
 /** The largest record count a header may carry (a batch fits in one 1 MiB message anyway). */
 export const MAX_BATCH_RECORDS = 1 << 24;
 
+/** A new builder's buffer, in bytes (it doubles as needed and is reused after `finish`). */
+export const INITIAL_BATCH_BYTES = 4096;
+
+/**
+ * The writers' bound on the bytes in the open batches of all subjects
+ * together (8 MiB): past it, every open batch is published.
+ */
+export const MAX_OPEN_BATCH_BYTES = 8 * 1024 * 1024;
+
 /** Where a batch was read, for errors. */
 export interface BatchLocation {
   /** The stream. */

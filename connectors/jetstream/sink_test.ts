@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { decode, encode } from "../../runtime/actor/codec.ts";
-import { JetStreamSink } from "./sink.ts";
+import { JetStreamSink, MAX_BATCH_BYTES_LIMIT } from "./sink.ts";
+import { jetstreamApi } from "../../runtime/actor/nats_deps.ts";
+import { waitUntil } from "../../tests/_wait.ts";
 import type { JetStreamTxn } from "./producer.ts";
 import {
   type CommitRequest,
@@ -531,4 +533,53 @@ Deno.test("a sink refuses an unknown delivery guarantee and out-of-range sizes, 
     /'lingerMs'.*current value is -1/,
   );
   assert.equal(new JetStreamSink({ ...base, deliveryGuarantee: "none" }).deliveryGuarantee, "none");
+});
+
+Deno.test("records of many subjects keep their order per subject, and open batches past 8 MiB in all go out before the barrier", async () => {
+  await withJetStream(async (t) => {
+    const sink = new JetStreamSink<{ s: number; n: number; pad: string }>({
+      connection: CONNECTION,
+      stream: t.stream,
+      subject: (r) => `${t.stream}.s${r.s}`,
+      txnBucket: t.bucket,
+      maxBatchBytes: MAX_BATCH_BYTES_LIMIT,
+    });
+    const ctx = { ...initContext(0, 1), restoredCheckpointId: undefined };
+    const committer = await sink.createCommitter!(ctx);
+    const writer = await sink.createWriter({
+      ...ctx,
+      restoredState: [],
+      checkpointingMode: "exactly-once",
+    });
+    const jsm = await jetstreamApi.jetstreamManager(t.nc);
+    try {
+      const pad = "x".repeat(1000);
+      // 200 subjects x 45 records of ~1 KB: ~9 MiB, no subject near maxBatchBytes.
+      for (let n = 0; n < 45; n++) {
+        for (let s = 0; s < 200; s++) await writer.write({ s, n, pad }, NO_TIMESTAMP);
+      }
+      await waitUntil(async () => (await jsm.streams.info(t.stream)).state.messages > 0, {
+        timeoutMs: 10_000,
+        missing: () => "a message published before the barrier",
+      });
+      await writer.flush(false);
+      const committables = await writer.prepareCommit!(1);
+      const round = await commitRound(
+        committer,
+        committables.map((committable) => ({ checkpointId: 1, committable })),
+      );
+      assert.deepEqual(round.signals, ["committed"]);
+      const bySubject = new Map<number, number[]>();
+      for (
+        const r of (await readJson(t.stream, { txnBucket: t.bucket })) as { s: number; n: number }[]
+      ) {
+        bySubject.set(r.s, [...(bySubject.get(r.s) ?? []), r.n]);
+      }
+      assert.equal(bySubject.size, 200);
+      for (const [s, ns] of bySubject) assert.deepEqual(ns, range(0, 45), `subject s${s}`);
+    } finally {
+      await writer.close();
+      await committer.close();
+    }
+  });
 });
