@@ -35,9 +35,14 @@
  *    `uid` and subtask in `open()` (Kafka's sink does this with its
  *    transactional-id pool).
  *
+ * 8. `close` once when the subtask finishes, is cancelled or fails, after
+ *    `abort` of the transaction open then.
+ *
  * A failure between pre-commit and the completion notification therefore
- * neither loses nor duplicates records. A `commit` that throws fails the job
- * loudly; nothing pre-committed is ever dropped.
+ * neither loses nor duplicates records. A `commit` that throws fails the
+ * attempt, and the restore commits again; when a `SuppressRestartsError` is
+ * in its cause chain, the job fails without restarts. Nothing pre-committed
+ * is ever dropped. (The mapping onto `SinkV2`: `two_phase_commit_adapter.ts`.)
  *
  * @module
  */

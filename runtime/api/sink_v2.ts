@@ -39,9 +39,15 @@
  * pass through `checkCommittable` / `checkWriterState`, which throw a
  * {@linkcode SinkStateError} naming what is wrong instead of guessing.
  *
- * On rescaling, committables and writer states are redistributed
- * round-robin over the new subtasks (Flink's split redistribution); every
- * restored committable is committed by exactly one new subtask.
+ * On rescaling, committables and writer states are redistributed over the
+ * new subtasks in contiguous even shares (Flink's split redistribution of
+ * operator list state); every restored committable is committed by exactly
+ * one new subtask, and every writer state item reaches exactly one writer.
+ *
+ * `runtime/task/operators/sink_writer_operator.ts` runs this protocol;
+ * `sink_commit.ts` beside it decides each commit round: `retryLater`
+ * requests are retried up to 10 times, 100 ms doubling to at most 1 s
+ * apart, then the attempt fails.
  *
  * ## Guarantees
  *
