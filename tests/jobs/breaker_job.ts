@@ -11,7 +11,9 @@
  * `--interval MS` (checkpoint interval, 200), `--timeout MS` (checkpoint
  * timeout, 60 000), `--restarts N` (fixed delay, 5), `--delay MS` (200),
  * `--rate R` (source records per second), `--dead-letter` (onMalformed
- * "dead-letter": dead letters become `{ dead: seq }` records).
+ * "dead-letter": dead letters become `{ dead: seq }` records), `--filter F`
+ * (the source's `filterSubject`, e.g. `in.*`: one split per subject) and
+ * `--discovery MS` (its `discoveryIntervalMs`).
  *
  * Faults: `--pad BYTES` (each record carries a string of that many bytes
  * across the network edge, dropped before the sink); `--exit-at N` (attempt
@@ -87,6 +89,8 @@ if (import.meta.main) {
       delay: text,
       rate: text,
       "dead-letter": flag,
+      filter: text,
+      discovery: text,
       pad: text,
       "exit-at": text,
       "exit-on-load": flag,
@@ -114,6 +118,8 @@ if (import.meta.main) {
       bounded: !values.unbounded,
       ...(values["dead-letter"] ? { onMalformed: "dead-letter" as const } : {}),
       ...(values.rate === undefined ? {} : { recordsPerSecond: Number(values.rate) }),
+      ...(values.filter === undefined ? {} : { filterSubject: values.filter }),
+      ...(values.discovery === undefined ? {} : { discoveryIntervalMs: Number(values.discovery) }),
     }),
     WatermarkStrategy.noWatermarks(),
     "in",
