@@ -140,6 +140,8 @@ export class SinkWriterOperator implements StreamOperator {
   #writer: SinkWriter<unknown, unknown, unknown> | undefined;
   #committer: Committer<unknown> | undefined;
   #calls = new OrderedCalls();
+  /** The last commit round, so rounds never overlap. */
+  #committing: Promise<void> = Promise.resolve();
   #endOfInput = false;
   #closed = false;
 
@@ -325,10 +327,18 @@ export class SinkWriterOperator implements StreamOperator {
     return { operator: this.#store.snapshot() };
   }
 
-  /** Commits every pending committable of checkpoints `<= checkpointId`. */
-  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    if (this.#pending.length === 0 || this.#pending[0]!.checkpointId > checkpointId) return;
-    await this.#commitUpTo(checkpointId, "");
+  /**
+   * Commits every pending committable of checkpoints `<= checkpointId`.
+   * Rounds run one after the other even if notifications overlap.
+   */
+  notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    const round = this.#committing.then(() => {
+      if (this.#pending.length === 0 || this.#pending[0]!.checkpointId > checkpointId) return;
+      return this.#commitUpTo(checkpointId, "");
+    });
+    // A failed round fails the attempt through the promise returned here; the chain goes on.
+    this.#committing = round.catch(() => {});
+    return round;
   }
 
   async #commitUpTo(checkpointId: number, phase: string): Promise<void> {

@@ -463,3 +463,39 @@ Deno.test("SinkWriterOperator flushes with endOfInput once at the end and not ag
   assert.deepEqual(sink.log.filter((l) => l.startsWith("flush")), ["flush false", "flush true"]);
   await h.close();
 });
+
+Deno.test("SinkWriterOperator runs overlapping completion notifications one round after the other", async () => {
+  const sink = new RecordingSink();
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => release = resolve);
+  const slow: SinkV2<number, Batch, number> = {
+    kind: "v2",
+    deliveryGuarantee: "exactly-once",
+    createWriter: (c) => sink.createWriter(c),
+    createCommitter: () => ({
+      commit: async (requests) => {
+        if (requests.some((r) => r.checkpointId === 1)) await gate;
+        for (const r of requests) sink.committed.push(r.committable);
+      },
+      close: () => {},
+    }),
+    checkCommittable: (raw) => sink.checkCommittable(raw),
+    checkWriterState: (raw) => sink.checkWriterState(raw),
+  };
+  const h = await open(slow);
+  for (const [n, value] of [[1, 1], [2, 2], [3, 3]]) {
+    h.processElement(value!, undefined);
+    await h.snapshot(n);
+  }
+  const first = h.operator.notifyCheckpointComplete(1);
+  const second = h.operator.notifyCheckpointComplete(3);
+  release();
+  await Promise.all([first, second]);
+  assert.deepEqual(
+    sink.committed.map((b) => b.checkpointId),
+    [1, 2, 3],
+    "each committable once, in order",
+  );
+  assert.deepEqual(h.operator.pendingCommittables(), []);
+  await h.close();
+});
