@@ -297,3 +297,27 @@ Deno.test("a checkpoint taken without split discovery is not restored by a sourc
       /taken without split discovery and the source now has it on/.test(e.message),
   );
 });
+
+Deno.test("a discovery interval that is not an integer >= 0 fails the open without restarts, naming the value", async () => {
+  for (const intervalMs of [-1, 0.5, Number.NaN]) {
+    await assert.rejects(
+      () => open(new GrowingSource(["s0"], intervalMs)),
+      (e: unknown) =>
+        e instanceof SuppressRestartsError &&
+        e.message.endsWith(
+          `its split discovery interval must be an integer >= 0 (ms): current value is ${intervalMs}`,
+        ),
+    );
+  }
+});
+
+Deno.test("with interval 0 a discovering source keeps owner assignment but never discovers", async () => {
+  const source = new GrowingSource(IDS, 0);
+  const { op, wakeups, clock } = await open(source, { subtaskIndex: 1, parallelism: 2 });
+  await drain(op);
+  clock.setTime(100_000);
+  op.onProcessingTime(100_000);
+  assert.deepEqual(wakeups, []);
+  assert.equal(source.discoveries, 0);
+  assert.deepEqual(source.readerSplits[0], ownedBy(1, 2, IDS));
+});
