@@ -64,7 +64,7 @@
  */
 
 import { OutputTag } from "../../runtime/api/output_tag.ts";
-import { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
 import type {
   Boundedness,
   InputStatus,

@@ -37,7 +37,7 @@
  */
 
 import type { CheckpointFailureCode, SubtaskAck } from "../checkpoint/types.ts";
-import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
+import { SuppressRestartsError } from "../failure.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
 
 /**

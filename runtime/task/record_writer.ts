@@ -26,7 +26,7 @@ import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../state/key_
 import { channelTargets } from "./channels.ts";
 import type { BufferMessage, ChannelEvent, EventMessage } from "./messages.ts";
 import { taskSubject } from "./messages.ts";
-import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
+import { SuppressRestartsError } from "../failure.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
 
 /** Room left in a transport message for the envelope around an encoded buffer, in bytes. */

@@ -58,7 +58,7 @@ import { computeKeyGroupRangeForOperatorIndex, type KeyGroupRange } from "../sta
 import { readSubtaskRestore, splitSubtaskSnapshot } from "./subtask_state.ts";
 import type { Clock } from "../time/clock.ts";
 import type { CheckpointingMode } from "../api/sink_v2.ts";
-import { SuppressRestartsError } from "../cluster/restart_strategy.ts";
+import { SuppressRestartsError } from "../failure.ts";
 import {
   AlignedBarrierHandler,
   type BarrierAction,
