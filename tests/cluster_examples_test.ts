@@ -77,12 +77,16 @@ Deno.test({
       assert.equal(read.code, 0, read.output);
       const lines = read.output.trim().split("\n").filter((l) => l.startsWith("{"));
       assert.deepEqual(
-        lines.map((l) => JSON.parse(l) as { subject: string; value: unknown }),
+        // Records of one checkpoint share a message (a record batch): compare subjects and values.
+        lines.map((l) => {
+          const { subject, value } = JSON.parse(l) as { subject: string; value: unknown };
+          return { subject, value };
+        }),
         [
           "(sensor_1,32.4,42.4)",
           "(sensor_10,52.6,22.5)",
           "(sensor_7,19.9,30)",
-        ].map((value, i) => ({ seq: i + 1, subject: `${sink}.alerts`, value })),
+        ].map((value) => ({ subject: `${sink}.alerts`, value })),
       );
     });
   },
