@@ -1,0 +1,166 @@
+/**
+ * Rows batched into multi-row statements ({@linkcode RowBatch}), and the
+ * sink writer that sends them in autocommit mode
+ * ({@linkcode AutocommitBatchWriter}): the XA sink's `"at-least-once"` and
+ * `"none"` modes and the upsert sink use it.
+ *
+ * ## When rows reach the database
+ *
+ * - a batch is sent when it holds `batchSize` rows (`write` then returns
+ *   the send's promise, which is the backpressure);
+ * - at every checkpoint barrier (`flush(false)`) when `flushOnCheckpoint`
+ *   (at-least-once: a completed checkpoint covers only records already in
+ *   the database);
+ * - at the end of bounded input (`flush(true)`), always.
+ *
+ * Without `flushOnCheckpoint` (guarantee `"none"`) the rows buffered at a
+ * failure are lost. Each statement commits on its own (autocommit); a
+ * failure after some statements leaves them in the table, and the replay
+ * from the last checkpoint sends their rows again.
+ *
+ * @module
+ */
+
+import type { SinkContext } from "../../runtime/api/sink.ts";
+import type { SinkWriter } from "../../runtime/api/sink_v2.ts";
+import {
+  type MariaDbConnectionOptions,
+  openConnection,
+  releaseConnection,
+  type SqlConnection,
+} from "./connection.ts";
+import { multiRowSql, type MultiRowStatement } from "./statement.ts";
+
+/** Rows waiting to be sent as one multi-row statement. */
+export class RowBatch<T> {
+  readonly #statement: MultiRowStatement;
+  readonly #parameters: (record: T) => readonly unknown[];
+  readonly #where: string;
+  #values: unknown[] = [];
+  #rows = 0;
+
+  /**
+   * @param statement the parsed one-row statement.
+   * @param parameters a record's values, one per `?` of the tuple.
+   * @param where the sink and subtask, for errors.
+   */
+  constructor(
+    statement: MultiRowStatement,
+    parameters: (record: T) => readonly unknown[],
+    where: string,
+  ) {
+    this.#statement = statement;
+    this.#parameters = parameters;
+    this.#where = where;
+  }
+
+  /** How many rows are buffered. */
+  get rows(): number {
+    return this.#rows;
+  }
+
+  /**
+   * Buffers one record's row.
+   * @throws {TypeError} when `parameters` returns something other than an
+   *   array of as many values as the tuple has `?`.
+   */
+  add(record: T): void {
+    const values = this.#parameters(record);
+    if (!Array.isArray(values) || values.length !== this.#statement.placeholders) {
+      throw new TypeError(
+        `${this.#where}: parameters(record) must return an array of ${this.#statement.placeholders} values (one per '?' of ${
+          JSON.stringify(this.#statement.tuple)
+        }): current value is ${describe(values)}`,
+      );
+    }
+    for (const v of values) this.#values.push(v);
+    this.#rows++;
+  }
+
+  /**
+   * Sends the buffered rows as one statement and empties the batch.
+   * @param connection where to send them.
+   * @returns how many rows were sent.
+   */
+  async send(connection: SqlConnection): Promise<number> {
+    const rows = this.#rows;
+    if (rows === 0) return 0;
+    const values = this.#values;
+    this.#values = [];
+    this.#rows = 0;
+    await connection.query(multiRowSql(this.#statement, rows), values);
+    return rows;
+  }
+
+  /** Drops the buffered rows (the writer failed or closes). */
+  clear(): void {
+    this.#values = [];
+    this.#rows = 0;
+  }
+}
+
+function describe(value: unknown): string {
+  try {
+    const text = JSON.stringify(value);
+    if (text === undefined) return String(value);
+    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  } catch {
+    return String(value);
+  }
+}
+
+/** What an {@linkcode AutocommitBatchWriter} is built from. */
+export interface AutocommitBatchWriterOptions<T> {
+  /** Where to connect. */
+  readonly connection: MariaDbConnectionOptions;
+  /** The parsed one-row statement. */
+  readonly statement: MultiRowStatement;
+  /** A record's values, one per `?`. */
+  readonly parameters: (record: T) => readonly unknown[];
+  /** Rows per statement. */
+  readonly batchSize: number;
+  /** Whether `flush(false)` (a barrier) sends the batch: at-least-once. */
+  readonly flushOnCheckpoint: boolean;
+  /** The sink and subtask, for errors. */
+  readonly where: string;
+}
+
+/** Sends batches in autocommit mode (see the module docs for when). */
+export class AutocommitBatchWriter<T> implements SinkWriter<T> {
+  readonly #options: AutocommitBatchWriterOptions<T>;
+  readonly #batch: RowBatch<T>;
+  #connection: SqlConnection | undefined;
+  #closed = false;
+
+  /** @param options see {@linkcode AutocommitBatchWriterOptions}. */
+  constructor(options: AutocommitBatchWriterOptions<T>) {
+    this.#options = options;
+    this.#batch = new RowBatch(options.statement, options.parameters, options.where);
+  }
+
+  /** Buffers the record; sends the batch when it is full. */
+  write(value: T, _context: SinkContext): void | Promise<void> {
+    this.#batch.add(value);
+    if (this.#batch.rows >= this.#options.batchSize) return this.#send();
+  }
+
+  /** Sends the batch at a barrier (when `flushOnCheckpoint`) and at the end of input. */
+  flush(endOfInput: boolean): void | Promise<void> {
+    if (endOfInput || this.#options.flushOnCheckpoint) return this.#send();
+  }
+
+  async #send(): Promise<void> {
+    if (this.#batch.rows === 0) return;
+    if (this.#closed) throw new Error(`${this.#options.where}: the writer is closed`);
+    this.#connection ??= await openConnection(this.#options.connection);
+    await this.#batch.send(this.#connection);
+  }
+
+  /** Releases the connection; buffered rows are dropped (the replay writes them again). */
+  close(): void {
+    this.#closed = true;
+    this.#batch.clear();
+    releaseConnection(this.#connection);
+    this.#connection = undefined;
+  }
+}

@@ -1,0 +1,242 @@
+/**
+ * The MariaDB/MySQL XA sink (Flink's `JdbcSink.exactlyOnceSink` with its
+ * `XaFacade`, as a SinkV2): rows go into an XA transaction per subtask and
+ * checkpoint, `XA PREPARE`d at the barrier and `XA COMMIT`ted when the
+ * checkpoint completes.
+ *
+ * ```ts ignore
+ * import { mariaDbXaSink } from "./connectors/mariadb/mod.ts";
+ *
+ * stream.sinkTo(mariaDbXaSink<Bill>({
+ *   connection: { host: "127.0.0.1", user: "weir", database: "billing" },
+ *   sql: "INSERT INTO bills (id, account, amount) VALUES (?, ?, ?)",
+ *   parameters: (b) => [b.id, b.account, b.amount],
+ * })).uid("bills-sink");
+ * ```
+ *
+ * ## Guarantees
+ *
+ * | `deliveryGuarantee`        | how                                                      |
+ * |----------------------------|----------------------------------------------------------|
+ * | `"exactly-once"` (default) | XA transactions, a committer, the commit log (`xa_writer.ts`, `xa_committer.ts`) |
+ * | `"at-least-once"`          | autocommit multi-row INSERTs, sent at every barrier; a replay inserts again |
+ * | `"none"`                   | autocommit multi-row INSERTs sent when a batch is full or input ends; a failure loses the buffer |
+ *
+ * ## Invariants (exactly-once)
+ *
+ * - Every record written between barriers *n-1* and *n* is in the xid the
+ *   writer prepared at *n*; the xid is checkpointed in *n* and committed
+ *   when *n* completes, or at the restore from *n*.
+ * - No xid is committed unless the checkpoint that names it completed; no
+ *   prepared xid is left: a restore rolls back the writer's xids started
+ *   after the restored checkpoint (`xid.ts` says why this is safe at any
+ *   parallelism, without coordination between subtasks).
+ * - A commit never hides loss: an xid that is neither prepared nor in the
+ *   commit log fails the job without restarts, naming it
+ *   (`xa_committable.ts`).
+ *
+ * ## Simplifications
+ *
+ * - Only INSERT-shaped statements are batched (one `VALUES` tuple repeated
+ *   per row). A prepared XA transaction keeps its row locks until commit,
+ *   so statements that update the same rows in consecutive checkpoints
+ *   wait on the previous checkpoint's locks until its commit: prefer
+ *   inserts of new rows (an append log, see `examples/billing_tables.ts`).
+ * - A transaction per connection: the writer opens a connection per
+ *   checkpoint interval that has records (a few ms locally).
+ * - The commit log is pruned by time (default 7 days); an older restore
+ *   whose rows were pruned fails loudly rather than guess.
+ *
+ * @module
+ */
+
+import type { SinkInitContext } from "../../runtime/api/sink.ts";
+import {
+  checkDeliveryGuarantee,
+  type Committer,
+  type CommitterInitContext,
+  type DeliveryGuarantee,
+  type SinkV2,
+  type SinkWriter,
+  type WriterInitContext,
+} from "../../runtime/api/sink_v2.ts";
+import { AutocommitBatchWriter } from "./batch_writer.ts";
+import {
+  CommitLog,
+  DEFAULT_COMMIT_LOG_RETENTION_MS,
+  DEFAULT_COMMIT_LOG_TABLE,
+} from "./commit_log.ts";
+import {
+  checkConnectionOptions,
+  type MariaDbConnectionOptions,
+  openConnection,
+  releaseConnection,
+} from "./connection.ts";
+import { parseInsertStatement } from "./statement.ts";
+import { checkXaCommittable, type XaCommittable } from "./xa_committable.ts";
+import { XaCommitter } from "./xa_committer.ts";
+import { rollBackLingering, XaSinkWriter } from "./xa_writer.ts";
+import { checkXidPrefix, defaultXidPrefix } from "./xid.ts";
+
+/** What {@linkcode mariaDbXaSink} is built from. */
+export interface MariaDbXaSinkOptions<T> {
+  /** Where to connect (user, database, host …). */
+  readonly connection: MariaDbConnectionOptions;
+  /**
+   * A one-row INSERT with `?` placeholders in one `VALUES` tuple, e.g.
+   * `INSERT INTO t (a, b) VALUES (?, ?)`; an `ON DUPLICATE KEY UPDATE`
+   * tail without `?` may follow. Batches repeat the tuple.
+   */
+  readonly sql: string;
+  /** A record's values, one per `?`, in order. */
+  readonly parameters: (record: T) => readonly unknown[];
+  /** What the sink promises (default `"exactly-once"`); see the module docs. */
+  readonly deliveryGuarantee?: DeliveryGuarantee;
+  /** Rows per INSERT statement (default 1000). */
+  readonly batchSize?: number;
+  /**
+   * The xid prefix (1–32 characters of `[A-Za-z0-9_.-]`; default derived
+   * from the sink's uid, see `xid.ts`). Every job writing through XA to the
+   * same server must use its own prefix: a fresh start rolls back every
+   * prepared xid of its prefix.
+   */
+  readonly xidPrefix?: string;
+  /** The commit-log table (default `weir_xa_commit_log`, in `connection.database`). */
+  readonly commitLogTable?: string;
+  /** How long commit-log rows are kept, in ms (default 7 days). */
+  readonly commitLogRetentionMs?: number;
+  /**
+   * How long a restoring writer waits for a lingering xid to detach from
+   * the connection that prepared it, in ms (default 10 000).
+   */
+  readonly detachTimeoutMs?: number;
+}
+
+/** The guarantees the XA sink can give. */
+export const MARIADB_XA_SINK_GUARANTEES: readonly DeliveryGuarantee[] = [
+  "none",
+  "at-least-once",
+  "exactly-once",
+];
+
+function positive(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(
+      `mariaDbXaSink: ${name} must be a positive integer: current value is ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+function where(context: SinkInitContext): string {
+  return `MariaDbXaSink "${context.uid}" subtask ${context.subtaskIndex}/${context.parallelism} ` +
+    `(job ${context.jobId}, attempt ${context.attempt})`;
+}
+
+/**
+ * Builds the MariaDB/MySQL XA sink (see the module docs).
+ * @param options see {@linkcode MariaDbXaSinkOptions}.
+ * @returns a SinkV2; with `"exactly-once"` it has a committer and validates
+ *   restored committables.
+ * @throws {DeliveryGuaranteeError} for an unknown `deliveryGuarantee`.
+ * @throws {RangeError} for a statement that is not a one-tuple INSERT, a
+ *   bad `xidPrefix`, `commitLogTable`, `batchSize`, `commitLogRetentionMs`
+ *   or `detachTimeoutMs` (each naming the value).
+ * @throws {TypeError} for connection options without `user` or `database`.
+ */
+export function mariaDbXaSink<T>(
+  options: MariaDbXaSinkOptions<T>,
+): SinkV2<T, XaCommittable> {
+  const guarantee = checkDeliveryGuarantee(
+    "mariaDbXaSink",
+    options.deliveryGuarantee ?? "exactly-once",
+    MARIADB_XA_SINK_GUARANTEES,
+  );
+  const connection = checkConnectionOptions(options.connection, "mariaDbXaSink");
+  const statement = parseInsertStatement(options.sql);
+  if (typeof options.parameters !== "function") {
+    throw new TypeError(
+      `mariaDbXaSink: parameters must be a function: current value is ${typeof options
+        .parameters}`,
+    );
+  }
+  const batchSize = positive(options.batchSize, "batchSize", 1000);
+  const retentionMs = positive(
+    options.commitLogRetentionMs,
+    "commitLogRetentionMs",
+    DEFAULT_COMMIT_LOG_RETENTION_MS,
+  );
+  const detachTimeoutMs = positive(options.detachTimeoutMs, "detachTimeoutMs", 10_000);
+  if (options.xidPrefix !== undefined) checkXidPrefix(options.xidPrefix, "mariaDbXaSink");
+  const commitLogTable = options.commitLogTable ?? DEFAULT_COMMIT_LOG_TABLE;
+  new CommitLog(commitLogTable, "x"); // validates the table name now
+  const prefixOf = (context: SinkInitContext) => options.xidPrefix ?? defaultXidPrefix(context.uid);
+
+  if (guarantee !== "exactly-once") {
+    return {
+      kind: "v2",
+      deliveryGuarantee: guarantee,
+      createWriter: (context: WriterInitContext<never>): SinkWriter<T, XaCommittable> =>
+        new AutocommitBatchWriter<T>({
+          connection,
+          statement,
+          parameters: options.parameters,
+          batchSize,
+          flushOnCheckpoint: guarantee === "at-least-once",
+          where: where(context),
+        }),
+    };
+  }
+
+  return {
+    kind: "v2",
+    deliveryGuarantee: "exactly-once",
+    async createWriter(context: WriterInitContext<never>): Promise<XaSinkWriter<T>> {
+      const prefix = prefixOf(context);
+      const commitLog = new CommitLog(commitLogTable, prefix);
+      const admin = await openConnection(connection);
+      try {
+        await commitLog.ensureTable(admin);
+        await rollBackLingering({
+          connection: admin,
+          prefix,
+          subtaskIndex: context.subtaskIndex,
+          parallelism: context.parallelism,
+          restoredCheckpointId: context.restoredCheckpointId,
+          detachTimeoutMs,
+          where: where(context),
+        });
+      } finally {
+        await admin.end().catch(() => releaseConnection(admin));
+      }
+      return new XaSinkWriter<T>({
+        connection,
+        statement,
+        parameters: options.parameters,
+        batchSize,
+        prefix,
+        commitLog,
+        subtaskIndex: context.subtaskIndex,
+        restoredCheckpointId: context.restoredCheckpointId,
+        where: where(context),
+      });
+    },
+    async createCommitter(context: CommitterInitContext): Promise<Committer<XaCommittable>> {
+      const commitLog = new CommitLog(commitLogTable, prefixOf(context));
+      const admin = await openConnection(connection);
+      try {
+        await commitLog.ensureTable(admin);
+      } finally {
+        await admin.end().catch(() => releaseConnection(admin));
+      }
+      return new XaCommitter({
+        connection,
+        commitLog,
+        pruneRetentionMs: context.subtaskIndex === 0 ? retentionMs : undefined,
+        where: where(context),
+      });
+    },
+    checkCommittable: checkXaCommittable,
+  };
+}
