@@ -26,6 +26,12 @@
  * An empty line is a record of one empty field (RFC 4180 has no blank-line
  * rule); a text ending with a line end has no empty record after it.
  *
+ * With a line reader such as `FileSource.forLines`, pass
+ * `deserializer: (line) => decodeCsvLine(line)`: the source names the file
+ * and line of a failure, the {@linkcode CsvParseError} the column. A record
+ * whose quoted field holds a line end spans lines, which a line reader
+ * cannot give; read such files whole with {@linkcode parseCsv}.
+ *
  * ## Invariants
  *
  * - For every non-empty array of fields `f`, `parseCsv(encodeCsvRecord(f))`
