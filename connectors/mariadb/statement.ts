@@ -28,8 +28,8 @@ export interface MultiRowStatement {
 
 /**
  * Splits an `INSERT … VALUES (?, …) [tail]` statement so that rows can be
- * repeated. The `VALUES` keyword and the tuple are found outside quotes and
- * comments; the tail must hold no `?` (its values would be needed once per
+ * repeated. The first top-level `VALUES` keyword and the tuple after it
+ * are found outside quotes and comments; the tail must hold no `?` (its values would be needed once per
  * statement, not per row: use `VALUES(col)` or an alias in an `ON DUPLICATE
  * KEY UPDATE` tail instead).
  * @param sql the one-row statement.
@@ -39,13 +39,12 @@ export interface MultiRowStatement {
  */
 export function parseInsertStatement(sql: string): MultiRowStatement {
   const tokens = scan(sql);
-  let valuesAt = -1;
-  for (const t of tokens) {
-    if (t.kind === "word" && t.depth === 0 && t.text.toUpperCase() === "VALUES") {
-      if (valuesAt >= 0) fail(sql, "it has more than one top-level VALUES keyword");
-      valuesAt = t.end;
-    }
-  }
+  // The first top-level VALUES: a later one is the VALUES(col) function of
+  // an ON DUPLICATE KEY UPDATE tail.
+  const keyword = tokens.find((t) =>
+    t.kind === "word" && t.depth === 0 && t.text.toUpperCase() === "VALUES"
+  );
+  const valuesAt = keyword?.end ?? -1;
   if (valuesAt < 0) fail(sql, "it has no top-level VALUES keyword");
   const open = tokens.find((t) => t.start >= valuesAt);
   if (open === undefined || open.kind !== "open" || open.depth !== 0) {
