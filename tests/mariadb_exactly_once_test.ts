@@ -1,0 +1,161 @@
+/**
+ * The MariaDB XA sink end to end (the server at 127.0.0.1:3306, database
+ * `test`, a table with a unique name and no key, so that a duplicate would
+ * be stored and seen): a keyed running-sum job at parallelism 2 fails twice
+ * on scripted `TestSource.fail` markers, each after a completed checkpoint
+ * and with checkpoints every 20 ms, so transactions are open and prepared
+ * ones pending at each crash. The table must hold exactly the
+ * failure-free output, each row once; no xid of the sink may be left
+ * prepared; and the commit log must account for every row.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy } from "../mod.ts";
+import { type TestItem, TestSource } from "../testing.ts";
+import { mariaDbXaSink } from "../connectors/mariadb/mod.ts";
+import {
+  cleanupPrefix,
+  preparedOf,
+  rows,
+  sql,
+  TEST_CONNECTION,
+  uniqueName,
+} from "../connectors/mariadb/_test_kit.ts";
+import {
+  expectedSums,
+  type KeyedRecord,
+  keyedSplits,
+  type KeyedSplitsOptions,
+  SequenceCheck,
+  type SumRecord,
+  withTempDir,
+} from "./_job_kit.ts";
+
+const SPLITS: KeyedSplitsOptions = {
+  splits: 2,
+  keysPerSplit: 2,
+  recordsPerKey: 400,
+  awaitCheckpointEvery: 150,
+};
+
+/** Inserts a fail marker for `attempt` 20 records after the `nth` awaitCheckpoint marker. */
+function failAfterCheckpoint(
+  items: TestItem<KeyedRecord>[],
+  nth: number,
+  attempt: number,
+): TestItem<KeyedRecord>[] {
+  let seen = 0;
+  const at = items.findIndex((item) =>
+    item instanceof Object && "spec" in item && item.spec.kind === "await-checkpoint" &&
+    ++seen === nth
+  );
+  assert.ok(at >= 0, `split has ${seen} awaitCheckpoint markers, wanted ${nth}`);
+  return [
+    ...items.slice(0, at + 21),
+    TestSource.fail(`induced failure on attempt ${attempt}`, { attempt }),
+    ...items.slice(at + 21),
+  ];
+}
+
+interface Faults {
+  /** The source split lists (with or without fail markers). */
+  readonly lists: TestItem<KeyedRecord>[][];
+  /** Installs fault hooks on the environment, if any. */
+  readonly install?: (env: StreamExecutionEnvironment) => void;
+  /** The restarts the faults cause. */
+  readonly restarts: number;
+}
+
+/** Runs the keyed job into a fresh table and checks the table, the xids and the commit log. */
+async function runAndCheck(name: string, faults: Faults): Promise<void> {
+  const table = uniqueName("xa_job");
+  const prefix = uniqueName("job");
+  const commitLogTable = uniqueName("xa_job_log");
+  await sql(
+    `CREATE TABLE \`${table}\` (\`key\` VARCHAR(32) NOT NULL, seq INT NOT NULL, ` +
+      `sum INT NOT NULL) ENGINE=InnoDB`,
+  );
+  try {
+    await withTempDir(async (checkpoints) => {
+      const env = StreamExecutionEnvironment.getExecutionEnvironment()
+        .setParallelism(2)
+        .enableCheckpointing(20, { directory: checkpoints })
+        .setRestartStrategy(RestartStrategies.fixedDelay(3, 0));
+      faults.install?.(env);
+      env.fromSource(
+        TestSource.perSubtask(faults.lists, { batchSize: 8 }),
+        WatermarkStrategy.noWatermarks(),
+        "records",
+      ).uid("records")
+        .keyBy((r) => r.key)
+        .process(new SequenceCheck()).uid("sums")
+        .sinkTo(mariaDbXaSink<SumRecord>({
+          connection: TEST_CONNECTION,
+          sql: `INSERT INTO \`${table}\` (\`key\`, seq, sum) VALUES (?, ?, ?)`,
+          parameters: (r) => [r.key, r.seq, r.sum],
+          batchSize: 50,
+          xidPrefix: prefix,
+          commitLogTable,
+        })).uid("xa-out");
+      const result = await env.execute(name);
+      assert.equal(result.restarts, faults.restarts, result.summary);
+    });
+    const got = (await rows(table, "`key`, seq")).map((r) => ({
+      key: String(r.key),
+      seq: Number(r.seq),
+      sum: Number(r.sum),
+    }));
+    const expected = [...expectedSums(SPLITS).values()].flat()
+      .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : a.seq - b.seq);
+    assert.equal(got.length, expected.length, "rows in the table");
+    assert.deepEqual(got, expected);
+    assert.deepEqual(await preparedOf(prefix), [], "xids of the sink left prepared");
+    const logged = await sql(
+      `SELECT CAST(SUM(records) AS SIGNED) AS n FROM \`${commitLogTable}\` WHERE prefix = ?`,
+      [prefix],
+    ) as { n: bigint | number }[];
+    assert.equal(Number(logged[0]!.n), expected.length, "records in committed transactions");
+  } finally {
+    await cleanupPrefix(prefix, commitLogTable);
+    await sql(`DROP TABLE IF EXISTS \`${table}\``);
+  }
+}
+
+Deno.test("a job writing through the MariaDB XA sink commits each row exactly once across two induced failures", async () => {
+  const [split0, split1] = keyedSplits(SPLITS);
+  await runAndCheck("mariadb xa sink exactly-once", {
+    lists: [failAfterCheckpoint(split0!, 2, 0), failAfterCheckpoint(split1!, 4, 1)],
+    restarts: 2,
+  });
+});
+
+Deno.test("a MariaDB XA job commits each row exactly once when it crashes between pre-commit and commit, twice", async () => {
+  const fired: string[] = [];
+  await runAndCheck("mariadb xa sink crash before commit", {
+    lists: keyedSplits(SPLITS),
+    restarts: 2,
+    install: (env) =>
+      env.setFaultInjector({
+        // The sink subtask dies with its xid prepared, before the completion commits it.
+        task: (point, site) => {
+          if (
+            fired.length === 0 && point === "before-commit" && site.attempt === 0 &&
+            site.checkpointId >= 3 && site.vertexName.includes("Sink") && site.subtask === 1
+          ) {
+            fired.push(`before-commit of checkpoint ${site.checkpointId}`);
+            throw new Error(`induced failure before the commit of checkpoint ${site.checkpointId}`);
+          }
+        },
+        // The checkpoint completes, its notification never arrives: the restore commits it.
+        coordinator: (point, checkpointId, attempt) => {
+          if (fired.length === 1 && point === "before-notify-complete" && attempt === 1) {
+            fired.push(`before-notify-complete of checkpoint ${checkpointId}`);
+            throw new Error(`induced failure before notifying checkpoint ${checkpointId}`);
+          }
+        },
+      }),
+  });
+  assert.equal(fired.length, 2, `faults fired: ${fired.join(", ")}`);
+});
