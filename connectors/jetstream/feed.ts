@@ -15,8 +15,13 @@
  *   record delivered or skipped (or `afterSeq`): everything up to it has
  *   been dealt with, nothing after it has, so a feed restarted after it
  *   neither repeats nor loses a record.
- * - At most `maxBuffered` records wait in the buffer: the pump stops reading
- *   until it drains to half.
+ * - At most `maxBuffered` messages, and at most
+ *   {@linkcode MAX_BUFFERED_BYTES} of payload (a message of record batches
+ *   may hold thousands of records), wait in the buffer: the pump stops
+ *   reading until both drain to half. The consumer pulls by bytes,
+ *   {@linkcode PULL_MAX_BYTES} per request (or twice the server's
+ *   `max_payload`), so the client's own buffer stays bounded whatever the
+ *   size of the messages.
  * - With `stopAt`, the feed reads no record after that sequence; it ends
  *   when every record up to it was delivered or skipped (when a consumer
  *   reports nothing more pending, the records up to `stopAt` that it did
@@ -29,6 +34,16 @@ import { jetstreamApi } from "../../runtime/actor/nats_deps.ts";
 import { TXN_HEADER } from "./protocol.ts";
 import { type Isolation, ReadCommittedBuffer, type Sequenced } from "./read_committed.ts";
 import type { TxnStateTracker } from "./txn_states.ts";
+
+/** Payload bytes buffered per feed at most before the pump pauses (16 MiB). */
+export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Bytes one pull request asks for at least (4 MiB); a pull asks for twice
+ * the server's `max_payload` when that is more (a message larger than a
+ * pull is never delivered).
+ */
+export const PULL_MAX_BYTES = 4 * 1024 * 1024;
 
 /** A message's headers, read-only (the NATS client's `MsgHdrs` fits it). */
 export interface MessageHeaders {
@@ -78,6 +93,8 @@ export interface FeedOptions {
   readonly maxBuffered: number;
   /** Called whenever `next()` may return something new. */
   readonly onChange: () => void;
+  /** The server's `max_payload` in bytes (the connection's server info), if known. */
+  readonly maxPayload?: number | undefined;
 }
 
 /** What {@linkcode MessageFeed.next} returns. */
@@ -100,6 +117,7 @@ export class MessageFeed {
   #consumer: jetstreamApi.Consumer | undefined;
   #unsubscribe: (() => void) | undefined;
   #drained: (() => void) | undefined;
+  #bufferedBytes = 0;
   #pump: Promise<void> | undefined;
 
   /** Creates the feed; {@linkcode MessageFeed.start} starts reading. */
@@ -143,7 +161,11 @@ export class MessageFeed {
       case "deliver":
       case "skip":
         this.#position = step.record.seq;
-        if (this.#drained && this.#buffer.size <= this.#o.maxBuffered / 2) {
+        this.#bufferedBytes -= step.record.data.byteLength;
+        if (
+          this.#drained && this.#buffer.size <= this.#o.maxBuffered / 2 &&
+          this.#bufferedBytes <= MAX_BUFFERED_BYTES / 2
+        ) {
           this.#drained();
           this.#drained = undefined;
         }
@@ -202,7 +224,7 @@ export class MessageFeed {
         return;
       }
       this.#messages = await this.#consumer.consume({
-        max_messages: Math.max(1, Math.min(o.maxBuffered, 1024)),
+        max_bytes: Math.max(PULL_MAX_BYTES, 2 * (o.maxPayload ?? 0)),
       });
       for await (const m of this.#messages) {
         if (this.#closed) return;
@@ -220,13 +242,14 @@ export class MessageFeed {
           timestamp: Number(m.timestampNanos / 1_000_000n),
         };
         const lookup = this.#buffer.push(message);
+        this.#bufferedBytes += m.data.byteLength;
         if (lookup !== undefined) this.#lookUp(lookup, m.seq);
         if (o.stopAt !== undefined && (m.seq >= o.stopAt || m.info.pending === 0)) {
           this.#pumpEnded = true;
           return;
         }
         o.onChange();
-        if (this.#buffer.size >= o.maxBuffered) {
+        if (this.#buffer.size >= o.maxBuffered || this.#bufferedBytes >= MAX_BUFFERED_BYTES) {
           await new Promise<void>((resolve) => this.#drained = resolve);
         }
       }

@@ -56,7 +56,7 @@ export interface ReadOptions {
   readonly txnBucket?: string;
   /** Stop at the stream's last sequence at start (see the module docs). Default false. */
   readonly bounded?: boolean;
-  /** Records buffered at most behind an open transaction (default {@linkcode DEFAULT_MAX_BUFFERED}). */
+  /** Messages buffered at most behind an open transaction (default {@linkcode DEFAULT_MAX_BUFFERED}; their payloads also at most 16 MiB). */
   readonly maxBuffered?: number;
 }
 
@@ -115,6 +115,7 @@ export async function* readCommitted(options: ReadOptions): AsyncGenerator<ReadR
       isolation: options.isolation ?? "read_committed",
       states: () => tracker ??= TxnStateTracker.open(nc, bucket),
       maxBuffered: options.maxBuffered ?? DEFAULT_MAX_BUFFERED,
+      maxPayload: nc.info?.max_payload,
       onChange: () => {
         const w = wake;
         wake = undefined;

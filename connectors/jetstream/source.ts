@@ -272,7 +272,7 @@ export interface JetStreamSourceOptions<T> {
   readonly timestamp?: (value: T, meta: MessageMeta) => number;
   /** Records per `pollNext` call at most (default 1000). */
   readonly batchSize?: number;
-  /** Records buffered per split at most (default 10 000). */
+  /** Messages buffered per split at most (default 10 000; their payloads also at most `MAX_BUFFERED_BYTES` of `feed.ts`, 16 MiB). */
   readonly maxBuffered?: number;
   /**
    * The total rate over all source subtasks, in records per second of
@@ -571,6 +571,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         isolation: o.isolation,
         states: () => this.#tracker ??= TxnStateTracker.open(nc, o.txnBucket),
         maxBuffered: o.maxBuffered,
+        maxPayload: nc.info?.max_payload,
         onChange: () => this.#notify(),
       });
       this.#splits.push({ split, feed, done: false, output: undefined });
