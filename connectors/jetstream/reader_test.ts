@@ -164,3 +164,30 @@ Deno.test("a malformed record batch fails the read, naming the stream, sequence 
     assert.deepEqual(lines, [`{"seq":1,"subject":"${t.stream}.plain","value":1}`]);
   });
 });
+
+Deno.test("a read of more batch payload than the feed buffers (16 MiB) pauses and resumes without losing a record", async () => {
+  await withJetStream(async (t) => {
+    const record = new Uint8Array(1000);
+    const perMessage = 900;
+    const messages = 24; // ~21 MiB in all
+    for (let m = 0; m < messages; m++) {
+      const headers = natsHeaders();
+      headers.set(RECORD_BATCH_HEADER, String(perMessage));
+      const records = Array.from({ length: perMessage }, (_, i) => {
+        const r = record.slice();
+        new DataView(r.buffer).setUint32(0, m * perMessage + i);
+        return r;
+      });
+      await t.js.publish(`${t.stream}.big`, encodeRecordBatch(records), { headers });
+    }
+    let expected = 0;
+    for await (
+      const r of readCommitted({ connection: CONNECTION, stream: t.stream, bounded: true })
+    ) {
+      const n = new DataView(r.data.buffer, r.data.byteOffset).getUint32(0);
+      if (n !== expected) assert.fail(`record ${expected} expected, ${n} read (sequence ${r.seq})`);
+      expected++;
+    }
+    assert.equal(expected, messages * perMessage);
+  });
+});
