@@ -6,7 +6,7 @@
  * | what happens                                   | signal                          |
  * |------------------------------------------------|---------------------------------|
  * | `XA COMMIT` succeeds                           | none (committed)                |
- * | `ER_XAER_NOTA`, listed by `XA RECOVER`         | `retryLater` (still attached)   |
+ * | `ER_XAER_NOTA`, listed by `XA RECOVER`         | commit again for up to 1 s ({@linkcode ATTACHED_WAIT_MS}), then `retryLater` (still attached) |
  * | `ER_XAER_NOTA`, commit-log row present         | `signalAlreadyCommitted`        |
  * | `ER_XAER_NOTA`, neither                        | `signalFailedWithKnownReason` ({@linkcode XaTransactionLostError}) |
  * | connection lost (server restart, `KILL`)       | `retryLater` (a new connection next time) |
@@ -36,6 +36,12 @@ import { recoverXids } from "./xa_writer.ts";
 import { describeXid, xidSql } from "./xid.ts";
 
 const log = logger("mariadb-xa");
+
+/**
+ * How long one commit waits for a prepared xid to detach from the
+ * connection that prepared it before signalling `retryLater`, in ms.
+ */
+export const ATTACHED_WAIT_MS = 1000;
 
 /**
  * A prepared XA transaction is gone without having committed: its records
@@ -109,16 +115,25 @@ export class XaCommitter implements Committer<XaCommittable> {
   async #commitOne(request: CommitRequest<XaCommittable>): Promise<void> {
     const xid = committableXid(request.committable);
     const connection = this.#connection ??= await openConnection(this.#options.connection);
-    try {
-      await connection.query(`XA COMMIT ${xidSql(xid)}`);
-      log.debug(`${this.#options.where}: XA COMMIT ${describeXid(xid)}`);
-      return;
-    } catch (e) {
-      if (sqlErrno(e) !== ER_XAER_NOTA) throw e;
+    const waitUntil = Date.now() + ATTACHED_WAIT_MS;
+    let stillPrepared: boolean;
+    for (let pause = 2;; pause = Math.min(pause * 2, 64)) {
+      try {
+        await connection.query(`XA COMMIT ${xidSql(xid)}`);
+        log.debug(`${this.#options.where}: XA COMMIT ${describeXid(xid)}`);
+        return;
+      } catch (e) {
+        if (sqlErrno(e) !== ER_XAER_NOTA) throw e;
+      }
+      stillPrepared = (await recoverXids(connection)).some((x) =>
+        x.formatId === xid.formatId && x.gtrid === xid.gtrid && x.bqual === xid.bqual
+      );
+      // Right after the writer ended its connection the server may not have
+      // detached the prepared transaction yet: wait a little here rather
+      // than leave it to the operator's backoff.
+      if (!stillPrepared || Date.now() >= waitUntil) break;
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
-    const stillPrepared = (await recoverXids(connection)).some((x) =>
-      x.formatId === xid.formatId && x.gtrid === xid.gtrid && x.bqual === xid.bqual
-    );
     const logged = stillPrepared ? false : await this.#options.commitLog.contains(connection, xid);
     switch (decideUnknownXid({ stillPrepared, logged })) {
       case "attached":
