@@ -1,0 +1,379 @@
+/**
+ * PostgresPreparedSink's writer and committer against a private PostgreSQL
+ * server (one per file, `tests/_postgres_server.ts`), with real faults: a
+ * terminated backend mid-transaction, lingering prepared transactions of a
+ * crashed incarnation, a server restart between prepare and commit, a
+ * transaction rolled back behind the sink's back.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import postgres from "npm:postgres@3.4.9";
+import { DeliveryGuaranteeError, type SinkWriter } from "../../runtime/api/sink_v2.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
+import { startPostgresServer } from "../../tests/_postgres_server.ts";
+import { waitUntil } from "../../tests/_wait.ts";
+import { commitRequests, committerContext, uniqueName, writerContext } from "./_test_kit.ts";
+import type { PostgresCommittable } from "./committable.ts";
+import { PreparedTransactionsDisabledError, PreparedTransactionVanishedError } from "./errors.ts";
+import { parseGid } from "./gid.ts";
+import { PostgresPreparedSink } from "./prepared_sink.ts";
+
+interface Rec {
+  readonly id: number;
+  readonly key: string;
+  readonly amount: number;
+}
+
+const CONTEXT = { timestamp: undefined };
+const SHARED_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+
+function records(from: number, to: number): Rec[] {
+  const out: Rec[] = [];
+  for (let id = from; id <= to; id++) out.push({ id, key: `k${id % 7}`, amount: id * 1.5 });
+  return out;
+}
+
+async function writeAll(writer: SinkWriter<Rec, PostgresCommittable, never>, recs: Rec[]) {
+  for (const r of recs) await writer.write(r, CONTEXT);
+}
+
+Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) => {
+  const server = await startPostgresServer();
+  console.log(`private PostgreSQL started in ${server.startupMs.toFixed(0)} ms`);
+  const admin = postgres(server.url, { max: 2, onnotice: () => {} });
+  const commitTable = uniqueName("weir_commits");
+  const tables: string[] = [];
+  const newTable = async () => {
+    const table = uniqueName("weir_prepared");
+    tables.push(table);
+    await admin.unsafe(`CREATE TABLE ${table} (id int PRIMARY KEY, key text, amount float8)`);
+    return table;
+  };
+  const sinkFor = (table: string, gidPrefix: string, batchSize = 100) =>
+    new PostgresPreparedSink<Rec>({
+      url: server.url,
+      table,
+      columns: ["id", "key", "amount"],
+      row: (r) => [r.id, r.key, r.amount],
+      gidPrefix,
+      commitTable,
+      batchSize,
+    });
+  const ids = async (table: string) =>
+    (await admin.unsafe(`SELECT id FROM ${table} ORDER BY id`)).map((r) => Number(r.id));
+  const preparedGids = async (gidPrefix: string) =>
+    (await admin.unsafe(
+      "SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, $1) ORDER BY gid",
+      [`weir:${gidPrefix}:`],
+    )).map((r) => String(r.gid));
+  try {
+    await t.step(
+      "rows become visible only when the committer commits the prepared transaction",
+      async () => {
+        const table = await newTable();
+        const prefix = uniqueName("p");
+        const sink = sinkFor(table, prefix, 100);
+        const committer = await sink.createCommitter(committerContext());
+        const writer = await sink.createWriter(writerContext());
+        try {
+          await writeAll(writer, records(1, 250)); // two full batches go out during write
+          await writer.flush(false);
+          assert.deepEqual(await ids(table), [], "nothing is visible before the commit");
+          const committables = await writer.prepareCommit!(1);
+          assert.equal(committables.length, 1);
+          assert.equal(committables[0]!.rows, 250);
+          const parsed = parseGid(committables[0]!.gid);
+          assert.equal(parsed.kind, "weir");
+          assert.deepEqual(await preparedGids(prefix), [committables[0]!.gid]);
+          assert.deepEqual(await ids(table), [], "nothing is visible while prepared");
+          assert.deepEqual(
+            await writer.prepareCommit!(2),
+            [],
+            "a checkpoint without rows prepares nothing",
+          );
+          const requests = commitRequests(1, committables);
+          await committer.commit(requests);
+          assert.deepEqual(requests.map((r) => r.signal.kind), ["committed"]);
+          assert.deepEqual(await ids(table), records(1, 250).map((r) => r.id));
+          assert.deepEqual(await preparedGids(prefix), []);
+          const again = commitRequests(1, committables, 1);
+          await committer.commit(again);
+          assert.deepEqual(again.map((r) => r.signal.kind), ["already-committed"]);
+        } finally {
+          await writer.close();
+          await committer.close();
+        }
+      },
+    );
+
+    await t.step(
+      "a prepared transaction rolled back behind the sink's back fails the commit without restarts, naming its gid",
+      async () => {
+        const table = await newTable();
+        const prefix = uniqueName("p");
+        const sink = sinkFor(table, prefix);
+        const committer = await sink.createCommitter(committerContext());
+        const writer = await sink.createWriter(writerContext());
+        try {
+          await writeAll(writer, records(1, 10));
+          const [committable] = await writer.prepareCommit!(3);
+          await admin.unsafe(`ROLLBACK PREPARED '${committable!.gid}'`);
+          const requests = commitRequests(3, [committable!]);
+          await committer.commit(requests);
+          const signal = requests[0]!.signal;
+          assert.equal(signal.kind, "known-failure");
+          if (signal.kind !== "known-failure") return;
+          assert.ok(signal.error instanceof PreparedTransactionVanishedError);
+          assert.ok(signal.error instanceof SuppressRestartsError);
+          assert.match(
+            signal.error.message,
+            new RegExp(`'${committable!.gid}' of checkpoint 3 has vanished`),
+          );
+          assert.deepEqual(await ids(table), []);
+        } finally {
+          await writer.close();
+          await committer.close();
+        }
+      },
+    );
+
+    await t.step(
+      "a writer whose backend is terminated mid-transaction fails, and nothing it wrote is visible",
+      async () => {
+        const table = await newTable();
+        const prefix = uniqueName("p");
+        const sink = sinkFor(table, prefix, 10);
+        const writer = await sink.createWriter(writerContext());
+        try {
+          await writeAll(writer, records(1, 25)); // 20 rows sent in the open transaction
+          const backends = await admin.unsafe(
+            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'weir PostgresPreparedSink%' " +
+              "AND state = 'idle in transaction'",
+          );
+          assert.equal(backends.length, 1, "one writer connection is in a transaction");
+          await admin.unsafe("SELECT pg_terminate_backend($1)", [backends[0]!.pid]);
+          let first: unknown;
+          try {
+            await writeAll(writer, records(26, 40));
+            await writer.prepareCommit!(1);
+          } catch (error) {
+            first = error;
+          }
+          assert.ok(first instanceof Error, "the writer fails after its backend was terminated");
+          assert.match(
+            first.message,
+            /(was lost with 30 rows in a transaction not yet prepared|INSERT of 10 rows into .* failed: .*; the transaction with its 30 rows is rolled back)/,
+          );
+          await assert.rejects(
+            async () => await writer.write(records(41, 41)[0]!, CONTEXT),
+            (e: unknown) => e === first,
+            "every later call fails with the first failure",
+          );
+          assert.deepEqual(await ids(table), [], "no row was autocommitted");
+          assert.deepEqual(await preparedGids(prefix), []);
+        } finally {
+          await writer.close();
+        }
+        const next = await sink.createWriter(writerContext({ attempt: 1 }));
+        const committer = await sink.createCommitter(committerContext({ attempt: 1 }));
+        try {
+          await writeAll(next, records(1, 40));
+          const requests = commitRequests(1, await next.prepareCommit!(1));
+          await committer.commit(requests);
+          assert.deepEqual(await ids(table), records(1, 40).map((r) => r.id));
+        } finally {
+          await next.close();
+          await committer.close();
+        }
+      },
+    );
+
+    await t.step(
+      "a restore commits the restored gids and rolls back the later ones a crashed incarnation left prepared",
+      async () => {
+        const table = await newTable();
+        const prefix = uniqueName("p");
+        const otherPrefix = uniqueName("q");
+        const sink = sinkFor(table, prefix);
+        const other = sinkFor(table, otherPrefix);
+        // incarnation 0 at parallelism 2: subtask 1 prepares checkpoints 1 and 2, then crashes
+        const crashed = await sink.createWriter(writerContext({ subtaskIndex: 1, parallelism: 2 }));
+        await writeAll(crashed, records(1, 5));
+        const [first] = await crashed.prepareCommit!(1);
+        await writeAll(crashed, records(6, 9));
+        const [second] = await crashed.prepareCommit!(2);
+        await writeAll(crashed, records(10, 12)); // open, not prepared: dies with the connection
+        await crashed.close();
+        // another sink's prepared transaction must survive everything below
+        const foreign = await other.createWriter(writerContext());
+        await writeAll(foreign, records(100, 101));
+        const [foreignGid] = await foreign.prepareCommit!(7);
+        await foreign.close();
+        assert.deepEqual(await preparedGids(prefix), [first!.gid, second!.gid].sort());
+
+        // incarnation 1 at parallelism 1 restores checkpoint 1: owner 1 % 1 == subtask 0
+        const committer = await sink.createCommitter(committerContext({ restoredCheckpointId: 1 }));
+        const requests = commitRequests(1, [first!]);
+        await committer.commit(requests);
+        const writer = await sink.createWriter(
+          writerContext({ restoredCheckpointId: 1, attempt: 1 }),
+        );
+        try {
+          assert.deepEqual(requests.map((r) => r.signal.kind), ["committed"]);
+          assert.deepEqual(
+            await preparedGids(prefix),
+            [],
+            "checkpoint 2's transaction was rolled back",
+          );
+          assert.deepEqual(await preparedGids(otherPrefix), [foreignGid!.gid]);
+          assert.deepEqual(await ids(table), records(1, 5).map((r) => r.id));
+          await writeAll(writer, records(6, 12));
+          await committer.commit(commitRequests(2, await writer.prepareCommit!(2)));
+          assert.deepEqual(await ids(table), records(1, 12).map((r) => r.id));
+        } finally {
+          await writer.close();
+          await committer.close();
+        }
+        // a fresh start of the other sink rolls back all of its prefix
+        const fresh = await other.createWriter(writerContext());
+        await fresh.close();
+        assert.deepEqual(await preparedGids(otherPrefix), []);
+        assert.deepEqual(await ids(table), records(1, 12).map((r) => r.id));
+      },
+    );
+
+    await t.step(
+      "a restored gid with a checkpoint id up to the restored one is left for the committer that holds it",
+      async () => {
+        const table = await newTable();
+        const prefix = uniqueName("p");
+        const sink = sinkFor(table, prefix);
+        const crashed = await sink.createWriter(writerContext({ subtaskIndex: 0, parallelism: 2 }));
+        await writeAll(crashed, records(1, 3));
+        const [held] = await crashed.prepareCommit!(4);
+        await crashed.close();
+        // restored at parallelism 2 from checkpoint 4: subtask 0's writer starts before subtask 1's committer commits
+        const writer = await sink.createWriter(
+          writerContext({ subtaskIndex: 0, parallelism: 2, restoredCheckpointId: 4, attempt: 1 }),
+        );
+        await writer.close();
+        assert.deepEqual(await preparedGids(prefix), [held!.gid]);
+        const committer = await sink.createCommitter(
+          committerContext({ subtaskIndex: 1, parallelism: 2, restoredCheckpointId: 4 }),
+        );
+        try {
+          await committer.commit(commitRequests(4, [held!]));
+        } finally {
+          await committer.close();
+        }
+        assert.deepEqual(await ids(table), [1, 2, 3]);
+      },
+    );
+
+    await t.step(
+      "prepared transactions survive a server restart between prepare and commit",
+      async () => {
+        const table = await newTable();
+        const prefix = uniqueName("p");
+        const sink = sinkFor(table, prefix);
+        const committer = await sink.createCommitter(committerContext());
+        const writer = await sink.createWriter(writerContext());
+        try {
+          await writeAll(writer, records(1, 30));
+          const committables = await writer.prepareCommit!(1);
+          await server.restart("immediate");
+          let requests = commitRequests(1, committables);
+          await waitUntil(async () => {
+            requests = commitRequests(1, committables, requests[0]!.numberOfRetries + 1);
+            await committer.commit(requests);
+            return requests[0]!.signal.kind !== "retry-later";
+          }, {
+            timeoutMs: 30_000,
+            missing: () => `commit still retried: ${requests[0]!.signal.kind}`,
+          });
+          assert.equal(requests[0]!.signal.kind, "committed");
+          assert.deepEqual(await ids(table), records(1, 30).map((r) => r.id));
+          await assert.rejects(async () => {
+            await writeAll(writer, records(31, 40));
+            await writer.prepareCommit!(2);
+          }, /was lost/);
+        } finally {
+          await writer.close();
+          await committer.close();
+        }
+      },
+    );
+
+    await t.step("the sink refuses guarantees and checkpointing modes it cannot give", async () => {
+      assert.throws(
+        () =>
+          new PostgresPreparedSink<Rec>({
+            url: server.url,
+            table: "t",
+            columns: ["id"],
+            row: (r) => [r.id],
+            gidPrefix: "x",
+            deliveryGuarantee: "at-least-once",
+          }),
+        (e: unknown) =>
+          e instanceof DeliveryGuaranteeError &&
+          e.message ===
+            `PostgresPreparedSink cannot give deliveryGuarantee "at-least-once": it supports "exactly-once"`,
+      );
+      await assert.rejects(
+        async () =>
+          await sinkFor("t", "x").createWriter(
+            writerContext({ checkpointingMode: "at-least-once" }),
+          ),
+        (e: unknown) =>
+          e instanceof DeliveryGuaranteeError && /current mode is "at-least-once"/.test(e.message),
+      );
+    });
+  } finally {
+    // a failed step may leave prepared transactions, whose locks would block the DROPs
+    for (const { gid } of await admin.unsafe("SELECT gid FROM pg_prepared_xacts")) {
+      await admin.unsafe(`ROLLBACK PREPARED '${gid}'`);
+    }
+    for (const table of [...tables, commitTable]) {
+      await admin.unsafe(`DROP TABLE IF EXISTS ${table}`);
+    }
+    await admin.end();
+    await server.stop();
+  }
+});
+
+Deno.test("PostgresPreparedSink fails at start on a server with max_prepared_transactions = 0, saying what to set", async () => {
+  const probe = postgres(SHARED_URL, { max: 1, onnotice: () => {} });
+  let setting: string;
+  try {
+    setting = String(
+      (await probe.unsafe("SHOW max_prepared_transactions"))[0]!.max_prepared_transactions,
+    );
+  } finally {
+    await probe.end();
+  }
+  assert.equal(setting, "0", "the shared server at 5432 runs without prepared transactions");
+  const sink = new PostgresPreparedSink<Rec>({
+    url: SHARED_URL,
+    table: "unused",
+    columns: ["id"],
+    row: (r) => [r.id],
+    gidPrefix: uniqueName("p"),
+  });
+  for (
+    const create of [
+      () => sink.createCommitter(committerContext()),
+      () => sink.createWriter(writerContext()),
+    ]
+  ) {
+    await assert.rejects(create, (e: unknown) => {
+      assert.ok(e instanceof PreparedTransactionsDisabledError);
+      assert.ok(e instanceof SuppressRestartsError);
+      assert.match(e.message, /127\.0\.0\.1:5432\/postgres has max_prepared_transactions = 0/);
+      assert.match(e.message, /Set max_prepared_transactions in postgresql\.conf/);
+      return true;
+    });
+  }
+});
