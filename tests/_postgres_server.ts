@@ -65,6 +65,11 @@ export interface PostgresServerHandle {
   restart(mode?: PostgresStopMode): Promise<void>;
   /** Stops the server and removes its directory. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * {@linkcode stop}, blocking: for an `unload` listener, which cannot
+   * await (a test file whose tests share one server). Idempotent.
+   */
+  stopSync(): void;
 }
 
 /**
@@ -86,10 +91,12 @@ export async function startPostgresServer(
   const logFile = `${dir}/server.log`;
   const asRoot = Deno.uid() === 0;
   let port = freePort();
-  const run = async (command: string, args: readonly string[]): Promise<void> => {
-    const [program, programArgs] = asRoot
+  const commandOf = (command: string, args: readonly string[]): [string, string[]] =>
+    asRoot
       ? ["runuser", ["-u", "postgres", "--", `${bin}/${command}`, ...args]]
       : [`${bin}/${command}`, [...args]];
+  const run = async (command: string, args: readonly string[]): Promise<void> => {
+    const [program, programArgs] = commandOf(command, args);
     const output = await new Deno.Command(program, {
       args: programArgs,
       stdin: "null",
@@ -169,6 +176,14 @@ export async function startPostgresServer(
       await start();
     },
     stop,
+    stopSync() {
+      if (stopped) return;
+      stopped = true;
+      const [program, args] = commandOf("pg_ctl", ["stop", "-D", dataDir, "-m", "fast", "-w"]);
+      new Deno.Command(program, { args, stdin: "null", stdout: "null", stderr: "null" })
+        .outputSync();
+      Deno.removeSync(dir, { recursive: true });
+    },
   };
 }
 
