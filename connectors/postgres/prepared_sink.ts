@@ -69,7 +69,6 @@ import {
   type Committer,
   type CommitterInitContext,
   type DeliveryGuarantee,
-  DeliveryGuaranteeError,
   type SinkV2,
   type SinkWriter,
   type WriterInitContext,
@@ -187,18 +186,17 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
     this.#options = options;
   }
 
-  /** Opens the subtask's writer: checks the server, rolls back lingering gids. */
+  /**
+   * Opens the subtask's writer: checks the server, rolls back lingering
+   * gids. Whether the job's checkpointing can give exactly-once is the
+   * job's check (`runtime/api/delivery_check.ts`): without checkpoints a
+   * bounded job still commits at its final checkpoint.
+   * @throws {PreparedTransactionsDisabledError} when the server has `max_prepared_transactions = 0`.
+   */
   async createWriter(
     context: WriterInitContext<never>,
   ): Promise<SinkWriter<T, PostgresCommittable, never>> {
     const name = `PostgresPreparedSink '${context.uid}' subtask ${context.subtaskIndex}`;
-    if (context.checkpointingMode !== "exactly-once") {
-      throw new DeliveryGuaranteeError(
-        `${name} gives deliveryGuarantee "exactly-once" only with checkpointing in mode ` +
-          `"exactly-once": current mode is "${context.checkpointingMode}" (enable checkpointing ` +
-          `with { mode: "exactly-once" }, or use PostgresUpsertSink)`,
-      );
-    }
     const writer = new PreparedWriter<T>({
       name,
       options: this.#options,
