@@ -116,6 +116,15 @@ export { CollectionSource } from "./runtime/api/collection_source.ts";
 export type { CollectionSplit } from "./runtime/api/collection_source.ts";
 export { PrintSink } from "./runtime/api/print_sink.ts";
 export type { PrintSinkOptions } from "./runtime/api/print_sink.ts";
+export {
+  LineSplitter,
+  LineTooLongError,
+  SOCKET_SOURCE_MAX_LINE_LENGTH,
+  SOCKET_SOURCE_QUEUE_LINES,
+  SocketSourceError,
+  SocketTextSource,
+} from "./runtime/api/socket_source.ts";
+export type { SocketSplit, SocketTextSourceOptions } from "./runtime/api/socket_source.ts";
 export { MAX_WATERMARK, MIN_WATERMARK, WatermarkStrategy } from "./runtime/time/watermark.ts";
 export type {
   TimestampAssigner,

@@ -49,7 +49,12 @@
  * 6. crash during the commit at restore, then restore again;
  * 7. completion notifications reordered and dropped;
  * 8. the same checkpoint restored twice;
- * 9. rescale 2 → 1 and 1 → 3 with committables pending.
+ * 9. rescale 2 → 1 and 1 → 3 with committables pending;
+ * 10. a crash after two checkpoints that never complete (the first aborted,
+ *     the second pre-committed), restored from the last completed one: a
+ *     sink that commits an earlier transaction at a later barrier (taking
+ *     barrier n + 1 as proof that n completed) commits the aborted one's
+ *     records, which the restore replays (case added by the breaker).
  *
  * After a partial commit (cases 5 and 6) the suite only checks that what is
  * visible is a duplicate-free subset of what was pre-committed: a sink may
@@ -520,6 +525,37 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         await run.start(2, cp2);
         await run.expect(20, "after the second restore from checkpoint 2");
         await run.finish("the same checkpoint restored twice");
+      },
+    ],
+    [
+      // Added by the breaker: the only case where a sink committing checkpoint
+      // n's transaction at barrier n + 1 commits records of a checkpoint that
+      // never completed (the others catch it only when a completed
+      // checkpoint's records show before its notification).
+      "neither loses nor shows records on a crash after an aborted checkpoint and a later one that never completes",
+      "aborted-then-uncompleted",
+      async (run) => {
+        await run.start(2);
+        await run.writeUpTo(10);
+        const cp1 = await run.checkpoint();
+        await run.incarnation.notifyComplete(cp1.id);
+        await run.writeUpTo(16);
+        const cp2 = await run.checkpoint();
+        await run.incarnation.notifyAborted(cp2.id);
+        await run.writeUpTo(22);
+        await run.checkpoint(); // pre-committed, never completes
+        await run.writeUpTo(25);
+        await run.crash();
+        await run.expect(
+          10,
+          "after a crash with checkpoint 2 aborted and checkpoint 3 never completed",
+        );
+        await run.start(2, cp1);
+        await run.expect(
+          10,
+          "after the restore from checkpoint 1 (checkpoints 2 and 3 stay invisible)",
+        );
+        await run.finish("crash after an aborted and an uncompleted checkpoint");
       },
     ],
     [

@@ -356,7 +356,8 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * @param host the host name or address to connect to.
    * @param port the TCP port, 1–65535.
    * @param options delimiter (default `"\n"`), `maxRetry` (default 0; -1
-   *   forever) and `retryDelayMs` (default 500).
+   *   forever), `retryDelayMs` (default 500) and `maxLineLength` (default
+   *   16 Mi UTF-16 code units; a longer line fails the source).
    * @returns the stream of lines, without delimiters.
    * @throws {RangeError} for an empty host, a bad port or an option out of
    *   range, naming it and its current value.
