@@ -12,7 +12,12 @@
  */
 
 import assert from "node:assert/strict";
-import { RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy } from "../mod.ts";
+import {
+  JobFailedError,
+  RestartStrategies,
+  StreamExecutionEnvironment,
+  WatermarkStrategy,
+} from "../mod.ts";
 import { type TestItem, TestSource } from "../testing.ts";
 import { mariaDbXaSink } from "../connectors/mariadb/mod.ts";
 import {
@@ -66,6 +71,13 @@ interface Faults {
   readonly install?: (env: StreamExecutionEnvironment) => void;
   /** The restarts the faults cause. */
   readonly restarts: number;
+  /**
+   * Runs the job instead of one plain execute: gets a builder of the job's
+   * environment (a fresh one per call, with the given restart strategy).
+   */
+  readonly run?: (
+    build: (restarts: ReturnType<typeof RestartStrategies.noRestart>) => StreamExecutionEnvironment,
+  ) => Promise<void>;
 }
 
 /** Runs the keyed job into a fresh table and checks the table, the xids and the commit log. */
@@ -79,27 +91,31 @@ async function runAndCheck(name: string, faults: Faults): Promise<void> {
   );
   try {
     await withTempDir(async (checkpoints) => {
-      const env = StreamExecutionEnvironment.getExecutionEnvironment()
-        .setParallelism(2)
-        .enableCheckpointing(20, { directory: checkpoints })
-        .setRestartStrategy(RestartStrategies.fixedDelay(3, 0));
-      faults.install?.(env);
-      env.fromSource(
-        TestSource.perSubtask(faults.lists, { batchSize: 8 }),
-        WatermarkStrategy.noWatermarks(),
-        "records",
-      ).uid("records")
-        .keyBy((r) => r.key)
-        .process(new SequenceCheck()).uid("sums")
-        .sinkTo(mariaDbXaSink<SumRecord>({
-          connection: TEST_CONNECTION,
-          sql: `INSERT INTO \`${table}\` (\`key\`, seq, sum) VALUES (?, ?, ?)`,
-          parameters: (r) => [r.key, r.seq, r.sum],
-          batchSize: 50,
-          xidPrefix: prefix,
-          commitLogTable,
-        })).uid("xa-out");
-      const result = await env.execute(name);
+      const build = (restarts: ReturnType<typeof RestartStrategies.noRestart>) => {
+        const env = StreamExecutionEnvironment.getExecutionEnvironment()
+          .setParallelism(2)
+          .enableCheckpointing(20, { directory: checkpoints })
+          .setRestartStrategy(restarts);
+        faults.install?.(env);
+        env.fromSource(
+          TestSource.perSubtask(faults.lists, { batchSize: 8 }),
+          WatermarkStrategy.noWatermarks(),
+          "records",
+        ).uid("records")
+          .keyBy((r) => r.key)
+          .process(new SequenceCheck()).uid("sums")
+          .sinkTo(mariaDbXaSink<SumRecord>({
+            connection: TEST_CONNECTION,
+            sql: `INSERT INTO \`${table}\` (\`key\`, seq, sum) VALUES (?, ?, ?)`,
+            parameters: (r) => [r.key, r.seq, r.sum],
+            batchSize: 50,
+            xidPrefix: prefix,
+            commitLogTable,
+          })).uid("xa-out");
+        return env;
+      };
+      if (faults.run !== undefined) return await faults.run(build);
+      const result = await build(RestartStrategies.fixedDelay(3, 0)).execute(name);
       assert.equal(result.restarts, faults.restarts, result.summary);
     });
     const got = (await rows(table, "`key`, seq")).map((r) => ({
@@ -158,4 +174,40 @@ Deno.test("a MariaDB XA job commits each row exactly once when it crashes betwee
       }),
   });
   assert.equal(fired.length, 2, `faults fired: ${fired.join(", ")}`);
+});
+
+Deno.test("a MariaDB XA job resumed from another job's checkpoint, then restored from its own, commits each row exactly once", async () => {
+  const [split0, split1] = keyedSplits(SPLITS);
+  let failedOnce = false;
+  await runAndCheck("mariadb xa sink resumed", {
+    // Fires in the resumed job's attempt 0 only: the first job fails earlier, by a fault.
+    lists: [split0!, failAfterCheckpoint(split1!, 4, 0)],
+    restarts: 1,
+    install: (env) =>
+      env.setFaultInjector({
+        task: (point, site) => {
+          if (
+            !failedOnce && point === "before-snapshot" && site.checkpointId >= 3 &&
+            site.vertexName.includes("Sink")
+          ) {
+            failedOnce = true;
+            throw new Error(`induced failure before snapshotting checkpoint ${site.checkpointId}`);
+          }
+        },
+      }),
+    run: async (build) => {
+      const error = await build(RestartStrategies.noRestart()).execute("mariadb xa first").then(
+        () => assert.fail("the first job should fail for good"),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof JobFailedError, String(error));
+      const hint = /resumeFrom\(\{ jobId: "([^"]+)", checkpointId: (\d+) \}\)/.exec(error.message);
+      assert.ok(hint, `the error says how to resume: ${error.message}`);
+      const resumed = build(RestartStrategies.fixedDelay(3, 0));
+      resumed.resumeFrom({ jobId: hint[1]!, checkpointId: Number(hint[2]) });
+      const result = await resumed.execute("mariadb xa resumed");
+      assert.equal(result.restarts, 1, result.summary);
+    },
+  });
+  assert.ok(failedOnce);
 });

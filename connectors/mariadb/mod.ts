@@ -68,7 +68,7 @@ export {
 export type { MariaDbConnectionOptions } from "./connection.ts";
 export { checkXaCommittable, type XaCommittable } from "./xa_committable.ts";
 export { XaTransactionLostError } from "./xa_committer.ts";
-export { LingeringXidAttachedError } from "./xa_writer.ts";
+export { CheckpointOrderError, LingeringXidAttachedError } from "./xa_writer.ts";
 export { DEFAULT_COMMIT_LOG_RETENTION_MS, DEFAULT_COMMIT_LOG_TABLE } from "./commit_log.ts";
 export { defaultXidPrefix, WEIR_XID_FORMAT_ID } from "./xid.ts";
 export { UpsertKeyError } from "./upsert_sink.ts";

@@ -15,7 +15,8 @@ import { mariaDbXaSink } from "./xa_sink.ts";
 import type { XaCommittable } from "./xa_committable.ts";
 import { XaTransactionLostError } from "./xa_committer.ts";
 import { committableXid } from "./xa_committable.ts";
-import { XaSinkWriter } from "./xa_writer.ts";
+import { CheckpointOrderError, XaSinkWriter } from "./xa_writer.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { xidSql } from "./xid.ts";
 import { openConnection } from "./connection.ts";
 
@@ -343,5 +344,23 @@ Deno.test("a record whose parameters do not match the statement's placeholders f
   } finally {
     await f.cleanup();
     await sql(`DROP TABLE IF EXISTS \`${log}\``);
+  }
+});
+
+Deno.test("an XA writer refuses a barrier whose checkpoint id is not above the restored one, without restarts", async () => {
+  const f = await fixture("order");
+  try {
+    const writer = await f.sink.createWriter(writerContext({ uid: "u", restoredCheckpointId: 5 }));
+    await writeAll(writer, 0, 2);
+    await assert.rejects(
+      async () => await writer.prepareCommit!(3),
+      (e: unknown) =>
+        e instanceof CheckpointOrderError && e instanceof SuppressRestartsError &&
+        /prepareCommit\(3\) came after 5/.test(e.message),
+    );
+    await writer.close();
+    assert.deepEqual(await preparedOf(f.prefix), []);
+  } finally {
+    await f.cleanup();
   }
 });

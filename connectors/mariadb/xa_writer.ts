@@ -28,11 +28,16 @@
  * writer that is ending, or a zombie of an earlier attempt) is retried
  * until `detachTimeoutMs`, then the attempt fails naming it.
  *
+ * Checkpoint ids must increase along a job's lineage (across restores and
+ * resumes); a barrier whose id is not above the previous one (or the
+ * restored one) fails the job with {@linkcode CheckpointOrderError}.
+ *
  * @module
  */
 
 import type { SinkContext } from "../../runtime/api/sink.ts";
 import type { SinkWriter } from "../../runtime/api/sink_v2.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { logger } from "../../runtime/log.ts";
 import { RowBatch } from "./batch_writer.ts";
 import type { CommitLog } from "./commit_log.ts";
@@ -172,6 +177,25 @@ export async function rollBackLingering(options: LingeringRollbackOptions): Prom
   return done;
 }
 
+/**
+ * A barrier came with a checkpoint id not above the last one the writer
+ * passed (or the restored one). The lingering-xid rollback orders
+ * transactions by checkpoint id, so the job fails without restarts instead
+ * of rolling back a transaction a checkpoint names. Weir's coordinator
+ * continues ids after the restored checkpoint, also on a resume of another
+ * job's checkpoint, as Flink does.
+ */
+export class CheckpointOrderError extends SuppressRestartsError {
+  /**
+   * Builds the error.
+   * @param message names the sink, the subtask and both checkpoint ids.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "CheckpointOrderError";
+  }
+}
+
 /** The XA sink's writer (see the module docs). */
 export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
   readonly #options: XaSinkWriterOptions<T>;
@@ -247,8 +271,14 @@ export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
    * @returns the transaction's committable, or none when no transaction is open.
    */
   async prepareCommit(checkpointId: number): Promise<readonly XaCommittable[]> {
+    if (!(checkpointId > this.#base)) {
+      throw new CheckpointOrderError(
+        `${this.#options.where}: checkpoint ids must increase after the restored checkpoint and ` +
+          `every earlier barrier (the xids' base, see xid.ts): prepareCommit(${checkpointId}) came after ${this.#base}`,
+      );
+    }
     await this.#send();
-    this.#base = Math.max(this.#base, checkpointId);
+    this.#base = checkpointId;
     const connection = this.#connection;
     const xid = this.#xid;
     if (connection === undefined || xid === undefined) return [];

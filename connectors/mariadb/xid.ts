@@ -47,6 +47,12 @@
  * lingering transactions of its transactional-id prefix: two jobs sharing a
  * prefix would roll back each other's transactions.
  *
+ * This needs checkpoint ids that increase along a lineage of restores:
+ * Weir's coordinator continues the id counter after the restored
+ * checkpoint, also when a new job resumes another job's checkpoint (as
+ * Flink resets its `CheckpointIDCounter` to a savepoint's id + 1), and the
+ * writer refuses a barrier id that is not above its base.
+ *
  * @module
  */
 

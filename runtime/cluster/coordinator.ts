@@ -231,8 +231,15 @@ export class JobCoordinator {
       }
       this.#onMessage(msg).catch((error) => this.#failover(error));
     });
-    if (o.restoreFrom !== null && o.restoreFrom.jobId === o.jobId) {
-      this.#tracker.restoreCounter(o.restoreFrom.checkpointId);
+    if (o.restoreFrom !== null) {
+      // Ids continue after the restored checkpoint, also when resuming another
+      // job's (Flink resets its CheckpointIDCounter to the savepoint's id + 1):
+      // sinks order their transactions by checkpoint id (the MariaDB XA sink's
+      // lingering-xid rollback). Another job's checkpoints are not retained here.
+      this.#tracker.restoreCounter(
+        o.restoreFrom.checkpointId,
+        o.restoreFrom.jobId === o.jobId ? undefined : [],
+      );
     }
     this.#deploy(o.restoreFrom);
     return done.finally(() => this.#shutDown());
