@@ -41,7 +41,10 @@ export function checkPostgresCommittable(raw: unknown, gidPrefix: string): Postg
   }
   for (const key of Object.keys(raw)) {
     if (key !== "gid" && key !== "rows") {
-      throw new SinkStateError(WHAT, `unknown field ${JSON.stringify(key)} (only gid, rows)`);
+      throw new SinkStateError(
+        WHAT,
+        `field ${JSON.stringify(key)} is unknown: only 'gid' and 'rows' are allowed`,
+      );
     }
   }
   const { gid, rows } = raw as { gid?: unknown; rows?: unknown };
@@ -50,13 +53,12 @@ export function checkPostgresCommittable(raw: unknown, gidPrefix: string): Postg
   }
   const parsed = parseGid(gid);
   if (parsed.kind === "invalid") {
-    throw new SinkStateError(WHAT, `field 'gid' ${show(gid)}: ${parsed.problem}`);
+    throw new SinkStateError(WHAT, `field 'gid' is not a gid of this sink: ${parsed.problem}`);
   }
   if (parsed.parts.gidPrefix !== gidPrefix) {
     throw new SinkStateError(
       WHAT,
-      `field 'gid' ${show(gid)} belongs to gidPrefix '${parsed.parts.gidPrefix}', not this ` +
-        `sink's '${gidPrefix}'`,
+      `field 'gid' must have this sink's gidPrefix '${gidPrefix}': current value is ${show(gid)}`,
     );
   }
   if (typeof rows !== "number" || !Number.isSafeInteger(rows) || rows < 1) {

@@ -123,7 +123,9 @@ export function parseGid(gid: string): ParsedGid {
   if (fields.length !== 5) {
     return {
       kind: "invalid",
-      problem: `a gid must have 5 ':'-separated fields: found ${fields.length}`,
+      problem: `a gid must have 5 ':'-separated fields: current value ${
+        JSON.stringify(gid.length > 120 ? `${gid.slice(0, 120)}...` : gid)
+      } has ${fields.length}`,
     };
   }
   const [marker, gidPrefix, owner, checkpoint, token] = fields as [
@@ -134,27 +136,39 @@ export function parseGid(gid: string): ParsedGid {
     string,
   ];
   if (marker !== GID_MARKER) {
-    return { kind: "invalid", problem: `field 1 must be '${GID_MARKER}': found '${marker}'` };
+    return {
+      kind: "invalid",
+      problem: `field 1 must be '${GID_MARKER}': current value is ${JSON.stringify(marker)}`,
+    };
   }
   if (!PREFIX_PATTERN.test(gidPrefix)) {
-    return { kind: "invalid", problem: `field 2 (gidPrefix) is not a gid prefix: '${gidPrefix}'` };
+    return {
+      kind: "invalid",
+      problem: `field 2 (gidPrefix) must be 1-64 characters of [A-Za-z0-9_.-]: current value is ${
+        JSON.stringify(gidPrefix)
+      }`,
+    };
   }
   if (!DECIMAL.test(owner) || Number(owner) > 9_999_999_999) {
     return {
       kind: "invalid",
-      problem: `field 3 (ownerSubtask) is not a decimal integer: '${owner}'`,
+      problem: `field 3 (ownerSubtask) must be a decimal integer in [0, 9999999999] without ` +
+        `leading zeros: current value is ${JSON.stringify(owner)}`,
     };
   }
   if (!DECIMAL.test(checkpoint) || checkpoint === "0" || Number(checkpoint) > 9_999_999_999) {
     return {
       kind: "invalid",
-      problem: `field 4 (checkpointId) is not a decimal integer >= 1: '${checkpoint}'`,
+      problem: `field 4 (checkpointId) must be a decimal integer in [1, 9999999999] without ` +
+        `leading zeros: current value is ${JSON.stringify(checkpoint)}`,
     };
   }
   if (!TOKEN_PATTERN.test(token)) {
     return {
       kind: "invalid",
-      problem: `field 5 (token) is not 16 lowercase hex digits: '${token}'`,
+      problem: `field 5 (token) must be 16 lowercase hex digits: current value is ${
+        JSON.stringify(token)
+      }`,
     };
   }
   return {

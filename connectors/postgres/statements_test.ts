@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import {
+  checkRow,
+  checkTableSpec,
+  insertStatement,
+  MAX_PARAMETERS,
+  quoteIdentifier,
+  rowsPerStatement,
+  upsertClause,
+} from "./statements.ts";
+
+const SPEC = { table: "public.Orders", columns: ["id", "key", 'we"ird'] };
+
+Deno.test("insertStatement writes one multi-row INSERT with numbered parameters and quoted identifiers", () => {
+  assert.equal(
+    insertStatement(SPEC, 2),
+    `INSERT INTO "public"."Orders" ("id", "key", "we""ird") VALUES ($1, $2, $3), ($4, $5, $6)`,
+  );
+  assert.throws(
+    () => insertStatement(SPEC, 0),
+    /rows must be an integer in \[1, 21845\] for 3 columns: current value is 0/,
+  );
+  assert.throws(() => insertStatement(SPEC, 21846), /current value is 21846/);
+});
+
+Deno.test("upsertClause updates the non-key columns, or does nothing when every column is a key", () => {
+  assert.equal(
+    upsertClause("S", SPEC, ["id"]),
+    `ON CONFLICT ("id") DO UPDATE SET "key" = EXCLUDED."key", "we""ird" = EXCLUDED."we""ird"`,
+  );
+  assert.equal(
+    upsertClause("S", { table: "t", columns: ["a", "b"] }, ["b", "a"]),
+    `ON CONFLICT ("b", "a") DO NOTHING`,
+  );
+  assert.throws(() => upsertClause("S", SPEC, []), /S: keyColumns must be a non-empty array/);
+  assert.throws(
+    () => upsertClause("S", SPEC, ["nope"]),
+    /every key column must be one of columns .*: current value is "nope"/,
+  );
+  assert.throws(() => upsertClause("S", SPEC, ["id", "id"]), /keyColumns must be distinct/);
+});
+
+Deno.test("rowsPerStatement keeps a statement within PostgreSQL's 65535 parameters", () => {
+  assert.equal(rowsPerStatement("S", 1000, 3), 1000);
+  assert.equal(rowsPerStatement("S", 100_000, 3), Math.floor(MAX_PARAMETERS / 3));
+  assert.equal(rowsPerStatement("S", 10, 70_000), 1);
+  assert.throws(
+    () => rowsPerStatement("S", 0, 3),
+    /S: batchSize must be an integer >= 1 \(rows\): current value is 0/,
+  );
+});
+
+Deno.test("table specs and rows are checked, naming what is wrong with the current value", () => {
+  assert.throws(
+    () => quoteIdentifier("S: table", "a.b.c"),
+    /S: table must be 'name' or 'schema.name': current value is "a.b.c"/,
+  );
+  assert.throws(() => quoteIdentifier("S: table", ""), /1-63 byte identifiers/);
+  assert.throws(() => quoteIdentifier("S: table", "x".repeat(64)), /1-63 byte identifiers/);
+  assert.throws(
+    () => checkTableSpec("S", { table: "t", columns: [] }),
+    /S: columns must be a non-empty array/,
+  );
+  assert.throws(
+    () => checkTableSpec("S", { table: "t", columns: ["a", "a"] }),
+    /columns must be distinct/,
+  );
+  assert.throws(
+    () => checkTableSpec("S", { table: "t", columns: ["t.a"] }),
+    /without '.': current value is "t.a"/,
+  );
+  assert.deepEqual(checkRow("S", SPEC, [1, "k", null]), [1, "k", null]);
+  assert.throws(
+    () => checkRow("S", SPEC, [1, "k"]),
+    /one value per column \(3: id, key, we"ird\): current value has 2 values/,
+  );
+});
