@@ -15,6 +15,7 @@ import { SuppressRestartsError } from "../../runtime/failure.ts";
  */
 export class PreparedTransactionsDisabledError extends SuppressRestartsError {
   /**
+   * Builds the error, saying what to set on the server.
    * @param sink names the sink and its uid.
    * @param server the server (`host:port/database`).
    * @param value the server's `max_prepared_transactions`.
@@ -42,6 +43,7 @@ export class PreparedTransactionVanishedError extends SuppressRestartsError {
   /** The vanished transaction's gid. */
   readonly gid: string;
   /**
+   * Builds the error, naming the gid and its checkpoint.
    * @param sink names the sink and its uid.
    * @param gid the transaction's gid.
    * @param checkpointId the checkpoint that prepared it.

@@ -96,6 +96,7 @@ export interface PostgresUpsertSinkOptions<T> {
  */
 export class UpsertKeyError extends SuppressRestartsError {
   /**
+   * Builds the error.
    * @param message names the sink, the table and the key columns.
    * @param options the driver's error.
    */
