@@ -13,7 +13,8 @@
  * `--rate R` (source records per second), `--dead-letter` (onMalformed
  * "dead-letter": dead letters become `{ dead: seq }` records), `--filter F`
  * (the source's `filterSubject`, e.g. `in.*`: one split per subject) and
- * `--discovery MS` (its `discoveryIntervalMs`).
+ * `--discovery MS` (its `discoveryIntervalMs`), `--mode M` (checkpointing
+ * mode, `exactly-once` by default or `at-least-once`).
  *
  * Faults: `--pad BYTES` (each record carries a string of that many bytes
  * across the network edge, dropped before the sink); `--exit-at N` (attempt
@@ -95,6 +96,7 @@ if (import.meta.main) {
       "exit-at": text,
       "exit-on-load": flag,
       "kill-at": text,
+      mode: text,
     },
   });
   const onSlot = executionRole() === "slot";
@@ -106,6 +108,7 @@ if (import.meta.main) {
     .setParallelism(Number(values.parallelism ?? 2))
     .enableCheckpointing(Number(values.interval ?? 200), {
       timeoutMs: Number(values.timeout ?? 60_000),
+      mode: values.mode === "at-least-once" ? "at-least-once" : "exactly-once",
     })
     .setRestartStrategy(
       RestartStrategies.fixedDelay(Number(values.restarts ?? 5), Number(values.delay ?? 200)),
