@@ -25,13 +25,17 @@
  * `--parallelism P` (default 2), `--checkpoint-interval MS` (default 1000),
  * `--rate R` (messages per second over all source subtasks; default
  * unlimited), `--ttl MS` (the dedup TTL in ms of event time, default one
- * hour). With `--generate` it first publishes the input (`--bills N`,
+ * hour), `--xid-prefix P` (the XA sink's xid prefix, default the table's
+ * name). With `--generate` it first publishes the input (`--bills N`,
  * default 10 000, `--accounts A`, `--duplicates RATIO` (default 0.1),
  * `--seed S`; see `billing_input.ts`) and refuses a stream that already
- * holds messages; it then checks the table against the failure-free result
- * at the end and prints `BILLING bills=… rows=… lost=… duplicated=…
- * unexpected=… inconsistent=… wrong_totals=…` (see `billing_check.ts`),
- * exiting with 1 unless all counts are 0.
+ * holds messages. The table and its totals view are created when missing.
+ * When the job has ended, it reads the stream back, computes the
+ * failure-free result of its bills and checks the table against it,
+ * printing `BILLING bills=… rows=… lost=… duplicated=… unexpected=…
+ * inconsistent=… wrong_totals=…` (see `billing_check.ts`); it exits with 1
+ * unless every count but `bills` and `rows` is 0 and there is one row per
+ * bill (so run it on a fresh table).
  *
  * ## Design decisions
  *
@@ -49,25 +53,47 @@
  * @module
  */
 
+import { parseArgs } from "node:util";
 import {
   type DataStreamSink,
+  executionRole,
   type Sink,
-  type StreamExecutionEnvironment,
+  StreamExecutionEnvironment,
   WatermarkStrategy,
 } from "../mod.ts";
 import {
   DEFAULT_TXN_BUCKET,
   JetStreamSource,
   type NatsConnectionOptions,
+  readCommitted,
 } from "../connectors/jetstream/mod.ts";
+import { exampleConnection } from "./_jetstream.ts";
+import { exitWithError } from "./_cli.ts";
+import { billingPassed, checkUpdateRows } from "./billing_check.ts";
 import {
   AccountTotals,
   type AccountUpdate,
   BillDeduplicator,
+  BillFormatError,
   DEFAULT_DEDUP_TTL_MS,
   parseBill,
 } from "./billing_functions.ts";
-import type { Bill } from "./billing_input.ts";
+import {
+  type Bill,
+  type BillMessage,
+  type ExpectedBilling,
+  expectedTotals,
+  publishBillingInput,
+} from "./billing_input.ts";
+import {
+  checkTableName,
+  createBillingTable,
+  DEFAULT_MARIADB_URL,
+  type MariaDbConfig,
+  parseMariaDbUrl,
+  readUpdateRows,
+} from "./billing_tables.ts";
+import { mariaDbXaSink } from "../connectors/mariadb/mod.ts";
 
 export * from "./billing_functions.ts";
 export * from "./billing_input.ts";
@@ -137,4 +163,158 @@ export function buildBillingPipeline(
     .keyBy((bill) => bill.account)
     .process(new AccountTotals()).uid(BILLING_UIDS.totals).name("AccountTotals")
     .sinkTo(sink).uid(BILLING_UIDS.sink).name("billing table");
+}
+
+/** Options of {@linkcode billingSink}. */
+export interface BillingSinkOptions {
+  /** The MariaDB server. */
+  readonly mariadb: MariaDbConfig;
+  /** The update table (see `billing_tables.ts`); it must exist. */
+  readonly table: string;
+  /**
+   * The XA sink's xid prefix (1–32 characters of `[A-Za-z0-9_.-]`). Default:
+   * `table`. Every job writing to one server needs its own: a fresh start
+   * rolls back every prepared xid of its prefix.
+   */
+  readonly xidPrefix?: string;
+}
+
+/**
+ * The job's sink: the MariaDB XA sink (`connectors/mariadb`, exactly-once)
+ * inserting one row per {@linkcode AccountUpdate} into `table` (columns
+ * `account, bill_count, total, bill_id, amount, bill_time`), with its
+ * commit log in `<table>_xa_log`, so a run's tables are all named after
+ * its table.
+ * @throws {TypeError} when `table` is not a valid billing table name.
+ * @throws {RangeError} when the xid prefix (by default `table`) is longer
+ *   than 32 characters or has other characters than `[A-Za-z0-9_.-]`.
+ */
+export function billingSink(options: BillingSinkOptions): Sink<AccountUpdate> {
+  const table = checkTableName(options.table);
+  return mariaDbXaSink<AccountUpdate>({
+    connection: options.mariadb,
+    sql: `INSERT INTO \`${table}\` (account, bill_count, total, bill_id, amount, bill_time) ` +
+      "VALUES (?, ?, ?, ?, ?, ?)",
+    parameters: (u) => [u.account, u.count, u.total, u.billId, u.amount, u.time],
+    xidPrefix: options.xidPrefix ?? table,
+    commitLogTable: `${table}_xa_log`,
+  });
+}
+
+/**
+ * The failure-free result of the bills in `stream` as it is now (read to
+ * its last sequence): every distinct bill once per account.
+ * @throws {BillFormatError} naming the sequence of a message that is not a bill.
+ */
+export async function expectedFromStream(
+  connection: NatsConnectionOptions,
+  stream: string,
+): Promise<ExpectedBilling> {
+  const messages: BillMessage[] = [];
+  const seen = new Set<string>();
+  for await (const record of readCommitted({ connection, stream, bounded: true })) {
+    let bill: Bill;
+    try {
+      bill = parseBill(record.data);
+    } catch (error) {
+      throw new BillFormatError(
+        `stream ${stream} sequence ${record.seq}: ${
+          error instanceof Error ? error.message : error
+        }`,
+      );
+    }
+    messages.push({ subject: record.subject, bill, duplicate: seen.has(bill.billId) });
+    seen.add(bill.billId);
+  }
+  return expectedTotals(messages);
+}
+
+function positive(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!(n > 0 && Number.isFinite(n))) {
+    throw new Error(`${flag} must be a positive number: current value is ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+async function main(): Promise<void> {
+  const text = { type: "string" } as const;
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      nats: text,
+      jetstream: text,
+      stream: text,
+      table: text,
+      mariadb: text,
+      "xid-prefix": text,
+      parallelism: text,
+      "checkpoint-interval": text,
+      rate: text,
+      ttl: text,
+      generate: { type: "boolean", default: false },
+      bills: text,
+      accounts: text,
+      duplicates: text,
+      seed: text,
+    },
+  });
+  const connection = exampleConnection(values, "billing");
+  const { stream, table } = values;
+  if (stream === undefined || table === undefined) {
+    throw new Error("billing.ts needs --stream S and --table T");
+  }
+  const mariadb = parseMariaDbUrl(values.mariadb ?? DEFAULT_MARIADB_URL);
+  const onSlot = executionRole() === "slot";
+  if (!onSlot) {
+    if (values.generate) {
+      const duplicates = values.duplicates === undefined ? undefined : Number(values.duplicates);
+      const n = await publishBillingInput(connection, stream, {
+        bills: positive(values.bills, "--bills") ?? 10_000,
+        ...(values.accounts === undefined ? {} : { accounts: Number(values.accounts) }),
+        ...(duplicates === undefined ? {} : { duplicateRatio: duplicates }),
+        ...(values.seed === undefined ? {} : { seed: Number(values.seed) }),
+      });
+      console.error(`published ${n} bill messages to stream ${stream}`);
+    }
+    await createBillingTable(mariadb, table);
+  }
+  const rate = positive(values.rate, "--rate");
+  const ttl = positive(values.ttl, "--ttl");
+  const env = StreamExecutionEnvironment.getExecutionEnvironment()
+    .setParallelism(positive(values.parallelism, "--parallelism") ?? 2)
+    .enableCheckpointing(positive(values["checkpoint-interval"], "--checkpoint-interval") ?? 1000);
+  buildBillingPipeline(
+    env,
+    {
+      connection,
+      stream,
+      ...(rate === undefined ? {} : { recordsPerSecond: rate }),
+      ...(ttl === undefined ? {} : { dedupTtlMs: ttl }),
+    },
+    billingSink({
+      mariadb,
+      table,
+      ...(values["xid-prefix"] === undefined ? {} : { xidPrefix: values["xid-prefix"] }),
+    }),
+  );
+  const result = await env.execute("billing");
+  console.log(result.summary);
+  const expected = await expectedFromStream(connection, stream);
+  const report = checkUpdateRows(await readUpdateRows(mariadb, table), expected);
+  console.log(
+    `BILLING bills=${report.bills} rows=${report.rows} lost=${report.lost} ` +
+      `duplicated=${report.duplicated} unexpected=${report.unexpected} ` +
+      `inconsistent=${report.inconsistent} wrong_totals=${report.wrongTotals}`,
+  );
+  if (!billingPassed(report)) {
+    throw new Error(`table ${table} does not hold the failure-free totals of stream ${stream}`);
+  }
+}
+
+if (import.meta.main) {
+  // On a slot thread an error must reach the worker process (which reports it), not end it.
+  if (executionRole() === "slot") await main();
+  else await main().catch(exitWithError);
 }

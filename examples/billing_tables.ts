@@ -101,8 +101,8 @@ export function parseMariaDbUrl(url: string): MariaDbConfig {
 
 /**
  * Checks a table name used in SQL identifiers: 1–48 characters of
- * `[A-Za-z0-9_]` (so `<table>_offsets` and `<table>_totals` stay under
- * MariaDB's 64).
+ * `[A-Za-z0-9_]` (so `<table>_offsets`, `<table>_totals` and
+ * `<table>_xa_log` stay under MariaDB's 64).
  * @returns the name.
  * @throws {TypeError} with the current value otherwise.
  */
@@ -195,7 +195,10 @@ export async function createNaiveTables(config: MariaDbConfig, table: string): P
   });
 }
 
-/** Drops the tables and views of both schemes named after `tables` (missing ones are fine). */
+/**
+ * Drops the tables and views of both schemes named after `tables`, and the
+ * XA sink's commit log `<table>_xa_log` (missing ones are fine).
+ */
 export async function dropBillingTables(
   config: MariaDbConfig,
   tables: readonly string[],
@@ -204,7 +207,9 @@ export async function dropBillingTables(
     for (const table of tables) {
       const t = checkTableName(table);
       await conn.query(`DROP VIEW IF EXISTS \`${t}_totals\``);
-      await conn.query(`DROP TABLE IF EXISTS \`${t}\`, \`${t}_offsets\``);
+      await conn.query(
+        `DROP TABLE IF EXISTS \`${t}\`, \`${t}_offsets\`, \`${t}_xa_log\``,
+      );
     }
   });
 }
