@@ -1,0 +1,173 @@
+/**
+ * The PostgreSQL prepared-transaction sink end to end, on a private
+ * PostgreSQL server with `max_prepared_transactions` (one for the file,
+ * `_postgres_server.ts`), in a table with a unique name and no key, so that
+ * a duplicate would be stored and seen. A keyed running-sum job at
+ * parallelism 2 with checkpoints every 20 ms:
+ *
+ * - fails twice on scripted `TestSource.fail` markers, each after a
+ *   completed checkpoint, so transactions are open and prepared ones
+ *   pending at each crash;
+ * - crashes a sink subtask between pre-commit and commit, then loses a
+ *   completion notification on the restarted attempt, so restores commit
+ *   what the completed checkpoints prepared.
+ *
+ * The table must hold exactly the failure-free output, each row once; no
+ * gid of the sink may be left prepared; and the commit table must account
+ * for every transaction's rows.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import postgres from "npm:postgres@3.4.9";
+import { RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy } from "../mod.ts";
+import { type TestItem, TestSource } from "../testing.ts";
+import { PostgresPreparedSink } from "../connectors/postgres/mod.ts";
+import {
+  expectedSums,
+  type KeyedRecord,
+  keyedSplits,
+  type KeyedSplitsOptions,
+  SequenceCheck,
+  type SumRecord,
+  withTempDir,
+} from "./_job_kit.ts";
+import { startPostgresServer } from "./_postgres_server.ts";
+
+const server = await startPostgresServer();
+globalThis.addEventListener("unload", () => server.stopSync());
+
+const SPLITS: KeyedSplitsOptions = {
+  splits: 2,
+  keysPerSplit: 2,
+  recordsPerKey: 400,
+  awaitCheckpointEvery: 150,
+};
+
+/** Inserts a fail marker for `attempt` 20 records after the `nth` awaitCheckpoint marker. */
+function failAfterCheckpoint(
+  items: TestItem<KeyedRecord>[],
+  nth: number,
+  attempt: number,
+): TestItem<KeyedRecord>[] {
+  let seen = 0;
+  const at = items.findIndex((item) =>
+    item instanceof Object && "spec" in item && item.spec.kind === "await-checkpoint" &&
+    ++seen === nth
+  );
+  assert.ok(at >= 0, `split has ${seen} awaitCheckpoint markers, wanted ${nth}`);
+  return [
+    ...items.slice(0, at + 21),
+    TestSource.fail(`induced failure on attempt ${attempt}`, { attempt }),
+    ...items.slice(at + 21),
+  ];
+}
+
+/** Runs the keyed job into a fresh table and compares the table with the failure-free output exactly. */
+async function runAndCheck(
+  name: string,
+  lists: TestItem<KeyedRecord>[][],
+  install: (env: StreamExecutionEnvironment) => void,
+  restarts: number,
+): Promise<void> {
+  const sql = postgres(server.url, { max: 1, onnotice: () => {} });
+  const suffix = crypto.randomUUID().replaceAll("-", "").slice(0, 12);
+  const table = `weir_job_${suffix}`;
+  const commitTable = `weir_job_commits_${suffix}`;
+  const gidPrefix = `job_${suffix}`;
+  await sql.unsafe(`CREATE TABLE ${table} (key text NOT NULL, seq int NOT NULL, sum int NOT NULL)`);
+  try {
+    await withTempDir(async (checkpoints) => {
+      const env = StreamExecutionEnvironment.getExecutionEnvironment()
+        .setParallelism(2)
+        .enableCheckpointing(20, { directory: checkpoints })
+        .setRestartStrategy(RestartStrategies.fixedDelay(3, 0));
+      install(env);
+      env.fromSource(
+        TestSource.perSubtask(lists, { batchSize: 8 }),
+        WatermarkStrategy.noWatermarks(),
+        "records",
+      ).uid("records")
+        .keyBy((r) => r.key)
+        .process(new SequenceCheck()).uid("sums")
+        .sinkTo(
+          new PostgresPreparedSink<SumRecord>({
+            url: server.url,
+            table,
+            columns: ["key", "seq", "sum"],
+            row: (r) => [r.key, r.seq, r.sum],
+            gidPrefix,
+            commitTable,
+            batchSize: 50,
+          }),
+        ).uid("pg-out");
+      const result = await env.execute(name);
+      assert.equal(result.restarts, restarts, result.summary);
+    });
+    const got = (await sql.unsafe(`SELECT key, seq, sum FROM ${table} ORDER BY key, seq`)).map((
+      r,
+    ) => ({ key: String(r.key), seq: Number(r.seq), sum: Number(r.sum) }));
+    const expected = [...expectedSums(SPLITS).values()].flat()
+      .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : a.seq - b.seq);
+    assert.equal(got.length, expected.length, "rows in the table");
+    assert.deepEqual(got, expected);
+    const prepared = await sql.unsafe(
+      "SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, $1)",
+      [`weir:${gidPrefix}:`],
+    );
+    assert.deepEqual(prepared.map((r) => r.gid), [], "gids of the sink left prepared");
+    const committed = await sql.unsafe(
+      `SELECT count(*)::int AS n FROM ${commitTable} WHERE gid_prefix = $1`,
+      [gidPrefix],
+    );
+    assert.ok(Number(committed[0]!.n) >= 2, "the commit table records the committed transactions");
+  } finally {
+    for (const { gid } of await sql.unsafe("SELECT gid FROM pg_prepared_xacts")) {
+      await sql.unsafe(`ROLLBACK PREPARED '${gid}'`);
+    }
+    await sql.unsafe(`DROP TABLE IF EXISTS ${table}`);
+    await sql.unsafe(`DROP TABLE IF EXISTS ${commitTable}`);
+    await sql.end();
+  }
+}
+
+Deno.test("a job writing through the PostgreSQL prepared-transaction sink commits each row exactly once across two induced failures", async () => {
+  const [split0, split1] = keyedSplits(SPLITS);
+  await runAndCheck(
+    "postgres prepared sink exactly-once",
+    [failAfterCheckpoint(split0!, 2, 0), failAfterCheckpoint(split1!, 4, 1)],
+    () => {},
+    2,
+  );
+});
+
+Deno.test("a PostgreSQL prepared-transaction job commits each row exactly once when it crashes between pre-commit and commit and then loses a completion notification", async () => {
+  const fired: string[] = [];
+  await runAndCheck(
+    "postgres prepared sink crash before commit",
+    keyedSplits(SPLITS),
+    (env) =>
+      env.setFaultInjector({
+        // The sink subtask dies with its gid prepared, before the completion commits it.
+        task: (point, site) => {
+          if (
+            fired.length === 0 && point === "before-commit" && site.attempt === 0 &&
+            site.checkpointId >= 3 && site.vertexName.includes("Sink") && site.subtask === 1
+          ) {
+            fired.push(`before-commit of checkpoint ${site.checkpointId}`);
+            throw new Error(`induced failure before the commit of checkpoint ${site.checkpointId}`);
+          }
+        },
+        // The checkpoint completes, its notification never arrives: the restore commits it.
+        coordinator: (point, checkpointId, attempt) => {
+          if (fired.length === 1 && point === "before-notify-complete" && attempt === 1) {
+            fired.push(`before-notify-complete of checkpoint ${checkpointId}`);
+            throw new Error(`induced failure before notifying checkpoint ${checkpointId}`);
+          }
+        },
+      }),
+    2,
+  );
+  assert.equal(fired.length, 2, `faults fired: ${fired.join(", ")}`);
+});
