@@ -114,8 +114,6 @@ export type {
 export { adaptTwoPhaseCommitSink } from "./runtime/api/two_phase_commit_adapter.ts";
 export { CollectionSource } from "./runtime/api/collection_source.ts";
 export type { CollectionSplit } from "./runtime/api/collection_source.ts";
-export { SocketSourceError, SocketTextSource } from "./runtime/api/socket_source.ts";
-export type { SocketSplit, SocketTextSourceOptions } from "./runtime/api/socket_source.ts";
 export { PrintSink } from "./runtime/api/print_sink.ts";
 export type { PrintSinkOptions } from "./runtime/api/print_sink.ts";
 export {
