@@ -15,7 +15,9 @@
  *
  * A source subtask takes checkpoint *n* when the coordinator's trigger mail
  * arrives. Any other subtask takes it when barrier *n* has arrived on all its
- * channels (aligned, see `barrier_handler.ts`). Taking it means: forward
+ * channels: aligned in exactly-once mode (channels that delivered it wait,
+ * see `barrier_handler.ts`), counted without blocking anything in
+ * at-least-once mode (`barrier_tracker.ts`). Taking it means: forward
  * barrier *n* on every output, capture every operator's state synchronously
  * (this is where two-phase-commit sinks pre-commit), then write the state to
  * checkpoint storage asynchronously while processing continues, and
