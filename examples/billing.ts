@@ -8,9 +8,10 @@
  *
  * ```
  * JetStream source (bounded, uid billing-source; event time = bill.time)
- *   → keyBy(billId) → BillDeduplicator (uid bill-dedup; copies → side output duplicate-bills)
+ *   → keyBy(billId) → BillDeduplicator (uid bill-dedup)
+ *       ├ side output duplicate-bills → MariaDB XA sink (uid billing-copies-sink): <table>_copies
  *   → keyBy(account) → AccountTotals (uid account-totals)
- *   → MariaDB XA sink (uid billing-sink): one row per account update
+ *   → MariaDB XA sink (uid billing-sink): one row per account update into <table>
  * ```
  *
  * Run it in cluster mode (`--nats`), with a coordinator and workers running,
@@ -33,9 +34,10 @@
  * When the job has ended, it reads the stream back, computes the
  * failure-free result of its bills and checks the table against it,
  * printing `BILLING bills=… rows=… lost=… duplicated=… unexpected=…
- * inconsistent=… wrong_totals=…` (see `billing_check.ts`); it exits with 1
- * unless every count but `bills` and `rows` is 0 and there is one row per
- * bill (so run it on a fresh table).
+ * inconsistent=… wrong_totals=… copies=… copies_lost=… copies_duplicated=…`
+ * (see `billing_check.ts`); it exits with 1 unless every count but
+ * `bills`, `rows` and `copies` is 0 and there is one row per bill (so run
+ * it on fresh tables).
  *
  * ## Design decisions
  *
@@ -69,13 +71,14 @@ import {
 } from "../connectors/jetstream/mod.ts";
 import { exampleConnection } from "./_jetstream.ts";
 import { exitWithError } from "./_cli.ts";
-import { billingPassed, checkUpdateRows } from "./billing_check.ts";
+import { billingPassed, checkCopyIds, checkUpdateRows } from "./billing_check.ts";
 import {
   AccountTotals,
   type AccountUpdate,
   BillDeduplicator,
   BillFormatError,
   DEFAULT_DEDUP_TTL_MS,
+  DUPLICATE_BILLS,
   parseBill,
 } from "./billing_functions.ts";
 import {
@@ -91,6 +94,7 @@ import {
   DEFAULT_MARIADB_URL,
   type MariaDbConfig,
   parseMariaDbUrl,
+  readCopyIds,
   readUpdateRows,
 } from "./billing_tables.ts";
 import { mariaDbXaSink } from "../connectors/mariadb/mod.ts";
@@ -109,6 +113,7 @@ export const BILLING_UIDS = {
   dedup: "bill-dedup",
   totals: "account-totals",
   sink: "billing-sink",
+  copies: "billing-copies-sink",
 } as const;
 
 /** How far out of order bills of one partition may be, in ms of event time (the watermark's bound). */
@@ -128,20 +133,32 @@ export interface BillingPipelineOptions {
   readonly txnBucket?: string;
 }
 
+/** The two sinks of the billing job. */
+export interface BillingSinks {
+  /** Receives every account update (uid `billing-sink`). */
+  readonly updates: Sink<AccountUpdate>;
+  /**
+   * Receives every copy the dedup rejected (uid `billing-copies-sink`).
+   * Without it the copies are dropped, and the engine warns so.
+   */
+  readonly copies?: Sink<Bill>;
+}
+
 /**
  * Adds the billing pipeline (see the module docs) to `env`, ending in
- * `sink` (uid `billing-sink`). Checkpointing, parallelism and restarts are
- * left to the caller.
- * @returns the sink, e.g. to find its vertex for fault injection.
+ * `sinks.updates` (uid `billing-sink`), with the dedup's rejected copies
+ * into `sinks.copies` (uid `billing-copies-sink`). Checkpointing,
+ * parallelism and restarts are left to the caller.
+ * @returns the updates' sink, e.g. to find its vertex for fault injection.
  * @throws {RangeError} when `dedupTtlMs` is not a positive number.
  */
 export function buildBillingPipeline(
   env: StreamExecutionEnvironment,
   options: BillingPipelineOptions,
-  sink: Sink<AccountUpdate>,
+  sinks: BillingSinks,
 ): DataStreamSink<AccountUpdate> {
   const { connection, stream } = options;
-  return env.fromSource(
+  const deduplicated = env.fromSource(
     new JetStreamSource<Bill>({
       connection,
       stream,
@@ -159,46 +176,63 @@ export function buildBillingPipeline(
   ).uid(BILLING_UIDS.source)
     .keyBy((bill) => bill.billId)
     .process(new BillDeduplicator(options.dedupTtlMs ?? DEFAULT_DEDUP_TTL_MS))
-    .uid(BILLING_UIDS.dedup).name("BillDeduplicator")
+    .uid(BILLING_UIDS.dedup).name("BillDeduplicator");
+  if (sinks.copies !== undefined) {
+    deduplicated.getSideOutput(DUPLICATE_BILLS)
+      .sinkTo(sinks.copies).uid(BILLING_UIDS.copies).name("billing copies");
+  }
+  return deduplicated
     .keyBy((bill) => bill.account)
     .process(new AccountTotals()).uid(BILLING_UIDS.totals).name("AccountTotals")
-    .sinkTo(sink).uid(BILLING_UIDS.sink).name("billing table");
+    .sinkTo(sinks.updates).uid(BILLING_UIDS.sink).name("billing table");
 }
 
-/** Options of {@linkcode billingSink}. */
+/** Options of {@linkcode billingSinks}. */
 export interface BillingSinkOptions {
   /** The MariaDB server. */
   readonly mariadb: MariaDbConfig;
-  /** The update table (see `billing_tables.ts`); it must exist. */
+  /** The update table (see `billing_tables.ts`); it and `<table>_copies` must exist. */
   readonly table: string;
   /**
-   * The XA sink's xid prefix (1–32 characters of `[A-Za-z0-9_.-]`). Default:
-   * `table`. Every job writing to one server needs its own: a fresh start
-   * rolls back every prepared xid of its prefix.
+   * The updates' XA sink's xid prefix (1–30 characters of `[A-Za-z0-9_.-]`);
+   * the copies' sink uses `<prefix>.c`. Default: `table`. Every job writing
+   * to one server needs its own: a fresh start rolls back every prepared
+   * xid of its prefix.
    */
   readonly xidPrefix?: string;
 }
 
 /**
- * The job's sink: the MariaDB XA sink (`connectors/mariadb`, exactly-once)
- * inserting one row per {@linkcode AccountUpdate} into `table` (columns
- * `account, bill_count, total, bill_id, amount, bill_time`), with its
- * commit log in `<table>_xa_log`, so a run's tables are all named after
- * its table.
+ * The job's sinks: MariaDB XA sinks (`connectors/mariadb`, exactly-once),
+ * one inserting a row per {@linkcode AccountUpdate} into `table` (columns
+ * `account, bill_count, total, bill_id, amount, bill_time`), one a row per
+ * rejected copy into `<table>_copies`, both with their commit log in
+ * `<table>_xa_log`, so a run's tables are all named after its table.
  * @throws {TypeError} when `table` is not a valid billing table name.
- * @throws {RangeError} when the xid prefix (by default `table`) is longer
- *   than 32 characters or has other characters than `[A-Za-z0-9_.-]`.
+ * @throws {RangeError} when an xid prefix is longer than 32 characters or
+ *   has other characters than `[A-Za-z0-9_.-]`.
  */
-export function billingSink(options: BillingSinkOptions): Sink<AccountUpdate> {
+export function billingSinks(options: BillingSinkOptions): Required<BillingSinks> {
   const table = checkTableName(options.table);
-  return mariaDbXaSink<AccountUpdate>({
-    connection: options.mariadb,
-    sql: `INSERT INTO \`${table}\` (account, bill_count, total, bill_id, amount, bill_time) ` +
-      "VALUES (?, ?, ?, ?, ?, ?)",
-    parameters: (u) => [u.account, u.count, u.total, u.billId, u.amount, u.time],
-    xidPrefix: options.xidPrefix ?? table,
-    commitLogTable: `${table}_xa_log`,
-  });
+  const prefix = options.xidPrefix ?? table;
+  return {
+    updates: mariaDbXaSink<AccountUpdate>({
+      connection: options.mariadb,
+      sql: `INSERT INTO \`${table}\` (account, bill_count, total, bill_id, amount, bill_time) ` +
+        "VALUES (?, ?, ?, ?, ?, ?)",
+      parameters: (u) => [u.account, u.count, u.total, u.billId, u.amount, u.time],
+      xidPrefix: prefix,
+      commitLogTable: `${table}_xa_log`,
+    }),
+    copies: mariaDbXaSink<Bill>({
+      connection: options.mariadb,
+      sql: `INSERT INTO \`${table}_copies\` (bill_id, account, amount, bill_time) ` +
+        "VALUES (?, ?, ?, ?)",
+      parameters: (b) => [b.billId, b.account, b.amount, b.time],
+      xidPrefix: `${prefix}.c`,
+      commitLogTable: `${table}_xa_log`,
+    }),
+  };
 }
 
 /**
@@ -293,7 +327,7 @@ async function main(): Promise<void> {
       ...(rate === undefined ? {} : { recordsPerSecond: rate }),
       ...(ttl === undefined ? {} : { dedupTtlMs: ttl }),
     },
-    billingSink({
+    billingSinks({
       mariadb,
       table,
       ...(values["xid-prefix"] === undefined ? {} : { xidPrefix: values["xid-prefix"] }),
@@ -303,12 +337,14 @@ async function main(): Promise<void> {
   console.log(result.summary);
   const expected = await expectedFromStream(connection, stream);
   const report = checkUpdateRows(await readUpdateRows(mariadb, table), expected);
+  const copies = checkCopyIds(await readCopyIds(mariadb, table), expected);
   console.log(
     `BILLING bills=${report.bills} rows=${report.rows} lost=${report.lost} ` +
       `duplicated=${report.duplicated} unexpected=${report.unexpected} ` +
-      `inconsistent=${report.inconsistent} wrong_totals=${report.wrongTotals}`,
+      `inconsistent=${report.inconsistent} wrong_totals=${report.wrongTotals} ` +
+      `copies=${copies.copies} copies_lost=${copies.lost} copies_duplicated=${copies.duplicated}`,
   );
-  if (!billingPassed(report)) {
+  if (!billingPassed(report) || copies.lost !== 0 || copies.duplicated !== 0) {
     throw new Error(`table ${table} does not hold the failure-free totals of stream ${stream}`);
   }
 }

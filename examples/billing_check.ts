@@ -197,3 +197,35 @@ export function naiveFailureFreeTotals(
   }
   return totals;
 }
+
+/** What {@linkcode checkCopyIds} found. */
+export interface CopiesReport {
+  /** Copies in the input. */
+  readonly copies: number;
+  /** Copies of the input with no row in the copies table. */
+  readonly lost: number;
+  /** Rows beyond a bill's copies (doubled rows, or rows of bills without copies or not in the input). */
+  readonly duplicated: number;
+}
+
+/**
+ * Checks the copies table's bill ids against the input's copies: each bill
+ * must have exactly as many rows as it has copies (messages beyond the
+ * first), as the dedup rejects exactly those.
+ */
+export function checkCopyIds(ids: readonly string[], expected: ExpectedBilling): CopiesReport {
+  const found = new Map<string, number>();
+  for (const id of ids) found.set(id, (found.get(id) ?? 0) + 1);
+  let copies = 0;
+  let lost = 0;
+  let duplicated = 0;
+  for (const [id, want] of expected.copies) {
+    copies += want;
+    const got = found.get(id) ?? 0;
+    lost += Math.max(0, want - got);
+    duplicated += Math.max(0, got - want);
+    found.delete(id);
+  }
+  for (const extra of found.values()) duplicated += extra;
+  return { copies, lost, duplicated };
+}

@@ -203,6 +203,8 @@ export interface ExpectedBilling {
   readonly accounts: ReadonlyMap<string, AccountTotal>;
   /** Messages in the log (bills and their copies). */
   readonly messages: number;
+  /** Per bill id with copies: how many copies (messages beyond the first). */
+  readonly copies: ReadonlyMap<string, number>;
 }
 
 /**
@@ -213,17 +215,21 @@ export interface ExpectedBilling {
 export function expectedTotals(messages: Iterable<BillMessage>): ExpectedBilling {
   const bills = new Map<string, Bill>();
   const accounts = new Map<string, { count: number; total: number }>();
+  const copies = new Map<string, number>();
   let count = 0;
   for (const { bill } of messages) {
     count++;
-    if (bills.has(bill.billId)) continue;
+    if (bills.has(bill.billId)) {
+      copies.set(bill.billId, (copies.get(bill.billId) ?? 0) + 1);
+      continue;
+    }
     bills.set(bill.billId, bill);
     const a = accounts.get(bill.account) ?? { count: 0, total: 0 };
     a.count++;
     a.total += bill.amount;
     accounts.set(bill.account, a);
   }
-  return { bills, accounts, messages: count };
+  return { bills, accounts, messages: count, copies };
 }
 
 const encoder = new TextEncoder();

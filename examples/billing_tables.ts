@@ -34,6 +34,18 @@
  * the failure-free run, each bill in exactly one row, and the view shows
  * the failure-free totals.
  *
+ * The copies the dedup rejected go, through a second XA sink in the same
+ * checkpoints, to `<table>_copies`, so no record of the log is dropped
+ * unaccounted:
+ *
+ * ```sql
+ * CREATE TABLE <table>_copies (
+ *   id BIGINT AUTO_INCREMENT PRIMARY KEY,
+ *   bill_id VARCHAR(64) NOT NULL, account VARCHAR(64) NOT NULL,
+ *   amount BIGINT NOT NULL, bill_time BIGINT NOT NULL, KEY (bill_id)
+ * ) ENGINE=InnoDB;
+ * ```
+ *
  * ## The naive scheme's tables
  *
  * ```sql
@@ -100,16 +112,17 @@ export function parseMariaDbUrl(url: string): MariaDbConfig {
 }
 
 /**
- * Checks a table name used in SQL identifiers: 1–48 characters of
- * `[A-Za-z0-9_]` (so `<table>_offsets`, `<table>_totals` and
- * `<table>_xa_log` stay under MariaDB's 64).
+ * Checks a table name used in SQL identifiers: 1–30 characters of
+ * `[A-Za-z0-9_]` (so the names derived from it, `<table>_copies`,
+ * `<table>_xa_log` … and the XA sinks' default xid prefixes `<table>` and
+ * `<table>.c`, stay within MariaDB's and the sink's limits).
  * @returns the name.
  * @throws {TypeError} with the current value otherwise.
  */
 export function checkTableName(table: string): string {
-  if (!/^[A-Za-z0-9_]{1,48}$/.test(table)) {
+  if (!/^[A-Za-z0-9_]{1,30}$/.test(table)) {
     throw new TypeError(
-      `A billing table name must be 1–48 characters of [A-Za-z0-9_]: current value is ${
+      `A billing table name must be 1–30 characters of [A-Za-z0-9_]: current value is ${
         JSON.stringify(table)
       }`,
     );
@@ -150,7 +163,10 @@ export async function withMariaDb<R>(
   }
 }
 
-/** Creates the Weir job's table `table` and its view `<table>_totals` unless they exist. */
+/**
+ * Creates the Weir job's table `table`, its view `<table>_totals` and the
+ * copies table `<table>_copies` unless they exist.
+ */
 export async function createBillingTable(config: MariaDbConfig, table: string): Promise<void> {
   const t = checkTableName(table);
   await withMariaDb(config, async (conn) => {
@@ -164,6 +180,16 @@ export async function createBillingTable(config: MariaDbConfig, table: string): 
         amount BIGINT NOT NULL,
         bill_time BIGINT NOT NULL,
         KEY account_updates (account, bill_count),
+        KEY bill (bill_id)
+      ) ENGINE=InnoDB`,
+    );
+    await conn.query(
+      `CREATE TABLE IF NOT EXISTS \`${t}_copies\` (
+        id BIGINT AUTO_INCREMENT PRIMARY KEY,
+        bill_id VARCHAR(64) NOT NULL,
+        account VARCHAR(64) NOT NULL,
+        amount BIGINT NOT NULL,
+        bill_time BIGINT NOT NULL,
         KEY bill (bill_id)
       ) ENGINE=InnoDB`,
     );
@@ -196,8 +222,9 @@ export async function createNaiveTables(config: MariaDbConfig, table: string): P
 }
 
 /**
- * Drops the tables and views of both schemes named after `tables`, and the
- * XA sink's commit log `<table>_xa_log` (missing ones are fine).
+ * Drops the tables and views of both schemes named after `tables`, the
+ * copies table and the XA sinks' commit log `<table>_xa_log` (missing ones
+ * are fine).
  */
 export async function dropBillingTables(
   config: MariaDbConfig,
@@ -208,7 +235,7 @@ export async function dropBillingTables(
       const t = checkTableName(table);
       await conn.query(`DROP VIEW IF EXISTS \`${t}_totals\``);
       await conn.query(
-        `DROP TABLE IF EXISTS \`${t}\`, \`${t}_offsets\`, \`${t}_xa_log\``,
+        `DROP TABLE IF EXISTS \`${t}\`, \`${t}_offsets\`, \`${t}_copies\`, \`${t}_xa_log\``,
       );
     }
   });
@@ -258,5 +285,15 @@ export async function readTotalRows(config: MariaDbConfig, table: string): Promi
       `SELECT account, bill_count AS count, total FROM \`${t}\``,
     );
     return (rows as TotalRow[]).map((r) => ({ ...r }));
+  });
+}
+
+/** Every committed row of the copies table `<table>_copies`: the rejected copies' bill ids. */
+export async function readCopyIds(config: MariaDbConfig, table: string): Promise<string[]> {
+  const t = checkTableName(table);
+  return await withMariaDb(config, async (conn) => {
+    await conn.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    const rows = await conn.query(`SELECT bill_id AS billId FROM \`${t}_copies\``);
+    return (rows as { billId: string }[]).map((r) => r.billId);
   });
 }

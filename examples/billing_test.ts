@@ -5,7 +5,7 @@ import { withTempDir } from "../tests/_job_kit.ts";
 import { CONNECTION, uniqueName } from "../connectors/jetstream/_test_kit.ts";
 import { deleteStreams } from "../tests/_chaos_kit.ts";
 import { BILLING_UIDS, buildBillingPipeline } from "./billing.ts";
-import { checkUpdateRows, naiveFailureFreeTotals } from "./billing_check.ts";
+import { checkCopyIds, checkUpdateRows, naiveFailureFreeTotals } from "./billing_check.ts";
 import {
   type AccountUpdate,
   BillDeduplicator,
@@ -182,14 +182,15 @@ Deno.test({
       const expected = expectedTotals(messages);
       await withTempDir(async (dir) => {
         const sink = new CollectingSink<AccountUpdate>();
+        const copySink = new CollectingSink<Bill>();
         const env = StreamExecutionEnvironment.getExecutionEnvironment()
           .setParallelism(2)
           .enableCheckpointing(50, { directory: dir })
           .setRestartStrategy(RestartStrategies.fixedDelay(3, 0));
         buildBillingPipeline(
           env,
-          { connection: CONNECTION, stream, recordsPerSecond: 20_000 },
-          sink,
+          { connection: CONNECTION, stream, recordsPerSecond: 5000 },
+          { updates: sink, copies: copySink },
         );
         const sinkVertex = env.getJobGraph().vertices.find((v) =>
           v.operators.some((o) =>
@@ -201,7 +202,7 @@ Deno.test({
           task(point, site) {
             if (
               !fired && point === "after-snapshot" && site.vertexId === sinkVertex &&
-              site.checkpointId >= 3
+              site.checkpointId >= 2
             ) {
               fired = true;
               throw new Error(
@@ -223,6 +224,8 @@ Deno.test({
           inconsistent: 0,
           wrongTotals: 0,
         });
+        const copies = checkCopyIds(copySink.committed().map((b) => b.billId), expected);
+        assert.deepEqual(copies, { copies: messages.length - 4000, lost: 0, duplicated: 0 });
       });
       // The seeds' in-batch dedup would have counted the copies that cross a batch boundary.
       const naive = naiveFailureFreeTotals(messages, 1000);

@@ -40,9 +40,10 @@
  * 3. Check: once the job ended, the table is read (read committed) and
  *    checked by `checkUpdateRows` of `examples/billing_check.ts`, which
  *    defines `lost`, `duplicated`, `unexpected`, `inconsistent` and
- *    `wrong_totals` precisely. The run's XA transactions still prepared
- *    (`XA RECOVER`, xids of the run's table) are counted as `open_xa`, and
- *    rolled back.
+ *    `wrong_totals` precisely; the copies table (the copies the dedup
+ *    rejected) by `checkCopyIds` (`copies_lost`, `copies_duplicated`). The
+ *    run's XA transactions still prepared (`XA RECOVER`, xids of the run's
+ *    prefixes) are counted as `open_xa`, and rolled back.
  * 4. Naive: `examples/billing_naive.ts` reads the same stream in batches of
  *    `batchSize` messages at `naiveRate` messages/s, and is SIGKILLed at
  *    random moments (uniform over two batches' time after each start) and
@@ -56,7 +57,8 @@
  *
  * It prints progress lines, then `KILLS external=… alignment=…
  * after-snapshot=… before-commit=…`, `CHECK rows=… unexpected=…
- * inconsistent=… open_xa=… restarts=…`, `NAIVE bills=… kills=… lost=…
+ * inconsistent=… copies=… copies_lost=… copies_duplicated=… open_xa=…
+ * restarts=…`, `NAIVE bills=… kills=… lost=…
  * duplicated=… wrong_totals=… cross_batch=… replayed=…` and, last, `RESULT
  * bills=… kills=… lost=… duplicated=… wrong_totals=…` for the Weir job
  * (`bills`: distinct bills of the input; `kills`: worker kills made). The
@@ -74,8 +76,10 @@ import { delay } from "../runtime/actor/async.ts";
 import type { NatsConnectionOptions } from "../runtime/actor/nats_connect.ts";
 import {
   type BillingReport,
+  checkCopyIds,
   checkTotalRows,
   checkUpdateRows,
+  type CopiesReport,
   naiveFailureFreeTotals,
   type TotalsReport,
 } from "../examples/billing_check.ts";
@@ -86,6 +90,7 @@ import {
   dropBillingTables,
   type MariaDbConfig,
   parseMariaDbUrl,
+  readCopyIds,
   readTotalRows,
   readUpdateRows,
   withMariaDb,
@@ -166,6 +171,8 @@ export interface BillingChaosResult {
   readonly restarts: number;
   /** The check of the job's table. */
   readonly report: BillingReport;
+  /** The check of the job's copies table (the copies its dedup rejected). */
+  readonly copies: CopiesReport;
   /** Prepared XA transactions of the run left after the job ended (rolled back by the run). */
   readonly openXa: number;
   /** The naive scheme's outcome. */
@@ -181,8 +188,9 @@ export interface BillingChaosResult {
 }
 
 /**
- * Counts the prepared XA transactions of the run's sink (its xid prefix is
- * the run's table, see `billingSink`) and rolls them back.
+ * Counts the prepared XA transactions of the run's sinks (their xid
+ * prefixes are the run's table and `<table>.c`, see `billingSinks`) and
+ * rolls them back.
  */
 async function rollBackLeftovers(config: MariaDbConfig, table: string): Promise<number> {
   return await withMariaDb(config, async (conn) => {
@@ -197,7 +205,8 @@ async function rollBackLeftovers(config: MariaDbConfig, table: string): Promise<
     for (const row of rows) {
       const data = typeof row.data === "string" ? new TextEncoder().encode(row.data) : row.data;
       const gtrid = data.subarray(0, row.gtrid_length);
-      if (!new TextDecoder().decode(gtrid).startsWith(`weir:${table}:`)) continue;
+      const name = new TextDecoder().decode(gtrid);
+      if (!name.startsWith(`weir:${table}:`) && !name.startsWith(`weir:${table}.c:`)) continue;
       found++;
       await conn.query(
         `XA ROLLBACK ${hex(gtrid)}, ${hex(data.subarray(row.gtrid_length))}, ${row.formatID}`,
@@ -346,6 +355,7 @@ export async function runBillingChaos(
     }
     const restarts = Number(/RESULT restarts=(\d+)/.exec(job.output)?.[1] ?? NaN);
     const report = checkUpdateRows(await readUpdateRows(mariadb, table), expected);
+    const copies = checkCopyIds(await readCopyIds(mariadb, table), expected);
     const openXa = await rollBackLeftovers(mariadb, table);
     const totalKills = KILL_KINDS.reduce((n, k) => n + made[k], 0);
     progress(`billing chaos: the job's table checked (${elapsed()}); running the naive scheme`);
@@ -418,7 +428,8 @@ export async function runBillingChaos(
 
     const killsLine = `KILLS ${KILL_KINDS.map((k) => `${k}=${made[k]}`).join(" ")}`;
     const checkLine = `CHECK rows=${report.rows} unexpected=${report.unexpected} ` +
-      `inconsistent=${report.inconsistent} open_xa=${openXa} restarts=${restarts}`;
+      `inconsistent=${report.inconsistent} copies=${copies.copies} copies_lost=${copies.lost} ` +
+      `copies_duplicated=${copies.duplicated} open_xa=${openXa} restarts=${restarts}`;
     const resultLine = `RESULT bills=${report.bills} kills=${totalKills} lost=${report.lost} ` +
       `duplicated=${report.duplicated} wrong_totals=${report.wrongTotals}`;
     const result: BillingChaosResult = {
@@ -428,6 +439,7 @@ export async function runBillingChaos(
       totalKills,
       restarts,
       report,
+      copies,
       openXa,
       naive: {
         report: naiveReport,
@@ -478,8 +490,9 @@ export async function runBillingChaos(
 }
 
 /**
- * Whether the Weir run passed: RESULT and CHECK counts 0, one row per
- * bill, no XA transaction left prepared, and every planned kill made.
+ * Whether the Weir run passed: RESULT and CHECK counts 0 (every copy in
+ * the copies table once), one row per bill, no XA transaction left
+ * prepared, and every planned kill made.
  */
 export function billingChaosPassed(
   result: BillingChaosResult,
@@ -488,6 +501,7 @@ export function billingChaosPassed(
   const r = result.report;
   return r.lost === 0 && r.duplicated === 0 && r.wrongTotals === 0 && r.unexpected === 0 &&
     r.inconsistent === 0 && r.rows === r.bills && result.openXa === 0 &&
+    result.copies.lost === 0 && result.copies.duplicated === 0 &&
     result.plannedKills >= expected.kills;
 }
 

@@ -42,6 +42,9 @@ Deno.test({
     assert.equal(result.report.unexpected, 0, context);
     assert.equal(result.report.inconsistent, 0, context);
     assert.equal(result.openXa, 0, context);
+    assert.equal(result.copies.lost, 0, context);
+    assert.equal(result.copies.duplicated, 0, context);
+    assert.ok(result.copies.copies > 0, context);
     assert.equal(
       result.plannedKills,
       KILLS,

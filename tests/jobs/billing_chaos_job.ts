@@ -33,7 +33,7 @@ import {
   RestartStrategies,
   StreamExecutionEnvironment,
 } from "../../mod.ts";
-import { BILLING_UIDS, billingSink, buildBillingPipeline } from "../../examples/billing.ts";
+import { BILLING_UIDS, billingSinks, buildBillingPipeline } from "../../examples/billing.ts";
 import { DEFAULT_MARIADB_URL, parseMariaDbUrl } from "../../examples/billing_tables.ts";
 import { type ArmablePoint, armFile, firedPrefix } from "./audit_chaos_job.ts";
 
@@ -87,7 +87,7 @@ if (import.meta.main) {
       stream: required("stream"),
       ...(values.rate === undefined ? {} : { recordsPerSecond: Number(values.rate) }),
     },
-    billingSink({
+    billingSinks({
       mariadb: parseMariaDbUrl(values.mariadb ?? DEFAULT_MARIADB_URL),
       table: required("table"),
     }),
