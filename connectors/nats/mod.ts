@@ -28,6 +28,7 @@
  */
 
 export {
+  checkNatsSplit,
   DEFAULT_MAX_BUFFERED_MESSAGES,
   type NatsDeserializer,
   NatsSource,
@@ -64,4 +65,5 @@ export type { Clock } from "../../runtime/time/clock.ts";
 export type { WatermarkOutput } from "../../runtime/time/watermark.ts";
 export type { OutputTag } from "../../runtime/api/output_tag.ts";
 export { DeliveryGuaranteeError } from "../../runtime/api/sink_v2.ts";
+export { SuppressRestartsError } from "../../runtime/failure.ts";
 export type { SinkContext, SinkInitContext } from "../../runtime/api/sink.ts";

@@ -65,6 +65,7 @@ import {
 import type { NatsConnection, Subscription } from "../../runtime/actor/nats_deps.ts";
 import { logger } from "../../runtime/log.ts";
 import { MessageQueue } from "./_message_queue.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
 
 const log = logger("nats-source");
 
@@ -123,6 +124,49 @@ export class NatsSourceOverflowError extends Error {
 }
 
 const utf8 = new TextDecoder();
+
+/** `value` for an error message: JSON when possible, at most 100 characters. */
+function preview(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 100 ? `${text.slice(0, 100)}…` : text;
+}
+
+/**
+ * Checks a core NATS split read back from a checkpoint (it passed through
+ * MessagePack, so it may be anything a corrupt or foreign checkpoint holds).
+ *
+ * @param raw the restored split.
+ * @param where names the source, for the message.
+ * @returns the split, as `{ splitId, emitted }`.
+ * @throws {SuppressRestartsError} naming the field that is wrong and its
+ *   current value: a restart would read the same checkpoint again.
+ */
+export function checkNatsSplit(raw: unknown, where: string): NatsSplit {
+  const fail = (problem: string) =>
+    new SuppressRestartsError(`Invalid core NATS split in the checkpoint of ${where}: ${problem}`);
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw fail(`expected an object { splitId, emitted }: current value is ${preview(raw)}`);
+  }
+  const { splitId, emitted } = raw as Record<string, unknown>;
+  if (typeof splitId !== "string" || !splitId.startsWith("nats-")) {
+    throw fail(
+      `field 'splitId' must be a string starting with "nats-": current value is ${
+        preview(splitId)
+      }`,
+    );
+  }
+  if (typeof emitted !== "number" || !Number.isSafeInteger(emitted) || emitted < 0) {
+    throw fail(
+      `field 'emitted' must be a non-negative integer: current value is ${preview(emitted)}`,
+    );
+  }
+  return { splitId, emitted };
+}
 
 function positive(name: string, value: number | undefined, fallback: number): number {
   const v = value ?? fallback;
@@ -256,17 +300,14 @@ class NatsReader<T> implements SourceReader<T, NatsSplit> {
   }
 
   addSplits(splits: NatsSplit[]): void {
-    for (const split of splits) {
+    for (const raw of splits) {
+      const split = checkNatsSplit(raw, this.#where);
       if (this.#split !== undefined) {
         // Restored at a lower parallelism: one subscription reads for both.
-        this.#split.emitted += Number.isSafeInteger(split.emitted) ? split.emitted : 0;
+        this.#split.emitted += split.emitted;
         continue;
       }
-      this.#split = {
-        splitId: split.splitId,
-        emitted: Number.isSafeInteger(split.emitted) ? split.emitted : 0,
-        output: undefined,
-      };
+      this.#split = { splitId: split.splitId, emitted: split.emitted, output: undefined };
       this.#subscribe();
     }
   }

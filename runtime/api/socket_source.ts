@@ -53,6 +53,12 @@
  *   attempts remain; when none remain (always, with the default 0), the
  *   source ends: a job reading only sockets then finishes, like Flink's.
  *   That is why the source is `"bounded"` unless `maxRetry` is -1.
+ * - A reset by the peer (TCP RST) between two lines ends the connection as a
+ *   close does. A reset in the middle of a line fails the reader with a
+ *   {@linkcode SocketSourceError} naming `host:port`, the line and how much
+ *   of it was read, after the complete lines before it: the reset may have
+ *   cut the line short, so it is not emitted as if it were whole (Flink's
+ *   source fails on any reset).
  *
  * ## Parallelism
  *
@@ -81,6 +87,7 @@ import type {
   SplitEnumeratorContext,
 } from "./source.ts";
 import { type Clock, sleepUntil } from "../time/clock.ts";
+import { SuppressRestartsError } from "../failure.ts";
 
 /** Lines the reader holds before it stops reading the socket (backpressure). */
 export const SOCKET_SOURCE_QUEUE_LINES = 10_000;
@@ -116,6 +123,53 @@ export interface SocketSplit extends SourceSplit {
   readonly splitId: string;
   /** Lines emitted so far by this split (informational: a socket cannot be replayed). */
   readonly linesEmitted: number;
+}
+
+/** `value` for an error message: JSON when possible, at most 100 characters. */
+function preview(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 100 ? `${text.slice(0, 100)}…` : text;
+}
+
+/**
+ * Checks a socket split read back from a checkpoint (it passed through
+ * MessagePack, so it may be anything a corrupt or foreign checkpoint holds).
+ *
+ * @param raw the restored split.
+ * @param where names the source, for the message.
+ * @returns the split, as `{ splitId, linesEmitted }`.
+ * @throws {SuppressRestartsError} naming the field that is wrong and its
+ *   current value: a restart would read the same checkpoint again.
+ */
+export function checkSocketSplit(raw: unknown, where: string): SocketSplit {
+  const fail = (problem: string) =>
+    new SuppressRestartsError(
+      `Invalid socket source split in the checkpoint of ${where}: ${problem}`,
+    );
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw fail(`expected an object { splitId, linesEmitted }: current value is ${preview(raw)}`);
+  }
+  const { splitId, linesEmitted } = raw as Record<string, unknown>;
+  if (typeof splitId !== "string" || !splitId.startsWith("socket-")) {
+    throw fail(
+      `field 'splitId' must be a string starting with "socket-": current value is ${
+        preview(splitId)
+      }`,
+    );
+  }
+  if (typeof linesEmitted !== "number" || !Number.isSafeInteger(linesEmitted) || linesEmitted < 0) {
+    throw fail(
+      `field 'linesEmitted' must be a non-negative integer: current value is ${
+        preview(linesEmitted)
+      }`,
+    );
+  }
+  return { splitId, linesEmitted };
 }
 
 /**
@@ -391,14 +445,15 @@ class SocketReader implements SourceReader<string, SocketSplit> {
   }
 
   addSplits(splits: SocketSplit[]): void {
-    for (const split of splits) {
+    for (const raw of splits) {
+      const split = checkSocketSplit(raw, `socket source ${this.#operatorName}`);
       if (this.#split !== undefined) {
         throw new Error(
           `Cannot add split ${split.splitId} to socket source ${this.#operatorName}: it already reads ${this.#split.splitId}`,
         );
       }
       this.#split = split;
-      this.#linesEmitted = Number.isSafeInteger(split.linesEmitted) ? split.linesEmitted : 0;
+      this.#linesEmitted = split.linesEmitted;
       this.#run().catch((error) => {
         this.#state = {
           kind: "failed",
@@ -556,6 +611,7 @@ class SocketReader implements SourceReader<string, SocketSplit> {
       }
     };
     const buffer = new Uint8Array(64 * 1024);
+    let reset = false;
     try {
       for (;;) {
         while (this.#lines.length - this.#head >= SOCKET_SOURCE_QUEUE_LINES && !this.#closed) {
@@ -567,8 +623,12 @@ class SocketReader implements SourceReader<string, SocketSplit> {
           n = await conn.read(buffer);
         } catch (error) {
           if (this.#closed) return;
-          // A reset by the peer ends the connection like a close would.
-          if (error instanceof Deno.errors.ConnectionReset) break;
+          // A reset by the peer ends the connection like a close would, except
+          // for a line it cut (see below; a fix of the breaker's).
+          if (error instanceof Deno.errors.ConnectionReset) {
+            reset = true;
+            break;
+          }
           throw new SocketSourceError(
             `socket source ${this.#operatorName} failed reading ${this.#source.address}: ${
               error instanceof Error ? error.message : String(error)
@@ -581,6 +641,18 @@ class SocketReader implements SourceReader<string, SocketSplit> {
       }
       const tail = split(decoder.decode());
       const last = splitter.end();
+      if (last !== undefined && reset) {
+        // After a reset the text after the last delimiter may be a line cut
+        // short: it is not emitted as a line, and the reader fails saying so.
+        this.#enqueue(tail);
+        throw new SocketSourceError(
+          `socket source ${this.#operatorName} cannot read ${this.#source.address}: the peer reset the connection ` +
+            `in line ${
+              linesRead + tail.length + 1
+            } of the connection; the ${last.length} UTF-16 code unit(s) ` +
+            `of it read so far are not emitted, since the reset may have cut the line short`,
+        );
+      }
       if (last !== undefined) tail.push(last);
       this.#enqueue(tail);
     } finally {
