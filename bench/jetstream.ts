@@ -21,7 +21,8 @@
  * - `blackhole`: to a sink function that counts and checksums.
  *
  * Both enable exactly-once checkpoints every 1 s (`--checkpoint-ms`) on
- * local storage. NATS is `--server URL` (default `WEIR_TEST_NATS_URL`, else
+ * local storage. `--only transactional|blackhole` runs one variant (to
+ * profile it with `--cpu-prof`; no ratio then). NATS is `--server URL` (default `WEIR_TEST_NATS_URL`, else
  * `nats://127.0.0.1:4222`); the flag is not `--nats`, which would ask
  * `execute()` for cluster mode.
  *
@@ -293,12 +294,18 @@ async function main(): Promise<void> {
       keys: { type: "string", default: "10000" },
       "batch-bytes": { type: "string", default: String(128 * 1024) },
       "checkpoint-ms": { type: "string", default: "1000" },
+      only: { type: "string" },
       server: {
         type: "string",
         default: Deno.env.get("WEIR_TEST_NATS_URL") || "nats://127.0.0.1:4222",
       },
     },
   });
+  if (values.only !== undefined && values.only !== "transactional" && values.only !== "blackhole") {
+    throw new RangeError(
+      `--only must be transactional or blackhole: current value is ${JSON.stringify(values.only)}`,
+    );
+  }
   const records = positive("--records", values.records);
   const keys = positive("--keys", values.keys);
   const batchBytes = positive("--batch-bytes", values["batch-bytes"]);
@@ -334,7 +341,9 @@ async function main(): Promise<void> {
         await checkPending();
         collectGarbage();
       },
-      variants: (["transactional", "blackhole"] as const).map((variant) => ({
+      variants: (["transactional", "blackhole"] as const).filter((v) =>
+        values.only === undefined || values.only === v
+      ).map((variant) => ({
         name: variant,
         run: async () => unchecked = await run(setup, variant),
       })),
@@ -347,6 +356,15 @@ async function main(): Promise<void> {
     });
     await checkPending();
     const m = (variant: string, f: (s: Sample<Outcome>) => number) => rounds.median(variant, f);
+    if (values.only !== undefined) {
+      console.log(
+        `${values.only} sink only: ${formatRate(m(values.only, eps))}, ` +
+          `${
+            formatRate(m(values.only, epsCpu), "records/CPU-s")
+          } (no RESULT line without both variants)`,
+      );
+      return;
+    }
     const ratio = rounds.ratio("transactional", "blackhole", eps);
     const ratioCpu = rounds.ratio("transactional", "blackhole", epsCpu);
     console.log(`load average (1, 5, 15 min) before: ${loadBefore}, after: ${loadAverage()}`);

@@ -19,7 +19,8 @@
  * - `write`: adds the record to its subject's batch; a batch of
  *   `maxBatchBytes` is published asynchronously with the `Weir-Txn`,
  *   `Weir-Batch` and `Nats-Msg-Id` headers, within a window of
- *   `maxInFlight` acknowledgements; a failed publish fails the attempt.
+ *   `maxInFlight` acknowledgements (and `maxInFlightBytes`); a failed
+ *   publish fails the attempt.
  * - `flush` + `prepareCommit` (at the barrier): publishes the open
  *   batches, awaits every acknowledgement, marks the transaction
  *   pre-committed with its record and message counts and sequences, and
@@ -104,6 +105,8 @@ import { TransactionLog } from "./transactions.ts";
 
 /** Default messages awaiting acknowledgement per sink subtask. */
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
+/** Default payload bytes awaiting acknowledgement per sink subtask (8 MiB); see `maxInFlightBytes`. */
+export const DEFAULT_MAX_IN_FLIGHT_BYTES = 8 * 1024 * 1024;
 /** Default payload size at which a record batch is published, in bytes (128 KiB). */
 export const DEFAULT_MAX_BATCH_BYTES = 128 * 1024;
 /** Default time a batch waits for more records without transactions, in ms. */
@@ -149,6 +152,14 @@ export interface JetStreamSinkOptions<T> {
   /** Messages awaiting acknowledgement at most (default {@linkcode DEFAULT_MAX_IN_FLIGHT}). */
   readonly maxInFlight?: number;
   /**
+   * Payload bytes awaiting acknowledgement at most, counted as full batches
+   * (default {@linkcode DEFAULT_MAX_IN_FLIGHT_BYTES}): the window is
+   * `min(maxInFlight, max(4, floor(maxInFlightBytes / maxBatchBytes)))`
+   * messages, 64 with the defaults. A deep window of large batches only
+   * holds memory and lengthens the wait at each barrier.
+   */
+  readonly maxInFlightBytes?: number;
+  /**
    * A subject's record batch is published once its payload reaches this
    * many bytes (default {@linkcode DEFAULT_MAX_BATCH_BYTES}, at most
    * {@linkcode MAX_BATCH_BYTES_LIMIT}); open batches are published at every
@@ -185,7 +196,7 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
   /**
    * Creates the sink (no I/O until a subtask starts).
    * @throws {TypeError} when `stream` or `subject` is empty or the prefix is not valid.
-   * @throws {RangeError} when `maxInFlight`, `maxBatchBytes` or `lingerMs` is out of range.
+   * @throws {RangeError} when `maxInFlight`, `maxInFlightBytes`, `maxBatchBytes` or `lingerMs` is out of range.
    * @throws {DeliveryGuaranteeError} when `deliveryGuarantee` is not one of the three.
    */
   constructor(options: JetStreamSinkOptions<T>) {
@@ -216,6 +227,13 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
       1,
       MAX_BATCH_BYTES_LIMIT,
     );
+    const maxInFlightBytes = integer(
+      name,
+      "maxInFlightBytes",
+      options.maxInFlightBytes ?? DEFAULT_MAX_IN_FLIGHT_BYTES,
+      1,
+      Number.MAX_SAFE_INTEGER,
+    );
     const lingerMs = integer(name, "lingerMs", options.lingerMs ?? DEFAULT_LINGER_MS, 0, 60_000);
     this.deliveryGuarantee = checkDeliveryGuarantee(
       name,
@@ -231,7 +249,7 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
         ? undefined
         : checkPrefix(options.transactionalIdPrefix),
       bucket: options.txnBucket ?? DEFAULT_TXN_BUCKET,
-      maxInFlight,
+      maxInFlight: Math.min(maxInFlight, Math.max(4, Math.floor(maxInFlightBytes / maxBatchBytes))),
       maxBatchBytes,
       lingerMs,
     };
