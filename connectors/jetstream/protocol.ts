@@ -77,8 +77,9 @@
  *   key and header value; other characters of a stream name or uid are
  *   escaped as `=XX` (hex of each UTF-8 byte).
  *
- * The record carries no checkpoint id: Weir's sink hooks do not get one,
- * and nothing in the protocol needs it.
+ * The record carries no checkpoint id: nothing in the protocol needs it
+ * (the sink operator keeps each committable with its checkpoint, and the
+ * committer commits what it is handed).
  *
  * ## Writers (`producer.ts` runs this)
  *
@@ -92,15 +93,19 @@
  * 4. Pre-commit: once every message is acknowledged, check the epoch, then
  *    open → open with `preCommitted`, `records`, `messages`, `firstSeq`,
  *    `lastSeq`.
- * 5. Commit: check the writer's epoch, check that the transaction's
- *    messages are still in the stream (see "Loss check"), then open →
- *    committed (already committed: done; aborted: a loud failure). Abort:
- *    open → aborted.
- * 6. Lingering transactions of older epochs of the owned ids are aborted:
- *    at the first begin those not pre-committed, and those pre-committed
- *    once the writer's first own commit shows the job's first checkpoint
- *    after the restore completed; then `settledEpoch` = the writer's epoch,
- *    and later writers scan only epochs from there.
+ * 5. Commit (the committer, `committer.ts`; only transactions of
+ *    completed checkpoints are committed, so no epoch is checked): check
+ *    that the transaction's messages are still in the stream (stream
+ *    state, boundary messages, deleted sequences: `retention.ts`; gone:
+ *    the job fails without restarts), then open → committed (already
+ *    committed: done; aborted or missing: a loud failure). Abort: open →
+ *    aborted.
+ * 6. Lingering transactions of older epochs of the owned ids are aborted
+ *    (`lingering.ts`): at the first begin those not pre-committed, and
+ *    those pre-committed once the committer's first commit of a checkpoint
+ *    after the restored one shows every subtask has committed what it
+ *    restored; then `settledEpoch` = the writer's epoch, and later writers
+ *    scan only epochs from there.
  *
  * ## Read-committed visibility (Kafka's `isolation.level=read_committed`)
  *
