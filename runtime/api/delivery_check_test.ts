@@ -10,6 +10,7 @@ import type { SinkFunction, TwoPhaseCommitSink } from "./sink.ts";
 import { StreamExecutionEnvironment } from "./environment.ts";
 import { WatermarkStrategy } from "../time/watermark.ts";
 import { TestSource } from "../../connectors/testing/test_source.ts";
+import { CollectingSink } from "../../connectors/testing/collecting_sink.ts";
 
 function v2(deliveryGuarantee: DeliveryGuarantee): SinkV2<unknown> {
   return {
@@ -154,4 +155,25 @@ Deno.test("enableCheckpointing refuses a mode other than exactly-once or at-leas
       error.message ===
         'checkpointing mode must be "exactly-once" or "at-least-once": current value is "at-most-once"',
   );
+});
+
+Deno.test("execute() in at-least-once mode runs the job and warns, naming an exactly-once sink", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "weir-delivery-check-" });
+  const lines: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => void lines.push(args.map(String).join(" "));
+  try {
+    const sink = new CollectingSink<number>();
+    const env = StreamExecutionEnvironment.getExecutionEnvironment()
+      .enableCheckpointing(50, { mode: "at-least-once", directory: dir });
+    env.fromCollection([1, 2, 3]).sinkTo(sink).uid("alo-out");
+    await env.execute("at-least-once warning");
+    assert.deepEqual(sink.committed(), [1, 2, 3]);
+  } finally {
+    console.error = original;
+    await Deno.remove(dir, { recursive: true });
+  }
+  const warnings = lines.filter((l) => / WARN environment .*uid "alo-out"/.test(l));
+  assert.equal(warnings.length, 1, lines.join("\n"));
+  assert.match(warnings[0]!, /end to end it is at-least-once/);
 });
