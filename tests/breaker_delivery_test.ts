@@ -14,6 +14,8 @@
  *   every read (4.4 s for one 32 MiB line, quadratic) and let a line grow
  *   without bound; it is linear now and fails a line longer than
  *   `maxLineLength`, naming the address and the line.
+ * - A TCP reset by the peer in the middle of a line emitted the part read so
+ *   far as a whole line; the reader now fails naming the cut line.
  *
  * @module
  */
@@ -265,4 +267,83 @@ Deno.test("socketTextStream fails naming host:port when the host name does not r
       return true;
     },
   );
+});
+
+/**
+ * A peer that writes `text`, waits, then resets the connection (SO_LINGER 0
+ * and close send a TCP RST; Deno has no such option, so Python's socket
+ * module plays the peer). Resolves with the port it listens on.
+ */
+async function resettingPeer(text: string): Promise<{ port: number; done: Promise<unknown> }> {
+  const script = [
+    "import socket, struct, sys, time",
+    "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)",
+    "print(s.getsockname()[1], flush=True)",
+    "c, _ = s.accept()",
+    "c.sendall(sys.argv[1].encode())",
+    "time.sleep(0.3)",
+    "c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))",
+    "c.close()",
+  ].join("\n");
+  const child = new Deno.Command("python3", { args: ["-c", script, text], stdout: "piped" })
+    .spawn();
+  const reader = child.stdout.getReader();
+  let printed = "";
+  while (!printed.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the resetting peer exited before printing its port: ${printed}`);
+    printed += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return { port: Number(printed.trim()), done: child.status };
+}
+
+const hasPython = (() => {
+  try {
+    return new Deno.Command("python3", { args: ["-c", "pass"] }).outputSync().success;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  name:
+    "socketTextStream fails instead of emitting a line cut short when the peer resets the connection mid-line",
+  ignore: !hasPython,
+  async fn() {
+    const peer = await resettingPeer("one\ntwo\npar");
+    const out: string[] = [];
+    const env = StreamExecutionEnvironment.getExecutionEnvironment();
+    env.socketTextStream("127.0.0.1", peer.port).uid("breaker-reset").sinkTo(gather(out));
+    await assert.rejects(
+      () => env.execute("breaker socket reset mid-line"),
+      (error: unknown) => {
+        const message = error instanceof Error ? error.message : String(error);
+        assert.match(
+          message,
+          new RegExp(
+            `cannot read 127\\.0\\.0\\.1:${peer.port}: the peer reset the connection in line 3 of the connection; the 3 UTF-16 code unit\\(s\\) of it read so far are not emitted`,
+          ),
+        );
+        return true;
+      },
+    );
+    // Before the fix "par" was emitted as a whole line.
+    assert.deepEqual(out, ["one", "two"]);
+    await peer.done;
+  },
+});
+
+Deno.test({
+  name: "socketTextStream ends like a close when the peer resets the connection between lines",
+  ignore: !hasPython,
+  async fn() {
+    const peer = await resettingPeer("one\ntwo\n");
+    const out: string[] = [];
+    const env = StreamExecutionEnvironment.getExecutionEnvironment();
+    env.socketTextStream("127.0.0.1", peer.port).uid("breaker-reset-between").sinkTo(gather(out));
+    await env.execute("breaker socket reset between lines");
+    assert.deepEqual(out, ["one", "two"]);
+    await peer.done;
+  },
 });

@@ -647,9 +647,7 @@ class SocketReader implements SourceReader<string, SocketSplit> {
         this.#enqueue(tail);
         throw new SocketSourceError(
           `socket source ${this.#operatorName} cannot read ${this.#source.address}: the peer reset the connection ` +
-            `in line ${
-              linesRead + tail.length + 1
-            } of the connection; the ${last.length} UTF-16 code unit(s) ` +
+            `in line ${linesRead + 1} of the connection; the ${last.length} UTF-16 code unit(s) ` +
             `of it read so far are not emitted, since the reset may have cut the line short`,
         );
       }
