@@ -1,8 +1,8 @@
 /**
  * Test support for the JetStream connectors: unique stream and bucket names
  * on the shared NATS server (`WEIR_TEST_NATS_URL`, see
- * `tests/_nats_server.ts`), removed in `finally`, and helpers to drive a
- * sink the way the two-phase-commit operator does.
+ * `tests/_nats_server.ts`), removed in `finally`, and helpers to drive
+ * transactions by hand ({@linkcode HandDrivenTransactions}).
  *
  * @module
  */

@@ -94,7 +94,7 @@ export type {
   SplitDiscovery,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
-export type { SinkContext, SinkInitContext, TwoPhaseCommitSink } from "../../runtime/api/sink.ts";
+export type { SinkContext, SinkInitContext } from "../../runtime/api/sink.ts";
 export type {
   CheckpointingMode,
   CommitRequest,
