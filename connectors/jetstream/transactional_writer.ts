@@ -43,6 +43,8 @@ export class TransactionalWriter<T> implements SinkWriter<T, JetStreamTxn, never
   readonly #o: TransactionalWriterOptions<T>;
   readonly #subject: string | undefined;
   #txn: JetStreamTxn;
+  /** False from the start of a pre-commit until the next transaction began: `#txn` is not to be aborted then. */
+  #abortable = true;
   #closed = false;
 
   private constructor(options: TransactionalWriterOptions<T>, txn: JetStreamTxn) {
@@ -82,8 +84,10 @@ export class TransactionalWriter<T> implements SinkWriter<T, JetStreamTxn, never
    */
   async prepareCommit(_checkpointId: number): Promise<readonly JetStreamTxn[]> {
     const txn = this.#txn;
+    this.#abortable = false;
     await this.#o.producer.preCommit(txn);
     this.#txn = await this.#o.producer.begin();
+    this.#abortable = true;
     return [{ ...txn }];
   }
 
@@ -96,6 +100,7 @@ export class TransactionalWriter<T> implements SinkWriter<T, JetStreamTxn, never
     this.#closed = true;
     try {
       await this.#o.producer.close();
+      if (!this.#abortable) return; // closed during a pre-commit: the next start decides
       await this.#o.producer.abort(this.#txn).catch((error) =>
         log.warn(
           `could not abort transaction ${this.#txn.id} at close (the next start aborts it): ${
