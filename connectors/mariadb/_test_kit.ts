@@ -9,8 +9,8 @@
 import type { CommitRequest, WriterInitContext } from "../../runtime/api/sink_v2.ts";
 import type { CommitterInitContext } from "../../runtime/api/sink_v2.ts";
 import { type MariaDbConnectionOptions, openConnection, type SqlConnection } from "./connection.ts";
-import { recoverXids } from "./xa_writer.ts";
-import { tryParseXid, xidSql } from "./xid.ts";
+import { recoverXids, rollBackLingering } from "./xa_writer.ts";
+import { tryParseXid } from "./xid.ts";
 
 /** The test server: 127.0.0.1:3306, root without password, database `test`. */
 export const TEST_CONNECTION: MariaDbConnectionOptions = {
@@ -63,10 +63,16 @@ export async function preparedOf(prefix: string): Promise<string[]> {
 /** Rolls back every prepared xid of `prefix` and deletes its commit-log rows (test cleanup). */
 export async function cleanupPrefix(prefix: string, commitLogTable?: string): Promise<void> {
   await withConnection(async (c) => {
-    for (const xid of await recoverXids(c)) {
-      if (tryParseXid(xid)?.prefix !== prefix) continue;
-      await c.query(`XA ROLLBACK ${xidSql(xid)}`).catch(() => {});
-    }
+    // Every owner (parallelism 1), waiting for xids still attached to a closing connection.
+    await rollBackLingering({
+      connection: c,
+      prefix,
+      subtaskIndex: 0,
+      parallelism: 1,
+      restoredCheckpointId: undefined,
+      detachTimeoutMs: 10_000,
+      where: `test cleanup of xid prefix ${prefix}`,
+    });
     if (commitLogTable !== undefined) {
       await c.query(`DROP TABLE IF EXISTS \`${commitLogTable}\``);
     }
