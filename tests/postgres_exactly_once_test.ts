@@ -10,7 +10,10 @@
  *   pending at each crash;
  * - crashes a sink subtask between pre-commit and commit, then loses a
  *   completion notification on the restarted attempt, so restores commit
- *   what the completed checkpoints prepared.
+ *   what the completed checkpoints prepared;
+ * - crashes a sink subtask right after its pre-commit, before the
+ *   checkpoint completes, so the restore must roll back its prepared
+ *   transaction (else it would hold its locks forever).
  *
  * The table must hold exactly the failure-free output, each row once; no
  * gid of the sink may be left prepared; and the commit table must account
@@ -23,7 +26,11 @@ import assert from "node:assert/strict";
 import postgres from "npm:postgres@3.4.9";
 import { RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy } from "../mod.ts";
 import { type TestItem, TestSource } from "../testing.ts";
-import { PostgresPreparedSink } from "../connectors/postgres/mod.ts";
+import {
+  type PostgresCommittable,
+  PostgresPreparedSink,
+  type SinkV2,
+} from "../connectors/postgres/mod.ts";
 import {
   expectedSums,
   type KeyedRecord,
@@ -64,13 +71,22 @@ function failAfterCheckpoint(
   ];
 }
 
+/** One run's faults. */
+interface Faults {
+  /** The source split lists (with or without fail markers). */
+  readonly lists: TestItem<KeyedRecord>[][];
+  /** Installs fault hooks on the environment, if any. */
+  readonly install?: (env: StreamExecutionEnvironment) => void;
+  /** Wraps the sink, e.g. to fail right after a pre-commit. */
+  readonly wrap?: (sink: PreparedSink) => PreparedSink;
+  /** The restarts the faults cause. */
+  readonly restarts: number;
+}
+
+type PreparedSink = SinkV2<SumRecord, PostgresCommittable, never>;
+
 /** Runs the keyed job into a fresh table and compares the table with the failure-free output exactly. */
-async function runAndCheck(
-  name: string,
-  lists: TestItem<KeyedRecord>[][],
-  install: (env: StreamExecutionEnvironment) => void,
-  restarts: number,
-): Promise<void> {
+async function runAndCheck(name: string, faults: Faults): Promise<void> {
   const sql = postgres(server.url, { max: 1, onnotice: () => {} });
   const suffix = crypto.randomUUID().replaceAll("-", "").slice(0, 12);
   const table = `weir_job_${suffix}`;
@@ -83,15 +99,15 @@ async function runAndCheck(
         .setParallelism(2)
         .enableCheckpointing(20, { directory: checkpoints })
         .setRestartStrategy(RestartStrategies.fixedDelay(3, 0));
-      install(env);
+      faults.install?.(env);
       env.fromSource(
-        TestSource.perSubtask(lists, { batchSize: 8 }),
+        TestSource.perSubtask(faults.lists, { batchSize: 8 }),
         WatermarkStrategy.noWatermarks(),
         "records",
       ).uid("records")
         .keyBy((r) => r.key)
         .process(new SequenceCheck()).uid("sums")
-        .sinkTo(
+        .sinkTo((faults.wrap ?? ((sink) => sink))(
           new PostgresPreparedSink<SumRecord>({
             url: server.url,
             table,
@@ -101,9 +117,9 @@ async function runAndCheck(
             commitTable,
             batchSize: 50,
           }),
-        ).uid("pg-out");
+        )).uid("pg-out");
       const result = await env.execute(name);
-      assert.equal(result.restarts, restarts, result.summary);
+      assert.equal(result.restarts, faults.restarts, result.summary);
     });
     const got = (await sql.unsafe(`SELECT key, seq, sum FROM ${table} ORDER BY key, seq`)).map((
       r,
@@ -134,20 +150,18 @@ async function runAndCheck(
 
 Deno.test("a job writing through the PostgreSQL prepared-transaction sink commits each row exactly once across two induced failures", async () => {
   const [split0, split1] = keyedSplits(SPLITS);
-  await runAndCheck(
-    "postgres prepared sink exactly-once",
-    [failAfterCheckpoint(split0!, 2, 0), failAfterCheckpoint(split1!, 4, 1)],
-    () => {},
-    2,
-  );
+  await runAndCheck("postgres prepared sink exactly-once", {
+    lists: [failAfterCheckpoint(split0!, 2, 0), failAfterCheckpoint(split1!, 4, 1)],
+    restarts: 2,
+  });
 });
 
 Deno.test("a PostgreSQL prepared-transaction job commits each row exactly once when it crashes between pre-commit and commit and then loses a completion notification", async () => {
   const fired: string[] = [];
-  await runAndCheck(
-    "postgres prepared sink crash before commit",
-    keyedSplits(SPLITS),
-    (env) =>
+  await runAndCheck("postgres prepared sink crash before commit", {
+    lists: keyedSplits(SPLITS),
+    restarts: 2,
+    install: (env) =>
       env.setFaultInjector({
         // The sink subtask dies with its gid prepared, before the completion commits it.
         task: (point, site) => {
@@ -167,7 +181,43 @@ Deno.test("a PostgreSQL prepared-transaction job commits each row exactly once w
           }
         },
       }),
-    2,
-  );
+  });
   assert.equal(fired.length, 2, `faults fired: ${fired.join(", ")}`);
+});
+
+Deno.test("a PostgreSQL prepared-transaction job rolls back what a sink subtask prepared for a checkpoint that never completed", async () => {
+  const fired: string[] = [];
+  await runAndCheck("postgres prepared sink crash after pre-commit", {
+    lists: keyedSplits(SPLITS),
+    restarts: 1,
+    // The writer prepares its transaction at the barrier of checkpoint >= 2, then the subtask
+    // dies before acknowledging: the checkpoint never completes, and the gid lingers until the
+    // restore rolls it back (else its rows would stay locked, and a replay would write them again).
+    wrap: (sink) => ({
+      kind: "v2",
+      deliveryGuarantee: sink.deliveryGuarantee,
+      createCommitter: (context) => sink.createCommitter!(context),
+      checkCommittable: (raw) => sink.checkCommittable!(raw),
+      createWriter: async (context) => {
+        const writer = await sink.createWriter(context);
+        return {
+          write: (value, ctx) => writer.write(value, ctx),
+          flush: (endOfInput) => writer.flush(endOfInput),
+          close: () => writer.close(),
+          prepareCommit: async (checkpointId) => {
+            const committables = await writer.prepareCommit!(checkpointId);
+            if (
+              fired.length === 0 && context.attempt === 0 && checkpointId >= 2 &&
+              committables.length > 0
+            ) {
+              fired.push(`after pre-commit of ${committables[0]!.gid}`);
+              throw new Error(`induced failure after pre-commit of checkpoint ${checkpointId}`);
+            }
+            return committables;
+          },
+        };
+      },
+    }),
+  });
+  assert.equal(fired.length, 1, `faults fired: ${fired.join(", ")}`);
 });
