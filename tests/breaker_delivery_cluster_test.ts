@@ -8,7 +8,9 @@
  * `tests/jobs/breaker_job.ts` (JetStream source, keyBy across a network
  * edge, a running count, the transactional JetStream sink) run with
  * `--mode at-least-once`; it stops every process it started, and stopping
- * the server removes its store.
+ * the server removes its store. One more test keeps exactly-once
+ * checkpoints and makes the sink at-least-once (`--guarantee
+ * at-least-once`: plain batches, acks awaited at the barrier).
  *
  * What at-least-once allows: an input may show up more than once, and the
  * counts of a key may repeat (a snapshot without alignment holds records
@@ -173,3 +175,40 @@ for (const point of ["after-snapshot", "before-commit"]) {
     },
   });
 }
+
+Deno.test({
+  ...T,
+  name:
+    "breaker: the at-least-once JetStream sink loses nothing when a worker is SIGKILLed after the sink's snapshot of checkpoint 3",
+  async fn() {
+    await withEnv(async (env) => {
+      const input = Array.from({ length: 800 }, (_, i) => ({ k: `k${i % 7}`, n: i }));
+      await load(env, input);
+      const exited: string[] = [];
+      for (const w of env.cluster.workers) w.child.status.then(() => exited.push(w.name));
+      // Exactly-once checkpoints, but a sink that publishes plain batches and awaits their acks
+      // at the barrier: a restore replays what it published after the checkpoint.
+      const job = submit(
+        env,
+        "--mode",
+        "exactly-once",
+        "--guarantee",
+        "at-least-once",
+        "--rate",
+        "200",
+        "--kill-at",
+        "after-snapshot:3",
+        "--restarts",
+        "20",
+      );
+      const status = await job.endWithin(90_000);
+      assert.equal(status.code, 0, job.output);
+      assert.equal(exited.length, 1, `worker processes that died: ${exited}`);
+      assert.match(env.cluster.coordinator.output, /restarting as attempt 1/);
+      const duplicates = assertAtLeastOnce(await output(env), input);
+      console.log(
+        `at-least-once sink, SIGKILL at after-snapshot:3: ${duplicates} duplicate output(s)`,
+      );
+    });
+  },
+});

@@ -14,7 +14,8 @@
  * "dead-letter": dead letters become `{ dead: seq }` records), `--filter F`
  * (the source's `filterSubject`, e.g. `in.*`: one split per subject) and
  * `--discovery MS` (its `discoveryIntervalMs`), `--mode M` (checkpointing
- * mode, `exactly-once` by default or `at-least-once`).
+ * mode, `exactly-once` by default or `at-least-once`), `--guarantee G` (the
+ * sink's `deliveryGuarantee`, `exactly-once` by default).
  *
  * Faults: `--pad BYTES` (each record carries a string of that many bytes
  * across the network edge, dropped before the sink); `--exit-at N` (attempt
@@ -97,6 +98,7 @@ if (import.meta.main) {
       "exit-on-load": flag,
       "kill-at": text,
       mode: text,
+      guarantee: text,
     },
   });
   const onSlot = executionRole() === "slot";
@@ -132,6 +134,9 @@ if (import.meta.main) {
     stream: values.sink!,
     subject: `${values.sink}.out`,
     txnBucket: values["txn-bucket"]!,
+    ...(values.guarantee === undefined
+      ? {}
+      : { deliveryGuarantee: values.guarantee as "exactly-once" | "at-least-once" | "none" }),
   });
   let attempt = 0;
   source
