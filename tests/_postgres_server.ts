@@ -54,6 +54,8 @@ export interface PostgresServerHandle {
   readonly url: string;
   /** The TCP port it listens on, on 127.0.0.1. */
   readonly port: number;
+  /** The server's temporary directory (data, log, socket); removed by `stop`. */
+  readonly directory: string;
   /** Milliseconds `initdb` plus the first start took. */
   readonly startupMs: number;
   /**
@@ -161,6 +163,7 @@ export async function startPostgresServer(
     }
   } catch (error) {
     await stop();
+    if (error instanceof Error) error.message += `\n(server directory ${dir}, removed)`;
     throw error;
   }
   return {
@@ -170,6 +173,7 @@ export async function startPostgresServer(
     get port() {
       return port;
     },
+    directory: dir,
     startupMs: performance.now() - started,
     async restart(mode: PostgresStopMode = "fast") {
       await halt(mode);
