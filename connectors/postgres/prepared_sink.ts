@@ -66,6 +66,15 @@
  *   {@linkcode PostgresUpsertSink}.
  * - The sink gives `"exactly-once"` only. At-least-once without prepared
  *   transactions is the upsert sink's job.
+ * - Writers are not fenced (Kafka fences a zombie producer with an epoch).
+ *   A writer of an earlier attempt still running after a failover (a worker
+ *   cut off from the coordinator) could prepare a gid after the new attempt
+ *   rolled back the lingering ones. No checkpoint names that gid, so it is
+ *   never committed: its records are not duplicated, but it holds its locks
+ *   until the next restore or fresh start rolls it back.
+ * - Commit-table rows are kept for `commitTableRetentionMs`; restoring a
+ *   checkpoint older than that whose transactions had committed reports
+ *   them as vanished (loud, never silent).
  * - Prepared transactions hold their row locks and keep `VACUUM` from
  *   removing dead rows until committed: a job that stops for long between
  *   pre-commit and commit holds them that long (as any 2PC sink does).
