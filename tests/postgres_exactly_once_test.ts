@@ -112,7 +112,7 @@ async function runAndCheck(name: string, faults: Faults): Promise<void> {
             url: server.url,
             table,
             columns: ["key", "seq", "sum"],
-            row: (r) => [r.key, r.seq, r.sum],
+            values: (r) => [r.key, r.seq, r.sum],
             gidPrefix,
             commitTable,
             batchSize: 50,

@@ -84,7 +84,7 @@ Deno.test("a job upserting into PostgreSQL ends on the failure-free table across
             table,
             columns: ["key", "seq", "sum"],
             keyColumns: ["key"],
-            row: (r) => [r.key, r.seq, r.sum],
+            values: (r) => [r.key, r.seq, r.sum],
             batchSize: 50,
             deliveryGuarantee: "exactly-once",
           }),

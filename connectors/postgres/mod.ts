@@ -19,7 +19,7 @@
  *   url: "postgres://weir@127.0.0.1:5432/billing",
  *   table: "bills",
  *   columns: ["id", "account", "amount"],
- *   row: (b) => [b.id, b.account, b.amount],
+ *   values: (b) => [b.id, b.account, b.amount],
  *   gidPrefix: "billing-bills",
  * })).uid("bills-sink");
  * ```

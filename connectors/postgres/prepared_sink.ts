@@ -9,7 +9,7 @@
  *   url: "postgres://weir@db:5432/billing",
  *   table: "totals",
  *   columns: ["account", "checkpoint", "amount"],
- *   row: (t) => [t.account, t.checkpoint, t.amount],
+ *   values: (t) => [t.account, t.checkpoint, t.amount],
  *   gidPrefix: "billing-totals",
  * })).uid("totals");
  * ```
@@ -131,7 +131,7 @@ export interface PostgresPreparedSinkOptions<T> {
   /** The columns each row fills, in the order of `row`'s values. */
   readonly columns: readonly string[];
   /** A record's row: one value per column. Throwing fails the attempt. */
-  readonly row: (record: T) => readonly PostgresValue[];
+  readonly values: (record: T) => readonly PostgresValue[];
   /**
    * The prefix of this sink's gids (see `gid.ts`): 1–64 characters of
    * `[A-Za-z0-9_.-]`, stable across jobs and restarts, and unique per sink
@@ -187,9 +187,9 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
         `${where}: url must be a postgres:// URL: current value is ${JSON.stringify(options.url)}`,
       );
     }
-    if (typeof options.row !== "function") {
+    if (typeof options.values !== "function") {
       throw new TypeError(
-        `${where}: row must be a function: current value is ${typeof options.row}`,
+        `${where}: values must be a function: current value is ${typeof options.values}`,
       );
     }
     checkGidPrefix(where, options.gidPrefix);
@@ -367,7 +367,7 @@ class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, never> {
 
   write(value: T, _context: SinkContext): void | Promise<void> {
     if (this.#failed !== undefined) throw this.#failed;
-    const row = checkRow(this.#p.name, this.#p.spec, this.#p.options.row(value));
+    const row = checkRow(this.#p.name, this.#p.spec, this.#p.options.values(value));
     for (let i = 0; i < row.length; i++) this.#params.push(row[i]!);
     if (++this.#bufferedRows >= this.#p.batchRows) return this.#sendBehind();
   }

@@ -43,7 +43,7 @@ try {
       url: server.url,
       table,
       columns: ["id", "key", "amount"],
-      row: (b) => [b.id, b.key, b.amount],
+      values: (b) => [b.id, b.key, b.amount],
       gidPrefix: uniqueName("bench"),
       batchSize,
     });
@@ -82,7 +82,7 @@ try {
       table,
       columns: ["id", "key", "amount"],
       keyColumns: ["id"],
-      row: (b) => [b.id, b.key, b.amount],
+      values: (b) => [b.id, b.key, b.amount],
     });
     const writer = await sink.createWriter(writerContext());
     const started = performance.now();

@@ -36,7 +36,7 @@ exactlyOnceSinkConformanceSuite("PostgresPreparedSink", async () => {
         url: server.url,
         table,
         columns: ["id", "key", "amount"],
-        row: (r) => [r.id, r.key, r.amount],
+        values: (r) => [r.id, r.key, r.amount],
         gidPrefix,
         commitTable,
         batchSize: 2,

@@ -56,7 +56,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
       url: server.url,
       table,
       columns: ["id", "key", "amount"],
-      row: (r) => [r.id, r.key, r.amount],
+      values: (r) => [r.id, r.key, r.amount],
       gidPrefix,
       commitTable,
       batchSize,
@@ -314,7 +314,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
             url: server.url,
             table: "t",
             columns: ["id"],
-            row: (r) => [r.id],
+            values: (r) => [r.id],
             gidPrefix: "x",
             deliveryGuarantee: "at-least-once",
           }),
@@ -352,7 +352,7 @@ Deno.test("PostgresPreparedSink fails at start on a server with max_prepared_tra
     url: SHARED_URL,
     table: "unused",
     columns: ["id"],
-    row: (r) => [r.id],
+    values: (r) => [r.id],
     gidPrefix: uniqueName("p"),
   });
   for (

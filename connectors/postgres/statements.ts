@@ -186,7 +186,7 @@ export function checkRow(
 ): readonly PostgresValue[] {
   if (!Array.isArray(row) || row.length !== spec.columns.length) {
     throw new TypeError(
-      `${where}: row(record) must return one value per column (${spec.columns.length}: ${
+      `${where}: values(record) must return one value per column (${spec.columns.length}: ${
         spec.columns.join(", ")
       }): current value has ${Array.isArray(row) ? `${row.length} values` : `type ${typeof row}`}`,
     );

@@ -11,7 +11,7 @@
  *   table: "account_totals",
  *   columns: ["account", "total"],
  *   keyColumns: ["account"],
- *   row: (t) => [t.account, t.total],
+ *   values: (t) => [t.account, t.total],
  *   deliveryGuarantee: "exactly-once",
  * })).uid("totals");
  * ```
@@ -82,7 +82,7 @@ export interface PostgresUpsertSinkOptions<T> {
   /** The columns of a unique index or primary key of `table` (a subset of `columns`). */
   readonly keyColumns: readonly string[];
   /** A record's row: one value per column. Throwing fails the attempt. */
-  readonly row: (record: T) => readonly PostgresValue[];
+  readonly values: (record: T) => readonly PostgresValue[];
   /** Rows per statement. Default 1000 (fewer when 65 535 parameters would not hold them). */
   readonly batchSize?: number;
   /** See the module docs. Default `"at-least-once"`. */
@@ -139,9 +139,9 @@ export class PostgresUpsertSink<T> implements SinkV2<T, never, never> {
         `${where}: url must be a postgres:// URL: current value is ${JSON.stringify(options.url)}`,
       );
     }
-    if (typeof options.row !== "function") {
+    if (typeof options.values !== "function") {
       throw new TypeError(
-        `${where}: row must be a function: current value is ${typeof options.row}`,
+        `${where}: values must be a function: current value is ${typeof options.values}`,
       );
     }
     this.#spec = checkTableSpec(where, { table: options.table, columns: options.columns });
@@ -183,7 +183,7 @@ export class PostgresUpsertSink<T> implements SinkV2<T, never, never> {
       clause: this.#clause,
       batchRows: this.#batchRows,
       keyIndexes: this.#keyIndexes,
-      row: this.#options.row,
+      values: this.#options.values,
       flushAtBarrier: this.deliveryGuarantee !== "none",
     });
   }
@@ -196,7 +196,7 @@ interface UpsertParts<T> {
   readonly clause: string;
   readonly batchRows: number;
   readonly keyIndexes: readonly number[];
-  readonly row: (record: T) => readonly PostgresValue[];
+  readonly values: (record: T) => readonly PostgresValue[];
   readonly flushAtBarrier: boolean;
 }
 
@@ -211,7 +211,7 @@ class UpsertWriter<T> implements SinkWriter<T, never, never> {
   }
 
   write(value: T, _context: SinkContext): void | Promise<void> {
-    const row = checkRow(this.#p.name, this.#p.spec, this.#p.row(value));
+    const row = checkRow(this.#p.name, this.#p.spec, this.#p.values(value));
     const key = rowKey(row, this.#p.keyIndexes);
     if (key === undefined) {
       const nulls = this.#p.keyIndexes.filter((i) => row[i] === null || row[i] === undefined)
@@ -219,7 +219,7 @@ class UpsertWriter<T> implements SinkWriter<T, never, never> {
       throw new UpsertKeyError(
         `${this.#p.name}: key column(s) ${nulls.join(", ")} of a row for ${this.#p.spec.table} ` +
           `are null: ON CONFLICT never matches a null key, so a replay would insert the row ` +
-          `again; row(record) must give every key column a value`,
+          `again; values(record) must give every key column a value`,
       );
     }
     this.#batch.set(key, row);

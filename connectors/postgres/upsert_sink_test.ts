@@ -40,7 +40,7 @@ const totalsSink = (table: string, options: { batchSize?: number; guarantee?: "n
     table,
     columns: ["account", "total"],
     keyColumns: ["account"],
-    row: (t) => [t.account, t.total],
+    values: (t) => [t.account, t.total],
     ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
     ...(options.guarantee === undefined ? {} : { deliveryGuarantee: options.guarantee }),
   });
@@ -135,7 +135,7 @@ Deno.test("PostgresUpsertSink refuses key columns without a unique index, and nu
       table,
       columns: ["total", "account"],
       keyColumns: ["account"],
-      row: (t) => [t.total, t.account === "" ? null : t.account],
+      values: (t) => [t.total, t.account === "" ? null : t.account],
     });
     const writer = await sink.createWriter(writerContext());
     try {
