@@ -347,3 +347,73 @@ Deno.test({
     await peer.done;
   },
 });
+
+/**
+ * A broken sink: committable ids are `<uid>-<subtask>-<n>`, `n` counting per
+ * subtask from the writer state; a subtask with no writer state of its own
+ * after a rescale (an index that did not exist at the old parallelism, or
+ * whose state went to another subtask) starts again at 0, so its ids repeat
+ * ids committed before it, and the idempotent committer skips them.
+ */
+function restartsCountersAfterRescale(
+  inner: CollectingSink<ConformanceRecord>,
+): SinkV2<ConformanceRecord, Txn, Txn> {
+  const counterOf = (txn: Txn): { id: string; counter: number | undefined } => {
+    const at = txn.id.lastIndexOf("#");
+    return at < 0
+      ? { id: txn.id, counter: undefined }
+      : { id: txn.id.slice(0, at), counter: Number(txn.id.slice(at + 1)) };
+  };
+  return {
+    kind: "v2",
+    deliveryGuarantee: "exactly-once",
+    createWriter: async (context) => {
+      const own = context.restoredState
+        .map(counterOf)
+        .filter((s) => s.id.includes(`-${context.subtaskIndex}-a`) && s.counter !== undefined);
+      let counter = Math.max(-1, ...own.map((s) => s.counter!)) + 1;
+      const writer = await inner.createWriter({
+        ...context,
+        restoredState: context.restoredState.map((t) => ({ ...t, id: counterOf(t).id })),
+      });
+      return {
+        write: (v, c) => writer.write(v, c),
+        flush: (end) => writer.flush(end),
+        prepareCommit: async (n) =>
+          (await writer.prepareCommit!(n)).map((txn) => ({
+            ...txn,
+            id: `${context.uid}-${context.subtaskIndex}-${counter++}`,
+          })),
+        snapshotState: async (n) =>
+          (await writer.snapshotState!(n)).map((txn) => ({ ...txn, id: `${txn.id}#${counter}` })),
+        close: () => writer.close(),
+      };
+    },
+    createCommitter: () => inner.createCommitter(),
+    checkCommittable: (raw) => inner.checkCommittable(raw),
+    checkWriterState: (raw) => inner.checkWriterState(raw),
+  };
+}
+
+Deno.test("the conformance suite fails a sink whose transaction counters start again at a subtask without state after rescales", async () => {
+  const failures = new Map<string, string>();
+  for (const c of exactlyOnceSinkConformanceCases()) {
+    try {
+      await c.run(fixtureOf(restartsCountersAfterRescale));
+    } catch (error) {
+      assert.ok(
+        error instanceof AssertionError,
+        `case '${c.title}' fails by an assertion: ${error}`,
+      );
+      failures.set(c.title, error.message);
+    }
+  }
+  // The single rescales (2 → 1, 1 → 3) pass it: only the breaker's chain catches it.
+  assert.deepEqual([...failures.keys()], [
+    "commits once across a chain of rescales 2 → 1 → 2 → 3 → 1 → 4",
+  ]);
+  assert.match(
+    failures.values().next().value!,
+    /^after checkpoint \d+ at parallelism 2: the committed output is wrong .*missing ids \d/,
+  );
+});

@@ -54,7 +54,12 @@
  *     the second pre-committed), restored from the last completed one: a
  *     sink that commits an earlier transaction at a later barrier (taking
  *     barrier n + 1 as proof that n completed) commits the aborted one's
- *     records, which the restore replays (case added by the breaker).
+ *     records, which the restore replays (case added by the breaker);
+ * 11. a chain of rescales 2 → 1 → 2 → 3 → 1 → 4, each restoring a completed
+ *     checkpoint whose notification never arrived: transaction ids, part
+ *     file names or counters that a new subtask without writer state of its
+ *     own starts again from 0 would collide with committed ones (case added
+ *     by the breaker).
  *
  * After a partial commit (cases 5 and 6) the suite only checks that what is
  * visible is a duplicate-free subset of what was pre-committed: a sink may
@@ -598,6 +603,35 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         await run.incarnation.notifyComplete(cp3.id, [2, 0, 1]);
         await run.expect(31, "after a checkpoint at parallelism 3");
         await run.finish("rescale 1 -> 3");
+      },
+    ],
+    [
+      // Added by the breaker: one rescale per case leaves counters restarted
+      // at a subtask that had none before unexercised against earlier ones.
+      "commits once across a chain of rescales 2 → 1 → 2 → 3 → 1 → 4",
+      "rescale-chain",
+      async (run) => {
+        await run.start(2);
+        await run.writeUpTo(4);
+        const first = await run.checkpoint();
+        await run.incarnation.notifyComplete(first.id);
+        let to = 4;
+        for (const parallelism of [1, 2, 3, 1, 4]) {
+          await run.writeUpTo(to += 3);
+          const restored = await run.checkpoint(); // completes; its notification never arrives
+          await run.writeUpTo(to + 1);
+          await run.crash();
+          await run.start(parallelism, restored);
+          await run.expect(
+            to,
+            `after restoring checkpoint ${restored.id} at parallelism ${parallelism}`,
+          );
+          await run.writeUpTo(to += 3);
+          const next = await run.checkpoint();
+          await run.incarnation.notifyComplete(next.id);
+          await run.expect(to, `after checkpoint ${next.id} at parallelism ${parallelism}`);
+        }
+        await run.finish("a chain of rescales");
       },
     ],
   ];
