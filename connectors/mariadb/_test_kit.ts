@@ -60,7 +60,7 @@ export async function preparedOf(prefix: string): Promise<string[]> {
   return xids.filter((x) => tryParseXid(x)?.prefix === prefix).map((x) => `${x.gtrid}/${x.bqual}`);
 }
 
-/** Rolls back every prepared xid of `prefix` and deletes its commit-log rows (test cleanup). */
+/** Rolls back every prepared xid of `prefix` and drops the commit-log and fence tables (test cleanup). */
 export async function cleanupPrefix(prefix: string, commitLogTable?: string): Promise<void> {
   await withConnection(async (c) => {
     // Every owner (parallelism 1), waiting for xids still attached to a closing connection.
@@ -74,7 +74,7 @@ export async function cleanupPrefix(prefix: string, commitLogTable?: string): Pr
       where: `test cleanup of xid prefix ${prefix}`,
     });
     if (commitLogTable !== undefined) {
-      await c.query(`DROP TABLE IF EXISTS \`${commitLogTable}\``);
+      await c.query(`DROP TABLE IF EXISTS \`${commitLogTable}\`, \`${commitLogTable}_fence\``);
     }
   });
 }

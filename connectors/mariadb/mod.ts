@@ -72,6 +72,7 @@ export { CheckpointOrderError, LingeringXidAttachedError } from "./xa_writer.ts"
 export { DEFAULT_COMMIT_LOG_RETENTION_MS, DEFAULT_COMMIT_LOG_TABLE } from "./commit_log.ts";
 export { defaultXidPrefix, WEIR_XID_FORMAT_ID } from "./xid.ts";
 export { UpsertKeyError } from "./upsert_sink.ts";
+export { FencedWriterError } from "./fence.ts";
 export type {
   CheckpointingMode,
   CommitRequest,

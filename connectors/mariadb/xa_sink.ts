@@ -30,7 +30,9 @@
  * - No xid is committed unless the checkpoint that names it completed; no
  *   prepared xid is left: a restore rolls back the writer's xids started
  *   after the restored checkpoint (`xid.ts` says why this is safe at any
- *   parallelism, without coordination between subtasks).
+ *   parallelism, without coordination between subtasks), and a writer of a
+ *   replaced attempt that prepares after that rolls its xid back itself
+ *   (`fence.ts`).
  * - A commit never hides loss: an xid that is neither prepared nor in the
  *   commit log fails the job without restarts, naming it
  *   (`xa_committable.ts`).
@@ -83,6 +85,7 @@ import {
 import { parseInsertStatement } from "./statement.ts";
 import { checkXaCommittable, type XaCommittable } from "./xa_committable.ts";
 import { XaCommitter } from "./xa_committer.ts";
+import { FencedWriterError, WriterFence } from "./fence.ts";
 import { rollBackLingering, XaSinkWriter } from "./xa_writer.ts";
 import { checkXidPrefix, defaultXidPrefix } from "./xid.ts";
 
@@ -203,11 +206,22 @@ export function mariaDbXaSink<T>(
     async createWriter(context: WriterInitContext<never>): Promise<XaSinkWriter<T>> {
       const prefix = prefixOf(context);
       const commitLog = new CommitLog(commitLogTable, prefix);
-      const admin = await openConnection(connection);
+      const fence = new WriterFence(commitLogTable, prefix);
+      const control = await openConnection(connection);
+      let generation: number;
       try {
-        await commitLog.ensureTable(admin);
+        await commitLog.ensureTable(control);
+        await fence.ensureTable(control);
+        const claim = await fence.claim(control, context);
+        if (claim.kind === "fenced") {
+          throw new FencedWriterError(
+            `${where(context)}: attempt ${claim.holder.attempt} of job ${claim.holder.jobId} ` +
+              `already holds xid prefix "${prefix}": this writer belongs to a replaced attempt`,
+          );
+        }
+        generation = claim.generation;
         await rollBackLingering({
-          connection: admin,
+          connection: control,
           prefix,
           subtaskIndex: context.subtaskIndex,
           parallelism: context.parallelism,
@@ -215,10 +229,15 @@ export function mariaDbXaSink<T>(
           detachTimeoutMs,
           where: where(context),
         });
-      } finally {
-        await admin.end().catch(() => releaseConnection(admin));
+      } catch (e) {
+        releaseConnection(control);
+        throw e;
       }
       return new XaSinkWriter<T>({
+        control,
+        fence,
+        generation,
+        detachTimeoutMs,
         connection,
         statement,
         parameters: options.parameters,

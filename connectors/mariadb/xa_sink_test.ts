@@ -16,6 +16,7 @@ import type { XaCommittable } from "./xa_committable.ts";
 import { XaTransactionLostError } from "./xa_committer.ts";
 import { committableXid } from "./xa_committable.ts";
 import { CheckpointOrderError, XaSinkWriter } from "./xa_writer.ts";
+import { FencedWriterError } from "./fence.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { xidSql } from "./xid.ts";
 import { openConnection } from "./connection.ts";
@@ -343,7 +344,7 @@ Deno.test("a record whose parameters do not match the statement's placeholders f
     await writer.close();
   } finally {
     await f.cleanup();
-    await sql(`DROP TABLE IF EXISTS \`${log}\``);
+    await sql(`DROP TABLE IF EXISTS \`${log}\`, \`${log}_fence\``);
   }
 });
 
@@ -360,6 +361,41 @@ Deno.test("an XA writer refuses a barrier whose checkpoint id is not above the r
     );
     await writer.close();
     assert.deepEqual(await preparedOf(f.prefix), []);
+  } finally {
+    await f.cleanup();
+  }
+});
+
+Deno.test("a writer of a replaced attempt that prepares after the new attempt took over rolls its xid back and fails", async () => {
+  const f = await fixture("zombie");
+  try {
+    const zombie = await f.sink.createWriter(writerContext({ uid: "u", attempt: 0 }));
+    await writeAll(zombie, 0, 5);
+    // The next attempt restores (nothing to restore here) and scans before the zombie prepares.
+    const live = await f.sink.createWriter(writerContext({ uid: "u", attempt: 1 }));
+    await assert.rejects(
+      async () => await zombie.prepareCommit!(1),
+      (e: unknown) =>
+        e instanceof FencedWriterError &&
+        /a newer attempt holds xid prefix .* rolled back .* prepared for checkpoint 1/.test(
+          e.message,
+        ),
+    );
+    assert.deepEqual(await preparedOf(f.prefix), []);
+    // A writer of the replaced attempt that only now starts is refused at once.
+    await assert.rejects(
+      async () =>
+        await f.sink.createWriter(
+          writerContext({ uid: "u", attempt: 0, subtaskIndex: 1, parallelism: 2 }),
+        ),
+      (e: unknown) =>
+        e instanceof FencedWriterError &&
+        /attempt 1 of job test-job already holds xid prefix/.test(e.message),
+    );
+    await writeAll(live, 0, 5);
+    assert.equal((await live.prepareCommit!(1)).length, 1);
+    await zombie.close();
+    await live.close();
   } finally {
     await f.cleanup();
   }

@@ -28,6 +28,11 @@
  * writer that is ending, or a zombie of an earlier attempt) is retried
  * until `detachTimeoutMs`, then the attempt fails naming it.
  *
+ * Before that scan the writer claims the sink's fence for its attempt, and
+ * after every `XA PREPARE` it checks that no newer attempt took it over;
+ * a replaced (zombie) writer rolls back what it just prepared and fails
+ * (`fence.ts`).
+ *
  * Checkpoint ids must increase along a job's lineage (across restores and
  * resumes); a barrier whose id is not above the previous one (or the
  * restored one) fails the job with {@linkcode CheckpointOrderError}.
@@ -41,6 +46,7 @@ import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { logger } from "../../runtime/log.ts";
 import { RowBatch } from "./batch_writer.ts";
 import type { CommitLog } from "./commit_log.ts";
+import { FencedWriterError, type WriterFence } from "./fence.ts";
 import {
   ER_XAER_NOTA,
   type MariaDbConnectionOptions,
@@ -83,6 +89,14 @@ export interface XaSinkWriterOptions<T> {
   readonly restoredCheckpointId: number | undefined;
   /** The sink, subtask, job and attempt, for logs and errors. */
   readonly where: string;
+  /** An autocommit connection of the writer's own, for fence checks (closed with the writer). */
+  readonly control: SqlConnection;
+  /** The sink's fence. */
+  readonly fence: WriterFence;
+  /** The fence generation this writer's attempt holds. */
+  readonly generation: number;
+  /** How long to wait for the writer's own xid to detach when fenced, in ms. */
+  readonly detachTimeoutMs: number;
 }
 
 /** What {@linkcode rollBackLingering} is given. */
@@ -135,23 +149,46 @@ export class LingeringXidAttachedError extends Error {
  * @returns the xids rolled back.
  * @throws {LingeringXidAttachedError} when one stays attached past `detachTimeoutMs`.
  */
-export async function rollBackLingering(options: LingeringRollbackOptions): Promise<Xid[]> {
+export function rollBackLingering(options: LingeringRollbackOptions): Promise<Xid[]> {
+  return recoverXids(options.connection).then((recovered) =>
+    rollBackXids({
+      ...options,
+      xids: decideLingeringRollbacks({
+        recovered,
+        prefix: options.prefix,
+        subtaskIndex: options.subtaskIndex,
+        parallelism: options.parallelism,
+        restoredCheckpointId: options.restoredCheckpointId,
+      }),
+    })
+  );
+}
+
+/**
+ * Rolls back prepared xids, retrying those still attached to a connection
+ * (`ER_XAER_NOTA` while `XA RECOVER` lists them) every 50 ms until
+ * `detachTimeoutMs`; an xid gone from `XA RECOVER` counts as resolved.
+ * @param options the connection, the xids, the timeout and names for messages.
+ * @returns the xids rolled back here.
+ * @throws {LingeringXidAttachedError} when one stays attached past `detachTimeoutMs`.
+ */
+export async function rollBackXids(options: {
+  readonly connection: SqlConnection;
+  readonly xids: readonly Xid[];
+  readonly detachTimeoutMs: number;
+  readonly prefix: string;
+  readonly where: string;
+}): Promise<Xid[]> {
   const deadline = Date.now() + options.detachTimeoutMs;
   const done: Xid[] = [];
-  let pending = decideLingeringRollbacks({
-    recovered: await recoverXids(options.connection),
-    prefix: options.prefix,
-    subtaskIndex: options.subtaskIndex,
-    parallelism: options.parallelism,
-    restoredCheckpointId: options.restoredCheckpointId,
-  });
+  let pending = options.xids;
   while (pending.length > 0) {
     const attached: Xid[] = [];
     for (const xid of pending) {
       try {
         await options.connection.query(`XA ROLLBACK ${xidSql(xid)}`);
         done.push(xid);
-        log.info(`${options.where}: rolled back lingering prepared xid ${describeXid(xid)}`);
+        log.info(`${options.where}: rolled back prepared xid ${describeXid(xid)}`);
       } catch (e) {
         if (sqlErrno(e) !== ER_XAER_NOTA) throw e;
         attached.push(xid);
@@ -166,7 +203,7 @@ export async function rollBackLingering(options: LingeringRollbackOptions): Prom
     if (pending.length === 0) break;
     if (Date.now() >= deadline) {
       throw new LingeringXidAttachedError(
-        `${options.where}: lingering prepared xid ${describeXid(pending[0]!)} (and ${
+        `${options.where}: prepared xid ${describeXid(pending[0]!)} (and ${
           pending.length - 1
         } more) is still attached to a live connection after ${options.detachTimeoutMs} ms: ` +
           `a writer of an earlier attempt is still running, or another job uses xid prefix "${options.prefix}"`,
@@ -300,7 +337,28 @@ export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
         describeXid(xid)
       } for checkpoint ${checkpointId} (${records} records)`,
     );
+    await this.#checkFence(xid, checkpointId);
     return [{ gtrid: xid.gtrid, bqual: xid.bqual, records }];
+  }
+
+  /** After a prepare: a newer attempt holding the prefix means this writer is a zombie (see `fence.ts`). */
+  async #checkFence(xid: Xid, checkpointId: number): Promise<void> {
+    const { control, fence, generation } = this.#options;
+    const current = await fence.generation(control);
+    if (current === generation) return;
+    await rollBackXids({
+      connection: control,
+      xids: [xid],
+      detachTimeoutMs: this.#options.detachTimeoutMs,
+      prefix: this.#options.prefix,
+      where: this.#options.where,
+    });
+    throw new FencedWriterError(
+      `${this.#options.where}: a newer attempt holds xid prefix "${this.#options.prefix}" ` +
+        `(fence generation ${current}, this writer's ${generation}): rolled back ${
+          describeXid(xid)
+        } prepared for checkpoint ${checkpointId}`,
+    );
   }
 
   /**
@@ -311,6 +369,7 @@ export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
     this.#closed = true;
     this.#batch.clear();
     releaseConnection(this.#connection);
+    releaseConnection(this.#options.control);
     this.#connection = undefined;
     this.#xid = undefined;
   }
