@@ -23,7 +23,7 @@
 import assert from "node:assert/strict";
 import { AssertionError } from "node:assert";
 import type { SinkV2 } from "../runtime/api/sink_v2.ts";
-import type { SinkFunction } from "../runtime/api/sink.ts";
+import type { SinkFunction, TwoPhaseCommitSink } from "../runtime/api/sink.ts";
 import { LineSplitter } from "../runtime/api/socket_source.ts";
 import { StreamExecutionEnvironment } from "../runtime/api/environment.ts";
 import { CollectingSink, type CollectingTxn } from "../connectors/testing/collecting_sink.ts";
@@ -416,4 +416,44 @@ Deno.test("the conformance suite fails a sink whose transaction counters start a
     failures.values().next().value!,
     /^after checkpoint \d+ at parallelism 2: the committed output is wrong .*missing ids \d/,
   );
+});
+
+Deno.test("every conformance case passes a TwoPhaseCommitSink run through the adapter, and fails one that commits at preCommit", async () => {
+  const twoPhase = (
+    inner: CollectingSink<ConformanceRecord>,
+    preCommit: (txn: Txn) => void | Promise<void>,
+  ): TwoPhaseCommitSink<ConformanceRecord, Txn> => ({
+    kind: "two-phase-commit",
+    beginTransaction: (context) => inner.beginTransaction(context),
+    invoke: (txn, value, context) => inner.invoke(txn, value, context),
+    preCommit,
+    commit: (txn) => inner.commit(txn),
+    abort: (txn) => inner.abort(txn),
+    checkTransaction: (raw) => inner.checkCommittable(raw),
+  });
+  const fixture = (
+    preCommit: (inner: CollectingSink<ConformanceRecord>, txn: Txn) => void | Promise<void>,
+  ) =>
+  () => {
+    const inner = new CollectingSink<ConformanceRecord>();
+    return Promise.resolve<ExactlyOnceSinkFixture>({
+      createSink: () => twoPhase(inner, (txn) => preCommit(inner, txn)),
+      readCommitted: () => Promise.resolve(inner.committed()),
+      cleanup: () => Promise.resolve(inner.reset()),
+    });
+  };
+  const failed: string[] = [];
+  for (const c of exactlyOnceSinkConformanceCases()) {
+    await c.run(fixture((inner, txn) => inner.preCommit(txn)));
+    try {
+      await c.run(fixture(async (inner, txn) => {
+        await inner.preCommit(txn);
+        await inner.commit(txn); // visible before its checkpoint completed
+      }));
+    } catch (error) {
+      assert.ok(error instanceof AssertionError, `case '${c.title}': ${error}`);
+      failed.push(c.title);
+    }
+  }
+  assert.ok(failed.length >= 8, `cases that failed the sink committing at preCommit: ${failed}`);
 });
