@@ -27,6 +27,7 @@ import { type NatsServerHandle, startNatsServer } from "./_nats_server.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
 import { jetstreamApi } from "../runtime/actor/nats_deps.ts";
 import { readCommitted } from "../connectors/jetstream/reader.ts";
+import { waitUntil } from "./_wait.ts";
 
 interface Env {
   readonly nats: NatsServerHandle;
@@ -209,6 +210,67 @@ Deno.test({
       console.log(
         `at-least-once sink, SIGKILL at after-snapshot:3: ${duplicates} duplicate output(s)`,
       );
+    });
+  },
+});
+
+Deno.test({
+  ...T,
+  name:
+    "breaker: at-least-once checkpoints lose nothing of subjects discovered before and after a worker is SIGKILLed",
+  async fn() {
+    await withEnv(async (env) => {
+      const input: { k: string; n: number }[] = [];
+      const publish = async (k: string, from: number, to: number) => {
+        const nc = await connectNats({ servers: env.nats.url });
+        try {
+          const js = jetstreamApi.jetstream(nc);
+          for (let n = from; n <= to; n++) {
+            await js.publish(
+              `${env.source}.${k}`,
+              new TextEncoder().encode(JSON.stringify({ k, n })),
+            );
+            input.push({ k, n });
+          }
+        } finally {
+          await nc.close();
+        }
+      };
+      await publish("a", 1, 300);
+      submit(
+        env,
+        "--unbounded",
+        "--filter",
+        `${env.source}.*`,
+        "--discovery",
+        "100",
+        "--interval",
+        "100",
+        "--rate",
+        "400",
+        "--delay",
+        "100",
+      );
+      await env.cluster.coordinator.waitFor(/latest #2 /, 60_000);
+      await publish("b", 1, 300); // discovered while the job runs
+      let last: { k: string; n: number; c: number }[] = [];
+      const seenCount = () => new Set(last.map((r) => `${r.k}/${r.n}`)).size;
+      const state = () => `${seenCount()} of ${input.length} inputs committed`;
+      await waitUntil(async () => {
+        last = await output(env);
+        return last.some((r) => r.k === "b");
+      }, { timeoutMs: 60_000, pollMs: 200, missing: state });
+      await env.cluster.workers[0]!.kill(); // SIGKILL, at whatever step the checkpoint is in
+      await env.cluster.startWorker();
+      await publish("c", 1, 100); // discovered by the restarted attempt
+      await publish("b", 301, 350);
+      await waitUntil(async () => {
+        last = await output(env);
+        return seenCount() >= input.length;
+      }, { timeoutMs: 120_000, pollMs: 500, missing: state });
+      assert.match(env.cluster.coordinator.output, /restarting as attempt 1/);
+      const duplicates = assertAtLeastOnce(last, input);
+      console.log(`at-least-once with discovery, worker SIGKILLed: ${duplicates} duplicate(s)`);
     });
   },
 });
