@@ -23,11 +23,16 @@
  * run with failures could differ from one without. Event-time TTL measures
  * the lifetime on the operator's watermark, which follows the log: a bill
  * stays known while the log moves on less than `ttlMs` of event time, in
- * any run. The TTL must exceed the longest delay of a copy plus the
- * watermark's lag behind the newest bill (the source's out-of-orderness
- * bound, and the skew between source subtasks, which aligned checkpoints
- * keep to about one checkpoint interval of input). A copy arriving later
- * than that passes as a new bill, in a failure-free run as well.
+ * any run. The TTL must exceed the longest delay of a copy plus how far
+ * the watermark may trail the newest bill when a bill is first seen (the
+ * source's out-of-orderness bound, the periodic watermark's interval, and
+ * the skew between source subtasks: alignment blocks a subtask that is a
+ * checkpoint ahead, so the skew stays near one checkpoint interval of
+ * input plus what the network buffers hold). A copy arriving later than
+ * that passes as a new bill, in a failure-free run as well. The example's
+ * input (`billing_input.ts`) sends copies at most 5 minutes late against
+ * a one-hour TTL. A trailing watermark only makes a bill live longer, never
+ * shorter.
  *
  * ## Shapes
  *
