@@ -31,8 +31,9 @@
  * input plus what the network buffers hold). A copy arriving later than
  * that passes as a new bill, in a failure-free run as well. The example's
  * input (`billing_input.ts`) sends copies at most 5 minutes late against
- * a one-hour TTL. A trailing watermark only makes a bill live longer, never
- * shorter.
+ * a one-hour TTL. (A watermark that trails when a copy arrives only makes
+ * its bill live longer; one that trails when the bill is first seen
+ * shortens its life by as much, hence the margin.)
  *
  * ## Shapes
  *
