@@ -10,7 +10,8 @@
  */
 
 import type { StateKind } from "../api/state.ts";
-import { type Key, keyOfStateKey, type StateKey, stateKeyOf } from "./key_group.ts";
+import type { Key } from "./key_group.ts";
+import type { InternedKey, KeyInterner } from "./_key_interner.ts";
 import { isExpired, isSingle, type StateTable, type TtlCell } from "./_heap_state_base.ts";
 import type {
   KeyedStateSnapshotState,
@@ -94,8 +95,8 @@ export function snapshotTable(
 export function snapshotGroup(
   table: StateTable,
   keyGroup: number,
-  m: Map<StateKey, unknown> | undefined,
-  byNamespace: Map<string, Map<StateKey, unknown>> | undefined,
+  m: Map<InternedKey, unknown> | undefined,
+  byNamespace: Map<string, Map<InternedKey, unknown>> | undefined,
   expiry: Expiry | undefined,
 ): GroupColumns | undefined {
   const main = m === undefined || m.size === 0 ? undefined : columnsOf(table, m, expiry);
@@ -120,12 +121,13 @@ export function snapshotGroup(
  */
 function columnsOf(
   table: StateTable,
-  m: Map<StateKey, unknown>,
+  m: Map<InternedKey, unknown>,
   expiry: Expiry | undefined,
 ): Columns | undefined {
   if (!table.cells) {
     // Bulk copies through the Map iterators: no per-entry closure or growth.
-    const keys = originalKeys(Array.from(m.keys()));
+    // Identities are keys (primitives, canonical frozen tuples): copied as they are.
+    const keys: Key[] = Array.from(m.keys());
     let values: unknown[];
     switch (table.kind) {
       case "value":
@@ -164,7 +166,7 @@ function columnsOf(
           m.delete(sk);
           return;
         }
-        keys.push(keyOfStateKey(sk));
+        keys.push(sk);
         values.push(cell.v);
         timestamps.push(cell.t);
       });
@@ -183,7 +185,7 @@ function columnsOf(
           m.delete(sk);
           return;
         }
-        keys.push(keyOfStateKey(sk));
+        keys.push(sk);
         values.push(items);
         timestamps.push(times);
       });
@@ -207,24 +209,13 @@ function columnsOf(
           m.delete(sk);
           return;
         }
-        keys.push(keyOfStateKey(sk));
+        keys.push(sk);
         values.push([userKeys, userValues]);
         timestamps.push(times);
       });
       break;
   }
   return keys.length === 0 ? undefined : { keys, values, timestamps };
-}
-
-/** Turns state keys into original keys in place; only tuples and NUL-prefixed strings differ. */
-function originalKeys(stateKeys: StateKey[]): Key[] {
-  for (let i = 0; i < stateKeys.length; i++) {
-    const sk = stateKeys[i]!;
-    if (typeof sk === "string" && sk.charCodeAt(0) === 0) {
-      stateKeys[i] = keyOfStateKey(sk) as StateKey;
-    }
-  }
-  return stateKeys;
 }
 
 /** Where in a snapshot a malformed entry is, for messages. */
@@ -247,12 +238,14 @@ function malformed(name: string, place: Place, what: string, value: unknown): Er
   );
 }
 
-/** How {@linkcode loadGroup} stamps TTL cells. */
+/** How {@linkcode loadTable} stores entries: key identities and TTL stamps. */
 export interface Stamping {
   /** The time given to entries without a usable timestamp, ms of the table's TTL clock. */
   readonly now: number;
   /** Whether the snapshot's timestamps are of the table's clock (else every entry gets `now`). */
   readonly keepTimes: boolean;
+  /** The backend's interner, which gives each restored key its identity in the tables. */
+  readonly interner: KeyInterner;
 }
 
 /**
@@ -305,8 +298,8 @@ export function loadTable(
  */
 function loadGroup(
   table: StateTable,
-  m: Map<StateKey, unknown>,
-  namespaceMap: (namespace: string) => Map<StateKey, unknown>,
+  m: Map<InternedKey, unknown>,
+  namespaceMap: (namespace: string) => Map<InternedKey, unknown>,
   group: GroupColumns,
   stamping: Stamping,
 ): void {
@@ -330,7 +323,7 @@ function loadGroup(
 
 function loadColumns(
   table: StateTable,
-  m: Map<StateKey, unknown>,
+  m: Map<InternedKey, unknown>,
   columns: Columns,
   place: Place,
   stamping: Stamping,
@@ -347,9 +340,10 @@ function loadColumns(
   }
   const cells = table.cells;
   const now = stamping.now;
+  const interner = stamping.interner;
   const times = stamping.keepTimes ? timestamps : undefined;
   for (let i = 0; i < keys.length; i++) {
-    const sk = stateKeyOf(keys[i]!);
+    const sk = interner.identity(keys[i]!);
     const value: unknown = values[i];
     const time: unknown = times?.[i];
     switch (table.kind) {
@@ -397,7 +391,7 @@ function loadColumns(
 }
 
 /** Every (key group, namespace) map of a table. */
-function* allMaps(table: StateTable): Generator<Map<StateKey, unknown>> {
+function* allMaps(table: StateTable): Generator<Map<InternedKey, unknown>> {
   for (const m of table.maps) if (m !== undefined) yield m;
   for (const byNamespace of table.nsMaps) {
     if (byNamespace !== undefined) yield* byNamespace.values();

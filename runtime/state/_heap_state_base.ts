@@ -7,11 +7,11 @@
  * ## Layout
  *
  * - The default namespace ({@linkcode VOID_NAMESPACE}) is stored exactly as
- *   before namespaces existed: one `Map<StateKey, S>` per key group
+ *   before namespaces existed: one `Map<InternedKey, S>` per key group
  *   (`table.maps`), so a user function's state costs one array index and one
  *   `Map` operation per access.
  * - Every other namespace is stored per key group as `Map<namespace,
- *   Map<StateKey, S>>` (`table.nsMaps`): namespace first, because a window
+ *   Map<InternedKey, S>>` (`table.nsMaps`): namespace first, because a window
  *   operator's namespaces (windows) are few and shared by many keys, so a
  *   snapshot copies each (key group, namespace) map column-wise in bulk.
  *
@@ -25,14 +25,15 @@
  */
 
 import type { StateKind, StateTtlConfig } from "../api/state.ts";
-import type { Key, StateKey } from "./key_group.ts";
+import type { Key } from "./key_group.ts";
+import type { InternedKey } from "./_key_interner.ts";
 import { type InternalKvState, VOID_NAMESPACE } from "./internal_state.ts";
 import type { TtlTime } from "./keyed_state_snapshot.ts";
 
 /** The key the next state access applies to; shared by the backend and its states. */
 export class KeyContext {
-  /** `stateKeyOf(key)`. */
-  stateKey: StateKey = "";
+  /** The current key's identity in the tables (`KeyInterner.identity(key)`). */
+  stateKey: InternedKey = "";
   /** `keyGroup - startKeyGroup`, or -1 before the first `setCurrentKey`. */
   index = -1;
   /** The current key group, or -1 before the first `setCurrentKey`. */
@@ -73,10 +74,10 @@ export interface TtlSettings {
 }
 
 /** One map per key group of the backend's range (index = key group − start), created on first write. */
-export type Maps<S> = (Map<StateKey, S> | undefined)[];
+export type Maps<S> = (Map<InternedKey, S> | undefined)[];
 
 /** Per key group of the range: the non-default namespaces, each a map from state key to value. */
-export type NamespaceMaps<S> = (Map<string, Map<StateKey, S>> | undefined)[];
+export type NamespaceMaps<S> = (Map<string, Map<InternedKey, S>> | undefined)[];
 
 /** One state's storage, registered or only restored so far. */
 export interface StateTable {
@@ -225,7 +226,7 @@ export abstract class HeapState<S> implements InternalKvState {
   }
 
   /** The map of the current key group and namespace, or `undefined` when it has no entry. */
-  protected current(): Map<StateKey, S> | undefined {
+  protected current(): Map<InternedKey, S> | undefined {
     const ns = this.#namespace;
     return ns === VOID_NAMESPACE
       ? this.maps[this.ctx.index]
@@ -233,14 +234,14 @@ export abstract class HeapState<S> implements InternalKvState {
   }
 
   /** The map of the current key group and `namespace`, or `undefined`. */
-  protected mapIn(namespace: string): Map<StateKey, S> | undefined {
+  protected mapIn(namespace: string): Map<InternedKey, S> | undefined {
     return namespace === VOID_NAMESPACE
       ? this.maps[this.ctx.index]
       : this.#nsMaps[this.ctx.index]?.get(namespace);
   }
 
   /** The current key group and namespace's map, created if missing. */
-  protected writable(): Map<StateKey, S> {
+  protected writable(): Map<InternedKey, S> {
     const ns = this.#namespace;
     if (ns === VOID_NAMESPACE) {
       const m = this.maps[this.ctx.index];
@@ -250,7 +251,7 @@ export abstract class HeapState<S> implements InternalKvState {
   }
 
   /** The current key group and `namespace`'s map, created if missing. */
-  protected writableIn(namespace: string): Map<StateKey, S> {
+  protected writableIn(namespace: string): Map<InternedKey, S> {
     const i = this.ctx.index;
     if (i < 0) {
       throw new Error(
@@ -260,7 +261,7 @@ export abstract class HeapState<S> implements InternalKvState {
     if (namespace === VOID_NAMESPACE) {
       const m = this.maps[i];
       if (m !== undefined) return m;
-      const created = new Map<StateKey, S>();
+      const created = new Map<InternedKey, S>();
       this.maps[i] = created;
       return created;
     }
@@ -275,7 +276,7 @@ export abstract class HeapState<S> implements InternalKvState {
    * Removes the current key's entry from `m`, the map of `namespace` (by
    * default the current one), and drops the namespace's map once empty.
    */
-  protected deleteIn(m: Map<StateKey, S>, namespace: string = this.#namespace): void {
+  protected deleteIn(m: Map<InternedKey, S>, namespace: string = this.#namespace): void {
     m.delete(this.ctx.stateKey);
     if (m.size === 0 && namespace !== VOID_NAMESPACE) {
       const byNamespace = this.#nsMaps[this.ctx.index];

@@ -7,7 +7,8 @@
  */
 
 import type { StateKind } from "../api/state.ts";
-import { type Key, keyOfStateKey, type StateKey } from "./key_group.ts";
+import type { Key } from "./key_group.ts";
+import type { InternedKey } from "./_key_interner.ts";
 import { VOID_NAMESPACE } from "./internal_state.ts";
 import { isExpired, isSingle, type StateTable, type TtlCell } from "./_heap_state_base.ts";
 import type { Expiry } from "./_heap_snapshot.ts";
@@ -39,7 +40,7 @@ export function* liveKeys(
   for (let i = 0; i < table.maps.length; i++) {
     const m = namespace === VOID_NAMESPACE ? table.maps[i] : table.nsMaps[i]?.get(namespace);
     if (m === undefined) continue;
-    for (const [sk, v] of m) if (isLive(table, expiry, v)) yield keyOfStateKey(sk);
+    for (const [sk, v] of m) if (isLive(table, expiry, v)) yield sk; // an identity is the key
   }
 }
 
@@ -49,10 +50,10 @@ export function* liveKeysAndNamespaces(
   expiry: Expiry | undefined,
 ): Generator<[Key, string]> {
   // Copied per map before yielding: the caller may change the state meanwhile.
-  const live = (m: Map<StateKey, unknown>, namespace: string) =>
+  const live = (m: Map<InternedKey, unknown>, namespace: string) =>
     Array.from(m)
       .filter(([, v]) => isLive(table, expiry, v))
-      .map(([sk]): [Key, string] => [keyOfStateKey(sk), namespace]);
+      .map(([sk]): [Key, string] => [sk, namespace]);
   for (let i = 0; i < table.maps.length; i++) {
     const m = table.maps[i];
     if (m !== undefined) yield* live(m, VOID_NAMESPACE);

@@ -30,8 +30,11 @@
  * ## Design
  *
  * - Per record the task calls {@linkcode HeapKeyedStateBackend.setCurrentKey}
- *   once; it hashes the key, checks its key group and computes the key's
- *   {@linkcode stateKeyOf}. State objects, obtained once when the operator
+ *   once; it hashes the key (unless the caller passes the key group the
+ *   producer computed), checks its key group and finds the key's identity
+ *   in the tables: a primitive key is its own identity, a composite key is
+ *   interned to one canonical frozen tuple (`_key_interner.ts`; no string
+ *   is built per record). State objects, obtained once when the operator
  *   opens, then read and write the current key with one array index and one
  *   `Map` operation, allocating nothing (ValueState without TTL).
  * - **Namespaces** (Flink's): every entry lives under (key, namespace). The
@@ -111,8 +114,8 @@ import {
   checkMaxParallelism,
   type Key,
   type KeyGroupRange,
-  stateKeyOf,
 } from "./key_group.ts";
+import { type InternedKey, KeyInterner } from "./_key_interner.ts";
 import {
   type InternalKvState,
   type InternalMergingState,
@@ -189,6 +192,7 @@ export class HeapKeyedStateBackend {
   readonly #clocks: TtlClocks;
   readonly #ctx = new KeyContext();
   readonly #tables = new Map<string, StateTable>();
+  readonly #interner = new KeyInterner();
 
   /**
    * Creates an empty backend for one subtask's key groups.
@@ -241,8 +245,10 @@ export class HeapKeyedStateBackend {
 
   /**
    * Makes `key` the key every state object reads and writes until the next
-   * call. Computes the key group and state key once. Allocates nothing for
-   * string, number, boolean and bigint keys.
+   * call. Computes the key group (unless given) and the key's identity in
+   * the state tables once: a primitive key is its own identity; a composite
+   * key is interned (see `_key_interner.ts`), which allocates only the first
+   * time an equal key is seen.
    *
    * @param key the current record's key.
    * @param knownKeyGroup the key's group when the caller already computed
@@ -259,7 +265,21 @@ export class HeapKeyedStateBackend {
     ctx.key = key;
     ctx.keyGroup = keyGroup;
     ctx.index = keyGroup - this.#start;
-    ctx.stateKey = stateKeyOf(key);
+    if (typeof key === "object" && this.#interner.needsSweep()) this.#sweepInterner();
+    ctx.stateKey = this.#interner.identity(key);
+  }
+
+  /** Drops the interned composite keys no table holds any more (those of removed entries). */
+  #sweepInterner(): void {
+    this.#interner.sweep((keep: (identity: InternedKey) => void) => {
+      const keepAll = (m: Map<InternedKey, unknown> | undefined) => {
+        if (m !== undefined) { for (const identity of m.keys()) keep(identity); }
+      };
+      for (const table of this.#tables.values()) {
+        for (const m of table.maps) keepAll(m);
+        for (const byNamespace of table.nsMaps) byNamespace?.forEach(keepAll);
+      }
+    });
   }
 
   // Kept out of setCurrentKey so that the hot method stays small enough to inline.
@@ -593,6 +613,7 @@ export class HeapKeyedStateBackend {
     const stamping = {
       now: table.cells ? this.#clocks.now(table.cellTime) : NaN,
       keepTimes: state.ttl && snapTime === table.cellTime,
+      interner: this.#interner,
     };
     loadTable(table, state, [this.#start, this.#end], stamping, version);
     const start = this.#clocks.eventTimeStart;

@@ -1,0 +1,257 @@
+/**
+ * Internal: the identity of a key in {@linkcode HeapKeyedStateBackend}'s
+ * maps. Not part of the public API.
+ *
+ * A primitive key is its own identity (`-0` as `0`): a string, number,
+ * boolean or bigint is used as a `Map` key directly. A composite (tuple)
+ * key is **interned**: equal tuples map to one canonical frozen array,
+ * found through a table indexed by a 30-bit hash of the tuple's elements,
+ * so a lookup costs one hash over the elements, one `Map` lookup by a small
+ * integer and one element-wise comparison, and allocates nothing once the
+ * key was seen. Before, every record built a string encoding of its tuple
+ * (`stateKeyOf` of `key_group.ts`), then `Map` hashed that fresh string.
+ * This is the idea of Flink's `SerializedCompositeKeyBuilder` reusing one
+ * key buffer per record, carried over to a heap of JS objects: keys equal by
+ * content share one identity, computed without building anything.
+ *
+ * The canonical tuple is a valid {@linkcode Key}: it is what snapshots and
+ * key scans hand out, so no identity needs decoding.
+ *
+ * ## Invariants
+ *
+ * - Two keys have the same identity exactly when they are equal element by
+ *   element under `SameValueZero` (so `0` and `-0`, and `NaN` and `NaN`, are
+ *   equal), as the snapshot format and key groups define key equality.
+ * - A canonical tuple is frozen and holds no `-0`.
+ * - Every tuple identity stored in a state table is registered here (the
+ *   backend interns every key it stores, and {@linkcode KeyInterner.sweep}
+ *   keeps every identity the tables hold), so an equal key found later gets
+ *   that same identity.
+ * - Memory: the table holds the tuples of live entries plus those interned
+ *   since the last sweep; the backend sweeps when the table has doubled
+ *   since, or grown by the number of entries the sweep visited (see
+ *   {@linkcode KeyInterner.needsSweep}), so it stays within the larger of
+ *   twice the live tuples and the number of (state, key, namespace) entries
+ *   (and at least {@linkcode MIN_SWEEP_SIZE}). Each sweep visits every
+ *   entry; the growth rule makes that O(1) per interned tuple.
+ *
+ * @module
+ */
+
+import type { Key, KeyPart } from "./key_group.ts";
+
+/**
+ * A key's identity as a `Map` key in the heap backend: the primitive key
+ * itself (`-0` as `0`), or the interned canonical tuple of a composite key.
+ * Every identity is also a valid {@linkcode Key} equal to the key it stands for.
+ */
+export type InternedKey = KeyPart | readonly KeyPart[];
+
+/** The table size below which {@linkcode KeyInterner.needsSweep} is never true. */
+export const MIN_SWEEP_SIZE = 4096;
+
+const F64 = new Float64Array(1);
+const U32 = new Uint32Array(F64.buffer);
+
+/**
+ * The interner's hash of a tuple's elements: 30 bits, so a V8 small integer
+ * (no heap number per lookup); equal for tuples equal under `SameValueZero`.
+ * Not the key-group hash (`keyHash` of `key_group.ts`, part of the
+ * checkpoint format): this one is never stored, so it is free to be
+ * cheaper (one multiply per integer element).
+ *
+ * @throws {TypeError} for an element that is not a string, number, boolean
+ * or bigint, naming its index.
+ */
+export function tupleHash(tuple: readonly unknown[]): number {
+  const n = tuple.length;
+  let h = n | 0;
+  for (let i = 0; i < n; i++) {
+    const part = tuple[i];
+    let k: number;
+    switch (typeof part) {
+      case "number":
+        if ((part | 0) === part) k = part; // -0 | 0 is 0: one hash for 0 and -0
+        else if (part !== part) k = 0x7ff80000; // every NaN alike
+        else {
+          F64[0] = part;
+          k = (U32[0]! ^ Math.imul(U32[1]!, 0x27d4eb2d)) | 0;
+        }
+        break;
+      case "string": {
+        k = part.length;
+        for (let j = 0; j < part.length; j++) k = (Math.imul(k, 31) + part.charCodeAt(j)) | 0;
+        k ^= 0x5bd1e995;
+        break;
+      }
+      case "boolean":
+        k = part ? 0x3c6ef372 : 0x1b873593;
+        break;
+      case "bigint":
+        k = Number(BigInt.asIntN(32, part)) ^ 0x85ebca6b;
+        break;
+      default:
+        throw new TypeError(
+          `A composite key's elements must be strings, numbers, booleans or bigints: element ${i} is ${
+            describe(part)
+          }`,
+        );
+    }
+    h = Math.imul(h ^ k, 0x9e3779b1);
+    h ^= h >>> 15;
+  }
+  return h & 0x3fffffff;
+}
+
+/** Whether canonical tuple `c` and `t` are equal element by element (SameValueZero). */
+function sameTuple(c: readonly KeyPart[], t: readonly unknown[]): boolean {
+  const n = c.length;
+  if (t.length !== n) return false;
+  for (let i = 0; i < n; i++) {
+    const a = c[i];
+    const b = t[i];
+    if (a !== b && (a === a || b === b)) return false; // equal, or both NaN
+  }
+  return true;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    return `an object (${Object.prototype.toString.call(value)})`;
+  }
+  try {
+    return String(JSON.stringify(value) ?? String(value));
+  } catch {
+    return String(value);
+  }
+}
+
+/**
+ * The interning table of one backend: composite keys to their canonical
+ * tuples. See the module docs.
+ */
+export class KeyInterner {
+  /** Hash to the first canonical tuple with that hash. */
+  #first = new Map<number, readonly KeyPart[]>();
+  /** Hash to the further canonical tuples with that hash (collisions; rare). */
+  #more = new Map<number, (readonly KeyPart[])[]>();
+  #size = 0;
+  #sweepAt = MIN_SWEEP_SIZE;
+
+  /** The number of canonical tuples held. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * The identity of `key`: a primitive itself (`-0` as `0`), a tuple its
+   * canonical tuple (interned on first sight: a frozen copy).
+   *
+   * @throws {TypeError} when `key` is not a string, number, boolean, bigint
+   * or an array of those; the message names the value (and the element).
+   */
+  identity(key: Key): InternedKey {
+    switch (typeof key) {
+      case "string":
+      case "boolean":
+      case "bigint":
+        return key;
+      case "number":
+        return key === 0 ? 0 : key; // -0 -> 0
+    }
+    if (Array.isArray(key)) return this.intern(key);
+    throw new TypeError(
+      `A key must be a string, number, boolean, bigint or an array of those: current value is ${
+        describe(key)
+      }`,
+    );
+  }
+
+  /**
+   * The canonical tuple equal to `tuple`, created (a frozen copy, `-0` as
+   * `0`) when none is held.
+   * @throws {TypeError} for an element that is not a string, number,
+   * boolean or bigint, naming its index.
+   */
+  intern(tuple: readonly KeyPart[]): readonly KeyPart[] {
+    const h = tupleHash(tuple);
+    const first = this.#first.get(h);
+    if (first === undefined) {
+      const created = canonical(tuple);
+      this.#first.set(h, created);
+      this.#size++;
+      return created;
+    }
+    if (sameTuple(first, tuple)) return first;
+    return this.#collided(h, tuple);
+  }
+
+  #collided(h: number, tuple: readonly KeyPart[]): readonly KeyPart[] {
+    let more = this.#more.get(h);
+    if (more !== undefined) {
+      for (const c of more) if (sameTuple(c, tuple)) return c;
+    } else {
+      this.#more.set(h, more = []);
+    }
+    const created = canonical(tuple);
+    more.push(created);
+    this.#size++;
+    return created;
+  }
+
+  /**
+   * Whether a sweep is due: the table holds at least {@linkcode MIN_SWEEP_SIZE}
+   * tuples, twice those kept by the last sweep, and as many new tuples as
+   * that sweep visited identities.
+   */
+  needsSweep(): boolean {
+    return this.#size >= this.#sweepAt;
+  }
+
+  /**
+   * Drops every canonical tuple except those `visit` reports: it must call
+   * `keep` with every identity the state tables still hold (primitives are
+   * ignored; an identity may be reported more than once). Identities kept
+   * stay the same objects.
+   */
+  sweep(visit: (keep: (identity: InternedKey) => void) => void): void {
+    const old = this.#first;
+    const oldMore = this.#more;
+    this.#first = new Map();
+    this.#more = new Map();
+    this.#size = 0;
+    let visited = 0;
+    visit((identity) => {
+      visited++;
+      if (typeof identity !== "object") return;
+      const h = tupleHash(identity);
+      const first = this.#first.get(h);
+      if (first === undefined) {
+        this.#first.set(h, identity);
+        this.#size++;
+      } else if (first !== identity) {
+        let more = this.#more.get(h);
+        if (more === undefined) this.#more.set(h, more = []);
+        if (!more.includes(identity)) {
+          more.push(identity);
+          this.#size++;
+        }
+      }
+    });
+    old.clear();
+    oldMore.clear();
+    // At least the work of this sweep must be interned before the next one, so
+    // sweeps cost O(1) per interned tuple however many namespaces keys have.
+    this.#sweepAt = Math.max(MIN_SWEEP_SIZE, 2 * this.#size, this.#size + visited);
+  }
+}
+
+/** A frozen copy of `tuple` with `-0` as `0`. */
+function canonical(tuple: readonly KeyPart[]): readonly KeyPart[] {
+  const out: KeyPart[] = [];
+  for (let i = 0; i < tuple.length; i++) {
+    const part = tuple[i]!;
+    out.push(part === 0 ? 0 : part);
+  }
+  return Object.freeze(out);
+}
