@@ -24,7 +24,6 @@
  */
 
 import type { Sql } from "./_driver.ts";
-import { errorCode } from "./errors.ts";
 import { quoteIdentifier } from "./statements.ts";
 
 /** The commit table's default name. */
@@ -40,6 +39,8 @@ export interface CommitTableSql {
   readonly lookup: string;
   /** Deletes the rows of prefix `$1` older than `$2` seconds. */
   readonly expire: string;
+  /** The quoted name, the key of the advisory lock around its creation. */
+  readonly table: string;
 }
 
 /**
@@ -56,23 +57,21 @@ export function commitTableSql(where: string, name: string): CommitTableSql {
     lookup: `SELECT gid FROM ${table} WHERE gid_prefix = $1 AND gid = ANY($2::text[])`,
     expire: `DELETE FROM ${table} WHERE gid_prefix = $1 AND ` +
       `prepared_at < now() - make_interval(secs => $2::float8)`,
+    table,
   };
 }
 
 /**
- * Creates the commit table when missing. Several subtasks may race to
- * create it: the loser's unique violation (23505) or duplicate table
- * (42P07) is the winner's table, so it is tried once more.
+ * Creates the commit table when missing. Every subtask's writer and
+ * committer call this at start, at once: concurrent `CREATE TABLE IF NOT
+ * EXISTS` of one table may fail in PostgreSQL ("type … already exists"),
+ * so creation runs in a transaction holding an advisory lock keyed by the
+ * table's name (`pg_advisory_xact_lock(hashtext(name))`).
  * @throws the driver's error when the table cannot be created.
  */
 export async function ensureCommitTable(sql: Sql, statements: CommitTableSql): Promise<void> {
-  for (let tries = 0;; tries++) {
-    try {
-      await sql.unsafe(statements.create);
-      return;
-    } catch (error) {
-      const code = errorCode(error);
-      if (tries > 0 || (code !== "23505" && code !== "42P07")) throw error;
-    }
-  }
+  await sql.begin("read write", async (tx) => {
+    await tx.unsafe("SELECT pg_advisory_xact_lock(hashtext($1)) AS locked", [statements.table]);
+    await tx.unsafe(statements.create);
+  });
 }

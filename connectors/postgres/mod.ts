@@ -28,7 +28,9 @@
  *
  * | sink | `deliveryGuarantee` | what a failure does |
  * |---|---|---|
- * | prepared | `"exactly-once"` (the only one) | nothing lost, nothing doubled; each checkpoint's rows become visible at once, when it commits |
+ * | prepared | `"exactly-once"` (default) | nothing lost, nothing doubled; each checkpoint's rows become visible at once, when it commits |
+ * | prepared | `"at-least-once"` | autocommit batches sent at every barrier, no prepared transactions; a replay inserts the rows after the last checkpoint again |
+ * | prepared | `"none"` | autocommit batches sent when full; a failure loses the buffered rows and replays the sent ones |
  * | upsert | `"exactly-once"` | the replay rewrites the same keys: the table converges to the failure-free result; earlier values show again for a while (5 → 10 → 15 → 5 → 10 → 15) |
  * | upsert | `"at-least-once"` (default) | the same writes; declared when keys or values are not deterministic |
  * | upsert | `"none"` | rows sent only when a batch is full or at the end of input; a failure loses the buffered rows |
@@ -64,7 +66,11 @@
  * @module
  */
 
-export { PostgresPreparedSink, type PostgresPreparedSinkOptions } from "./prepared_sink.ts";
+export {
+  POSTGRES_PREPARED_SINK_GUARANTEES,
+  PostgresPreparedSink,
+  type PostgresPreparedSinkOptions,
+} from "./prepared_sink.ts";
 export {
   PostgresUpsertSink,
   type PostgresUpsertSinkOptions,

@@ -64,8 +64,8 @@
  *
  * - Rows are inserted only (`INSERT … VALUES`); upserts go through
  *   {@linkcode PostgresUpsertSink}.
- * - The sink gives `"exactly-once"` only. At-least-once without prepared
- *   transactions is the upsert sink's job.
+ * - `"at-least-once"` and `"none"` insert in autocommit batches
+ *   (`autocommit_writer.ts`), with no dedup: a replay inserts again.
  * - Writers are not fenced (Kafka fences a zombie producer with an epoch).
  *   A writer of an earlier attempt still running after a failover (a worker
  *   cut off from the coordinator) could prepare a gid after the new attempt
@@ -82,10 +82,8 @@
  * @module
  */
 
-import type { SinkContext } from "../../runtime/api/sink.ts";
 import {
   checkDeliveryGuarantee,
-  type CommitRequest,
   type Committer,
   type CommitterInitContext,
   type DeliveryGuarantee,
@@ -93,34 +91,18 @@ import {
   type SinkWriter,
   type WriterInitContext,
 } from "../../runtime/api/sink_v2.ts";
-import { logger } from "../../runtime/log.ts";
-import { closeNow, columnValues, connect, describeServer, type Sql } from "./_driver.ts";
-import {
-  type CommitTableSql,
-  commitTableSql,
-  DEFAULT_COMMIT_TABLE,
-  ensureCommitTable,
-} from "./commit_table.ts";
+import { AutocommitWriter } from "./autocommit_writer.ts";
+import { type CommitTableSql, commitTableSql, DEFAULT_COMMIT_TABLE } from "./commit_table.ts";
 import { checkPostgresCommittable, type PostgresCommittable } from "./committable.ts";
-import { decideCommitOutcome } from "./commit_outcome.ts";
+import { checkGidPrefix } from "./gid.ts";
+import { PreparedCommitter } from "./prepared_committer.ts";
+import { PreparedWriter } from "./prepared_writer.ts";
 import {
-  describeError,
-  errorCode,
-  PreparedTransactionsDisabledError,
-  PreparedTransactionVanishedError,
-  UNDEFINED_OBJECT,
-} from "./errors.ts";
-import { checkGidPrefix, decideLingering, formatGid, GID_MARKER, newGidToken } from "./gid.ts";
-import {
-  checkRow,
   checkTableSpec,
-  insertStatement,
   type PostgresValue,
   rowsPerStatement,
   type TableSpec,
 } from "./statements.ts";
-
-const log = logger("postgres-sink");
 
 /** Options of {@linkcode PostgresPreparedSink}. */
 export interface PostgresPreparedSinkOptions<T> {
@@ -145,14 +127,21 @@ export interface PostgresPreparedSinkOptions<T> {
   readonly batchSize?: number;
   /** How long commit-table rows are kept, in ms. Default 7 days. */
   readonly commitTableRetentionMs?: number;
-  /** Must be `"exactly-once"` (the default). */
+  /**
+   * `"exactly-once"` (the default) through prepared transactions;
+   * `"at-least-once"` or `"none"` through autocommit batches without
+   * prepared transactions (`autocommit_writer.ts`).
+   */
   readonly deliveryGuarantee?: DeliveryGuarantee;
 }
 
-const SUPPORTED: readonly DeliveryGuarantee[] = ["exactly-once"];
+/** The guarantees {@linkcode PostgresPreparedSink} can give. */
+export const POSTGRES_PREPARED_SINK_GUARANTEES: readonly DeliveryGuarantee[] = [
+  "none",
+  "at-least-once",
+  "exactly-once",
+];
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** The committer deletes expired commit-table rows at most this often, in ms. */
-const EXPIRE_EVERY_MS = 60 * 60 * 1000;
 
 /**
  * Writes records into a PostgreSQL table exactly once through prepared
@@ -161,7 +150,7 @@ const EXPIRE_EVERY_MS = 60 * 60 * 1000;
 export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, never> {
   /** Always `"v2"`. */
   readonly kind = "v2" as const;
-  /** Always `"exactly-once"`. */
+  /** What the sink promises (see `deliveryGuarantee` of the options). */
   readonly deliveryGuarantee: DeliveryGuarantee;
   readonly #options: PostgresPreparedSinkOptions<T>;
   readonly #spec: TableSpec;
@@ -171,7 +160,7 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
 
   /**
    * Checks the options.
-   * @throws {DeliveryGuaranteeError} for a guarantee other than `"exactly-once"`.
+   * @throws {DeliveryGuaranteeError} for an unknown `deliveryGuarantee`.
    * @throws {TypeError} for a bad table, column, gid prefix or commit table name.
    * @throws {RangeError} for a bad `batchSize` or `commitTableRetentionMs`.
    */
@@ -180,7 +169,7 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
     this.deliveryGuarantee = checkDeliveryGuarantee(
       where,
       options.deliveryGuarantee ?? "exactly-once",
-      SUPPORTED,
+      POSTGRES_PREPARED_SINK_GUARANTEES,
     );
     if (typeof options.url !== "string" || !/^postgres(ql)?:\/\//.test(options.url)) {
       throw new TypeError(
@@ -217,9 +206,21 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
     context: WriterInitContext<never>,
   ): Promise<SinkWriter<T, PostgresCommittable, never>> {
     const name = `PostgresPreparedSink '${context.uid}' subtask ${context.subtaskIndex}`;
+    if (this.deliveryGuarantee !== "exactly-once") {
+      return new AutocommitWriter<T>({
+        name,
+        url: this.#options.url,
+        values: this.#options.values,
+        spec: this.#spec,
+        batchRows: this.#batchRows,
+        flushAtBarrier: this.deliveryGuarantee === "at-least-once",
+      });
+    }
     const writer = new PreparedWriter<T>({
       name,
-      options: this.#options,
+      url: this.#options.url,
+      gidPrefix: this.#options.gidPrefix,
+      values: this.#options.values,
       spec: this.#spec,
       batchRows: this.#batchRows,
       commitSql: this.#commitSql,
@@ -234,7 +235,13 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
     return writer;
   }
 
-  /** Opens the subtask's committer: checks the server, creates the commit table. */
+  /**
+   * Opens the subtask's committer. In exactly-once mode it checks the
+   * server and creates the commit table; in the other modes it connects
+   * only if a restored checkpoint (of an exactly-once run) holds
+   * committables, and commits those.
+   * @throws {PreparedTransactionsDisabledError} (exactly-once) when the server has `max_prepared_transactions = 0`.
+   */
   async createCommitter(context: CommitterInitContext): Promise<Committer<PostgresCommittable>> {
     const committer = new PreparedCommitter({
       name: `PostgresPreparedSink '${context.uid}' subtask ${context.subtaskIndex}`,
@@ -245,7 +252,7 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
       retentionMs: this.#retentionMs,
     });
     try {
-      await committer.open();
+      if (this.deliveryGuarantee === "exactly-once") await committer.open();
     } catch (error) {
       await committer.close();
       throw error;
@@ -259,344 +266,5 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
    */
   checkCommittable(raw: unknown): PostgresCommittable {
     return checkPostgresCommittable(raw, this.#options.gidPrefix);
-  }
-}
-
-/** Throws {@linkcode PreparedTransactionsDisabledError} when the server cannot prepare transactions. */
-async function checkPreparedTransactionsEnabled(
-  sql: Sql,
-  name: string,
-  url: string,
-): Promise<void> {
-  const rows = await sql.unsafe("SHOW max_prepared_transactions");
-  const value = String(columnValues(rows, "max_prepared_transactions")[0]);
-  if (value === "0") throw new PreparedTransactionsDisabledError(name, describeServer(url), value);
-}
-
-interface WriterParts<T> {
-  readonly name: string;
-  readonly options: PostgresPreparedSinkOptions<T>;
-  readonly spec: TableSpec;
-  readonly batchRows: number;
-  readonly commitSql: CommitTableSql;
-  readonly subtaskIndex: number;
-}
-
-/** One subtask's writer: one connection, at most one open transaction. */
-class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, never> {
-  readonly #p: WriterParts<T>;
-  readonly #sql: Sql;
-  readonly #token = newGidToken();
-  /** Parameters of the rows not yet sent, row after row. */
-  #params: PostgresValue[] = [];
-  #bufferedRows = 0;
-  /** Rows sent in the open transaction; 0 when none is open. */
-  #rowsInTransaction = 0;
-  #statements = new Map<number, string>();
-  /**
-   * Set at the first failure (a lost connection, a failed statement): the
-   * open transaction is gone, so every later call fails with it and the
-   * attempt restarts from the checkpoint.
-   */
-  #failed: Error | undefined;
-  /** The last statement sent and not yet awaited; it never rejects (failures land in `#failed`). */
-  #inFlight: Promise<void> | undefined;
-  #closed = false;
-
-  constructor(parts: WriterParts<T>) {
-    this.#p = parts;
-    this.#sql = connect({
-      url: parts.options.url,
-      readOnlyByDefault: true,
-      applicationName: `weir ${parts.name}`.slice(0, 63),
-      onClose: () => {
-        if (!this.#closed && this.#failed === undefined) {
-          this.#failed = new Error(
-            `${parts.name}: the connection to ${describeServer(parts.options.url)} was lost` +
-              (this.#rowsInTransaction > 0
-                ? ` with ${this.#rowsInTransaction} rows in a transaction not yet prepared ` +
-                  `(the server rolled it back; a restart replays them from the checkpoint)`
-                : ""),
-          );
-        }
-      },
-    });
-  }
-
-  async open(context: WriterInitContext<never>): Promise<void> {
-    const { name, options, commitSql } = this.#p;
-    await checkPreparedTransactionsEnabled(this.#sql, name, options.url);
-    await this.#sql.begin("read write", (tx) => ensureCommitTable(tx as unknown as Sql, commitSql));
-    const prepared = await this.#sql.unsafe(
-      "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND " +
-        "starts_with(gid, $1)",
-      [`${GID_MARKER}:${options.gidPrefix}:`],
-    );
-    const rollBack = decideLingering({
-      gidPrefix: options.gidPrefix,
-      subtaskIndex: context.subtaskIndex,
-      parallelism: context.parallelism,
-      restoredCheckpointId: context.restoredCheckpointId,
-      preparedGids: columnValues(prepared, "gid").map(String),
-    });
-    for (const gid of rollBack) {
-      try {
-        await this.#sql.unsafe(`ROLLBACK PREPARED '${gid}'`);
-      } catch (error) {
-        if (errorCode(error) !== UNDEFINED_OBJECT) {
-          throw new Error(
-            `${name}: cannot roll back lingering prepared transaction '${gid}': ${
-              describeError(error)
-            }`,
-            { cause: error },
-          );
-        }
-      }
-    }
-    if (rollBack.length > 0) {
-      log.info(
-        `${name} (job ${context.jobId}, attempt ${context.attempt}): rolled back ` +
-          `${rollBack.length} lingering prepared transaction(s) not named by ${
-            context.restoredCheckpointId === undefined
-              ? "any checkpoint (fresh start)"
-              : `checkpoint ${context.restoredCheckpointId}`
-          }: ${rollBack.join(", ")}`,
-      );
-    }
-  }
-
-  write(value: T, _context: SinkContext): void | Promise<void> {
-    if (this.#failed !== undefined) throw this.#failed;
-    const row = checkRow(this.#p.name, this.#p.spec, this.#p.options.values(value));
-    for (let i = 0; i < row.length; i++) this.#params.push(row[i]!);
-    if (++this.#bufferedRows >= this.#p.batchRows) return this.#sendBehind();
-  }
-
-  async flush(_endOfInput: boolean): Promise<void> {
-    if (this.#bufferedRows > 0) await this.#sendBehind();
-    const last = this.#inFlight;
-    this.#inFlight = undefined;
-    await last;
-    if (this.#failed !== undefined) throw this.#failed;
-  }
-
-  async prepareCommit(checkpointId: number): Promise<readonly PostgresCommittable[]> {
-    await this.flush(false);
-    if (this.#rowsInTransaction === 0) return [];
-    const { name, options, commitSql } = this.#p;
-    const gid = formatGid({
-      gidPrefix: options.gidPrefix,
-      ownerSubtask: this.#p.subtaskIndex,
-      checkpointId,
-      token: this.#token,
-    });
-    const rows = this.#rowsInTransaction;
-    try {
-      if (this.#failed !== undefined) throw this.#failed;
-      // pipelined: both go out at once, in order, on the one connection
-      const [recorded, prepared] = await Promise.allSettled([
-        this.#sql.unsafe(commitSql.record, [options.gidPrefix, gid, checkpointId]),
-        this.#sql.unsafe(`PREPARE TRANSACTION '${gid}'`),
-      ]);
-      if (recorded.status === "rejected") throw recorded.reason;
-      if (prepared.status === "rejected") throw prepared.reason;
-      if (prepared.value.command !== "PREPARE TRANSACTION") {
-        throw new Error(
-          `the server answered ${prepared.value.command} instead of PREPARE TRANSACTION`,
-        );
-      }
-    } catch (error) {
-      if (errorCode(error) === "55000") {
-        throw new PreparedTransactionsDisabledError(name, describeServer(options.url), "0");
-      }
-      const hint = errorCode(error) === "53200"
-        ? " (raise max_prepared_transactions: it must be at least the sink's parallelism x " +
-          "(max concurrent checkpoints + 1) plus what other clients prepare)"
-        : "";
-      throw this.#fail(
-        `PREPARE TRANSACTION '${gid}' of checkpoint ${checkpointId} (${rows} rows)`,
-        error,
-        hint,
-      );
-    } finally {
-      this.#rowsInTransaction = 0;
-    }
-    return [{ gid, rows }];
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#params = [];
-    this.#bufferedRows = 0;
-    await closeNow(this.#sql);
-  }
-
-  /**
-   * Sends the buffered rows while the previous statement may still run
-   * (so the next batch is built while the server inserts this one), then
-   * waits for that previous one: at most two statements are in flight.
-   */
-  async #sendBehind(): Promise<void> {
-    const previous = this.#inFlight;
-    this.#inFlight = this.#send().catch(() => {}); // #send notes its failure in #failed
-    await previous;
-    if (this.#failed !== undefined) throw this.#failed;
-  }
-
-  /** Sends the buffered rows as one `INSERT` (after `BEGIN READ WRITE` when no transaction is open). */
-  async #send(): Promise<void> {
-    if (this.#failed !== undefined) throw this.#failed;
-    const rows = this.#bufferedRows;
-    const params = this.#params;
-    this.#params = [];
-    this.#bufferedRows = 0;
-    let statement = this.#statements.get(rows);
-    if (statement === undefined) {
-      statement = insertStatement(this.#p.spec, rows);
-      this.#statements.set(rows, statement);
-    }
-    const begin = this.#rowsInTransaction === 0;
-    this.#rowsInTransaction += rows;
-    try {
-      // pipelined: BEGIN and the INSERT go out at once, in order, on the one connection
-      const settled = await Promise.allSettled([
-        begin ? this.#sql.unsafe("BEGIN READ WRITE") : Promise.resolve(),
-        // deno-lint-ignore no-explicit-any
-        this.#sql.unsafe(statement, params as any[]),
-      ]);
-      for (const s of settled) if (s.status === "rejected") throw s.reason;
-    } catch (error) {
-      throw this.#fail(`INSERT of ${rows} rows into ${this.#p.spec.table}`, error, "");
-    }
-  }
-
-  /** Notes the writer's first failure and returns the error for `action`. */
-  #fail(action: string, error: unknown, hint: string): Error {
-    if (this.#failed !== undefined && this.#failed !== error) return this.#failed;
-    const rows = this.#rowsInTransaction;
-    this.#failed = new Error(
-      `${this.#p.name}: ${action} failed: ${describeError(error)}${hint}` +
-        (rows > 0
-          ? `; the transaction with its ${rows} rows is rolled back (a restart replays them ` +
-            `from the checkpoint)`
-          : ""),
-      { cause: error },
-    );
-    return this.#failed;
-  }
-}
-
-interface CommitterParts {
-  readonly name: string;
-  readonly url: string;
-  readonly gidPrefix: string;
-  readonly commitSql: CommitTableSql;
-  readonly commitTable: string;
-  readonly retentionMs: number;
-}
-
-/** One subtask's committer: `COMMIT PREPARED` on its own connection. */
-class PreparedCommitter implements Committer<PostgresCommittable> {
-  readonly #p: CommitterParts;
-  readonly #sql: Sql;
-  #lastExpiry = 0;
-
-  constructor(parts: CommitterParts) {
-    this.#p = parts;
-    this.#sql = connect({ url: parts.url, applicationName: `weir ${parts.name} committer` });
-  }
-
-  async open(): Promise<void> {
-    await checkPreparedTransactionsEnabled(this.#sql, this.#p.name, this.#p.url);
-    await ensureCommitTable(this.#sql, this.#p.commitSql);
-  }
-
-  async commit(requests: readonly CommitRequest<PostgresCommittable>[]): Promise<void> {
-    const settled = await Promise.allSettled(
-      requests.map((r) => this.#sql.unsafe(`COMMIT PREPARED '${r.committable.gid}'`)),
-    );
-    const missing = requests
-      .filter((_, i) => {
-        const s = settled[i]!;
-        return s.status === "rejected" && errorCode(s.reason) === UNDEFINED_OBJECT;
-      })
-      .map((r) => r.committable.gid);
-    let recorded: Set<string> | Error | undefined;
-    if (missing.length > 0) {
-      try {
-        const rows = await this.#sql.unsafe(this.#p.commitSql.lookup, [this.#p.gidPrefix, missing]);
-        recorded = new Set(columnValues(rows, "gid").map(String));
-      } catch (error) {
-        recorded = error instanceof Error ? error : new Error(String(error));
-      }
-    }
-    let allCommitted = true;
-    requests.forEach((request, i) => {
-      const s = settled[i]!;
-      const { gid } = request.committable;
-      const outcome = decideCommitOutcome({
-        commitError: s.status === "rejected" ? s.reason : undefined,
-        recorded: recorded instanceof Set ? recorded.has(gid) : recorded,
-      });
-      switch (outcome.kind) {
-        case "committed":
-          return;
-        case "already-committed":
-          request.signalAlreadyCommitted();
-          return;
-        case "vanished":
-          allCommitted = false;
-          request.signalFailedWithKnownReason(
-            new PreparedTransactionVanishedError(
-              this.#p.name,
-              gid,
-              request.checkpointId,
-              this.#p.commitTable,
-            ),
-          );
-          return;
-        case "retry":
-          allCommitted = false;
-          log.warn(
-            `${this.#p.name}: COMMIT PREPARED '${gid}' of checkpoint ${request.checkpointId} ` +
-              `(try ${request.numberOfRetries + 1}) will be retried: ${
-                describeError(outcome.cause)
-              }`,
-          );
-          request.retryLater();
-          return;
-        case "failed":
-          allCommitted = false;
-          request.signalFailedWithUnknownReason(
-            new Error(
-              `${this.#p.name}: COMMIT PREPARED '${gid}' of checkpoint ${request.checkpointId} ` +
-                `failed: ${describeError(outcome.cause)}`,
-              { cause: outcome.cause },
-            ),
-          );
-          return;
-      }
-    });
-    if (allCommitted) await this.#expire();
-  }
-
-  async close(): Promise<void> {
-    await closeNow(this.#sql);
-  }
-
-  /** Deletes the prefix's commit-table rows past the retention, at most once an hour. */
-  async #expire(): Promise<void> {
-    const now = Date.now();
-    if (now - this.#lastExpiry < EXPIRE_EVERY_MS) return;
-    this.#lastExpiry = now;
-    try {
-      await this.#sql.unsafe(this.#p.commitSql.expire, [
-        this.#p.gidPrefix,
-        this.#p.retentionMs / 1000,
-      ]);
-    } catch (error) {
-      log.warn(`${this.#p.name}: cannot delete expired commit-table rows: ${describeError(error)}`);
-    }
   }
 }

@@ -307,7 +307,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
       },
     );
 
-    await t.step("the sink refuses a guarantee other than exactly-once", () => {
+    await t.step("the sink refuses a guarantee it does not know", () => {
       assert.throws(
         () =>
           new PostgresPreparedSink<Rec>({
@@ -316,12 +316,12 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
             columns: ["id"],
             values: (r) => [r.id],
             gidPrefix: "x",
-            deliveryGuarantee: "at-least-once",
+            deliveryGuarantee: "twice" as "none",
           }),
         (e: unknown) =>
           e instanceof DeliveryGuaranteeError &&
-          e.message ===
-            `PostgresPreparedSink cannot give deliveryGuarantee "at-least-once": it supports "exactly-once"`,
+          /deliveryGuarantee must be one of "none", "at-least-once", "exactly-once": current value is "twice"/
+            .test(e.message),
       );
     });
   } finally {
@@ -368,5 +368,48 @@ Deno.test("PostgresPreparedSink fails at start on a server with max_prepared_tra
       assert.match(e.message, /Set max_prepared_transactions in postgresql\.conf/);
       return true;
     });
+  }
+});
+
+Deno.test("PostgresPreparedSink at-least-once inserts in autocommit at every barrier, and none only full batches, on a server without prepared transactions", async () => {
+  const admin = postgres(SHARED_URL, { max: 1, onnotice: () => {} });
+  const table = uniqueName("weir_autocommit");
+  await admin.unsafe(`CREATE TABLE ${table} (id int NOT NULL)`);
+  const count = async () =>
+    Number((await admin.unsafe(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n);
+  try {
+    for (const deliveryGuarantee of ["at-least-once", "none"] as const) {
+      await admin.unsafe(`TRUNCATE ${table}`);
+      const sink = new PostgresPreparedSink<Rec>({
+        url: SHARED_URL,
+        table,
+        columns: ["id"],
+        values: (r) => [r.id],
+        gidPrefix: uniqueName("p"),
+        batchSize: 4,
+        deliveryGuarantee,
+      });
+      const committer = await sink.createCommitter(committerContext());
+      const writer = await sink.createWriter(writerContext());
+      try {
+        await writeAll(writer, records(1, 6)); // one full batch of 4 goes out at once
+        assert.equal(await count(), 4, `${deliveryGuarantee}: the full batch`);
+        await writer.flush(false);
+        assert.deepEqual(await writer.prepareCommit!(1), [], "no committables");
+        assert.equal(
+          await count(),
+          deliveryGuarantee === "at-least-once" ? 6 : 4,
+          `${deliveryGuarantee}: after a barrier`,
+        );
+        await writer.flush(true);
+        assert.equal(await count(), 6, `${deliveryGuarantee}: at the end of input`);
+      } finally {
+        await writer.close();
+        await committer.close();
+      }
+    }
+  } finally {
+    await admin.unsafe(`DROP TABLE IF EXISTS ${table}`);
+    await admin.end();
   }
 });

@@ -1,0 +1,98 @@
+/**
+ * {@linkcode PostgresPreparedSink}'s writer for `"at-least-once"` and
+ * `"none"`: multi-row `INSERT`s in autocommit (each statement its own
+ * transaction), no prepared transactions, so it works on servers with
+ * `max_prepared_transactions = 0` (Flink's `JdbcSink.sink`).
+ *
+ * | `deliveryGuarantee` | sends at a barrier | a failure |
+ * |---|---|---|
+ * | `"at-least-once"` | yes (`flush(false)`) | the replay inserts the rows sent after the restored checkpoint again |
+ * | `"none"` | no: only full batches, and the rest at the end of input | the buffered rows are lost; the sent ones are replayed |
+ *
+ * @module
+ */
+
+import type { SinkContext } from "../../runtime/api/sink.ts";
+import type { SinkWriter } from "../../runtime/api/sink_v2.ts";
+import { closeNow, connect, type Sql } from "./_driver.ts";
+import type { PostgresCommittable } from "./committable.ts";
+import { describeError } from "./errors.ts";
+import { checkRow, insertStatement, type PostgresValue, type TableSpec } from "./statements.ts";
+
+/** What an {@linkcode AutocommitWriter} is built from (checked by the sink). */
+export interface AutocommitWriterParts<T> {
+  /** `PostgresPreparedSink '<uid>' subtask <i>`, for messages. */
+  readonly name: string;
+  /** The server's URL. */
+  readonly url: string;
+  /** A record's column values. */
+  readonly values: (record: T) => readonly PostgresValue[];
+  /** The table and columns. */
+  readonly spec: TableSpec;
+  /** Rows per `INSERT`. */
+  readonly batchRows: number;
+  /** Whether `flush(false)` (a barrier) sends the buffered rows: at-least-once. */
+  readonly flushAtBarrier: boolean;
+}
+
+/** Inserts batches in autocommit; returns no committables. */
+export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, never> {
+  readonly #p: AutocommitWriterParts<T>;
+  readonly #sql: Sql;
+  #params: PostgresValue[] = [];
+  #bufferedRows = 0;
+  #statements = new Map<number, string>();
+
+  /** Creates the writer's client; it connects at the first statement. */
+  constructor(parts: AutocommitWriterParts<T>) {
+    this.#p = parts;
+    this.#sql = connect({ url: parts.url, applicationName: `weir ${parts.name}`.slice(0, 63) });
+  }
+
+  /** Buffers one row; sends the batch when it is full. */
+  write(value: T, _context: SinkContext): void | Promise<void> {
+    const row = checkRow(this.#p.name, this.#p.spec, this.#p.values(value));
+    for (let i = 0; i < row.length; i++) this.#params.push(row[i]!);
+    if (++this.#bufferedRows >= this.#p.batchRows) return this.#send();
+  }
+
+  /** Sends the buffered rows at a barrier (at-least-once) and at the end of input. */
+  async flush(endOfInput: boolean): Promise<void> {
+    if (this.#bufferedRows > 0 && (endOfInput || this.#p.flushAtBarrier)) await this.#send();
+  }
+
+  /** Nothing to pre-commit: the rows are committed as they are sent. */
+  prepareCommit(_checkpointId: number): readonly PostgresCommittable[] {
+    return [];
+  }
+
+  /** Drops the buffered rows and closes the connection. */
+  async close(): Promise<void> {
+    this.#params = [];
+    this.#bufferedRows = 0;
+    await closeNow(this.#sql);
+  }
+
+  async #send(): Promise<void> {
+    const rows = this.#bufferedRows;
+    const params = this.#params;
+    this.#params = [];
+    this.#bufferedRows = 0;
+    let statement = this.#statements.get(rows);
+    if (statement === undefined) {
+      statement = insertStatement(this.#p.spec, rows);
+      this.#statements.set(rows, statement);
+    }
+    try {
+      // deno-lint-ignore no-explicit-any
+      await this.#sql.unsafe(statement, params as any[]);
+    } catch (error) {
+      throw new Error(
+        `${this.#p.name}: INSERT of ${rows} rows into ${this.#p.spec.table} failed: ${
+          describeError(error)
+        }`,
+        { cause: error },
+      );
+    }
+  }
+}
