@@ -60,7 +60,7 @@ Deno.test("an at-least-once sink publishes a batch lingerMs after its first reco
       await writer.write("b", NO_TIMESTAMP);
       let seen: unknown[] = [];
       await waitUntil(async () => (seen = await readJson(t.stream)).length === 2, {
-        timeoutMs: 10_000,
+        timeoutMs: 30_000,
         missing: () => `${seen.length} of 2 records stored`,
       });
       assert.deepEqual(seen, ["a", "b"]);
@@ -107,7 +107,7 @@ Deno.test("a sink with guarantee none publishes batches without awaiting the str
       await writer.flush(false);
       let seen: unknown[] = [];
       await waitUntil(async () => (seen = await readJson(t.stream)).length === 3, {
-        timeoutMs: 10_000,
+        timeoutMs: 30_000,
         missing: () => `${seen.length} of 3 records stored`,
       });
       assert.deepEqual(seen, [1, 2, 3]);

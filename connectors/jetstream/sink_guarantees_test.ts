@@ -107,7 +107,7 @@ Deno.test("a JetStream sink with guarantee none writes every record of a job wit
     await env.execute("jetstream none");
     let out: unknown[] = [];
     await waitUntil(async () => (out = await readJson(t.stream)).length >= 100, {
-      timeoutMs: 10_000,
+      timeoutMs: 30_000,
       missing: () => `${out.length} of 100 records stored`,
     });
     assert.deepEqual(out, Array.from({ length: 100 }, (_, i) => i));

@@ -559,7 +559,7 @@ Deno.test("records of many subjects keep their order per subject, and open batch
         for (let s = 0; s < 200; s++) await writer.write({ s, n, pad }, NO_TIMESTAMP);
       }
       await waitUntil(async () => (await jsm.streams.info(t.stream)).state.messages > 0, {
-        timeoutMs: 10_000,
+        timeoutMs: 30_000,
         missing: () => "a message published before the barrier",
       });
       await writer.flush(false);
