@@ -13,10 +13,11 @@
  */
 
 import type { SinkContext } from "../../runtime/api/sink.ts";
-import type { SinkWriter } from "../../runtime/api/sink_v2.ts";
+import type { SinkWriter, WriterInitContext } from "../../runtime/api/sink_v2.ts";
 import { closeNow, connect, type Sql } from "./_driver.ts";
 import type { PostgresCommittable } from "./committable.ts";
 import { describeError } from "./errors.ts";
+import { rollBackLingering } from "./prepared_writer.ts";
 import { checkRow, insertStatement, type PostgresValue, type TableSpec } from "./statements.ts";
 
 /** What an {@linkcode AutocommitWriter} is built from (checked by the sink). */
@@ -25,6 +26,8 @@ export interface AutocommitWriterParts<T> {
   readonly name: string;
   /** The server's URL. */
   readonly url: string;
+  /** The sink's gid prefix (lingering prepared transactions of an exactly-once run). */
+  readonly gidPrefix: string;
   /** A record's column values. */
   readonly values: (record: T) => readonly PostgresValue[];
   /** The table and columns. */
@@ -43,10 +46,23 @@ export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, n
   #bufferedRows = 0;
   #statements = new Map<number, string>();
 
-  /** Creates the writer's client; it connects at the first statement. */
+  /** Creates the writer's client; it connects in {@linkcode open}. */
   constructor(parts: AutocommitWriterParts<T>) {
     this.#p = parts;
     this.#sql = connect({ url: parts.url, applicationName: `weir ${parts.name}`.slice(0, 63) });
+  }
+
+  /**
+   * Rolls back the lingering prepared transactions this writer owns, left
+   * by an exactly-once run of the same sink (none on a server without
+   * prepared transactions): they would hold their locks forever.
+   */
+  async open(context: WriterInitContext<never>): Promise<void> {
+    await rollBackLingering(this.#sql, {
+      name: this.#p.name,
+      gidPrefix: this.#p.gidPrefix,
+      context,
+    });
   }
 
   /** Buffers one row; sends the batch when it is full. */

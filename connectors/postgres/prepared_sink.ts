@@ -206,26 +206,26 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
     context: WriterInitContext<never>,
   ): Promise<SinkWriter<T, PostgresCommittable, never>> {
     const name = `PostgresPreparedSink '${context.uid}' subtask ${context.subtaskIndex}`;
-    if (this.deliveryGuarantee !== "exactly-once") {
-      return new AutocommitWriter<T>({
+    const writer = this.deliveryGuarantee !== "exactly-once"
+      ? new AutocommitWriter<T>({
         name,
         url: this.#options.url,
+        gidPrefix: this.#options.gidPrefix,
         values: this.#options.values,
         spec: this.#spec,
         batchRows: this.#batchRows,
         flushAtBarrier: this.deliveryGuarantee === "at-least-once",
+      })
+      : new PreparedWriter<T>({
+        name,
+        url: this.#options.url,
+        gidPrefix: this.#options.gidPrefix,
+        values: this.#options.values,
+        spec: this.#spec,
+        batchRows: this.#batchRows,
+        commitSql: this.#commitSql,
+        subtaskIndex: context.subtaskIndex,
       });
-    }
-    const writer = new PreparedWriter<T>({
-      name,
-      url: this.#options.url,
-      gidPrefix: this.#options.gidPrefix,
-      values: this.#options.values,
-      spec: this.#spec,
-      batchRows: this.#batchRows,
-      commitSql: this.#commitSql,
-      subtaskIndex: context.subtaskIndex,
-    });
     try {
       await writer.open(context);
     } catch (error) {

@@ -307,6 +307,48 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
       },
     );
 
+    await t.step(
+      "a sink restored at-least-once from an exactly-once checkpoint commits its gids and rolls back the lingering ones",
+      async () => {
+        const table = await newTable();
+        const prefix = uniqueName("p");
+        const exactly = sinkFor(table, prefix);
+        const crashed = await exactly.createWriter(writerContext());
+        await writeAll(crashed, records(1, 3));
+        const [restored] = await crashed.prepareCommit!(1);
+        await writeAll(crashed, records(4, 6));
+        await crashed.prepareCommit!(2); // never completes
+        await crashed.close();
+        const atLeastOnce = new PostgresPreparedSink<Rec>({
+          url: server.url,
+          table,
+          columns: ["id", "key", "amount"],
+          values: (r) => [r.id, r.key, r.amount],
+          gidPrefix: prefix,
+          commitTable,
+          deliveryGuarantee: "at-least-once",
+        });
+        const committer = await atLeastOnce.createCommitter(
+          committerContext({ restoredCheckpointId: 1 }),
+        );
+        const requests = commitRequests(1, [restored!]);
+        await committer.commit(requests);
+        const writer = await atLeastOnce.createWriter(
+          writerContext({ restoredCheckpointId: 1, attempt: 1 }),
+        );
+        try {
+          assert.deepEqual(requests.map((r) => r.signal.kind), ["committed"]);
+          assert.deepEqual(await preparedGids(prefix), [], "checkpoint 2's gid was rolled back");
+          await writeAll(writer, records(4, 6));
+          await writer.flush(false);
+          assert.deepEqual(await ids(table), records(1, 6).map((r) => r.id));
+        } finally {
+          await writer.close();
+          await committer.close();
+        }
+      },
+    );
+
     await t.step("the sink refuses a guarantee it does not know", () => {
       assert.throws(
         () =>

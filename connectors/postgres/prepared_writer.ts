@@ -38,6 +38,64 @@ export async function checkPreparedTransactionsEnabled(
   if (value === "0") throw new PreparedTransactionsDisabledError(name, describeServer(url), value);
 }
 
+/** Where {@linkcode rollBackLingering} runs. */
+export interface LingeringScope {
+  /** The writer's name, for messages. */
+  readonly name: string;
+  /** The sink's gid prefix. */
+  readonly gidPrefix: string;
+  /** The writer's init context: subtask, parallelism, restored checkpoint. */
+  readonly context: WriterInitContext<never>;
+}
+
+/**
+ * Rolls back the prepared transactions of the sink's prefix that this
+ * writer owns and no checkpoint it continues from names (`decideLingering`
+ * in `gid.ts`); a gid another client resolved meanwhile is skipped.
+ * @returns the gids rolled back.
+ * @throws {Error} naming the gid, when `ROLLBACK PREPARED` fails otherwise.
+ */
+export async function rollBackLingering(sql: Sql, scope: LingeringScope): Promise<string[]> {
+  const { name, gidPrefix, context } = scope;
+  const prepared = await sql.unsafe(
+    "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND " +
+      "starts_with(gid, $1)",
+    [`${GID_MARKER}:${gidPrefix}:`],
+  );
+  const rollBack = decideLingering({
+    gidPrefix,
+    subtaskIndex: context.subtaskIndex,
+    parallelism: context.parallelism,
+    restoredCheckpointId: context.restoredCheckpointId,
+    preparedGids: columnValues(prepared, "gid").map(String),
+  });
+  for (const gid of rollBack) {
+    try {
+      await sql.unsafe(`ROLLBACK PREPARED '${gid}'`);
+    } catch (error) {
+      if (errorCode(error) !== UNDEFINED_OBJECT) {
+        throw new Error(
+          `${name}: cannot roll back lingering prepared transaction '${gid}': ${
+            describeError(error)
+          }`,
+          { cause: error },
+        );
+      }
+    }
+  }
+  if (rollBack.length > 0) {
+    log.info(
+      `${name} (job ${context.jobId}, attempt ${context.attempt}): rolled back ` +
+        `${rollBack.length} lingering prepared transaction(s) not named by ${
+          context.restoredCheckpointId === undefined
+            ? "any checkpoint (fresh start)"
+            : `checkpoint ${context.restoredCheckpointId}`
+        }: ${rollBack.join(", ")}`,
+    );
+  }
+  return rollBack;
+}
+
 /** What a {@linkcode PreparedWriter} is built from (checked by the sink). */
 export interface PreparedWriterParts<T> {
   /** `PostgresPreparedSink '<uid>' subtask <i>`, for messages. */
@@ -108,42 +166,7 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
     const { name, url, gidPrefix, commitSql } = this.#p;
     await checkPreparedTransactionsEnabled(this.#sql, name, url);
     await ensureCommitTable(this.#sql, commitSql);
-    const prepared = await this.#sql.unsafe(
-      "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND " +
-        "starts_with(gid, $1)",
-      [`${GID_MARKER}:${gidPrefix}:`],
-    );
-    const rollBack = decideLingering({
-      gidPrefix,
-      subtaskIndex: context.subtaskIndex,
-      parallelism: context.parallelism,
-      restoredCheckpointId: context.restoredCheckpointId,
-      preparedGids: columnValues(prepared, "gid").map(String),
-    });
-    for (const gid of rollBack) {
-      try {
-        await this.#sql.unsafe(`ROLLBACK PREPARED '${gid}'`);
-      } catch (error) {
-        if (errorCode(error) !== UNDEFINED_OBJECT) {
-          throw new Error(
-            `${name}: cannot roll back lingering prepared transaction '${gid}': ${
-              describeError(error)
-            }`,
-            { cause: error },
-          );
-        }
-      }
-    }
-    if (rollBack.length > 0) {
-      log.info(
-        `${name} (job ${context.jobId}, attempt ${context.attempt}): rolled back ` +
-          `${rollBack.length} lingering prepared transaction(s) not named by ${
-            context.restoredCheckpointId === undefined
-              ? "any checkpoint (fresh start)"
-              : `checkpoint ${context.restoredCheckpointId}`
-          }: ${rollBack.join(", ")}`,
-      );
-    }
+    await rollBackLingering(this.#sql, { name, gidPrefix, context });
   }
 
   /** Buffers one row; sends the batch when it is full (see `#sendBehind`). */
