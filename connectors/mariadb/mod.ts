@@ -43,14 +43,25 @@
  * a fresh start rolls back every prepared xid of its prefix, as Kafka's
  * sink aborts the lingering transactions of its transactional-id prefix.
  *
+ * ## How a commit is proven, and zombies fenced
+ *
+ * MariaDB answers "unknown xid" alike for a committed and a lost
+ * transaction, so every XA transaction also inserts its row into the
+ * commit log: after "unknown xid", a visible row proves the commit, and
+ * its absence fails the job without restarts (`xa_committable.ts`,
+ * `commit_log.ts`). A writer of a replaced attempt that prepares after the
+ * new attempt's lingering scan rolls its own xid back (`fence.ts`).
+ *
  * ## What the server must allow
  *
  * - MariaDB 10.5+ (prepared XA transactions survive a disconnect) or MySQL
  *   5.7.7+; InnoDB tables.
  * - The user needs INSERT on the target tables; for the XA sink also
- *   CREATE (once), INSERT, SELECT and DELETE on the commit-log table
- *   `weir_xa_commit_log`, and, on MySQL 8, the `XA_RECOVER_ADMIN`
- *   privilege (`XA RECOVER` lists other sessions' xids only with it).
+ *   CREATE (once), INSERT, SELECT, UPDATE and DELETE on the commit-log
+ *   table `weir_xa_commit_log` and its fence table
+ *   `weir_xa_commit_log_fence` (both created by the sink if missing), and,
+ *   on MySQL 8, the `XA_RECOVER_ADMIN` privilege (`XA RECOVER` lists other
+ *   sessions' xids only with it).
  * - On MariaDB, `XA RECOVER` needs no extra privilege.
  * - Prepared transactions keep their row locks until commit: keep
  *   `innodb_lock_wait_timeout` above the checkpoint interval if the job
