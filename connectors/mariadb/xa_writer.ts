@@ -320,9 +320,24 @@ export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
     const xid = this.#xid;
     if (connection === undefined || xid === undefined) return [];
     const records = this.#records;
-    await this.#options.commitLog.insert(connection, { xid, checkpointId, records });
-    await connection.query(`XA END ${xidSql(xid)}`);
-    await connection.query(`XA PREPARE ${xidSql(xid)}`);
+    try {
+      await this.#options.commitLog.insert(connection, { xid, checkpointId, records });
+      await connection.query(`XA END ${xidSql(xid)}`);
+      await connection.query(`XA PREPARE ${xidSql(xid)}`);
+    } catch (e) {
+      // Maybe prepared after all (a connection dropped by close() during the
+      // PREPARE): a replaced writer must not leave it behind.
+      await this.#checkFence(xid, checkpointId).catch((fenced) => {
+        if (!(fenced instanceof FencedWriterError)) {
+          log.warn(
+            `${this.#options.where}: checking the fence after a failed prepare of ${
+              describeXid(xid)
+            } failed too: ${fenced}`,
+          );
+        }
+      });
+      throw e;
+    }
     this.#connection = undefined;
     this.#xid = undefined;
     this.#records = 0;
@@ -343,7 +358,21 @@ export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
 
   /** After a prepare: a newer attempt holding the prefix means this writer is a zombie (see `fence.ts`). */
   async #checkFence(xid: Xid, checkpointId: number): Promise<void> {
-    const { control, fence, generation } = this.#options;
+    // The control connection is gone once close() ran (a replaced attempt is
+    // closed while it finishes a barrier): check on a connection of its own.
+    if (this.#closed) {
+      const own = await openConnection(this.#options.connection);
+      try {
+        return await this.#checkFenceOn(own, xid, checkpointId);
+      } finally {
+        await own.end().catch(() => releaseConnection(own));
+      }
+    }
+    return await this.#checkFenceOn(this.#options.control, xid, checkpointId);
+  }
+
+  async #checkFenceOn(control: SqlConnection, xid: Xid, checkpointId: number): Promise<void> {
+    const { fence, generation } = this.#options;
     const current = await fence.generation(control);
     if (current === generation) return;
     await rollBackXids({
