@@ -13,8 +13,9 @@
  * The binaries come from `/usr/lib/postgresql/<version>/bin` (the newest
  * version there), else `PATH`.
  *
- * Start-up costs about one second here (`initdb` most of it): start one
- * server per test file, not per test, and give each test its own tables.
+ * Start-up (`initdb` and the first start) took 0.6–2.2 s here, depending
+ * on the machine's load (`startupMs` tells): start one server per test
+ * file, not per test, and give each test its own tables.
  *
  * ```ts ignore
  * const server = await startPostgresServer();

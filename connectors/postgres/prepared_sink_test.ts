@@ -349,6 +349,45 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
       },
     );
 
+    await t.step(
+      "the committer deletes its prefix's commit-table rows past the retention, and only those",
+      async () => {
+        const table = await newTable();
+        const prefix = uniqueName("p");
+        const sink = new PostgresPreparedSink<Rec>({
+          url: server.url,
+          table,
+          columns: ["id", "key", "amount"],
+          values: (r) => [r.id, r.key, r.amount],
+          gidPrefix: prefix,
+          commitTable,
+          commitTableRetentionMs: 60_000,
+        });
+        const committer = await sink.createCommitter(committerContext());
+        const writer = await sink.createWriter(writerContext());
+        try {
+          for (const [gidPrefix, gid] of [[prefix, "old"], ["other", "old-of-other"]]) {
+            await admin.unsafe(
+              `INSERT INTO ${commitTable} (gid_prefix, gid, checkpoint_id, prepared_at) ` +
+                `VALUES ($1, $2, 1, now() - interval '2 minutes')`,
+              [gidPrefix!, gid!],
+            );
+          }
+          await writeAll(writer, records(1, 2));
+          const committables = await writer.prepareCommit!(1);
+          await committer.commit(commitRequests(1, committables));
+          const left = await admin.unsafe(
+            `SELECT gid FROM ${commitTable} WHERE gid_prefix IN ($1, 'other') ORDER BY gid`,
+            [prefix],
+          );
+          assert.deepEqual(left.map((r) => r.gid), ["old-of-other", committables[0]!.gid].sort());
+        } finally {
+          await writer.close();
+          await committer.close();
+        }
+      },
+    );
+
     await t.step("the sink refuses a guarantee it does not know", () => {
       assert.throws(
         () =>
