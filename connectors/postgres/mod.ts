@@ -80,7 +80,7 @@ export { checkPostgresCommittable, type PostgresCommittable } from "./committabl
 export { PreparedTransactionsDisabledError, PreparedTransactionVanishedError } from "./errors.ts";
 export { DEFAULT_COMMIT_TABLE } from "./commit_table.ts";
 export { formatGid, type GidParts, type ParsedGid, parseGid } from "./gid.ts";
-export type { PostgresValue } from "./statements.ts";
+export { type PostgresValue, RowShapeError } from "./statements.ts";
 export type {
   CheckpointingMode,
   CommitRequest,

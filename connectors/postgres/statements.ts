@@ -19,6 +19,8 @@
  * @module
  */
 
+import { SuppressRestartsError } from "../../runtime/failure.ts";
+
 /** A value the sinks send as a parameter: the driver's text/binary encodings of JS values. */
 export type PostgresValue = string | number | bigint | boolean | null | Date | Uint8Array;
 
@@ -176,8 +178,24 @@ export function upsertClause(
 }
 
 /**
+ * A record's `values` did not give one value per column: the user's
+ * function is wrong for every replay too, so the job fails once instead of
+ * restarting forever.
+ */
+export class RowShapeError extends SuppressRestartsError {
+  /**
+   * Builds the error.
+   * @param message names the sink, the columns and what `values` returned.
+   */
+  constructor(message: string) {
+    super(message);
+    this.name = "RowShapeError";
+  }
+}
+
+/**
  * Checks one row's values against the column count.
- * @throws {TypeError} naming the sink, the columns and the row's length.
+ * @throws {RowShapeError} naming the sink, the columns and the row's length.
  */
 export function checkRow(
   where: string,
@@ -185,7 +203,7 @@ export function checkRow(
   row: readonly PostgresValue[],
 ): readonly PostgresValue[] {
   if (!Array.isArray(row) || row.length !== spec.columns.length) {
-    throw new TypeError(
+    throw new RowShapeError(
       `${where}: values(record) must return one value per column (${spec.columns.length}: ${
         spec.columns.join(", ")
       }): current value has ${Array.isArray(row) ? `${row.length} values` : `type ${typeof row}`}`,

@@ -5,6 +5,7 @@ import {
   insertStatement,
   MAX_PARAMETERS,
   quoteIdentifier,
+  RowShapeError,
   rowsPerStatement,
   upsertClause,
 } from "./statements.ts";
@@ -70,6 +71,11 @@ Deno.test("table specs and rows are checked, naming what is wrong with the curre
     /without '.': current value is "t.a"/,
   );
   assert.deepEqual(checkRow("S", SPEC, [1, "k", null]), [1, "k", null]);
+  assert.throws(
+    () => checkRow("S", SPEC, [1, "k"]),
+    RowShapeError,
+    "a wrong row fails without restarts",
+  );
   assert.throws(
     () => checkRow("S", SPEC, [1, "k"]),
     /one value per column \(3: id, key, we"ird\): current value has 2 values/,
