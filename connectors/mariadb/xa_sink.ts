@@ -42,8 +42,11 @@
  * `deno run -A connectors/mariadb/xa_sink_bench.ts` (this machine, MariaDB
  * 10.11 on the same 2 cores, 200k records of `(INT, VARCHAR, INT)` in 10
  * checkpoints, writer and committer driven as the sink operator drives
- * them): exactly-once 347k records/s with batches of 100, 402k with 1000,
- * 456k with 5000; at-least-once (autocommit) 441k with 1000.
+ * them), on a quiet machine: exactly-once 347k records/s with batches of
+ * 100, 402k with 1000, 456k with 5000; at-least-once (autocommit) 441k with
+ * 1000. With the other engineers' tests running (load average 10 on the 2
+ * cores) the same runs gave 60–320k records/s, without a stable order.
+ * The zombie fence adds one `SELECT` per checkpoint and subtask.
  *
  * ## Simplifications
  *
@@ -56,6 +59,14 @@
  *   checkpoint interval that has records (a few ms locally).
  * - The commit log is pruned by time (default 7 days); an older restore
  *   whose rows were pruned fails loudly rather than guess.
+ * - Two jobs writing with one xid prefix roll back each other's
+ *   transactions (on a fresh start) and take each other's fence: give each
+ *   job its own uid or `xidPrefix`. A late zombie of *another* job is not
+ *   told apart from a resumed job (`fence.ts`).
+ * - A replaced writer that dies between its `XA PREPARE` and its fence
+ *   check leaves that xid prepared (holding its row locks) until a restore
+ *   from a checkpoint at or below its base, or an operator's `XA
+ *   ROLLBACK`.
  *
  * @module
  */
