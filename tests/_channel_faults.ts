@@ -14,6 +14,13 @@
  * | `duplicate` | the buffer twice                                                 | `expected n+1, got n`           |
  * | `reorder`   | nothing, then the buffer right after the next message of its channel | `expected n, got n+1`        |
  *
+ * Over the in-process transport the data plane hands buffers and events
+ * over as values (`Transport.publishValue`, DESIGN.md §15), not bytes: the
+ * {@linkcode FaultyTransport} offers `publishValue` exactly when the
+ * transport it wraps does, and the plan faults the `nth` buffer whichever
+ * way it travels, so the suite covers both paths (in-process: values; NATS:
+ * bytes). Each test asserts which path its faulted buffer took.
+ *
  * A receiver cannot tell a reordered buffer from a lost one when the later
  * message arrives: both read as a gap, and both must fail the attempt.
  *
@@ -57,6 +64,9 @@ import {
   withTempDir,
 } from "./_job_kit.ts";
 
+/** How data buffers travel on a transport: in-thread values, or byte frames. */
+export type BufferPath = "value" | "bytes";
+
 /** What a {@linkcode BufferFaultPlan} does to the buffer it picks. */
 export type BufferFault = "lose" | "duplicate" | "reorder";
 
@@ -70,7 +80,14 @@ export interface FaultedBuffer {
   readonly src: number;
   /** Its sequence number in the channel. */
   readonly seq: number;
+  /** Whether it travelled as an in-thread value (else as a byte frame). */
+  readonly inThread: boolean;
 }
+
+/** What was published: bytes, or an in-thread value (`Transport.publishValue`). */
+export type Published =
+  | { readonly kind: "bytes"; readonly data: Uint8Array }
+  | { readonly kind: "value"; readonly value: unknown };
 
 /** Attempt 0's task subjects: `weir.<job>.0.task.<vertex>.<subtask>`. */
 const ATTEMPT_0_TASK = /^weir\.[^.]+\.0\.task\./;
@@ -88,7 +105,7 @@ export class BufferFaultPlan {
   readonly nth: number;
   #seen = 0;
   #faulted: FaultedBuffer | undefined = undefined;
-  #held: Uint8Array | undefined = undefined;
+  #held: Published | undefined = undefined;
 
   /**
    * Makes a plan that has faulted nothing yet.
@@ -115,39 +132,56 @@ export class BufferFaultPlan {
    * What to publish on `subject`, in order, for a message published there.
    *
    * @param subject The subject published on.
-   * @param data The message.
-   * @returns The payloads to publish now (none, one or two).
+   * @param published The message: bytes, or an in-thread value.
+   * @returns The messages to publish now (none, one or two).
    */
-  onPublish(subject: string, data: Uint8Array): Uint8Array[] {
-    if (!ATTEMPT_0_TASK.test(subject)) return [data];
+  onPublish(subject: string, published: Published): Published[] {
+    if (!ATTEMPT_0_TASK.test(subject)) return [published];
     const faulted = this.#faulted;
     if (faulted !== undefined) {
       const held = this.#held;
-      if (held === undefined || subject !== faulted.subject) return [data];
-      const channel = channelOf(data);
-      if (channel?.edge !== faulted.edge || channel.src !== faulted.src) return [data];
+      if (held === undefined || subject !== faulted.subject) return [published];
+      const channel = channelOf(published);
+      if (channel?.edge !== faulted.edge || channel.src !== faulted.src) return [published];
       this.#held = undefined;
-      return [data, held];
+      return [published, held];
     }
-    if (!isBufferFrame(data) || this.#seen++ !== this.nth) return [data];
-    const { edge, src, seq } = decodeBufferFrame(data);
-    this.#faulted = { subject, edge, src, seq };
+    const buffer = bufferOf(published);
+    if (buffer === undefined || this.#seen++ !== this.nth) return [published];
+    const { edge, src, seq } = buffer;
+    this.#faulted = { subject, edge, src, seq, inThread: published.kind === "value" };
+    // The producer may reuse its byte buffer; an in-thread value is never changed.
+    const copy: Published = published.kind === "bytes"
+      ? { kind: "bytes", data: published.data.slice() }
+      : published;
     switch (this.fault) {
       case "lose":
         return [];
       case "duplicate":
-        return [data, data.slice()];
+        return [published, copy];
       case "reorder":
-        this.#held = data.slice(); // the producer may reuse its buffer
+        this.#held = copy;
         return [];
     }
   }
 }
 
+/** The channel of a data buffer (bytes or in-thread value), else `undefined`. */
+function bufferOf(published: Published): { edge: number; src: number; seq: number } | undefined {
+  if (published.kind === "bytes") {
+    return isBufferFrame(published.data) ? decodeBufferFrame(published.data) : undefined;
+  }
+  const { t, edge, src, seq } = published.value as Record<string, unknown>;
+  if (t !== "buf" || typeof edge !== "number" || typeof src !== "number") return undefined;
+  if (typeof seq !== "number") return undefined;
+  return { edge, src, seq };
+}
+
 /** The channel (edge, producer) of a data buffer or channel event, else `undefined`. */
-function channelOf(data: Uint8Array): { edge: number; src: number } | undefined {
-  if (isBufferFrame(data)) return decodeBufferFrame(data);
-  const message = decode(data);
+function channelOf(published: Published): { edge: number; src: number } | undefined {
+  const buffer = bufferOf(published);
+  if (buffer !== undefined) return buffer;
+  const message = published.kind === "bytes" ? decode(published.data) : published.value;
   if (typeof message !== "object" || message === null) return undefined;
   const { t, edge, src } = message as { t?: unknown; edge?: unknown; src?: unknown };
   if (t !== "evt" || typeof edge !== "number" || typeof src !== "number") return undefined;
@@ -168,6 +202,23 @@ export class FaultyTransport implements Transport {
   constructor(inner: Transport, plan: BufferFaultPlan) {
     this.#inner = inner;
     this.#plan = plan;
+    if (inner.publishValue !== undefined) {
+      // Offered only when the inner transport offers it: the data plane
+      // picks the in-thread path by its presence.
+      this.publishValue = (subject, value) => {
+        for (const out of plan.onPublish(subject, { kind: "value", value })) {
+          this.#send(subject, out);
+        }
+      };
+    }
+  }
+
+  /** Hands a value over through the plan; present only when the inner transport has it. */
+  readonly publishValue?: (subject: string, value: unknown) => void;
+
+  #send(subject: string, out: Published, options?: { reply?: string }): void {
+    if (out.kind === "bytes") this.#inner.publish(subject, out.data, options);
+    else this.#inner.publishValue!(subject, out.value);
   }
 
   /** The inner transport's limit, in bytes. */
@@ -177,8 +228,8 @@ export class FaultyTransport implements Transport {
 
   /** Publishes what the plan says, in order, on the inner transport. */
   publish(subject: string, data: Uint8Array, options?: { reply?: string }): void {
-    for (const payload of this.#plan.onPublish(subject, data)) {
-      this.#inner.publish(subject, payload, options);
+    for (const out of this.#plan.onPublish(subject, { kind: "bytes", data })) {
+      this.#send(subject, out, options);
     }
   }
 
@@ -299,10 +350,15 @@ function expectedError(fault: BufferFault, seq: number): string {
     : `expected ${seq}, got ${seq + 1} (gap: messages were lost)`;
 }
 
-/** The faulted buffer, asserting the plan made its fault. */
-function assertFaulted(plan: BufferFaultPlan): FaultedBuffer {
+/** The faulted buffer, asserting the plan made its fault on a buffer that travelled as `path`. */
+function assertFaulted(plan: BufferFaultPlan, path: BufferPath): FaultedBuffer {
   const faulted = plan.faulted;
   assert.ok(faulted !== undefined, `no data buffer was ${PARTICIPLE[plan.fault]}`);
+  assert.equal(
+    faulted.inThread ? "value" : "bytes",
+    path,
+    `buffer ${faulted.seq} on ${faulted.subject} travelled the wrong way`,
+  );
   if (plan.fault === "reorder") {
     assert.equal(plan.holding, false, `buffer ${faulted.seq} was held back but never sent`);
   }
@@ -317,8 +373,14 @@ function assertFaulted(plan: BufferFaultPlan): FaultedBuffer {
  * @param network Called once per run of the job: returns the factory of that
  * run's transports (called for the coordinator and the worker; both must
  * reach each other, e.g. connections to one bus or server).
+ * @param path How buffers travel on that transport: `"value"` (in-thread,
+ * unencoded) or `"bytes"`; each test asserts its faulted buffer went so.
  */
-export function channelFaultSuite(name: string, network: () => TransportFactory): void {
+export function channelFaultSuite(
+  name: string,
+  network: () => TransportFactory,
+  path: BufferPath,
+): void {
   for (const fault of ["lose", "duplicate", "reorder"] as const) {
     const what = `a ${PARTICIPLE[fault]} data buffer`;
     Deno.test(`${name}: ${what} fails the job naming the sequence error when restarts are off`, async () => {
@@ -329,7 +391,7 @@ export function channelFaultSuite(name: string, network: () => TransportFactory)
       } catch (error) {
         failure = error;
       }
-      const { seq, subject } = assertFaulted(plan);
+      const { seq, subject } = assertFaulted(plan, path);
       assert.ok(failure instanceof JobFailedError, `execute did not reject: ${failure}`);
       const text = messages(failure);
       assert.match(text, /ChannelSequenceError/, text);
@@ -344,7 +406,7 @@ export function channelFaultSuite(name: string, network: () => TransportFactory)
       const { value: run, log } = await capturingLog(() =>
         runKeyedJob(network(), plan, RestartStrategies.fixedDelay(2, 0))
       );
-      const { seq, subject } = assertFaulted(plan);
+      const { seq, subject } = assertFaulted(plan, path);
       assert.equal(
         run.result.restarts,
         1,

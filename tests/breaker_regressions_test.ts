@@ -199,9 +199,12 @@ function unsendableJob(bad: () => unknown): {
   env: StreamExecutionEnvironment;
   sink: CollectingSink<number>;
 } {
+  // Local mode hands records over unencoded by default (object reuse); these
+  // jobs test the encoding path, as a cluster's cross-thread edges take it.
   const env = StreamExecutionEnvironment.getExecutionEnvironment()
     .setRestartStrategy(RestartStrategies.noRestart())
-    .setNetworkBuffers({ bufferSize: 1, credits: 2 });
+    .setNetworkBuffers({ bufferSize: 1, credits: 2 })
+    .disableObjectReuse();
   const sink = new CollectingSink<number>();
   const items = Array.from({ length: UNSENDABLE_COUNT }, (_, i) => i);
   env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "numbers").uid("numbers")

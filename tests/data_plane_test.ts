@@ -18,7 +18,7 @@ import { channelFaultSuite } from "./_channel_faults.ts";
 channelFaultSuite("in-process", () => {
   const bus = new InProcessBus();
   return () => bus.connect();
-});
+}, "value");
 
 Deno.test("credits keep a fast source within a few buffers of a slow sink and lose nothing", async () => {
   const records = 3000;

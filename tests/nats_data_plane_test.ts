@@ -170,4 +170,5 @@ Deno.test("credits over NATS: a fast source and a slow keyed consumer lose nothi
 channelFaultSuite(
   "NATS",
   () => () => NatsTransport.connect({ servers: TEST_NATS_URL, name: "weir-test channel faults" }),
+  "bytes",
 );

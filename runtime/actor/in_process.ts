@@ -22,6 +22,11 @@
  *   subscription receives that very array, every further one gets a copy, so
  *   each receiver owns its bytes. Do not modify `data` after publishing it
  *   (with NATS the client may also still hold it until it is flushed).
+ * - **In-thread values.** A bus lives in one thread, so every subscriber
+ *   shares the publisher's thread: `publishValue` queues an object, as it
+ *   is, in the same FIFO as byte payloads (no encoding, no payload limit).
+ *   Every matching subscription gets the same object; nobody may change it
+ *   afterwards (see `types.ts`).
  * - **Request/reply** uses one wildcard subscription per connection,
  *   `_INBOX.<random>.*`, made on the first request; each request gets the
  *   reply subject `_INBOX.<random>.<n>`.
@@ -73,9 +78,10 @@ export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 /**
  * A test hook deciding whether to drop a published message; returns `true`
  * to drop it. Called once per publish (before fan-out), after the publish
- * was validated.
+ * was validated. For an in-thread value (`publishValue`), `data` is empty
+ * and `value` is the object; for bytes, `value` is `undefined`.
  */
-export type DropFilter = (subject: string, data: Uint8Array) => boolean;
+export type DropFilter = (subject: string, data: Uint8Array, value?: unknown) => boolean;
 
 /** Options of {@linkcode InProcessBus}. */
 export interface InProcessBusOptions {
@@ -102,6 +108,8 @@ export interface InProcessTransportOptions extends InProcessBusOptions, ConnectO
 const routeCacheLimit = 10_000;
 const inboxRoot = "_INBOX";
 const resolved: Promise<void> = Promise.resolve();
+/** The `data` of an in-thread value's message. */
+const NO_BYTES = new Uint8Array(0);
 
 let routerOf!: (bus: InProcessBus) => Router;
 
@@ -232,6 +240,30 @@ export class InProcessTransport implements Transport {
     const reply = options?.reply;
     if (reply !== undefined) validateSubject(reply, false);
     this.#router.publish(subject, data, reply);
+  }
+
+  /**
+   * Hands `value` to every subscription matching `subject`, as it is (no
+   * encoding, no payload limit); handlers run later and receive it as
+   * `message.value`, with empty `data`, in order with this connection's
+   * byte payloads. Neither the caller nor the receivers may change `value`
+   * afterwards (every receiver gets the same object).
+   *
+   * @param subject A subject without wildcards.
+   * @param value The object to hand over; not `undefined`.
+   * @throws {TransportClosedError} after {@linkcode InProcessTransport.close}.
+   * @throws {InvalidSubjectError} when `subject` is empty, has an empty
+   * token, whitespace or a wildcard.
+   * @throws {TypeError} when `value` is `undefined`.
+   */
+  publishValue(subject: string, value: unknown): void {
+    if (this.#closed) throw this.#closedError(`publish a value on '${subject}'`);
+    if (value === undefined) {
+      throw new TypeError(
+        `Cannot publish a value on '${subject}' as the value must not be undefined: current value is undefined`,
+      );
+    }
+    this.#router.publishValue(subject, value);
   }
 
   /**
@@ -527,6 +559,15 @@ class Router {
         reply === undefined ? { subject, data: copy } : { subject, data: copy, reply },
       );
     }
+  }
+
+  publishValue(subject: string, value: unknown): void {
+    const targets = this.match(subject);
+    if (this.dropFilter?.(subject, NO_BYTES, value) === true) return;
+    const count = targets.length;
+    if (count === 0) return;
+    const message = { subject, data: NO_BYTES, value };
+    for (let i = 0; i < count; i++) targets[i]!.enqueue(message);
   }
 
   markReady(subscription: InProcessSubscription): void {

@@ -220,3 +220,61 @@ Deno.test("InProcessTransport carries 200k messages in well under a second", asy
   assert.ok(ms < 1_000, `${count} messages took ${ms.toFixed(0)} ms`);
   await Promise.all([a.close(), b.close()]);
 });
+
+Deno.test("InProcessTransport hands values over as they are, in order with byte payloads, never inside publish", async () => {
+  const bus = new InProcessBus();
+  const a = bus.connect();
+  const b = bus.connect();
+  const exact: TransportMessage[] = [];
+  const wildcard: TransportMessage[] = [];
+  b.subscribe("values.x", (m) => exact.push(m));
+  b.subscribe("values.*", (m) => wildcard.push(m));
+  const record = { id: 1, nested: [1, 2] };
+  a.publish("values.x", new Uint8Array([1]));
+  a.publishValue("values.x", record);
+  a.publish("values.x", new Uint8Array([2]));
+  assert.equal(exact.length + wildcard.length, 0, "delivered inside publish");
+  await until(exact, 3);
+  await until(wildcard, 3);
+  for (const got of [exact, wildcard]) {
+    // Each subscription in publish order; both get the very object.
+    assert.deepEqual(
+      got.map((m) => m.value === undefined ? `bytes ${m.data[0]}` : "value"),
+      ["bytes 1", "value", "bytes 2"],
+    );
+    assert.equal(got[1]!.value, record, "the value was copied");
+    assert.equal(got[1]!.data.byteLength, 0, "an in-thread value carries no bytes");
+  }
+  await Promise.all([a.close(), b.close()]);
+});
+
+Deno.test("InProcessBus shows in-thread values to the drop filter and drops what it selects", async () => {
+  const bus = new InProcessBus();
+  const a = bus.connect();
+  const got: unknown[] = [];
+  a.subscribe("drop.values", (m) => got.push(m.value));
+  const seen: unknown[] = [];
+  bus.setDropFilter((_subject, data, value) => {
+    assert.equal(data.byteLength, 0);
+    seen.push(value);
+    return value === 2;
+  });
+  for (let i = 1; i <= 3; i++) a.publishValue("drop.values", i);
+  await until(got, 2);
+  assert.deepEqual(seen, [1, 2, 3]);
+  assert.deepEqual(got, [1, 3]);
+  await a.close();
+});
+
+Deno.test("InProcessTransport refuses an undefined value, and values after close", async () => {
+  const transport = new InProcessTransport({ name: "values" });
+  assert.throws(
+    () => transport.publishValue("v.x", undefined),
+    /Cannot publish a value on 'v\.x' as the value must not be undefined/,
+  );
+  await transport.close();
+  assert.throws(
+    () => transport.publishValue("v.x", 1),
+    (e) => e instanceof TransportClosedError && /connection 'values' is closed/.test(e.message),
+  );
+});

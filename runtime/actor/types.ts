@@ -20,6 +20,20 @@
  * Handlers are called asynchronously (never inside `publish`), one message at
  * a time per subscription.
  *
+ * ## In-thread values (optional)
+ *
+ * A transport whose subscribers all run in the publisher's thread (the
+ * in-process transport) may also offer {@linkcode Transport.publishValue}:
+ * it hands an object to the matching subscriptions as it is, with no
+ * encoding and no payload limit (DESIGN.md §15, "inside a thread: records
+ * pass as values"). Values and byte payloads published by one connection
+ * share the same per-subscription order, and handlers still never run
+ * inside the publish. Every matching subscription receives the same object:
+ * neither publisher nor receivers may change it afterwards (the object-reuse
+ * contract of Flink's `ExecutionConfig.enableObjectReuse`). A transport that
+ * crosses threads or processes (NATS) leaves the method out, and callers
+ * encode.
+ *
  * @module
  */
 
@@ -27,8 +41,14 @@
 export interface TransportMessage {
   /** The subject the message was published on (never a wildcard). */
   readonly subject: string;
-  /** The payload bytes. The receiver owns them. */
+  /** The payload bytes. The receiver owns them. Empty for an in-thread value. */
   readonly data: Uint8Array;
+  /**
+   * The object handed over by {@linkcode Transport.publishValue} (then
+   * `data` is empty), else `undefined`. Shared with the publisher and with
+   * the other receivers: read it, never change it.
+   */
+  readonly value?: unknown;
   /** The reply subject, when the publisher expects an answer. */
   readonly reply?: string;
 }
@@ -65,6 +85,18 @@ export interface Transport {
    * @throws {InvalidSubjectError} when the subject is empty, has empty tokens or wildcards.
    */
   publish(subject: string, data: Uint8Array, options?: { reply?: string }): void;
+  /**
+   * Optional, only on transports whose subscribers all share the
+   * publisher's thread: hands `value` (not `undefined`) to every
+   * subscription matching `subject`, without encoding it and without a
+   * payload limit. The subscriber receives it as
+   * {@linkcode TransportMessage.value}, in publish order with this
+   * connection's byte payloads. See the module docs for the contract.
+   *
+   * @throws {TransportClosedError} after {@linkcode Transport.close}.
+   * @throws {InvalidSubjectError} when the subject is empty, has empty tokens or wildcards.
+   */
+  publishValue?(subject: string, value: unknown): void;
   /**
    * Calls `handler` for each message published on a matching subject from now on.
    *

@@ -6,6 +6,17 @@
  * Every method adds nodes and edges to the graph and returns a new handle;
  * nothing runs until `env.execute()`.
  *
+ * ## Records are immutable after they are emitted
+ *
+ * A record returned by a `map`, emitted through a `Collector` or by a
+ * source is handed to the next function as it is wherever no encoding is
+ * needed: on chained edges, and in local mode on every network edge
+ * (`keyBy`, `rebalance`, `broadcast`...), which pass records between
+ * subtasks of one thread by reference (DESIGN.md §15; Flink's object reuse,
+ * on by default here). So no function may change a record it emitted or
+ * received; build a new one. `env.disableObjectReuse()` encodes every
+ * network edge instead, as cross-thread edges of cluster mode always do.
+ *
  * @module
  */
 

@@ -149,6 +149,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     initialCredits: 8,
     autoWatermarkIntervalMs: 200,
     checkpointingMode: "none",
+    objectReuse: true,
   };
   #clock: Clock = systemClock;
   #resume: ResumeOptions | undefined;
@@ -269,6 +270,30 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     if (options.credits !== undefined) {
       this.#task.initialCredits = positiveInteger("credits", options.credits);
     }
+    return this;
+  }
+
+  /**
+   * Lets network edges between subtasks of one thread (all of local mode)
+   * hand records over as they are, without encoding them: the default
+   * (Flink's `ExecutionConfig.enableObjectReuse`). Records must then not be
+   * changed after `collect`, by the function that emitted them or by the one
+   * that receives them; values read from state likewise.
+   */
+  enableObjectReuse(): this {
+    this.#task.objectReuse = true;
+    return this;
+  }
+
+  /**
+   * Makes every network edge encode its records, also between subtasks of
+   * one thread (Flink's `ExecutionConfig.disableObjectReuse`): each consumer
+   * gets its own copy, records must be plain data, and a record over the
+   * transport's max payload fails the job, in local mode as in cluster mode.
+   * Slower (local mode's keyed edges spend most of their time encoding).
+   */
+  disableObjectReuse(): this {
+    this.#task.objectReuse = false;
     return this;
   }
 

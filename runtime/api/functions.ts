@@ -41,7 +41,14 @@ import type { OutputTag } from "./output_tag.ts";
 
 /** Collects a function's output records. */
 export interface Collector<T> {
-  /** Emits `value` downstream, with the input record's timestamp if it had one. */
+  /**
+   * Emits `value` downstream, with the input record's timestamp if it had
+   * one. `value` is immutable from then on: chained operators, and in local
+   * mode network edges too, hand the object itself to the next function
+   * (object reuse, see `StreamExecutionEnvironment.disableObjectReuse`), so
+   * neither the caller nor a receiver may change it. Emit a new object
+   * instead of changing and re-emitting one.
+   */
   collect(value: T): void;
 }
 

@@ -12,6 +12,11 @@
  * credits are not returned and its producer stalls: that is the aligned
  * checkpoint's backpressure.
  *
+ * Buffers arrive decoded: from bytes by the task on arrival, or as the
+ * producer's own objects over an in-thread channel (`record_writer.ts`).
+ * Both are checked for sequence the same way, and credits go back the same
+ * way (as a value when the transport has `publishValue`, else encoded).
+ *
  * @module
  */
 
@@ -19,7 +24,7 @@ import type { Transport } from "../actor/types.ts";
 import { encode } from "../actor/codec.ts";
 import type { JobEdge, JobGraph } from "../graph/job_graph.ts";
 import { channelSources } from "./channels.ts";
-import type { BufferMessage, CreditMessage, EventMessage } from "./messages.ts";
+import type { CreditMessage, EventMessage, ReceivedBufferMessage } from "./messages.ts";
 import { taskSubject } from "./messages.ts";
 
 /** A channel delivered a message out of sequence: data was lost, duplicated or reordered. */
@@ -41,7 +46,7 @@ export class InputChannel {
   /** Next expected sequence number. */
   expectedSeq = 0;
   /** Received, not yet consumed. */
-  readonly queue: (BufferMessage | EventMessage)[] = [];
+  readonly queue: (ReceivedBufferMessage | EventMessage)[] = [];
   /** Blocked by alignment. */
   blocked = false;
   /** End of data received. */
@@ -129,7 +134,7 @@ export class InputGate {
    * Queues a message from the transport, checking its sequence number.
    * @returns false when the message is out of sequence (see {@linkcode InputGate.error}).
    */
-  receive(msg: BufferMessage | EventMessage): boolean {
+  receive(msg: ReceivedBufferMessage | EventMessage): boolean {
     const ch = this.#byEdge.get(msg.edge)?.[msg.src];
     if (!ch) {
       this.error ??= new ChannelSequenceError(
@@ -155,7 +160,7 @@ export class InputGate {
   }
 
   /** The next message of an unblocked channel, round-robin, or `undefined`. */
-  poll(): { channel: InputChannel; message: BufferMessage | EventMessage } | undefined {
+  poll(): { channel: InputChannel; message: ReceivedBufferMessage | EventMessage } | undefined {
     if (this.#queued === 0) return undefined;
     const n = this.channels.length;
     for (let i = 0; i < n; i++) {
@@ -192,7 +197,8 @@ export class InputGate {
       dst: subtask,
       n,
     };
-    transport.publish(ch.producerSubject, encode(msg));
+    if (transport.publishValue) transport.publishValue(ch.producerSubject, msg);
+    else transport.publish(ch.producerSubject, encode(msg));
   }
 
   /** Whether every channel delivered end of data. */

@@ -33,6 +33,14 @@
  * `vb` once, when the message arrives, into a
  * {@linkcode ReceivedBufferMessage}.
  *
+ * A channel whose consumer shares the producer's thread (the transport has
+ * `publishValue`: local mode) sends no bytes: each `buf` goes as a
+ * {@linkcode ReceivedBufferMessage} object holding the records themselves
+ * (no `vb`), and events and credits go as their message objects, with the
+ * same sequence numbers, credits and order (DESIGN.md §15). Records are then
+ * shared between producer and consumer, so they must not be changed after
+ * `collect` (README, "What is not guaranteed").
+ *
  * @module
  */
 
@@ -84,14 +92,27 @@ export interface BufferMessage extends Envelope {
 }
 
 /**
- * A {@linkcode BufferMessage} whose block the receiving subtask decoded once,
- * on arrival, before queueing it in its input gate. Never sent.
+ * A buffer of records as the input gate queues it: a
+ * {@linkcode BufferMessage} whose block the receiving subtask decoded once,
+ * on arrival, or the object a producer in the same thread handed over with
+ * `Transport.publishValue` (then without `vb`, and `kg` may be a plain
+ * array). Never encoded.
  */
-export interface ReceivedBufferMessage extends BufferMessage {
-  /** The records, in order. */
-  readonly v: unknown[];
+export interface ReceivedBufferMessage extends Envelope {
+  /** The message type. */
+  readonly t: "buf";
+  /** The JobGraph edge index. */
+  readonly edge: number;
+  /** The producer subtask index. */
+  readonly src: number;
+  /** The channel's sequence number (from 0 per attempt and channel). */
+  readonly seq: number;
+  /** The records, in order. Shared with the producer when handed over in-thread: never change them. */
+  readonly v: readonly unknown[];
   /** One timestamp per record (ms, `null` = none), or `undefined` when no record had one. */
-  readonly ts: (number | null)[] | undefined;
+  readonly ts: readonly (number | null)[] | undefined;
+  /** On hash-partitioned edges: each record's key group (see {@linkcode BufferMessage.kg}). */
+  readonly kg?: Uint16Array | readonly number[];
 }
 
 /** An in-band event on a channel. */

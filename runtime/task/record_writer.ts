@@ -13,18 +13,44 @@
  * into the message's `vb` block. A message larger than the transport's max
  * payload is split in two halves (each encoded again) until it fits.
  *
+ * ## In-thread channels
+ *
+ * When the transport can hand values over within this thread
+ * (`Transport.publishValue`: the in-process transport of local mode), a
+ * buffer is not encoded: the sealed buffer's arrays of records, timestamps
+ * and key groups go to the consumer as one {@linkcode ReceivedBufferMessage}
+ * object, and events as their {@linkcode EventMessage} objects. Everything
+ * else is the same: one sequence number per message, a credit per buffer,
+ * events queued behind the buffers sealed before them, the same buffer size
+ * and timeout (DESIGN.md §15). Such a buffer has no size limit (like a
+ * chained edge), and its records are the very objects the operator
+ * collected: they must not be changed afterwards, by the producer or by the
+ * consumer (Flink's object-reuse trade-off, `enableObjectReuse`; README,
+ * "What is not guaranteed"). The choice is per writer: a transport that
+ * crosses threads (NATS) has no `publishValue`, and every buffer is encoded;
+ * so does a writer with `objectReuse: false`. One record is copied (through
+ * the codec) on the in-thread path: on a keyed edge, one whose key holds a
+ * string with a lone surrogate, which the codec turns into U+FFFD, so the
+ * consumer keys its state by the key a cross-thread edge or a restored
+ * checkpoint would give.
+ *
  * @module
  */
 
 import type { Transport } from "../actor/types.ts";
 import { encode } from "../actor/codec.ts";
-import { encodeRecords } from "./record_codec.ts";
+import { decodeRecords, encodeRecords } from "./record_codec.ts";
 import { encodeBufferFrame } from "./buffer_frame.ts";
 import type { JobEdge } from "../graph/job_graph.ts";
 import type { KeySelector } from "../graph/stream_graph.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../state/key_group.ts";
 import { channelTargets } from "./channels.ts";
-import type { BufferMessage, ChannelEvent, EventMessage } from "./messages.ts";
+import type {
+  BufferMessage,
+  ChannelEvent,
+  EventMessage,
+  ReceivedBufferMessage,
+} from "./messages.ts";
 import { taskSubject } from "./messages.ts";
 import { SuppressRestartsError } from "../failure.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
@@ -34,6 +60,12 @@ const ENVELOPE_BYTES = 1024;
 
 type Pending =
   | { readonly kind: "buf"; readonly vb: Uint8Array; readonly kg: Uint16Array | undefined }
+  | {
+    readonly kind: "vals";
+    readonly v: unknown[];
+    readonly ts: (number | null)[] | undefined;
+    readonly kg: number[] | undefined;
+  }
   | { readonly kind: "evt"; readonly e: ChannelEvent };
 
 /**
@@ -64,6 +96,24 @@ class ChannelWriter {
   }
 }
 
+/**
+ * Whether `key` survives the record codec unchanged as far as strings go:
+ * no string in it (at any depth of arrays and plain objects) has a lone
+ * UTF-16 surrogate.
+ */
+function isWellFormedKey(key: unknown): boolean {
+  if (typeof key === "string") return key.isWellFormed();
+  if (typeof key !== "object" || key === null) return true;
+  if (Array.isArray(key)) return key.every(isWellFormedKey);
+  if (Object.getPrototypeOf(key) !== Object.prototype) return true;
+  return Object.entries(key).every(([k, v]) => k.isWellFormed() && isWellFormedKey(v));
+}
+
+/** `value` through the record codec: what an encoded buffer would deliver. */
+function copyRecord(value: unknown): unknown {
+  return decodeRecords(encodeRecords([value], undefined)).values[0];
+}
+
 /** Options of {@linkcode RecordWriter}. */
 export interface RecordWriterOptions {
   readonly jobId: string;
@@ -79,6 +129,12 @@ export interface RecordWriterOptions {
   readonly transport: Transport;
   /** Records per buffer. */
   readonly bufferSize: number;
+  /**
+   * Whether buffers may be handed over as values when the transport offers
+   * `publishValue` (default `true`); `false` encodes every buffer. See the
+   * module docs.
+   */
+  readonly objectReuse?: boolean;
   /** A monotonic clock in ms, for buffer ages (not the job's clock: buffer timeouts are real time). */
   readonly now: () => number;
 }
@@ -100,11 +156,18 @@ export class RecordWriter {
   recordsOut = 0;
   /** Buffers sent, for metrics. */
   buffersOut = 0;
+  /**
+   * Whether this writer's buffers are handed over as values, unencoded
+   * (the transport has `publishValue`; see the module docs).
+   */
+  readonly inThread: boolean;
 
   constructor(options: RecordWriterOptions) {
     this.#options = options;
     this.edge = options.edge;
     this.#keySelector = options.edge.keySelector;
+    this.inThread = options.objectReuse !== false &&
+      typeof options.transport.publishValue === "function";
     const targets = channelTargets(
       options.edge.partitioner,
       options.producerParallelism,
@@ -141,13 +204,18 @@ export class RecordWriter {
         this.#add(this.#channels[0]!, value, timestamp);
         return;
       case "hash": {
-        const keyGroup = assignToKeyGroup(
-          this.#keySelector!(value),
-          this.#options.consumerMaxParallelism,
-        );
+        const key = this.#keySelector!(value);
+        const keyGroup = assignToKeyGroup(key, this.#options.consumerMaxParallelism);
         const ch = this.#byKeyGroup[keyGroup]!;
         ch.keyGroups.push(keyGroup);
-        this.#add(ch, value, timestamp);
+        // A key the codec would change (a lone surrogate becomes U+FFFD) is
+        // given to the consumer as the codec delivers it, so its keyed state
+        // holds the key a restore or a cross-thread edge would give.
+        this.#add(
+          ch,
+          this.inThread && !isWellFormedKey(key) ? copyRecord(value) : value,
+          timestamp,
+        );
         return;
       }
       case "broadcast":
@@ -188,7 +256,8 @@ export class RecordWriter {
     ch.values = [];
     ch.timestamps = [];
     ch.hasTimestamps = false;
-    this.#encodeInto(ch, values, ts, kg);
+    if (this.inThread) ch.queue.push({ kind: "vals", v: values, ts, kg });
+    else this.#encodeInto(ch, values, ts, kg);
     this.#drain(ch);
   }
 
@@ -227,7 +296,24 @@ export class RecordWriter {
     const { jobId, attempt, producerIndex, transport } = this.#options;
     while (ch.queue.length > 0) {
       const item = ch.queue[0]!;
-      if (item.kind === "buf") {
+      if (item.kind === "vals") {
+        if (ch.credits <= 0) break;
+        ch.credits--;
+        ch.queue.shift();
+        const msg: ReceivedBufferMessage = {
+          t: "buf",
+          job: jobId,
+          att: attempt,
+          edge: this.edge.index,
+          src: producerIndex,
+          seq: ch.seq++,
+          v: item.v,
+          ts: item.ts,
+          ...(item.kg ? { kg: item.kg } : {}),
+        };
+        this.buffersOut++;
+        transport.publishValue!(ch.subject, msg);
+      } else if (item.kind === "buf") {
         if (ch.credits <= 0) break;
         ch.credits--;
         ch.queue.shift();
@@ -254,7 +340,8 @@ export class RecordWriter {
           seq: ch.seq++,
           e: item.e,
         };
-        transport.publish(ch.subject, encode(msg));
+        if (this.inThread) transport.publishValue!(ch.subject, msg);
+        else transport.publish(ch.subject, encode(msg));
       }
     }
   }

@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
 import { setImmediate } from "node:timers";
-import { decode } from "../actor/codec.ts";
 import { InProcessBus } from "../actor/in_process.ts";
-import { decodeBufferFrame, isBufferFrame } from "./buffer_frame.ts";
-import type { TaskMessage } from "./messages.ts";
+import { decodeInbound } from "./network_input.ts";
 import { taskSubject } from "./messages.ts";
 import { RecordWriter } from "./record_writer.ts";
 
@@ -12,7 +10,7 @@ Deno.test("a RecordWriter sends watermark status changes in order behind the rec
   const transport = await bus.connect();
   const seen: string[] = [];
   transport.subscribe(taskSubject("job-1", 0, "v1", 0), (m) => {
-    const msg = (isBufferFrame(m.data) ? decodeBufferFrame(m.data) : decode(m.data)) as TaskMessage;
+    const msg = decodeInbound(m);
     if (msg.t === "buf") seen.push("buf");
     if (msg.t === "evt") seen.push(JSON.stringify(msg.e));
   });

@@ -49,9 +49,8 @@ import {
   TransportClosedError,
   type TransportMessage,
 } from "../actor/types.ts";
-import { CodecError, decode, encode } from "../actor/codec.ts";
-import { decodeRecords } from "./record_codec.ts";
-import { decodeBufferFrame, isBufferFrame } from "./buffer_frame.ts";
+import { encode } from "../actor/codec.ts";
+import { decodeInbound, type InboundMessage } from "./network_input.ts";
 import { Signal, yieldToEventLoop } from "../actor/async.ts";
 import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
@@ -74,16 +73,13 @@ import { OperatorChain } from "./operator_chain.ts";
 import type { OperatorRestore, OperatorSnapshot, StreamOperator } from "./operators/operator.ts";
 import type { SourceOperator } from "./operators/source_operator.ts";
 import {
-  type BufferMessage,
   type ChannelEvent,
   type CoordinatorMessage,
   coordinatorSubject,
   type MessageBody,
-  type ReceivedBufferMessage,
   type RestorePoint,
   type SubtaskMetrics,
   type TaskControlMessage,
-  type TaskMessage,
   taskSubject,
 } from "./messages.ts";
 
@@ -104,6 +100,13 @@ export interface TaskConfig {
    * `OperatorEnvironment.checkpointingMode`.
    */
   readonly checkpointingMode: CheckpointingMode | "none";
+  /**
+   * Whether a network edge whose consumer shares the producer's thread hands
+   * records over as they are (default `true`; Flink's `enableObjectReuse`):
+   * records must then not be changed after `collect`. `false` encodes every
+   * buffer, as a cross-thread edge does (see `record_writer.ts`).
+   */
+  readonly objectReuse?: boolean;
 }
 
 /** Where a fault can be injected in tests (chaos hooks; no effect unless an injector is set). */
@@ -276,9 +279,9 @@ export class StreamTask {
 
   #onMessage(m: TransportMessage): void {
     if (this.#done) return;
-    let msg: TaskMessage;
+    let msg: InboundMessage;
     try {
-      msg = isBufferFrame(m.data) ? decodeBufferFrame(m.data) : decode(m.data) as TaskMessage;
+      msg = decodeInbound(m);
     } catch (error) {
       this.#fail(error);
       return;
@@ -288,17 +291,7 @@ export class StreamTask {
       return;
     }
     switch (msg.t) {
-      case "buf": {
-        let received: ReceivedBufferMessage;
-        try {
-          received = this.#decodeBuffer(msg);
-        } catch (error) {
-          this.#fail(error);
-          return;
-        }
-        if (!this.#gate.receive(received)) this.#fail(this.#gate.error);
-        break;
-      }
+      case "buf":
       case "evt":
         if (!this.#gate.receive(msg)) this.#fail(this.#gate.error);
         break;
@@ -313,33 +306,6 @@ export class StreamTask {
         this.#mails.push(msg);
     }
     this.#signal.notify();
-  }
-
-  /**
-   * Decodes a buffer's records block, once, on arrival.
-   * @throws {CodecError} naming the channel and sequence number when `vb` is
-   * missing or malformed.
-   */
-  #decodeBuffer(msg: BufferMessage): ReceivedBufferMessage {
-    const where = `buffer ${msg.seq} of edge ${msg.edge} from producer subtask ${msg.src}`;
-    if (!(msg.vb instanceof Uint8Array)) {
-      throw new CodecError(`The records block of ${where} is missing`);
-    }
-    try {
-      const { values, timestamps } = decodeRecords(msg.vb);
-      if (
-        msg.kg !== undefined &&
-        (!(msg.kg instanceof Uint16Array) || msg.kg.length !== values.length)
-      ) {
-        throw new Error(`its key groups do not match its ${values.length} records`);
-      }
-      return { ...msg, v: values, ts: timestamps };
-    } catch (error) {
-      throw new CodecError(
-        `Cannot decode ${where}: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
-    }
   }
 
   #fail(error: unknown): void {
@@ -379,6 +345,7 @@ export class StreamTask {
         consumerMaxParallelism: consumer.maxParallelism,
         transport: o.transport,
         bufferSize: o.config.bufferSize,
+        objectReuse: o.config.objectReuse ?? true,
         now: () => performance.now(),
       });
       this.#writers.set(edgeIndex, writer);
@@ -509,8 +476,8 @@ export class StreamTask {
     const { channel, message } = item;
     if (message.t === "buf") {
       const head = this.#chain!.head;
-      // #onMessage queues buffers only once decoded.
-      const { v: values, ts, kg } = message as ReceivedBufferMessage;
+      // #onMessage queues buffers decoded (or as handed over in-thread).
+      const { v: values, ts, kg } = message;
       const n = values.length;
       // A producer's key groups are those of the edge's key selector; they
       // are the head's only when it keys by that same selector.
