@@ -20,10 +20,23 @@
  * `EXACTLY_ONCE` likewise needs checkpointing to commit). A job whose
  * sources are all bounded still takes its final checkpoint at the end of
  * input (the coordinator does so even with checkpointing off), which
- * commits everything at once; a failure before it commits nothing, and a
- * restart (if a restart strategy is set) starts from the beginning, so the
- * output is still exactly-once and the combination is allowed. With at-least-once
- * checkpoints the sink still commits each checkpoint's writes exactly once,
+ * commits everything at once, so the combination is allowed. A failure
+ * before the final checkpoint completes commits nothing, and a restart (if
+ * a restart strategy is set; with checkpointing off the default is none)
+ * starts from the beginning, with no checkpoint to restore. A failure after
+ * it completed (e.g. a committer that throws) restarts from the final
+ * checkpoint, like a restart from any completed checkpoint: the sources
+ * resume at their end and the restored committables are committed again
+ * (the committer recognizes those it already committed, as after any
+ * restore). Either way the output is exactly-once.
+ *
+ * "Bounded" is the sources' `boundedness`. A source whose end is up to
+ * someone else is `"continuous-unbounded"` even when it can end: the
+ * socket source (`socket_source.ts`) ends when its peer closes, but the
+ * job cannot count on that, and it cannot replay what it read, so an
+ * exactly-once sink behind it without checkpointing is refused.
+ *
+ * With at-least-once checkpoints the sink still commits each checkpoint's writes exactly once,
  * but the snapshot it commits against may already hold records from after
  * the barrier, which a restore replays: end to end the job is at-least-once.
  * Flink allows this, so Weir only warns.

@@ -146,6 +146,39 @@ Deno.test("execute() refuses an exactly-once sink without checkpointing in an un
   assert.equal(written, 0, "the job ran");
 });
 
+Deno.test("execute() refuses an exactly-once sink behind a socket source without checkpointing, even with maxRetry 0", async () => {
+  // The peer closes every connection at once: a job allowed to run would
+  // finish with no lines (and execute() would resolve), so the test fails
+  // unless execute() refuses before anything connects.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let accepted = 0;
+  const serving = (async () => {
+    for await (const connection of listener) {
+      accepted++;
+      connection.close();
+    }
+  })();
+  try {
+    const env = StreamExecutionEnvironment.getExecutionEnvironment();
+    const eo: SinkV2<string> = {
+      kind: "v2",
+      deliveryGuarantee: "exactly-once",
+      createWriter: () => ({ write() {}, flush() {}, close() {} }),
+    };
+    env.socketTextStream("127.0.0.1", listener.addr.port).sinkTo(eo).uid("socket-eo-out");
+    await assert.rejects(
+      () => env.execute("socket without checkpointing"),
+      (error: unknown) =>
+        error instanceof DeliveryGuaranteeError && /uid "socket-eo-out"/.test(error.message) &&
+        /unbounded source/.test(error.message),
+    );
+    assert.equal(accepted, 0, "the job connected to the socket");
+  } finally {
+    listener.close();
+    await serving.catch(() => {});
+  }
+});
+
 Deno.test("enableCheckpointing refuses a mode other than exactly-once or at-least-once", () => {
   const env = StreamExecutionEnvironment.getExecutionEnvironment();
   assert.throws(

@@ -52,13 +52,26 @@
  * - When the peer closes the connection, the reader reconnects while
  *   attempts remain; when none remain (always, with the default 0), the
  *   source ends: a job reading only sockets then finishes, like Flink's.
- *   That is why the source is `"bounded"` unless `maxRetry` is -1.
  * - A reset by the peer (TCP RST) between two lines ends the connection as a
  *   close does. A reset in the middle of a line fails the reader with a
  *   {@linkcode SocketSourceError} naming `host:port`, the line and how much
  *   of it was read, after the complete lines before it: the reset may have
  *   cut the line short, so it is not emitted as if it were whole (Flink's
  *   source fails on any reset).
+ *
+ * ## Boundedness: always `"continuous-unbounded"`
+ *
+ * Even with `maxRetry` 0, when the source ends as soon as the peer closes,
+ * nothing bounds the input: the peer decides when (if ever) it closes, so
+ * the job cannot count on its end for a final checkpoint. Flink treats
+ * `socketTextStream` the same way (a legacy `SourceFunction`, whose
+ * `LegacySourceTransformation` is `CONTINUOUS_UNBOUNDED`). This matters to
+ * `execute()`'s delivery check (`delivery_check.ts`): an exactly-once sink
+ * behind a socket source with checkpointing off is refused, since it would
+ * commit only when the peer closes, and a failure before that would lose
+ * every line read (the socket cannot replay them). The source still ends
+ * when the peer closes and no retry is left; a job whose sources all end
+ * still takes its final checkpoint then, as for any source.
  *
  * ## Parallelism
  *
@@ -356,8 +369,11 @@ function checkOptions(options: SocketTextSourceOptions): Required<SocketTextSour
  * `env.socketTextStream(host, port, options)` adds it with parallelism 1.
  */
 export class SocketTextSource implements Source<string, SocketSplit> {
-  /** `"bounded"` (it ends when the peer closes and no retry is left) unless `maxRetry` is -1. */
-  readonly boundedness: Boundedness;
+  /**
+   * Always `"continuous-unbounded"`, whatever `maxRetry` (see "Boundedness"
+   * in the module docs): the peer, not the job, decides when the input ends.
+   */
+  readonly boundedness: Boundedness = "continuous-unbounded";
   /** The host to connect to. */
   readonly host: string;
   /** The TCP port, 1–65535. */
@@ -389,7 +405,6 @@ export class SocketTextSource implements Source<string, SocketSplit> {
     this.host = host;
     this.port = port;
     this.options = checkOptions(options);
-    this.boundedness = this.options.maxRetry === -1 ? "continuous-unbounded" : "bounded";
   }
 
   /** `host:port`. */

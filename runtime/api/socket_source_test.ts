@@ -88,7 +88,7 @@ Deno.test("SocketTextSource refuses a bad host, port, option or a parallelism ab
     /'retryDelayMs' must be an integer >= 0: current value is 1.5/,
   );
   const source = new SocketTextSource("localhost", 7777);
-  assert.equal(source.boundedness, "bounded");
+  assert.equal(source.boundedness, "continuous-unbounded");
   assert.equal(
     new SocketTextSource("localhost", 7777, { maxRetry: -1 }).boundedness,
     "continuous-unbounded",
