@@ -28,12 +28,13 @@
  *   keeps every identity the tables hold), so an equal key found later gets
  *   that same identity.
  * - Memory: the table holds the tuples of live entries plus those interned
- *   since the last sweep; the backend sweeps when the table has doubled
- *   since, or grown by the number of entries the sweep visited (see
- *   {@linkcode KeyInterner.needsSweep}), so it stays within the larger of
- *   twice the live tuples and the number of (state, key, namespace) entries
- *   (and at least {@linkcode MIN_SWEEP_SIZE}). Each sweep visits every
- *   entry; the growth rule makes that O(1) per interned tuple.
+ *   since the last sweep (keys read but never written, keys whose entries
+ *   were removed). When it has grown enough ({@linkcode KeyInterner.needsSweep}),
+ *   the backend counts its entries E (O(key groups)) and sweeps if the
+ *   table holds more than 2E tuples, else postpones by E: the table stays
+ *   within about 3E + {@linkcode MIN_SWEEP_SIZE} tuples. A sweep visits every
+ *   entry and frees at least half the table, so sweeps cost O(1) per
+ *   interned tuple; with no key ever removed, no sweep runs at all.
  *
  * @module
  */
@@ -200,12 +201,31 @@ export class KeyInterner {
   }
 
   /**
-   * Whether a sweep is due: the table holds at least {@linkcode MIN_SWEEP_SIZE}
-   * tuples, twice those kept by the last sweep, and as many new tuples as
-   * that sweep visited identities.
+   * Whether the table is due a look: it holds at least
+   * {@linkcode MIN_SWEEP_SIZE} tuples and has grown as set by the last
+   * {@linkcode sweep} or {@linkcode postpone}. The backend then sweeps only
+   * when at least half the table must be garbage (see {@linkcode worthSweeping}).
    */
   needsSweep(): boolean {
     return this.#size >= this.#sweepAt;
+  }
+
+  /**
+   * Whether a sweep would free at least half the table: it holds more than
+   * twice `entries`, the number of (state, key, namespace) entries of the
+   * tables, which bounds the number of live tuples.
+   */
+  worthSweeping(entries: number): boolean {
+    return this.#size > 2 * entries;
+  }
+
+  /**
+   * Skips a sweep while all tuples may be live (keys are rarely removed, as
+   * in a deduplication): the next look is after `entries` (at least
+   * {@linkcode MIN_SWEEP_SIZE}) more tuples.
+   */
+  postpone(entries: number): void {
+    this.#sweepAt = this.#size + Math.max(MIN_SWEEP_SIZE, entries);
   }
 
   /**

@@ -269,8 +269,10 @@ export class HeapKeyedStateBackend {
     ctx.stateKey = this.#interner.identity(key);
   }
 
-  /** Drops the interned composite keys no table holds any more (those of removed entries). */
+  /** Drops the interned composite keys no table holds any more (those of removed entries), when worth it. */
   #sweepInterner(): void {
+    const entries = this.numEntries();
+    if (!this.#interner.worthSweeping(entries)) return this.#interner.postpone(entries);
     this.#interner.sweep((keep: (identity: InternedKey) => void) => {
       const keepAll = (m: Map<InternedKey, unknown> | undefined) => {
         if (m !== undefined) { for (const identity of m.keys()) keep(identity); }

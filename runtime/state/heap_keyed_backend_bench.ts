@@ -12,6 +12,12 @@
  * 1.2× (median CPU time of 15 interleaved runs), four live windows per key
  * (four times the entries) about 2.25×.
  *
+ * The group "composite keys" runs the sum keyed by `[bidder, auction]`
+ * tuples (Nexmark dedup's key), a fresh array per record: the backend
+ * (which interns tuples, `_key_interner.ts`) against nested `Map`s and a
+ * `Map` keyed by the string `stateKeyOf` builds per record (the backend's
+ * tuple identity before interning).
+ *
  * With `WEIR_BENCH_SMOKE=1` each benchmark runs one iteration of 200k
  * records (the smoke test `bench/micro_benches_test.ts` does so) instead of
  * Deno's calibrated count.
@@ -21,7 +27,7 @@
 
 import { ReducingStateDescriptor, ValueStateDescriptor } from "../api/state.ts";
 import { HeapKeyedStateBackend } from "./heap_keyed_backend.ts";
-import { assignToKeyGroup, KeyGroupRange } from "./key_group.ts";
+import { assignToKeyGroup, KeyGroupRange, type StateKey, stateKeyOf } from "./key_group.ts";
 import { VOID_NAMESPACE } from "./internal_state.ts";
 
 /** One iteration each in the smoke test (`WEIR_BENCH_SMOKE=1`), else Deno's defaults. */
@@ -178,4 +184,65 @@ Deno.bench("ReducingState, one window namespace", namespaces, () => {
 });
 Deno.bench("ReducingState, four window namespaces", namespaces, () => {
   checkEntries(runReducingIn(4), PAIRS_IN_FOUR_WINDOWS);
+});
+
+// ---------------------------------------------------------------------------
+// Composite keys
+
+/** Nexmark dedup's key shape: (bidder, auction), a fresh array per record as a key selector returns it. */
+const bidders = Array.from({ length: KEYS }, (_, i) => 1000 + (i % 97));
+const auctions = Array.from({ length: KEYS }, (_, i) => 2000 + i);
+
+/** The ValueState running sum keyed by `[bidder, auction]`, with the key group given as a hash edge gives it. */
+function runBackendTuples(): number {
+  const backend = emptyBackend();
+  const sum = backend.getValueState(new ValueStateDescriptor<number>("sum", { defaultValue: 0 }));
+  for (let i = 0; i < RECORDS; i++) {
+    const k = order[i]!;
+    const key: [number, number] = [bidders[k]!, auctions[k]!];
+    backend.setCurrentKey(key, assignToKeyGroup(key, 128));
+    sum.update(sum.value()! + i);
+  }
+  return backend.numKeys("sum");
+}
+
+/** The same sum in a `Map` keyed by the string `stateKeyOf` builds per record (the backend's identity before interning). */
+function runMapOfBuiltStrings(): number {
+  const map = new Map<StateKey, number>();
+  let groups = 0;
+  for (let i = 0; i < RECORDS; i++) {
+    const k = order[i]!;
+    const key: [number, number] = [bidders[k]!, auctions[k]!];
+    groups += assignToKeyGroup(key, 128);
+    const sk = stateKeyOf(key);
+    map.set(sk, (map.get(sk) ?? 0) + i);
+  }
+  return map.size + (groups & 0);
+}
+
+/** The same sum in nested `Map`s (bidder, then auction): what a hand-written loop would do. */
+function runNestedMaps(): number {
+  const outer = new Map<number, Map<number, number>>();
+  let n = 0;
+  for (let i = 0; i < RECORDS; i++) {
+    const k = order[i]!;
+    const key: [number, number] = [bidders[k]!, auctions[k]!];
+    let inner = outer.get(key[0]);
+    if (inner === undefined) outer.set(key[0], inner = new Map());
+    const old = inner.get(key[1]);
+    if (old === undefined) n++;
+    inner.set(key[1], (old ?? 0) + i);
+  }
+  return n;
+}
+
+const composite = { ...smoke, group: "composite keys" };
+Deno.bench("nested Maps, 10k (bidder, auction) keys", { ...composite, baseline: true }, () => {
+  check(runNestedMaps());
+});
+Deno.bench("Map of stateKeyOf strings + key group, 10k (bidder, auction) keys", composite, () => {
+  check(runMapOfBuiltStrings());
+});
+Deno.bench("HeapKeyedStateBackend ValueState, 10k (bidder, auction) keys", composite, () => {
+  check(runBackendTuples());
 });
