@@ -33,8 +33,14 @@
  * across rescaling, is in `file_sink_writer.ts`. With at-least-once
  * checkpoints, a restore may write some records again.
  *
- * Checkpointing is required: without it no file would ever become
- * finished, so the writer refuses to start ({@linkcode FileSinkCheckpointingError}).
+ * Part files become finished only when a checkpoint completes, whatever
+ * the `deliveryGuarantee` (the sink declares `commitsOnlyAtCheckpoints`).
+ * Without checkpointing, a bounded job's final checkpoint at the end of
+ * input finishes every file at once (a failure before it restarts from the
+ * beginning, and the fresh start discards the hidden files of the failed
+ * attempt); an unbounded job would never finish one, so `execute()` refuses
+ * it (`runtime/api/delivery_check.ts`). The writer cannot know whether the
+ * job is bounded, so it does not check the checkpointing mode itself.
  *
  * ## Costs (measured)
  *
@@ -115,15 +121,18 @@ export interface FileSinkOptions<T> {
   readonly clock?: Clock;
 }
 
-/** The file sink cannot run as configured; the job fails without restarts. */
-export class FileSinkCheckpointingError extends SuppressRestartsError {
+/**
+ * The file sink cannot run as configured (a uid that cannot be part of file
+ * names and no `partPrefix`); the job fails without restarts.
+ */
+export class FileSinkConfigurationError extends SuppressRestartsError {
   /**
    * Builds the error.
    * @param message names the sink subtask and what is wrong.
    */
   constructor(message: string) {
     super(message);
-    this.name = "FileSinkCheckpointingError";
+    this.name = "FileSinkConfigurationError";
   }
 }
 
@@ -155,6 +164,8 @@ export class FileSink<T> implements SinkV2<T, FileSinkCommittable, FileSinkWrite
   readonly kind = "v2" as const;
   /** What this sink promises. */
   readonly deliveryGuarantee: DeliveryGuarantee;
+  /** Always `true`: part files become finished only when a checkpoint completes. */
+  readonly commitsOnlyAtCheckpoints = true;
   /** The output directory, without a trailing `/`. */
   readonly path: string;
   readonly #o: FileSinkOptions<T>;
@@ -195,23 +206,17 @@ export class FileSink<T> implements SinkV2<T, FileSinkCommittable, FileSinkWrite
   /**
    * Creates the subtask's writer: walks the output directory, discards
    * orphaned part files, continues the counter (see `file_sink_writer.ts`).
-   * @throws {FileSinkCheckpointingError} when checkpointing is off, or the
-   *   uid cannot be part of a file name and no `partPrefix` is set.
+   * @throws {FileSinkConfigurationError} when the uid cannot be part of a
+   *   file name and no `partPrefix` is set.
    */
   createWriter(
     context: WriterInitContext<FileSinkWriterState>,
   ): Promise<FileSinkWriter<T>> {
     const where = `FileSink ${context.uid}#${context.subtaskIndex} of job ${context.jobId}`;
-    if (context.checkpointingMode === "none") {
-      throw new FileSinkCheckpointingError(
-        `${where} needs checkpointing: part files become finished only when a checkpoint ` +
-          `completes (checkpointingMode is "none"); call enableCheckpointing`,
-      );
-    }
     let prefix = this.#o.partPrefix;
     if (prefix === undefined) {
       if (!/^[A-Za-z0-9_.-]+$/.test(context.uid)) {
-        throw new FileSinkCheckpointingError(
+        throw new FileSinkConfigurationError(
           `${where}: the uid must be letters, digits, '_', '-' or '.' to be part of file names, ` +
             `or set 'partPrefix': current uid is ${JSON.stringify(context.uid)}`,
         );

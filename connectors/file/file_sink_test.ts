@@ -5,7 +5,7 @@ import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import { DateTimeBucketAssigner } from "./bucket_assigner.ts";
 import { parseCsv } from "./csv.ts";
-import { FileSink, FileSinkCheckpointingError } from "./file_sink.ts";
+import { FileSink, FileSinkConfigurationError } from "./file_sink.ts";
 import { decideFileCommit, FileCommitError } from "./file_sink_committer.ts";
 import type { FileSinkCommittable, FileSinkWriterState } from "./file_sink_state.ts";
 import { DefaultRollingPolicy, OnCheckpointRollingPolicy } from "./rolling_policy.ts";
@@ -307,18 +307,28 @@ Deno.test("FileSink's committer fails without restarts for a lost or changed par
   }
 });
 
-Deno.test("FileSink refuses to run without checkpointing, with an unusable uid, and records its format cannot hold", async () => {
+Deno.test("FileSink runs without checkpointing (a bounded job's final checkpoint commits it) and declares it commits only at checkpoints", async () => {
+  await withDir(async (dir) => {
+    const sink = new FileSink<string>({ path: dir, encoder: lineEncoder<string>() });
+    assert.equal(sink.commitsOnlyAtCheckpoints, true);
+    const writer = await sink.createWriter(context({ checkpointingMode: "none" }));
+    await writer.write("one", { timestamp: undefined });
+    await writer.flush(true);
+    const committables = await writer.prepareCommit!(1);
+    assert.equal(committables.length, 1);
+    await writer.close();
+  });
+});
+
+Deno.test("FileSink refuses an unusable uid, and records its format cannot hold", async () => {
   await withDir(async (dir) => {
     const sink = new FileSink<string>({ path: dir, encoder: lineEncoder<string>() });
     assert.throws(
-      () => sink.createWriter(context({ checkpointingMode: "none" })),
-      (e: unknown) =>
-        e instanceof FileSinkCheckpointingError && e instanceof SuppressRestartsError &&
-        e.message.includes("FileSink out#0 of job job-f needs checkpointing"),
-    );
-    assert.throws(
       () => sink.createWriter(context({ uid: "a/b" })),
-      /the uid must be letters, digits, '_', '-' or '\.' to be part of file names, or set 'partPrefix': current uid is "a\/b"/,
+      (e: unknown) =>
+        e instanceof FileSinkConfigurationError && e instanceof SuppressRestartsError &&
+        /the uid must be letters, digits, '_', '-' or '\.' to be part of file names, or set 'partPrefix': current uid is "a\/b"/
+          .test(e.message),
     );
     const writer = await sink.createWriter(context());
     assert.throws(

@@ -30,7 +30,7 @@
 export {
   DEFAULT_BUCKET_CHECK_INTERVAL_MS,
   FileSink,
-  FileSinkCheckpointingError,
+  FileSinkConfigurationError,
   type FileSinkOptions,
 } from "./file_sink.ts";
 export { FileSinkWriter, type FileSinkWriterOptions } from "./file_sink_writer.ts";

@@ -50,7 +50,6 @@ export {
 } from "./wal_committable.ts";
 export {
   DEFAULT_MAX_VALUES_PER_COMMITTABLE,
-  WalCheckpointingError,
   WalCommitError,
   WriteAheadSink,
   type WriteAheadSinkOptions,

@@ -46,8 +46,13 @@
  * - Checkpointing in at-least-once mode (no alignment) puts records that
  *   follow a barrier into the checkpoint on some channels; a restore replays
  *   them: at-least-once whatever the target.
- * - Without checkpointing, nothing would ever be sent: the writer refuses
- *   to start ({@linkcode WalCheckpointingError}).
+ * - Without checkpointing, records are sent only at a bounded job's final
+ *   checkpoint at the end of input (a failure before it restarts from the
+ *   beginning; nothing was sent). An unbounded job would never send
+ *   anything, so `execute()` refuses it (`runtime/api/delivery_check.ts`;
+ *   the sink declares `commitsOnlyAtCheckpoints`). The writer cannot know
+ *   whether the job is bounded, so it does not check the checkpointing
+ *   mode itself.
  *
  * ## Costs and limits
  *
@@ -100,7 +105,6 @@
 
 import {
   checkDeliveryGuarantee,
-  type CheckpointingMode,
   type CommitRequest,
   type Committer,
   type CommitterInitContext,
@@ -150,22 +154,6 @@ export interface WriteAheadSinkOptions<T> {
   readonly name?: string;
 }
 
-/**
- * The writer cannot run because checkpointing is off: the write-ahead log
- * is written only at checkpoints, so every record would be held forever.
- * Retrying cannot fix it.
- */
-export class WalCheckpointingError extends SuppressRestartsError {
-  /**
-   * Builds the error.
-   * @param message what is wrong, naming the sink and the mode.
-   */
-  constructor(message: string) {
-    super(message);
-    this.name = "WalCheckpointingError";
-  }
-}
-
 function positiveInteger(sink: string, name: string, value: number, min: number): number {
   if (!Number.isSafeInteger(value) || value < min) {
     throw new RangeError(
@@ -186,6 +174,8 @@ export class WriteAheadSink<T> implements SinkV2<T, WalCommittable<T>, never> {
   readonly kind = "v2" as const;
   /** What this sink promises, after the checks of the constructor. */
   readonly deliveryGuarantee: DeliveryGuarantee;
+  /** Always `true`: records are sent only when a checkpoint completes. */
+  readonly commitsOnlyAtCheckpoints = true;
   /** The most values per committable. */
   readonly maxValuesPerCommittable: number;
   readonly #options: WriteAheadSinkOptions<T>;
@@ -218,10 +208,7 @@ export class WriteAheadSink<T> implements SinkV2<T, WalCommittable<T>, never> {
     );
   }
 
-  /**
-   * Creates the subtask's writer.
-   * @throws {WalCheckpointingError} when checkpointing is off.
-   */
+  /** Creates the subtask's writer. */
   createWriter(context: WriterInitContext<never>): SinkWriter<T, WalCommittable<T>, never> {
     return new WalWriter<T>({
       name: this.#name,
@@ -263,14 +250,6 @@ class WalWriter<T> implements SinkWriter<T, WalCommittable<T>, never> {
 
   constructor(options: WalWriterOptions) {
     const { context } = options;
-    const mode: CheckpointingMode | "none" = context.checkpointingMode;
-    if (mode === "none") {
-      throw new WalCheckpointingError(
-        `${options.name} ${context.uid}#${context.subtaskIndex} of job ${context.jobId} ` +
-          `needs checkpointing: it sends records only when a checkpoint completes ` +
-          `(checkpointingMode is "none"); call enableCheckpointing`,
-      );
-    }
     this.#context = context;
     this.#maxValues = options.maxValuesPerCommittable;
   }

@@ -4,7 +4,7 @@ import { DeliveryGuaranteeError, type WriterInitContext } from "../../runtime/ap
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import type { WalCommitId } from "./types.ts";
 import type { WalCommittable } from "./wal_committable.ts";
-import { WalCheckpointingError, WalCommitError, WriteAheadSink } from "./wal_sink.ts";
+import { WalCommitError, WriteAheadSink } from "./wal_sink.ts";
 
 function writerContext(
   overrides: Partial<WriterInitContext<never>> = {},
@@ -180,14 +180,16 @@ Deno.test("WriteAheadSink refuses exactly-once for a target that is not atomic",
   );
 });
 
-Deno.test("WriteAheadSink's writer refuses to start without checkpointing", () => {
+Deno.test("WriteAheadSink's writer runs without checkpointing (a bounded job's final checkpoint commits it) and declares it commits only at checkpoints", async () => {
   const sink = new WriteAheadSink<number>({ target: new MemoryTarget().atomic() });
-  assert.throws(
-    () => sink.createWriter(writerContext({ checkpointingMode: "none" })),
-    (e: unknown) =>
-      e instanceof WalCheckpointingError && e instanceof SuppressRestartsError &&
-      e.message.includes("wal#0 of job job-1 needs checkpointing"),
+  assert.equal(sink.commitsOnlyAtCheckpoints, true);
+  const writer = await sink.createWriter(writerContext({ checkpointingMode: "none" }));
+  await writer.write(1, { timestamp: undefined });
+  assert.deepEqual(
+    (await writer.prepareCommit!(1)).map((c) => c.values),
+    [[1]],
   );
+  await writer.close();
 });
 
 Deno.test("WriteAheadSink splits a checkpoint's values into parts of maxValuesPerCommittable", async () => {

@@ -11,7 +11,7 @@
  * | sink guarantee  | checkpointing off, a source unbounded | checkpointing off, all bounded | at-least-once mode | exactly-once mode |
  * |-----------------|---------------------------------------|--------------------------------|--------------------|-------------------|
  * | `exactly-once`  | refused: {@linkcode DeliveryGuaranteeError} | ok                       | warning: at-least-once end to end | ok |
- * | `at-least-once` | ok (at-most-once end to end)          | ok                             | ok                 | ok                |
+ * | `at-least-once` | ok (at-most-once end to end); refused when it `commitsOnlyAtCheckpoints` | ok | ok            | ok                |
  * | `none`          | ok                                    | ok                             | ok                 | ok                |
  *
  * Why: an exactly-once sink makes its writes visible only when a checkpoint
@@ -43,7 +43,13 @@
  *
  * Which sinks count as exactly-once: a `SinkV2` whose `deliveryGuarantee`
  * is `"exactly-once"`, and every `TwoPhaseCommitSink` (exactly-once by
- * nature). A `SinkFunction` declares no guarantee and is not checked.
+ * nature). A `SinkFunction` declares no guarantee and is not checked. A
+ * `SinkV2` declaring `commitsOnlyAtCheckpoints` (the file sink, the
+ * write-ahead-log sink) is refused like an exactly-once one in an
+ * unbounded job with checkpointing off, whatever its guarantee: it would
+ * never commit. Those sinks do not refuse checkpointing `"none"` at run
+ * time: they cannot know whether the job is bounded, and a bounded job's
+ * final checkpoint commits them.
  *
  * @example
  * ```ts
@@ -97,6 +103,14 @@ export function isExactlyOnceSink(sink: Sink<unknown>): boolean {
   }
 }
 
+/**
+ * Whether `sink` commits only at checkpoints whatever its guarantee: a
+ * `SinkV2` declaring `commitsOnlyAtCheckpoints`.
+ */
+function commitsOnlyAtCheckpoints(sink: Sink<unknown>): boolean {
+  return sink.kind === "v2" && sink.commitsOnlyAtCheckpoints === true;
+}
+
 /** `Sink: bills (uid "bills")`, or just the name when the sink has no uid. */
 function describe(sink: JobSink): string {
   return sink.uid === undefined ? sink.name : `${sink.name} (uid "${sink.uid}")`;
@@ -124,7 +138,18 @@ export function decideDeliveryGuarantees(facts: DeliveryFacts): DeliveryDecision
   const { sinks, mode, bounded } = facts;
   const decisions: DeliveryDecision[] = [];
   for (const sink of sinks) {
-    if (!isExactlyOnceSink(sink.sink)) continue;
+    if (!isExactlyOnceSink(sink.sink)) {
+      if (mode === "none" && !bounded && commitsOnlyAtCheckpoints(sink.sink)) {
+        decisions.push({
+          kind: "refuse",
+          sink,
+          message: `${
+            describe(sink)
+          } makes records visible only when a checkpoint completes (whatever its deliveryGuarantee), but checkpointing is off and the job has an unbounded source, so it would never commit. Call env.enableCheckpointing(intervalMs)`,
+        });
+      }
+      continue;
+    }
     if (mode === "none" && !bounded) {
       decisions.push({
         kind: "refuse",

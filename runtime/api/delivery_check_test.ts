@@ -67,6 +67,19 @@ Deno.test("decideDeliveryGuarantees accepts an exactly-once sink without checkpo
   assert.deepEqual(decideDeliveryGuarantees({ sinks, mode: "none", bounded: true }), []);
 });
 
+Deno.test("decideDeliveryGuarantees refuses a sink that commits only at checkpoints, whatever its guarantee, when checkpointing is off in an unbounded job only", () => {
+  const walLike: SinkV2<unknown> = { ...v2("at-least-once"), commitsOnlyAtCheckpoints: true };
+  const sinks = [sink("Sink: wal", "wal", walLike), sink("Sink: log", "log", v2("at-least-once"))];
+  const decisions = decideDeliveryGuarantees({ sinks, mode: "none", bounded: false });
+  assert.deepEqual(decisions.map((d) => [d.kind, d.sink.name]), [["refuse", "Sink: wal"]]);
+  assert.match(
+    decisions[0]!.message,
+    /^Sink: wal \(uid "wal"\) makes records visible only when a checkpoint completes .*enableCheckpointing/,
+  );
+  assert.deepEqual(decideDeliveryGuarantees({ sinks, mode: "none", bounded: true }), []);
+  assert.deepEqual(decideDeliveryGuarantees({ sinks, mode: "at-least-once", bounded: false }), []);
+});
+
 Deno.test("decideDeliveryGuarantees warns that an exactly-once sink is at-least-once end to end in at-least-once mode", () => {
   const decisions = decideDeliveryGuarantees({
     sinks: [sink("Sink: bills", "bills", v2("exactly-once")), sink("Sink: p", "p", simple)],

@@ -174,6 +174,15 @@ export interface SinkV2<T, CommT = never, StateT = never> {
   readonly kind: "v2";
   /** What this sink promises (see {@linkcode DeliveryGuarantee}). */
   readonly deliveryGuarantee: DeliveryGuarantee;
+  /**
+   * `true` when the sink makes records visible only when a checkpoint
+   * completes, whatever its `deliveryGuarantee` (a write-ahead log; part
+   * files that become finished at a checkpoint). `execute()` then refuses
+   * it in an unbounded job with checkpointing off, as it refuses every
+   * exactly-once sink there (`delivery_check.ts`); a bounded job's final
+   * checkpoint commits it. Default `false`.
+   */
+  readonly commitsOnlyAtCheckpoints?: boolean;
   /** Creates the subtask's writer, restoring `context.restoredState`. */
   createWriter(
     context: WriterInitContext<StateT>,
