@@ -223,8 +223,8 @@ export async function createNaiveTables(config: MariaDbConfig, table: string): P
 
 /**
  * Drops the tables and views of both schemes named after `tables`, the
- * copies table and the XA sinks' commit log `<table>_xa_log` (missing ones
- * are fine).
+ * copies table, and the XA sinks' commit log `<table>_xa_log` with its
+ * fence table `<table>_xa_log_fence` (missing ones are fine).
  */
 export async function dropBillingTables(
   config: MariaDbConfig,
@@ -235,7 +235,8 @@ export async function dropBillingTables(
       const t = checkTableName(table);
       await conn.query(`DROP VIEW IF EXISTS \`${t}_totals\``);
       await conn.query(
-        `DROP TABLE IF EXISTS \`${t}\`, \`${t}_offsets\`, \`${t}_copies\`, \`${t}_xa_log\``,
+        `DROP TABLE IF EXISTS \`${t}\`, \`${t}_offsets\`, \`${t}_copies\`, \`${t}_xa_log\`, ` +
+          `\`${t}_xa_log_fence\``,
       );
     }
   });
