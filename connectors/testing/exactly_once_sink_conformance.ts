@@ -269,10 +269,49 @@ class Run {
     return { id, offset: this.offset, parallelism: incarnation.parallelism, snapshots };
   }
 
+  /** Writes the source up to position `to`, then takes the next checkpoint (every subtask pre-commits). */
+  async checkpointAt(to: number): Promise<TakenCheckpoint> {
+    await this.writeUpTo(to);
+    return await this.checkpoint();
+  }
+
+  /**
+   * Writes up to `to`, takes the next checkpoint and delivers its completion
+   * notification to `subtasks` (every subtask when omitted, in that order).
+   */
+  async completeAt(to: number, subtasks?: readonly number[]): Promise<TakenCheckpoint> {
+    const checkpoint = await this.checkpointAt(to);
+    await this.incarnation.notifyComplete(checkpoint.id, subtasks);
+    return checkpoint;
+  }
+
+  /** Abandons the running incarnation (if any): its writers and committers are closed, nothing is committed. */
   async crash(): Promise<void> {
     const incarnation = this.current;
     this.current = undefined;
     await incarnation?.crash();
+  }
+
+  /** Writes up to `to` (records no checkpoint covers), then crashes. */
+  async crashAt(to: number): Promise<void> {
+    await this.writeUpTo(to);
+    await this.crash();
+  }
+
+  /**
+   * Starts a new incarnation at `parallelism` from `checkpoint`, then checks
+   * that exactly the records before position `committed` are visible.
+   */
+  async restore(
+    checkpoint: TakenCheckpoint,
+    expected: {
+      readonly parallelism: number;
+      readonly committed: number;
+      readonly context: string;
+    },
+  ): Promise<void> {
+    await this.start(expected.parallelism, checkpoint);
+    await this.expect(expected.committed, expected.context);
   }
 
   /** Writes the rest, ends the input, takes and completes the final checkpoint, then checks everything is committed once. */
@@ -294,6 +333,15 @@ class Run {
   async expect(to: number, context: string): Promise<void> {
     await checkCommitted(this.#fixture, RECORDS.slice(0, to), context);
     this.#lastVisible = to;
+  }
+
+  /**
+   * Checks that what is visible is a duplicate-free subset of `records`
+   * (after a partial commit, or while some subtasks hold a checkpoint
+   * undecided).
+   */
+  async expectSubset(records: readonly ConformanceRecord[], context: string): Promise<void> {
+    await checkCommitted(this.#fixture, records, context, "subset");
   }
 }
 
@@ -329,19 +377,17 @@ export function exactlyOnceSinkConformanceSuite(
 
 /** The suite's cases, to run by hand (the suite's own tests run them against broken sinks). */
 export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
-  const cases: [string, string, (run: Run, fixture: ExactlyOnceSinkFixture) => Promise<void>][] = [
+  const cases: [string, string, (run: Run) => Promise<void>][] = [
     [
       "commits every record once over several checkpoints, an aborted one and the end of input",
       "happy",
       async (run) => {
         await run.start(2);
-        await run.writeUpTo(10);
-        const cp1 = await run.checkpoint();
+        const cp1 = await run.checkpointAt(10);
         await run.expect(0, "after pre-commit of checkpoint 1, before its notification");
         await run.incarnation.notifyComplete(cp1.id);
         await run.expect(10, "after checkpoint 1 completed");
-        await run.writeUpTo(18);
-        const cp2 = await run.checkpoint();
+        const cp2 = await run.checkpointAt(18);
         await run.writeUpTo(22);
         await run.incarnation.notifyAborted(cp2.id);
         await run.expect(10, "after checkpoint 2 was aborted");
@@ -360,14 +406,14 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       "before-precommit",
       async (run) => {
         await run.start(2);
-        await run.writeUpTo(10);
-        const cp1 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp1.id);
-        await run.writeUpTo(18);
-        await run.crash();
+        const cp1 = await run.completeAt(10);
+        await run.crashAt(18);
         await run.expect(10, "after a crash with records written since checkpoint 1");
-        await run.start(2, cp1);
-        await run.expect(10, "after the restore from checkpoint 1");
+        await run.restore(cp1, {
+          parallelism: 2,
+          committed: 10,
+          context: "after the restore from checkpoint 1",
+        });
         await run.finish("crash before pre-commit");
       },
     ],
@@ -376,19 +422,15 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       "before-ack",
       async (run) => {
         await run.start(2);
-        await run.writeUpTo(10);
-        const cp1 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp1.id);
-        await run.writeUpTo(20);
-        await run.checkpoint(); // pre-committed, never completes
-        await run.writeUpTo(25);
-        await run.crash();
+        const cp1 = await run.completeAt(10);
+        await run.checkpointAt(20); // pre-committed, never completes
+        await run.crashAt(25);
         await run.expect(10, "after a crash with checkpoint 2 pre-committed and never completed");
-        await run.start(2, cp1);
-        await run.expect(
-          10,
-          "after the restore from checkpoint 1 (checkpoint 2's records stay invisible)",
-        );
+        await run.restore(cp1, {
+          parallelism: 2,
+          committed: 10,
+          context: "after the restore from checkpoint 1 (checkpoint 2's records stay invisible)",
+        });
         await run.finish("crash after pre-commit, before the ack");
       },
     ],
@@ -397,29 +439,26 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       "before-commit",
       async (run) => {
         await run.start(2);
-        await run.writeUpTo(10);
-        const cp1 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp1.id);
-        await run.writeUpTo(20);
-        const cp2 = await run.checkpoint(); // completes; its notification never arrives
-        await run.writeUpTo(26);
-        await run.crash();
+        await run.completeAt(10);
+        const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
+        await run.crashAt(26);
         await run.expect(10, "after a crash before checkpoint 2's commit");
-        await run.start(2, cp2);
-        await run.expect(20, "after the restore from checkpoint 2 (the restore commits it)");
+        await run.restore(cp2, {
+          parallelism: 2,
+          committed: 20,
+          context: "after the restore from checkpoint 2 (the restore commits it)",
+        });
         await run.finish("crash after the ack, before the commit");
       },
     ],
     [
       "commits everything once after a crash during the commit",
       "during-commit",
-      async (run, fixture) => {
+      async (run) => {
         const crasher = new CommitCrasher();
         await run.start(2, undefined, crasher.wrap);
-        await run.writeUpTo(10);
-        await run.checkpoint(); // completes; its notification is dropped
-        await run.writeUpTo(20);
-        const cp2 = await run.checkpoint();
+        await run.checkpointAt(10); // completes; its notification is dropped
+        const cp2 = await run.checkpointAt(20);
         await run.writeUpTo(23);
         crasher.armed = true;
         await expectSimulatedCrash(
@@ -427,28 +466,26 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
           "notification of checkpoint 2 on subtask 0",
         );
         await run.crash();
-        await checkCommitted(
-          fixture,
+        await run.expectSubset(
           RECORDS.slice(0, 20),
           "after a crash inside the commit of checkpoints 1 and 2",
-          "subset",
         );
-        await run.start(2, cp2);
-        await run.expect(20, "after the restore from checkpoint 2");
+        await run.restore(cp2, {
+          parallelism: 2,
+          committed: 20,
+          context: "after the restore from checkpoint 2",
+        });
         await run.finish("crash during the commit");
       },
     ],
     [
       "commits everything once after a crash during the commit at restore",
       "during-restore-commit",
-      async (run, fixture) => {
+      async (run) => {
         await run.start(2);
-        await run.writeUpTo(10);
-        await run.checkpoint(); // completes; its notification is dropped
-        await run.writeUpTo(20);
-        const cp2 = await run.checkpoint(); // completes; its notification never arrives
-        await run.writeUpTo(24);
-        await run.crash();
+        await run.checkpointAt(10); // completes; its notification is dropped
+        const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
+        await run.crashAt(24);
         await run.expect(0, "after a crash before any commit");
         const crasher = new CommitCrasher();
         crasher.armed = true;
@@ -456,54 +493,41 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
           run.start(2, cp2, crasher.wrap),
           "the restore from checkpoint 2",
         );
-        await checkCommitted(
-          fixture,
-          RECORDS.slice(0, 20),
-          "after a crash inside the commit at restore",
-          "subset",
-        );
-        await run.start(2, cp2);
-        await run.expect(20, "after restoring checkpoint 2 again");
+        await run.expectSubset(RECORDS.slice(0, 20), "after a crash inside the commit at restore");
+        await run.restore(cp2, {
+          parallelism: 2,
+          committed: 20,
+          context: "after restoring checkpoint 2 again",
+        });
         await run.finish("crash during the commit at restore");
       },
     ],
     [
       "commits once whatever order completion notifications come in, and despite dropped ones",
       "notifications",
-      async (run, fixture) => {
+      async (run) => {
         await run.start(2);
-        await run.writeUpTo(8);
-        const cp1 = await run.checkpoint();
-        await run.writeUpTo(16);
-        const cp2 = await run.checkpoint();
-        await run.writeUpTo(24);
-        const cp3 = await run.checkpoint();
+        const cp1 = await run.checkpointAt(8);
+        const cp2 = await run.checkpointAt(16);
+        const cp3 = await run.checkpointAt(24);
         await run.writeUpTo(27);
         await run.incarnation.notifyComplete(cp3.id, [0]);
-        await checkCommitted(
-          fixture,
+        await run.expectSubset(
           ofSubtask(0, 24, 0, 2),
           "after checkpoint 3's notification on subtask 0 only",
-          "subset",
         );
         await run.incarnation.notifyComplete(cp1.id, [0]);
         await run.incarnation.notifyComplete(cp2.id, [0]);
-        await checkCommitted(
-          fixture,
+        await run.expectSubset(
           ofSubtask(0, 24, 0, 2),
           "after late notifications of checkpoints 1 and 2 on subtask 0",
-          "subset",
         );
         await run.incarnation.notifyComplete(cp2.id, [1]); // subtask 1 never hears of 1 and 3
-        await checkCommitted(
-          fixture,
+        await run.expectSubset(
           [...ofSubtask(0, 24, 0, 2), ...ofSubtask(0, 16, 1, 2)],
           "after checkpoint 2's notification on subtask 1 (1 and 3 dropped there)",
-          "subset",
         );
-        await run.writeUpTo(32);
-        const cp4 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp4.id, [1, 0]);
+        await run.completeAt(32, [1, 0]);
         await run.expect(32, "after checkpoint 4 completed on both subtasks");
         await run.finish("notifications reordered and dropped");
       },
@@ -513,22 +537,22 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       "restore-twice",
       async (run) => {
         await run.start(2);
-        await run.writeUpTo(10);
-        const cp1 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp1.id);
-        await run.writeUpTo(20);
-        const cp2 = await run.checkpoint(); // completes; its notification never arrives
-        await run.writeUpTo(25);
-        await run.crash();
-        await run.start(2, cp2);
-        await run.expect(20, "after the first restore from checkpoint 2");
-        await run.writeUpTo(30);
-        await run.checkpoint(); // pre-committed, never completes
-        await run.writeUpTo(33);
-        await run.crash();
+        await run.completeAt(10);
+        const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
+        await run.crashAt(25);
+        await run.restore(cp2, {
+          parallelism: 2,
+          committed: 20,
+          context: "after the first restore from checkpoint 2",
+        });
+        await run.checkpointAt(30); // pre-committed, never completes
+        await run.crashAt(33);
         await run.expect(20, "after a crash in the first restored incarnation");
-        await run.start(2, cp2);
-        await run.expect(20, "after the second restore from checkpoint 2");
+        await run.restore(cp2, {
+          parallelism: 2,
+          committed: 20,
+          context: "after the second restore from checkpoint 2",
+        });
         await run.finish("the same checkpoint restored twice");
       },
     ],
@@ -541,25 +565,20 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       "aborted-then-uncompleted",
       async (run) => {
         await run.start(2);
-        await run.writeUpTo(10);
-        const cp1 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp1.id);
-        await run.writeUpTo(16);
-        const cp2 = await run.checkpoint();
+        const cp1 = await run.completeAt(10);
+        const cp2 = await run.checkpointAt(16);
         await run.incarnation.notifyAborted(cp2.id);
-        await run.writeUpTo(22);
-        await run.checkpoint(); // pre-committed, never completes
-        await run.writeUpTo(25);
-        await run.crash();
+        await run.checkpointAt(22); // pre-committed, never completes
+        await run.crashAt(25);
         await run.expect(
           10,
           "after a crash with checkpoint 2 aborted and checkpoint 3 never completed",
         );
-        await run.start(2, cp1);
-        await run.expect(
-          10,
-          "after the restore from checkpoint 1 (checkpoints 2 and 3 stay invisible)",
-        );
+        await run.restore(cp1, {
+          parallelism: 2,
+          committed: 10,
+          context: "after the restore from checkpoint 1 (checkpoints 2 and 3 stay invisible)",
+        });
         await run.finish("crash after an aborted and an uncompleted checkpoint");
       },
     ],
@@ -568,18 +587,15 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       "rescale-2-1",
       async (run) => {
         await run.start(2);
-        await run.writeUpTo(10);
-        const cp1 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp1.id);
-        await run.writeUpTo(20);
-        const cp2 = await run.checkpoint(); // completes; its notification never arrives
-        await run.writeUpTo(23);
-        await run.crash();
-        await run.start(1, cp2);
-        await run.expect(20, "after restoring checkpoint 2 at parallelism 1");
-        await run.writeUpTo(30);
-        const cp3 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp3.id);
+        await run.completeAt(10);
+        const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
+        await run.crashAt(23);
+        await run.restore(cp2, {
+          parallelism: 1,
+          committed: 20,
+          context: "after restoring checkpoint 2 at parallelism 1",
+        });
+        await run.completeAt(30);
         await run.expect(30, "after a checkpoint at parallelism 1");
         await run.finish("rescale 2 -> 1");
       },
@@ -589,18 +605,16 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       "rescale-1-3",
       async (run) => {
         await run.start(1);
-        await run.writeUpTo(10);
-        await run.checkpoint(); // completes; its notification is dropped
-        await run.writeUpTo(20);
-        const cp2 = await run.checkpoint(); // completes; its notification never arrives
-        await run.writeUpTo(22);
-        await run.crash();
+        await run.checkpointAt(10); // completes; its notification is dropped
+        const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
+        await run.crashAt(22);
         await run.expect(0, "after a crash before any commit");
-        await run.start(3, cp2);
-        await run.expect(20, "after restoring checkpoint 2 at parallelism 3");
-        await run.writeUpTo(31);
-        const cp3 = await run.checkpoint();
-        await run.incarnation.notifyComplete(cp3.id, [2, 0, 1]);
+        await run.restore(cp2, {
+          parallelism: 3,
+          committed: 20,
+          context: "after restoring checkpoint 2 at parallelism 3",
+        });
+        await run.completeAt(31, [2, 0, 1]);
         await run.expect(31, "after a checkpoint at parallelism 3");
         await run.finish("rescale 1 -> 3");
       },
@@ -612,23 +626,17 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       "rescale-chain",
       async (run) => {
         await run.start(2);
-        await run.writeUpTo(4);
-        const first = await run.checkpoint();
-        await run.incarnation.notifyComplete(first.id);
         let to = 4;
+        await run.completeAt(to);
         for (const parallelism of [1, 2, 3, 1, 4]) {
-          await run.writeUpTo(to += 3);
-          const restored = await run.checkpoint(); // completes; its notification never arrives
-          await run.writeUpTo(to + 1);
-          await run.crash();
-          await run.start(parallelism, restored);
-          await run.expect(
-            to,
-            `after restoring checkpoint ${restored.id} at parallelism ${parallelism}`,
-          );
-          await run.writeUpTo(to += 3);
-          const next = await run.checkpoint();
-          await run.incarnation.notifyComplete(next.id);
+          const restored = await run.checkpointAt(to += 3); // completes; its notification never arrives
+          await run.crashAt(to + 1);
+          await run.restore(restored, {
+            parallelism,
+            committed: to,
+            context: `after restoring checkpoint ${restored.id} at parallelism ${parallelism}`,
+          });
+          const next = await run.completeAt(to += 3);
           await run.expect(to, `after checkpoint ${next.id} at parallelism ${parallelism}`);
         }
         await run.finish("a chain of rescales");
@@ -642,7 +650,7 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
       const run = new Run(fixture, slug);
       let failure: { error: unknown } | undefined;
       try {
-        await body(run, fixture);
+        await body(run);
       } catch (error) {
         failure = { error };
       }
