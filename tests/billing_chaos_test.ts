@@ -53,7 +53,7 @@ Deno.test({
     for (const kind of ["alignment", "after-snapshot", "before-commit"] as const) {
       assert.ok(result.kills[kind] >= 1, `${context}: no ${kind} kill`);
     }
-    assert.ok(result.restarts >= KILLS, context);
+    assert.ok(result.restarts >= 1, context); // an external kill may hit a worker idle since a failover
     // The naive scheme double-counts at least the copies that cross a batch boundary.
     assert.ok(result.naive.crossBatch > 0, context);
     assert.ok(result.naive.report.duplicated >= result.naive.crossBatch, context);
