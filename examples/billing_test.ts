@@ -5,7 +5,13 @@ import { withTempDir } from "../tests/_job_kit.ts";
 import { CONNECTION, uniqueName } from "../connectors/jetstream/_test_kit.ts";
 import { deleteStreams } from "../tests/_chaos_kit.ts";
 import { BILLING_UIDS, buildBillingPipeline } from "./billing.ts";
-import { checkCopyIds, checkUpdateRows, naiveFailureFreeTotals } from "./billing_check.ts";
+import {
+  checkCopyIds,
+  checkTotalRows,
+  checkUpdateRows,
+  naiveFailureFreeTotals,
+} from "./billing_check.ts";
+import { sumBatch } from "./billing_naive.ts";
 import {
   type AccountUpdate,
   BillDeduplicator,
@@ -235,4 +241,30 @@ Deno.test({
       await deleteStreams(CONNECTION, [stream]);
     }
   },
+});
+
+Deno.test("the naive scheme's batch sums drop copies within a batch only, and checkTotalRows counts the rest", () => {
+  const enc = (b: Bill) => new TextEncoder().encode(JSON.stringify(b));
+  const a: Bill = { billId: "a", account: "x", amount: 5, time: 1 };
+  const b: Bill = { billId: "b", account: "y", amount: 7, time: 2 };
+  const first = sumBatch([enc(a), enc(b), enc(a)]);
+  assert.equal(first.duplicates, 1);
+  assert.deepEqual([...first.accounts], [["x", { count: 1, total: 5 }], ["y", {
+    count: 1,
+    total: 7,
+  }]]);
+  const second = sumBatch([enc(b)]); // b's copy in the next batch passes
+  assert.deepEqual([...second.accounts], [["y", { count: 1, total: 7 }]]);
+
+  const messages = [a, b, a, b].map((bill, i) => ({ subject: "s.p0", bill, duplicate: i >= 2 }));
+  const expected = expectedTotals(messages);
+  assert.deepEqual([...naiveFailureFreeTotals(messages, 3)], [
+    ["x", { count: 1, total: 5 }],
+    ["y", { count: 2, total: 14 }],
+  ]);
+  const report = checkTotalRows(
+    [{ account: "y", count: 2, total: 14 }],
+    { bills: expected.bills.size, accounts: expected.accounts },
+  );
+  assert.deepEqual(report, { bills: 2, lost: 1, duplicated: 1, wrongTotals: 2 });
 });
