@@ -12,13 +12,8 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  JobFailedError,
-  RestartStrategies,
-  StreamExecutionEnvironment,
-  WatermarkStrategy,
-} from "../mod.ts";
-import { type TestItem, TestSource } from "../testing.ts";
+import { JobFailedError, RestartStrategies, type StreamExecutionEnvironment } from "../mod.ts";
+import type { TestItem } from "../testing.ts";
 import { mariaDbXaSink } from "../connectors/mariadb/mod.ts";
 import {
   cleanupPrefix,
@@ -28,41 +23,16 @@ import {
   TEST_CONNECTION,
   uniqueName,
 } from "../connectors/mariadb/_test_kit.ts";
+import { type KeyedRecord, keyedSplits, type SumRecord, withTempDir } from "./_job_kit.ts";
 import {
-  expectedSums,
-  type KeyedRecord,
-  keyedSplits,
-  type KeyedSplitsOptions,
-  SequenceCheck,
-  type SumRecord,
-  withTempDir,
-} from "./_job_kit.ts";
-
-const SPLITS: KeyedSplitsOptions = {
-  splits: 2,
-  keysPerSplit: 2,
-  recordsPerKey: 400,
-  awaitCheckpointEvery: 150,
-};
-
-/** Inserts a fail marker for `attempt` 20 records after the `nth` awaitCheckpoint marker. */
-function failAfterCheckpoint(
-  items: TestItem<KeyedRecord>[],
-  nth: number,
-  attempt: number,
-): TestItem<KeyedRecord>[] {
-  let seen = 0;
-  const at = items.findIndex((item) =>
-    item instanceof Object && "spec" in item && item.spec.kind === "await-checkpoint" &&
-    ++seen === nth
-  );
-  assert.ok(at >= 0, `split has ${seen} awaitCheckpoint markers, wanted ${nth}`);
-  return [
-    ...items.slice(0, at + 21),
-    TestSource.fail(`induced failure on attempt ${attempt}`, { attempt }),
-    ...items.slice(at + 21),
-  ];
-}
+  assertSameRows,
+  expectedRows,
+  failAfterCheckpoint,
+  keyedSumJob,
+  SINK_JOB_SPLITS,
+  sumRecordOf,
+  twoFailureSplits,
+} from "./_sink_job_kit.ts";
 
 interface Faults {
   /** The source split lists (with or without fail markers). */
@@ -91,42 +61,29 @@ async function runAndCheck(name: string, faults: Faults): Promise<void> {
   );
   try {
     await withTempDir(async (checkpoints) => {
-      const build = (restarts: ReturnType<typeof RestartStrategies.noRestart>) => {
-        const env = StreamExecutionEnvironment.getExecutionEnvironment()
-          .setParallelism(2)
-          .enableCheckpointing(20, { directory: checkpoints })
-          .setRestartStrategy(restarts);
-        faults.install?.(env);
-        env.fromSource(
-          TestSource.perSubtask(faults.lists, { batchSize: 8 }),
-          WatermarkStrategy.noWatermarks(),
-          "records",
-        ).uid("records")
-          .keyBy((r) => r.key)
-          .process(new SequenceCheck()).uid("sums")
-          .sinkTo(mariaDbXaSink<SumRecord>({
+      const build = (restarts: ReturnType<typeof RestartStrategies.noRestart>) =>
+        keyedSumJob({
+          checkpoints,
+          lists: faults.lists,
+          restartStrategy: restarts,
+          ...(faults.install === undefined ? {} : { install: faults.install }),
+          sink: mariaDbXaSink<SumRecord>({
             connection: TEST_CONNECTION,
             sql: `INSERT INTO \`${table}\` (\`key\`, seq, sum) VALUES (?, ?, ?)`,
             parameters: (r) => [r.key, r.seq, r.sum],
             batchSize: 50,
             xidPrefix: prefix,
             commitLogTable,
-          })).uid("xa-out");
-        return env;
-      };
+          }),
+          sinkUid: "xa-out",
+        });
       if (faults.run !== undefined) return await faults.run(build);
       const result = await build(RestartStrategies.fixedDelay(3, 0)).execute(name);
       assert.equal(result.restarts, faults.restarts, result.summary);
     });
-    const got = (await rows(table, "`key`, seq")).map((r) => ({
-      key: String(r.key),
-      seq: Number(r.seq),
-      sum: Number(r.sum),
-    }));
-    const expected = [...expectedSums(SPLITS).values()].flat()
-      .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : a.seq - b.seq);
-    assert.equal(got.length, expected.length, "rows in the table");
-    assert.deepEqual(got, expected);
+    const got = (await rows(table, "`key`, seq")).map(sumRecordOf);
+    const expected = expectedRows();
+    assertSameRows(got, expected);
     assert.deepEqual(await preparedOf(prefix), [], "xids of the sink left prepared");
     const logged = await sql(
       `SELECT CAST(SUM(records) AS SIGNED) AS n FROM \`${commitLogTable}\` WHERE prefix = ?`,
@@ -140,9 +97,8 @@ async function runAndCheck(name: string, faults: Faults): Promise<void> {
 }
 
 Deno.test("a job writing through the MariaDB XA sink commits each row exactly once across two induced failures", async () => {
-  const [split0, split1] = keyedSplits(SPLITS);
   await runAndCheck("mariadb xa sink exactly-once", {
-    lists: [failAfterCheckpoint(split0!, 2, 0), failAfterCheckpoint(split1!, 4, 1)],
+    lists: twoFailureSplits(2, 4),
     restarts: 2,
   });
 });
@@ -150,7 +106,7 @@ Deno.test("a job writing through the MariaDB XA sink commits each row exactly on
 Deno.test("a MariaDB XA job commits each row exactly once when it crashes between pre-commit and commit, twice", async () => {
   const fired: string[] = [];
   await runAndCheck("mariadb xa sink crash before commit", {
-    lists: keyedSplits(SPLITS),
+    lists: keyedSplits(SINK_JOB_SPLITS),
     restarts: 2,
     install: (env) =>
       env.setFaultInjector({
@@ -177,7 +133,7 @@ Deno.test("a MariaDB XA job commits each row exactly once when it crashes betwee
 });
 
 Deno.test("a MariaDB XA job resumed from another job's checkpoint, then restored from its own, commits each row exactly once", async () => {
-  const [split0, split1] = keyedSplits(SPLITS);
+  const [split0, split1] = keyedSplits(SINK_JOB_SPLITS);
   let failedOnce = false;
   await runAndCheck("mariadb xa sink resumed", {
     // Fires in the resumed job's attempt 0 only: the first job fails earlier, by a fault.

@@ -24,52 +24,26 @@
 
 import assert from "node:assert/strict";
 import postgres from "npm:postgres@3.4.9";
-import { RestartStrategies, StreamExecutionEnvironment, WatermarkStrategy } from "../mod.ts";
-import { type TestItem, TestSource } from "../testing.ts";
+import { RestartStrategies, type StreamExecutionEnvironment } from "../mod.ts";
+import type { TestItem } from "../testing.ts";
 import {
   type PostgresCommittable,
   PostgresPreparedSink,
   type SinkV2,
 } from "../connectors/postgres/mod.ts";
+import { type KeyedRecord, keyedSplits, type SumRecord, withTempDir } from "./_job_kit.ts";
 import {
-  expectedSums,
-  type KeyedRecord,
-  keyedSplits,
-  type KeyedSplitsOptions,
-  SequenceCheck,
-  type SumRecord,
-  withTempDir,
-} from "./_job_kit.ts";
+  assertSameRows,
+  expectedRows,
+  keyedSumJob,
+  SINK_JOB_SPLITS,
+  sumRecordOf,
+  twoFailureSplits,
+} from "./_sink_job_kit.ts";
 import { startPostgresServer } from "./_postgres_server.ts";
 
 const server = await startPostgresServer();
 globalThis.addEventListener("unload", () => server.stopSync());
-
-const SPLITS: KeyedSplitsOptions = {
-  splits: 2,
-  keysPerSplit: 2,
-  recordsPerKey: 400,
-  awaitCheckpointEvery: 150,
-};
-
-/** Inserts a fail marker for `attempt` 20 records after the `nth` awaitCheckpoint marker. */
-function failAfterCheckpoint(
-  items: TestItem<KeyedRecord>[],
-  nth: number,
-  attempt: number,
-): TestItem<KeyedRecord>[] {
-  let seen = 0;
-  const at = items.findIndex((item) =>
-    item instanceof Object && "spec" in item && item.spec.kind === "await-checkpoint" &&
-    ++seen === nth
-  );
-  assert.ok(at >= 0, `split has ${seen} awaitCheckpoint markers, wanted ${nth}`);
-  return [
-    ...items.slice(0, at + 21),
-    TestSource.fail(`induced failure on attempt ${attempt}`, { attempt }),
-    ...items.slice(at + 21),
-  ];
-}
 
 /** One run's faults. */
 interface Faults {
@@ -95,19 +69,12 @@ async function runAndCheck(name: string, faults: Faults): Promise<void> {
   await sql.unsafe(`CREATE TABLE ${table} (key text NOT NULL, seq int NOT NULL, sum int NOT NULL)`);
   try {
     await withTempDir(async (checkpoints) => {
-      const env = StreamExecutionEnvironment.getExecutionEnvironment()
-        .setParallelism(2)
-        .enableCheckpointing(20, { directory: checkpoints })
-        .setRestartStrategy(RestartStrategies.fixedDelay(3, 0));
-      faults.install?.(env);
-      env.fromSource(
-        TestSource.perSubtask(faults.lists, { batchSize: 8 }),
-        WatermarkStrategy.noWatermarks(),
-        "records",
-      ).uid("records")
-        .keyBy((r) => r.key)
-        .process(new SequenceCheck()).uid("sums")
-        .sinkTo((faults.wrap ?? ((sink) => sink))(
+      const env = keyedSumJob({
+        checkpoints,
+        lists: faults.lists,
+        restartStrategy: RestartStrategies.fixedDelay(3, 0),
+        ...(faults.install === undefined ? {} : { install: faults.install }),
+        sink: (faults.wrap ?? ((sink) => sink))(
           new PostgresPreparedSink<SumRecord>({
             url: server.url,
             table,
@@ -117,17 +84,15 @@ async function runAndCheck(name: string, faults: Faults): Promise<void> {
             commitTable,
             batchSize: 50,
           }),
-        )).uid("pg-out");
+        ),
+        sinkUid: "pg-out",
+      });
       const result = await env.execute(name);
       assert.equal(result.restarts, faults.restarts, result.summary);
     });
-    const got = (await sql.unsafe(`SELECT key, seq, sum FROM ${table} ORDER BY key, seq`)).map((
-      r,
-    ) => ({ key: String(r.key), seq: Number(r.seq), sum: Number(r.sum) }));
-    const expected = [...expectedSums(SPLITS).values()].flat()
-      .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : a.seq - b.seq);
-    assert.equal(got.length, expected.length, "rows in the table");
-    assert.deepEqual(got, expected);
+    const got = (await sql.unsafe(`SELECT key, seq, sum FROM ${table} ORDER BY key, seq`))
+      .map(sumRecordOf);
+    assertSameRows(got, expectedRows());
     const prepared = await sql.unsafe(
       "SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, $1)",
       [`weir:${gidPrefix}:`],
@@ -149,9 +114,8 @@ async function runAndCheck(name: string, faults: Faults): Promise<void> {
 }
 
 Deno.test("a job writing through the PostgreSQL prepared-transaction sink commits each row exactly once across two induced failures", async () => {
-  const [split0, split1] = keyedSplits(SPLITS);
   await runAndCheck("postgres prepared sink exactly-once", {
-    lists: [failAfterCheckpoint(split0!, 2, 0), failAfterCheckpoint(split1!, 4, 1)],
+    lists: twoFailureSplits(2, 4),
     restarts: 2,
   });
 });
@@ -159,7 +123,7 @@ Deno.test("a job writing through the PostgreSQL prepared-transaction sink commit
 Deno.test("a PostgreSQL prepared-transaction job commits each row exactly once when it crashes between pre-commit and commit and then loses a completion notification", async () => {
   const fired: string[] = [];
   await runAndCheck("postgres prepared sink crash before commit", {
-    lists: keyedSplits(SPLITS),
+    lists: keyedSplits(SINK_JOB_SPLITS),
     restarts: 2,
     install: (env) =>
       env.setFaultInjector({
@@ -188,7 +152,7 @@ Deno.test("a PostgreSQL prepared-transaction job commits each row exactly once w
 Deno.test("a PostgreSQL prepared-transaction job rolls back what a sink subtask prepared for a checkpoint that never completed", async () => {
   const fired: string[] = [];
   await runAndCheck("postgres prepared sink crash after pre-commit", {
-    lists: keyedSplits(SPLITS),
+    lists: keyedSplits(SINK_JOB_SPLITS),
     restarts: 1,
     // The writer prepares its transaction at the barrier of checkpoint >= 2, then the subtask
     // dies before acknowledging: the checkpoint never completes, and the gid lingers until the

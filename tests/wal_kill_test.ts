@@ -11,9 +11,15 @@
 
 import assert from "node:assert/strict";
 import postgres from "npm:postgres@3.4.9";
-import { expectedSums, withTempDir } from "./_job_kit.ts";
-import { waitUntil } from "./_wait.ts";
-import { WAL_KILL_CONNECTION, WAL_KILL_SPLITS } from "./wal_kill_job.ts";
+import { withTempDir } from "./_job_kit.ts";
+import {
+  assertSameRows,
+  expectedRows,
+  KILL_JOB_SPLITS,
+  killAndResume,
+  sumRecordOf,
+} from "./_sink_job_kit.ts";
+import { WAL_KILL_CONNECTION } from "./wal_kill_job.ts";
 
 const JOB = new URL("./wal_kill_job.ts", import.meta.url).pathname;
 
@@ -29,50 +35,23 @@ Deno.test("a job writing through the WAL sink to PostgreSQL, SIGKILLed mid-run a
     Number((await sql.unsafe(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n);
   try {
     await withTempDir(async (checkpoints) => {
-      const first = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", JOB, table, committerTable, checkpoints],
-        stdout: "null",
-        stderr: "piped",
-      }).spawn();
-      const stderr = new Response(first.stderr).text();
-      let killed = false;
-      try {
-        await waitUntil(async () => (await count()) >= 1000, {
-          timeoutMs: 60_000,
-          missing: () => "1000 rows from the first run",
-        });
-        first.kill("SIGKILL");
-        killed = true;
-      } finally {
-        if (!killed) first.kill("SIGKILL");
-        const status = await first.status;
-        assert.equal(status.signal, "SIGKILL", `the first run ended by itself: ${await stderr}`);
-      }
-      const atKill = await count();
-      const total = WAL_KILL_SPLITS.splits * WAL_KILL_SPLITS.keysPerSplit *
-        WAL_KILL_SPLITS.recordsPerKey;
-      assert.ok(atKill < total, `the first run had written everything (${atKill} rows)`);
-      const jobs = [];
-      for await (const entry of Deno.readDir(checkpoints)) jobs.push(entry.name);
-      assert.equal(jobs.length, 1, `one job's checkpoints: ${jobs.join(", ")}`);
-
-      const second = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", JOB, table, committerTable, checkpoints, jobs[0]!],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const stdout = new TextDecoder().decode(second.stdout);
-      assert.ok(
-        second.success && stdout.includes("DONE restarts=0"),
-        `the resumed run failed: ${stdout}${new TextDecoder().decode(second.stderr)}`,
-      );
+      await killAndResume({
+        job: JOB,
+        args: [table, committerTable, checkpoints],
+        checkpoints,
+        killWhen: async () => (await count()) >= 1000,
+        awaiting: "1000 rows from the first run",
+        afterKill: async () => {
+          const atKill = await count();
+          const total = KILL_JOB_SPLITS.splits * KILL_JOB_SPLITS.keysPerSplit *
+            KILL_JOB_SPLITS.recordsPerKey;
+          assert.ok(atKill < total, `the first run had written everything (${atKill} rows)`);
+        },
+      });
     });
-    const rows = await sql.unsafe(`SELECT key, seq, sum FROM ${table} ORDER BY key, seq`);
-    const got = rows.map((r) => ({ key: String(r.key), seq: Number(r.seq), sum: Number(r.sum) }));
-    const expected = [...expectedSums(WAL_KILL_SPLITS).values()].flat()
-      .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : a.seq - b.seq);
-    assert.equal(got.length, expected.length, "rows in the table");
-    assert.deepEqual(got, expected);
+    const got = (await sql.unsafe(`SELECT key, seq, sum FROM ${table} ORDER BY key, seq`))
+      .map(sumRecordOf);
+    assertSameRows(got, expectedRows(KILL_JOB_SPLITS));
   } finally {
     await sql.unsafe(`DROP TABLE IF EXISTS ${table}`);
     await sql.unsafe(`DROP TABLE IF EXISTS ${committerTable}`);
