@@ -10,7 +10,12 @@
 
 import assert from "node:assert/strict";
 import postgres from "npm:postgres@3.4.9";
-import { DeliveryGuaranteeError, type SinkWriter } from "../../runtime/api/sink_v2.ts";
+import {
+  type Committer,
+  type DeliveryGuarantee,
+  DeliveryGuaranteeError,
+  type SinkWriter,
+} from "../../runtime/api/sink_v2.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { startPostgresServer } from "../../tests/_postgres_server.ts";
 import { waitUntil } from "../../tests/_wait.ts";
@@ -24,6 +29,13 @@ interface Rec {
   readonly id: number;
   readonly key: string;
   readonly amount: number;
+}
+
+/** What a step may set of a sink's options on top of `sinkFor`'s. */
+interface SinkOverrides {
+  readonly batchSize?: number;
+  readonly deliveryGuarantee?: DeliveryGuarantee;
+  readonly commitTableRetentionMs?: number;
 }
 
 const CONTEXT = { timestamp: undefined };
@@ -51,7 +63,8 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
     await admin.unsafe(`CREATE TABLE ${table} (id int PRIMARY KEY, key text, amount float8)`);
     return table;
   };
-  const sinkFor = (table: string, gidPrefix: string, batchSize = 100) =>
+  /** A sink writing into `table` under `gidPrefix`: batches of 100 rows, exactly-once, unless `more` says otherwise. */
+  const sinkFor = (table: string, gidPrefix: string, more: SinkOverrides = {}) =>
     new PostgresPreparedSink<Rec>({
       url: server.url,
       table,
@@ -59,8 +72,34 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
       values: (r) => [r.id, r.key, r.amount],
       gidPrefix,
       commitTable,
-      batchSize,
+      batchSize: 100,
+      ...more,
     });
+  /**
+   * Runs `body` with a fresh table and gid prefix, a sink over them and its
+   * writer and committer (attempt 0, subtask 0 of 1), closing both after.
+   */
+  const withFreshSink = async (
+    more: SinkOverrides,
+    body: (fresh: {
+      table: string;
+      prefix: string;
+      writer: SinkWriter<Rec, PostgresCommittable, never>;
+      committer: Committer<PostgresCommittable>;
+    }) => Promise<void>,
+  ) => {
+    const table = await newTable();
+    const prefix = uniqueName("p");
+    const sink = sinkFor(table, prefix, more);
+    const committer = await sink.createCommitter(committerContext());
+    const writer = await sink.createWriter(writerContext());
+    try {
+      await body({ table, prefix, writer, committer });
+    } finally {
+      await writer.close();
+      await committer.close();
+    }
+  };
   const ids = async (table: string) =>
     (await admin.unsafe(`SELECT id FROM ${table} ORDER BY id`)).map((r) => Number(r.id));
   const preparedGids = async (gidPrefix: string) =>
@@ -72,12 +111,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
     await t.step(
       "rows become visible only when the committer commits the prepared transaction",
       async () => {
-        const table = await newTable();
-        const prefix = uniqueName("p");
-        const sink = sinkFor(table, prefix, 100);
-        const committer = await sink.createCommitter(committerContext());
-        const writer = await sink.createWriter(writerContext());
-        try {
+        await withFreshSink({}, async ({ table, prefix, writer, committer }) => {
           await writeAll(writer, records(1, 250)); // two full batches go out during write
           await writer.flush(false);
           assert.deepEqual(await ids(table), [], "nothing is visible before the commit");
@@ -101,22 +135,14 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
           const again = commitRequests(1, committables, 1);
           await committer.commit(again);
           assert.deepEqual(again.map((r) => r.signal.kind), ["already-committed"]);
-        } finally {
-          await writer.close();
-          await committer.close();
-        }
+        });
       },
     );
 
     await t.step(
       "a prepared transaction rolled back behind the sink's back fails the commit without restarts, naming its gid",
       async () => {
-        const table = await newTable();
-        const prefix = uniqueName("p");
-        const sink = sinkFor(table, prefix);
-        const committer = await sink.createCommitter(committerContext());
-        const writer = await sink.createWriter(writerContext());
-        try {
+        await withFreshSink({}, async ({ table, writer, committer }) => {
           await writeAll(writer, records(1, 10));
           const [committable] = await writer.prepareCommit!(3);
           await admin.unsafe(`ROLLBACK PREPARED '${committable!.gid}'`);
@@ -132,10 +158,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
             new RegExp(`'${committable!.gid}' of checkpoint 3 has vanished`),
           );
           assert.deepEqual(await ids(table), []);
-        } finally {
-          await writer.close();
-          await committer.close();
-        }
+        });
       },
     );
 
@@ -144,7 +167,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
       async () => {
         const table = await newTable();
         const prefix = uniqueName("p");
-        const sink = sinkFor(table, prefix, 10);
+        const sink = sinkFor(table, prefix, { batchSize: 10 });
         const writer = await sink.createWriter(writerContext());
         try {
           await writeAll(writer, records(1, 25));
@@ -276,12 +299,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
     await t.step(
       "prepared transactions survive a server restart between prepare and commit",
       async () => {
-        const table = await newTable();
-        const prefix = uniqueName("p");
-        const sink = sinkFor(table, prefix);
-        const committer = await sink.createCommitter(committerContext());
-        const writer = await sink.createWriter(writerContext());
-        try {
+        await withFreshSink({}, async ({ table, writer, committer }) => {
           await writeAll(writer, records(1, 30));
           const committables = await writer.prepareCommit!(1);
           await server.restart("immediate");
@@ -300,10 +318,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
             await writeAll(writer, records(31, 40));
             await writer.prepareCommit!(2);
           }, /was lost/);
-        } finally {
-          await writer.close();
-          await committer.close();
-        }
+        });
       },
     );
 
@@ -319,15 +334,7 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
         await writeAll(crashed, records(4, 6));
         await crashed.prepareCommit!(2); // never completes
         await crashed.close();
-        const atLeastOnce = new PostgresPreparedSink<Rec>({
-          url: server.url,
-          table,
-          columns: ["id", "key", "amount"],
-          values: (r) => [r.id, r.key, r.amount],
-          gidPrefix: prefix,
-          commitTable,
-          deliveryGuarantee: "at-least-once",
-        });
+        const atLeastOnce = sinkFor(table, prefix, { deliveryGuarantee: "at-least-once" });
         const committer = await atLeastOnce.createCommitter(
           committerContext({ restoredCheckpointId: 1 }),
         );
@@ -352,39 +359,26 @@ Deno.test("PostgresPreparedSink against a private PostgreSQL server", async (t) 
     await t.step(
       "the committer deletes its prefix's commit-table rows past the retention, and only those",
       async () => {
-        const table = await newTable();
-        const prefix = uniqueName("p");
-        const sink = new PostgresPreparedSink<Rec>({
-          url: server.url,
-          table,
-          columns: ["id", "key", "amount"],
-          values: (r) => [r.id, r.key, r.amount],
-          gidPrefix: prefix,
-          commitTable,
-          commitTableRetentionMs: 60_000,
-        });
-        const committer = await sink.createCommitter(committerContext());
-        const writer = await sink.createWriter(writerContext());
-        try {
-          for (const [gidPrefix, gid] of [[prefix, "old"], ["other", "old-of-other"]]) {
-            await admin.unsafe(
-              `INSERT INTO ${commitTable} (gid_prefix, gid, checkpoint_id, prepared_at) ` +
-                `VALUES ($1, $2, 1, now() - interval '2 minutes')`,
-              [gidPrefix!, gid!],
+        await withFreshSink(
+          { commitTableRetentionMs: 60_000 },
+          async ({ prefix, writer, committer }) => {
+            for (const [gidPrefix, gid] of [[prefix, "old"], ["other", "old-of-other"]]) {
+              await admin.unsafe(
+                `INSERT INTO ${commitTable} (gid_prefix, gid, checkpoint_id, prepared_at) ` +
+                  `VALUES ($1, $2, 1, now() - interval '2 minutes')`,
+                [gidPrefix!, gid!],
+              );
+            }
+            await writeAll(writer, records(1, 2));
+            const committables = await writer.prepareCommit!(1);
+            await committer.commit(commitRequests(1, committables));
+            const left = await admin.unsafe(
+              `SELECT gid FROM ${commitTable} WHERE gid_prefix IN ($1, 'other') ORDER BY gid`,
+              [prefix],
             );
-          }
-          await writeAll(writer, records(1, 2));
-          const committables = await writer.prepareCommit!(1);
-          await committer.commit(commitRequests(1, committables));
-          const left = await admin.unsafe(
-            `SELECT gid FROM ${commitTable} WHERE gid_prefix IN ($1, 'other') ORDER BY gid`,
-            [prefix],
-          );
-          assert.deepEqual(left.map((r) => r.gid), ["old-of-other", committables[0]!.gid].sort());
-        } finally {
-          await writer.close();
-          await committer.close();
-        }
+            assert.deepEqual(left.map((r) => r.gid), ["old-of-other", committables[0]!.gid].sort());
+          },
+        );
       },
     );
 
