@@ -34,6 +34,7 @@ import { jetstreamApi } from "../../runtime/actor/nats_deps.ts";
 import { TXN_HEADER } from "./protocol.ts";
 import { type Isolation, ReadCommittedBuffer, type Sequenced } from "./read_committed.ts";
 import type { TxnStateTracker } from "./txn_states.ts";
+import { isStreamNotFound, streamError } from "./stream_not_found.ts";
 
 /** Payload bytes buffered per feed at most before the pump pauses (16 MiB). */
 export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -197,13 +198,44 @@ export class MessageFeed {
     return `stream ${this.#o.stream}${subject}${seq === undefined ? "" : ` sequence ${seq}`}`;
   }
 
-  #fail(error: unknown, doing: string): void {
+  /**
+   * Fails the feed. `ofStream`: the error is about the feed's stream itself,
+   * so a "stream not found" ends the job without restarts
+   * (`stream_not_found.ts`).
+   */
+  #fail(error: unknown, doing: string, ofStream = false): void {
     if (this.#closed || this.#error !== undefined) return;
-    this.#error = new Error(
-      `Cannot ${doing} in ${this.#where()}: ${error instanceof Error ? error.message : error}`,
-      { cause: error },
-    );
+    const message = `Cannot ${doing} in ${this.#where()}: ${
+      error instanceof Error ? error.message : error
+    }`;
+    this.#error = ofStream
+      ? streamError(message, this.#o.stream, error)
+      : new Error(message, { cause: error });
     this.#o.onChange();
+  }
+
+  /**
+   * Watches the consumer's notifications. The server deletes a stream's
+   * consumers with it, and an ordered consumer whose consumer was deleted
+   * waits for messages forever; so after "consumer deleted" (or "stream
+   * not found") the feed asks whether the stream still exists, and fails
+   * when it does not. Any other answer leaves the consumer to recover.
+   */
+  async #watchForDeletion(messages: jetstreamApi.ConsumerMessages): Promise<void> {
+    for await (const status of messages.status()) {
+      if (this.#closed || this.#error !== undefined) return;
+      if (status.type !== "consumer_deleted" && status.type !== "stream_not_found") continue;
+      try {
+        const jsm = await this.#o.js.jetstreamManager(false);
+        await jsm.streams.info(this.#o.stream);
+      } catch (error) {
+        if (isStreamNotFound(error)) {
+          this.#fail(error, "read", true);
+          messages.stop();
+          return;
+        }
+      }
+    }
   }
 
   async #run(): Promise<void> {
@@ -226,6 +258,9 @@ export class MessageFeed {
       this.#messages = await this.#consumer.consume({
         max_bytes: Math.max(PULL_MAX_BYTES, 2 * (o.maxPayload ?? 0)),
       });
+      this.#watchForDeletion(this.#messages).catch((error) =>
+        this.#fail(error, "watch the consumer")
+      );
       for await (const m of this.#messages) {
         if (this.#closed) return;
         if (o.stopAt !== undefined && m.seq > o.stopAt) {
@@ -255,7 +290,7 @@ export class MessageFeed {
       }
       if (!this.#closed) throw new Error("the consumer stopped");
     } catch (error) {
-      this.#fail(error, "read");
+      this.#fail(error, "read", true);
     } finally {
       this.#messages?.stop();
       if (!this.#closed) o.onChange();

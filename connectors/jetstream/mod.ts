@@ -33,6 +33,7 @@ export {
   type MessageMeta,
   type StartPosition,
 } from "./source.ts";
+export { isStreamNotFound, JetStreamStreamNotFoundError } from "./stream_not_found.ts";
 export {
   DEFAULT_LINGER_MS,
   DEFAULT_MAX_BATCH_BYTES,

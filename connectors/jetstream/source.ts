@@ -85,6 +85,17 @@
  * `"dead-letter"` emits a {@linkcode JetStreamDeadLetter} to
  * {@linkcode JETSTREAM_DEAD_LETTER} and goes on.
  *
+ * ## A stream that does not exist
+ *
+ * When the server says the stream does not exist (JetStream API error
+ * 10059, "stream not found") at enumeration, at a subject discovery or
+ * when a split's reading starts, or when a running split's consumer is
+ * deleted and the stream turns out to be gone, the job fails without
+ * restarts: a `JetStreamStreamNotFoundError` naming the stream, with the
+ * server's error as `cause` (`stream_not_found.ts`). A restart would find
+ * the stream missing again. NATS being unreachable or restarting stays an
+ * ordinary failure that the restart strategy retries.
+ *
  * ## Rate limit
  *
  * With `recordsPerSecond` = *r*, each of the `p` source subtasks emits at
@@ -139,6 +150,7 @@ import type {
 import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
 import { type FeedMessage, MessageFeed, type MessageHeaders } from "./feed.ts";
 import { hasWildcard, JetStreamSubjectDiscoverer } from "./split_discovery.ts";
+import { streamError } from "./stream_not_found.ts";
 import {
   decodeJetStreamSplit,
   type JetStreamSplit,
@@ -409,7 +421,9 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
   /**
    * The splits at the job's first start: one per matching subject, sorted, or
    * one for the stream, with their start offsets resolved (see the module docs).
-   * @throws {Error} naming the stream when it does not exist or NATS cannot be reached.
+   * @throws {JetStreamStreamNotFoundError} naming the stream when it does not
+   *   exist (the job fails without restarts).
+   * @throws {Error} naming the stream when NATS cannot be reached.
    */
   async enumerateSplits(_context: SplitEnumeratorContext): Promise<JetStreamSplit[]> {
     const { stream, filterSubject } = this.options;
@@ -422,9 +436,11 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
           ? await jsm.streams.info(stream)
           : await jsm.streams.info(stream, { subjects_filter: filterSubject });
       } catch (error) {
-        throw new Error(`Cannot enumerate the splits of stream ${stream}: ${messageOf(error)}`, {
-          cause: error,
-        });
+        throw streamError(
+          `Cannot enumerate the splits of stream ${stream}: ${messageOf(error)}`,
+          stream,
+          error,
+        );
       }
       const lastSeq = info.state.last_seq;
       let subjects: (string | null)[] = [null];

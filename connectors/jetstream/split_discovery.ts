@@ -30,6 +30,7 @@ import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps
 import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
 import type { SplitDiscoverer } from "../../runtime/api/source.ts";
 import type { JetStreamSplit } from "./split_state.ts";
+import { streamError } from "./stream_not_found.ts";
 
 /** Whether `filter` has a NATS wildcard token (`*` or `>`), so that it may match many subjects. */
 export function hasWildcard(filter: string): boolean {
@@ -60,8 +61,9 @@ export function subjectSplits(
 
 /**
  * The subjects of `stream` with messages now that match `filter`.
- * @throws {Error} naming the stream and the filter when the stream does
- *   not exist or NATS does not answer.
+ * @throws {JetStreamStreamNotFoundError} naming the stream and the filter
+ *   when the stream does not exist (the job fails without restarts).
+ * @throws {Error} naming the stream and the filter when NATS does not answer.
  */
 export async function matchingSubjects(
   nc: NatsConnection,
@@ -73,11 +75,12 @@ export async function matchingSubjects(
     const info = await jsm.streams.info(stream, { subjects_filter: filter });
     return Object.keys(info.state.subjects ?? {});
   } catch (error) {
-    throw new Error(
+    throw streamError(
       `Cannot list the subjects of stream ${stream} matching ${filter}: ${
         error instanceof Error ? error.message : error
       }`,
-      { cause: error },
+      stream,
+      error,
     );
   }
 }
@@ -108,8 +111,10 @@ export class JetStreamSubjectDiscoverer implements SplitDiscoverer<JetStreamSpli
 
   /**
    * Every matching subject's split, sorted, at offset 0.
-   * @throws {Error} naming the stream and filter when NATS cannot be reached
-   *   or the stream does not exist, or when the discoverer is closed.
+   * @throws {JetStreamStreamNotFoundError} naming the stream and filter when
+   *   the stream does not exist (the job fails without restarts).
+   * @throws {Error} naming the stream and filter when NATS cannot be reached,
+   *   or when the discoverer is closed.
    */
   async discoverSplits(): Promise<JetStreamSplit[]> {
     const { stream, filterSubject } = this.#o;
