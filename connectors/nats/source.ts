@@ -65,7 +65,7 @@ import {
 import type { NatsConnection, Subscription } from "../../runtime/actor/nats_deps.ts";
 import { logger } from "../../runtime/log.ts";
 import { MessageQueue } from "./_message_queue.ts";
-import { SuppressRestartsError } from "../../runtime/failure.ts";
+import { checkCountingSplit } from "../../runtime/api/counting_split.ts";
 
 const log = logger("nats-source");
 
@@ -125,17 +125,6 @@ export class NatsSourceOverflowError extends Error {
 
 const utf8 = new TextDecoder();
 
-/** `value` for an error message: JSON when possible, at most 100 characters. */
-function preview(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 100 ? `${text.slice(0, 100)}…` : text;
-}
-
 /**
  * Checks a core NATS split read back from a checkpoint (it passed through
  * MessagePack, so it may be anything a corrupt or foreign checkpoint holds).
@@ -147,25 +136,11 @@ function preview(value: unknown): string {
  *   current value: a restart would read the same checkpoint again.
  */
 export function checkNatsSplit(raw: unknown, where: string): NatsSplit {
-  const fail = (problem: string) =>
-    new SuppressRestartsError(`Invalid core NATS split in the checkpoint of ${where}: ${problem}`);
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    throw fail(`expected an object { splitId, emitted }: current value is ${preview(raw)}`);
-  }
-  const { splitId, emitted } = raw as Record<string, unknown>;
-  if (typeof splitId !== "string" || !splitId.startsWith("nats-")) {
-    throw fail(
-      `field 'splitId' must be a string starting with "nats-": current value is ${
-        preview(splitId)
-      }`,
-    );
-  }
-  if (typeof emitted !== "number" || !Number.isSafeInteger(emitted) || emitted < 0) {
-    throw fail(
-      `field 'emitted' must be a non-negative integer: current value is ${preview(emitted)}`,
-    );
-  }
-  return { splitId, emitted };
+  return checkCountingSplit(raw, where, {
+    kind: "core NATS split",
+    prefix: "nats-",
+    countField: "emitted",
+  });
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {

@@ -100,7 +100,7 @@ import type {
   SplitEnumeratorContext,
 } from "./source.ts";
 import { type Clock, sleepUntil } from "../time/clock.ts";
-import { SuppressRestartsError } from "../failure.ts";
+import { checkCountingSplit } from "./counting_split.ts";
 
 /** Lines the reader holds before it stops reading the socket (backpressure). */
 export const SOCKET_SOURCE_QUEUE_LINES = 10_000;
@@ -138,17 +138,6 @@ export interface SocketSplit extends SourceSplit {
   readonly linesEmitted: number;
 }
 
-/** `value` for an error message: JSON when possible, at most 100 characters. */
-function preview(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 100 ? `${text.slice(0, 100)}…` : text;
-}
-
 /**
  * Checks a socket split read back from a checkpoint (it passed through
  * MessagePack, so it may be anything a corrupt or foreign checkpoint holds).
@@ -160,29 +149,11 @@ function preview(value: unknown): string {
  *   current value: a restart would read the same checkpoint again.
  */
 export function checkSocketSplit(raw: unknown, where: string): SocketSplit {
-  const fail = (problem: string) =>
-    new SuppressRestartsError(
-      `Invalid socket source split in the checkpoint of ${where}: ${problem}`,
-    );
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    throw fail(`expected an object { splitId, linesEmitted }: current value is ${preview(raw)}`);
-  }
-  const { splitId, linesEmitted } = raw as Record<string, unknown>;
-  if (typeof splitId !== "string" || !splitId.startsWith("socket-")) {
-    throw fail(
-      `field 'splitId' must be a string starting with "socket-": current value is ${
-        preview(splitId)
-      }`,
-    );
-  }
-  if (typeof linesEmitted !== "number" || !Number.isSafeInteger(linesEmitted) || linesEmitted < 0) {
-    throw fail(
-      `field 'linesEmitted' must be a non-negative integer: current value is ${
-        preview(linesEmitted)
-      }`,
-    );
-  }
-  return { splitId, linesEmitted };
+  return checkCountingSplit(raw, where, {
+    kind: "socket source split",
+    prefix: "socket-",
+    countField: "linesEmitted",
+  });
 }
 
 /**
