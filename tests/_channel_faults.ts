@@ -209,16 +209,22 @@ export class FaultyTransport implements Transport {
         for (const out of plan.onPublish(subject, { kind: "value", value })) {
           this.#send(subject, out);
         }
+        return true; // even when the plan dropped or held it: the fault is the transport's
       };
     }
   }
 
   /** Hands a value over through the plan; present only when the inner transport has it. */
-  readonly publishValue?: (subject: string, value: unknown) => void;
+  readonly publishValue?: (subject: string, value: unknown) => boolean;
 
   #send(subject: string, out: Published, options?: { reply?: string }): void {
     if (out.kind === "bytes") this.#inner.publish(subject, out.data, options);
-    else this.#inner.publishValue!(subject, out.value);
+    else if (!this.#inner.publishValue!(subject, out.value)) {
+      throw new Error(
+        `FaultyTransport wraps a transport that refused a value on '${subject}': it supports ` +
+          `transports that deliver every subject in-thread (in-process) or none (NATS)`,
+      );
+    }
   }
 
   /** The inner transport's limit, in bytes. */

@@ -251,12 +251,13 @@ export class InProcessTransport implements Transport {
    *
    * @param subject A subject without wildcards.
    * @param value The object to hand over; not `undefined`.
+   * @returns `true`: a bus delivers every subject within its thread.
    * @throws {TransportClosedError} after {@linkcode InProcessTransport.close}.
    * @throws {InvalidSubjectError} when `subject` is empty, has an empty
    * token, whitespace or a wildcard.
    * @throws {TypeError} when `value` is `undefined`.
    */
-  publishValue(subject: string, value: unknown): void {
+  publishValue(subject: string, value: unknown): boolean {
     if (this.#closed) throw this.#closedError(`publish a value on '${subject}'`);
     if (value === undefined) {
       throw new TypeError(
@@ -264,6 +265,7 @@ export class InProcessTransport implements Transport {
       );
     }
     this.#router.publishValue(subject, value);
+    return true;
   }
 
   /**

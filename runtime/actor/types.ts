@@ -22,17 +22,20 @@
  *
  * ## In-thread values (optional)
  *
- * A transport whose subscribers all run in the publisher's thread (the
- * in-process transport) may also offer {@linkcode Transport.publishValue}:
- * it hands an object to the matching subscriptions as it is, with no
- * encoding and no payload limit (DESIGN.md §15, "inside a thread: records
- * pass as values"). Values and byte payloads published by one connection
- * share the same per-subscription order, and handlers still never run
- * inside the publish. Every matching subscription receives the same object:
- * neither publisher nor receivers may change it afterwards (the object-reuse
- * contract of Flink's `ExecutionConfig.enableObjectReuse`). A transport that
- * crosses threads or processes (NATS) leaves the method out, and callers
- * encode.
+ * A transport that knows which subscriptions run in the publisher's thread
+ * may also offer {@linkcode Transport.publishValue}: it hands an object to
+ * the matching subscriptions as it is, with no encoding and no payload limit
+ * (DESIGN.md §15, "inside a thread: records pass as values"), or returns
+ * `false` when the subject is not one it delivers within the thread (then
+ * the caller encodes and publishes bytes). Values and byte payloads
+ * published by one connection share the same per-subscription order, and
+ * handlers still never run inside the publish. Every matching subscription
+ * receives the same object: neither publisher nor receivers may change it
+ * afterwards (the object-reuse contract of Flink's
+ * `ExecutionConfig.enableObjectReuse`). The in-process transport delivers
+ * every subject in-thread; `thread_local.ts` adds it to NATS for the
+ * subjects a slot thread subscribes itself; the bare NATS transport leaves
+ * it out.
  *
  * @module
  */
@@ -86,17 +89,20 @@ export interface Transport {
    */
   publish(subject: string, data: Uint8Array, options?: { reply?: string }): void;
   /**
-   * Optional, only on transports whose subscribers all share the
-   * publisher's thread: hands `value` (not `undefined`) to every
-   * subscription matching `subject`, without encoding it and without a
-   * payload limit. The subscriber receives it as
-   * {@linkcode TransportMessage.value}, in publish order with this
-   * connection's byte payloads. See the module docs for the contract.
+   * Optional: hands `value` (not `undefined`) to every subscription
+   * matching `subject`, without encoding it and without a payload limit,
+   * when this transport delivers `subject` within the publisher's thread.
+   * The subscriber receives it as {@linkcode TransportMessage.value}, in
+   * publish order with this connection's byte payloads. See the module docs
+   * for the contract.
    *
+   * @returns `true` when handed over; `false` when `subject` is not
+   * delivered in this thread (nothing was published: encode and
+   * {@linkcode Transport.publish} instead).
    * @throws {TransportClosedError} after {@linkcode Transport.close}.
    * @throws {InvalidSubjectError} when the subject is empty, has empty tokens or wildcards.
    */
-  publishValue?(subject: string, value: unknown): void;
+  publishValue?(subject: string, value: unknown): boolean;
   /**
    * Calls `handler` for each message published on a matching subject from now on.
    *

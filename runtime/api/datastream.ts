@@ -10,12 +10,12 @@
  *
  * A record returned by a `map`, emitted through a `Collector` or by a
  * source is handed to the next function as it is wherever no encoding is
- * needed: on chained edges, and in local mode on every network edge
- * (`keyBy`, `rebalance`, `broadcast`...), which pass records between
- * subtasks of one thread by reference (DESIGN.md §15; Flink's object reuse,
- * on by default here). So no function may change a record it emitted or
+ * needed: on chained edges, and on every network edge (`keyBy`,
+ * `rebalance`, `broadcast`...) between subtasks of one thread (all of local
+ * mode; one job's subtasks on one slot in cluster mode), which pass records
+ * by reference (DESIGN.md §15; Flink's object reuse, on by default here). So no function may change a record it emitted or
  * received; build a new one. `env.disableObjectReuse()` encodes every
- * network edge instead, as cross-thread edges of cluster mode always do.
+ * network edge instead, as edges between threads always do.
  *
  * @module
  */

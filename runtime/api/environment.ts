@@ -274,8 +274,8 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   }
 
   /**
-   * Lets network edges between subtasks of one thread (all of local mode)
-   * hand records over as they are, without encoding them: the default
+   * Lets network edges between subtasks of one thread (all of local mode;
+   * one job's subtasks on one slot in cluster mode) hand records over as they are, without encoding them: the default
    * (Flink's `ExecutionConfig.enableObjectReuse`). Records must then not be
    * changed after `collect`, by the function that emitted them or by the one
    * that receives them; values read from state likewise.
@@ -289,8 +289,8 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * Makes every network edge encode its records, also between subtasks of
    * one thread (Flink's `ExecutionConfig.disableObjectReuse`): each consumer
    * gets its own copy, records must be plain data, and a record over the
-   * transport's max payload fails the job, in local mode as in cluster mode.
-   * Slower (local mode's keyed edges spend most of their time encoding).
+   * transport's max payload fails the job, inside a thread as across
+   * threads. Slower (a keyed edge then spends most of its time encoding).
    */
   disableObjectReuse(): this {
     this.#task.objectReuse = false;

@@ -43,8 +43,8 @@ import type { OutputTag } from "./output_tag.ts";
 export interface Collector<T> {
   /**
    * Emits `value` downstream, with the input record's timestamp if it had
-   * one. `value` is immutable from then on: chained operators, and in local
-   * mode network edges too, hand the object itself to the next function
+   * one. `value` is immutable from then on: chained operators, and network
+   * edges inside a thread too, hand the object itself to the next function
    * (object reuse, see `StreamExecutionEnvironment.disableObjectReuse`), so
    * neither the caller nor a receiver may change it. Emit a new object
    * instead of changing and re-emitting one.

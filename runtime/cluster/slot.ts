@@ -5,6 +5,8 @@
  * checks the graph's fingerprint against the submitted one, connects to
  * NATS, opens the shared checkpoint storage, and runs a {@linkcode Worker}
  * that receives the slot's messages from its parent through `postMessage`.
+ * Its transport keeps messages between this thread's subtasks in the
+ * thread (`thread_local.ts`): their network edges pass records unencoded.
  *
  * Messages to the parent: `{ t: "ready" }` once it accepts deployments,
  * `{ t: "error", message }` when it cannot run the job, and
@@ -17,6 +19,7 @@ import { decode } from "../actor/codec.ts";
 import { delay } from "../actor/async.ts";
 import { connectNats, watchReconnects } from "../actor/nats_connect.ts";
 import { NatsTransport } from "../actor/nats_transport.ts";
+import { ThreadLocalTransport } from "../actor/thread_local.ts";
 import { ObjectStoreCheckpointStorage } from "../checkpoint/object_store_storage.ts";
 import type { JobGraph } from "../graph/job_graph.ts";
 import { jobGraphFingerprint } from "../graph/job_graph_summary.ts";
@@ -57,7 +60,10 @@ export async function runSlot(
       );
     }
     const nc = await connectNats({ ...launch.nats, name: `weir-slot-${launch.slotId}` });
-    const transport = new NatsTransport(nc, { ownsConnection: true });
+    // Subtasks of this slot thread exchange records unencoded (DESIGN.md §15).
+    const transport = new ThreadLocalTransport(new NatsTransport(nc, { ownsConnection: true }), {
+      name: `weir-slot-${launch.slotId} in-thread`,
+    });
     const storage = await ObjectStoreCheckpointStorage.open({
       connection: nc,
       bucket: launch.checkpointBucket,

@@ -15,7 +15,8 @@
  * Buffers arrive decoded: from bytes by the task on arrival, or as the
  * producer's own objects over an in-thread channel (`record_writer.ts`).
  * Both are checked for sequence the same way, and credits go back the same
- * way (as a value when the transport has `publishValue`, else encoded).
+ * way (as a value when the transport delivers the producer's subject in
+ * this thread, else encoded).
  *
  * @module
  */
@@ -197,8 +198,9 @@ export class InputGate {
       dst: subtask,
       n,
     };
-    if (transport.publishValue) transport.publishValue(ch.producerSubject, msg);
-    else transport.publish(ch.producerSubject, encode(msg));
+    if (transport.publishValue?.(ch.producerSubject, msg) !== true) {
+      transport.publish(ch.producerSubject, encode(msg));
+    }
   }
 
   /** Whether every channel delivered end of data. */

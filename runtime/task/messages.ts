@@ -33,8 +33,9 @@
  * `vb` once, when the message arrives, into a
  * {@linkcode ReceivedBufferMessage}.
  *
- * A channel whose consumer shares the producer's thread (the transport has
- * `publishValue`: local mode) sends no bytes: each `buf` goes as a
+ * A channel whose consumer shares the producer's thread (the transport's
+ * `publishValue` accepts its subject: local mode, and one job's subtasks on
+ * one slot thread in cluster mode) sends no bytes: each `buf` goes as a
  * {@linkcode ReceivedBufferMessage} object holding the records themselves
  * (no `vb`), and events and credits go as their message objects, with the
  * same sequence numbers, credits and order (DESIGN.md §15). Records are then

@@ -16,7 +16,8 @@
  * ## In-thread channels
  *
  * When the transport can hand values over within this thread
- * (`Transport.publishValue`: the in-process transport of local mode), a
+ * (`Transport.publishValue`: the in-process transport of local mode, and
+ * `thread_local.ts` for subtasks of one slot thread in cluster mode), a
  * buffer is not encoded: the sealed buffer's arrays of records, timestamps
  * and key groups go to the consumer as one {@linkcode ReceivedBufferMessage}
  * object, and events as their {@linkcode EventMessage} objects. Everything
@@ -26,9 +27,13 @@
  * chained edge), and its records are the very objects the operator
  * collected: they must not be changed afterwards, by the producer or by the
  * consumer (Flink's object-reuse trade-off, `enableObjectReuse`; README,
- * "What is not guaranteed"). The choice is per writer: a transport that
- * crosses threads (NATS) has no `publishValue`, and every buffer is encoded;
- * so does a writer with `objectReuse: false`. One record is copied (through
+ * "What is not guaranteed"). The choice is per message: `publishValue`
+ * returns `false` for a subject its transport does not deliver in this
+ * thread (a consumer in another slot thread or process, in cluster mode),
+ * and the buffer is then encoded where it stands in the queue; a transport
+ * without `publishValue` (bare NATS), or a writer with `objectReuse: false`,
+ * encodes every buffer. A record sent to consumers in this thread and to
+ * others (broadcast) is thus encoded for the others only. One record is copied (through
  * the codec) on the in-thread path: on a keyed edge, one whose key holds a
  * string with a lone surrogate, which the codec turns into U+FFFD, so the
  * consumer keys its state by the key a cross-thread edge or a restored
@@ -257,18 +262,20 @@ export class RecordWriter {
     ch.timestamps = [];
     ch.hasTimestamps = false;
     if (this.inThread) ch.queue.push({ kind: "vals", v: values, ts, kg });
-    else this.#encodeInto(ch, values, ts, kg);
+    else this.#encodeInto(ch.queue, values, ts, kg);
     this.#drain(ch);
   }
 
   /**
-   * Encodes records into one or more queued buffers, each small enough for
-   * the transport. Encoding happens here, on the mailbox loop, so a record
-   * that cannot be encoded fails the subtask where it was emitted.
+   * Encodes records into one or more buffers appended to `out`, each small
+   * enough for the transport. Encoding happens here, on the mailbox loop, so
+   * a record that cannot be encoded fails the subtask where it was emitted
+   * (or, for an in-thread buffer whose consumer turned out not to be in this
+   * thread, where credit arrived).
    * @throws {RecordTooLargeError} for a single record larger than the max payload.
    */
   #encodeInto(
-    ch: ChannelWriter,
+    out: Pending[],
     values: unknown[],
     ts: (number | null)[] | undefined,
     kg: number[] | undefined,
@@ -276,7 +283,7 @@ export class RecordWriter {
     const vb = encodeRecords(values, ts);
     const limit = this.#options.transport.maxPayload - ENVELOPE_BYTES - 2 * (kg?.length ?? 0);
     if (vb.byteLength <= limit) {
-      ch.queue.push({ kind: "buf", vb, kg: kg ? Uint16Array.from(kg) : undefined });
+      out.push({ kind: "buf", vb, kg: kg ? Uint16Array.from(kg) : undefined });
       return;
     }
     if (values.length === 1) {
@@ -288,8 +295,8 @@ export class RecordWriter {
       );
     }
     const half = values.length >> 1;
-    this.#encodeInto(ch, values.slice(0, half), ts?.slice(0, half), kg?.slice(0, half));
-    this.#encodeInto(ch, values.slice(half), ts?.slice(half), kg?.slice(half));
+    this.#encodeInto(out, values.slice(0, half), ts?.slice(0, half), kg?.slice(0, half));
+    this.#encodeInto(out, values.slice(half), ts?.slice(half), kg?.slice(half));
   }
 
   #drain(ch: ChannelWriter): void {
@@ -298,21 +305,29 @@ export class RecordWriter {
       const item = ch.queue[0]!;
       if (item.kind === "vals") {
         if (ch.credits <= 0) break;
-        ch.credits--;
-        ch.queue.shift();
         const msg: ReceivedBufferMessage = {
           t: "buf",
           job: jobId,
           att: attempt,
           edge: this.edge.index,
           src: producerIndex,
-          seq: ch.seq++,
+          seq: ch.seq,
           v: item.v,
           ts: item.ts,
           ...(item.kg ? { kg: item.kg } : {}),
         };
-        this.buffersOut++;
-        transport.publishValue!(ch.subject, msg);
+        ch.queue.shift();
+        if (transport.publishValue!(ch.subject, msg)) {
+          ch.credits--;
+          ch.seq++;
+          this.buffersOut++;
+        } else {
+          // The consumer is not in this thread: encode (perhaps into
+          // several buffers) in the buffer's place, and send those.
+          const encoded: Pending[] = [];
+          this.#encodeInto(encoded, item.v, item.ts, item.kg);
+          ch.queue.unshift(...encoded);
+        }
       } else if (item.kind === "buf") {
         if (ch.credits <= 0) break;
         ch.credits--;
@@ -340,8 +355,9 @@ export class RecordWriter {
           seq: ch.seq++,
           e: item.e,
         };
-        if (this.inThread) transport.publishValue!(ch.subject, msg);
-        else transport.publish(ch.subject, encode(msg));
+        if (!(this.inThread && transport.publishValue!(ch.subject, msg))) {
+          transport.publish(ch.subject, encode(msg));
+        }
       }
     }
   }
