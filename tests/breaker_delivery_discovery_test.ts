@@ -18,7 +18,6 @@
 import assert from "node:assert/strict";
 import {
   type CheckpointListener,
-  JobFailedError,
   RestartStrategies,
   type RuntimeContext,
   StreamExecutionEnvironment,
@@ -29,16 +28,21 @@ import type { NatsConnectionOptions } from "../runtime/actor/nats_connect.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
 import { jetstreamApi } from "../runtime/actor/nats_deps.ts";
 import { CollectingSink } from "../testing.ts";
+import {
+  assertExactlyOnce,
+  bySubject,
+  holds,
+  JobDone,
+  runUntilDone,
+  type SubjectRecord,
+} from "./_discovery_kit.ts";
 import { withTempDir } from "./_job_kit.ts";
 import { waitUntil } from "./_wait.ts";
 import { startNatsServer } from "./_nats_server.ts";
 import { CONNECTION, uniqueName, withJetStream } from "../connectors/jetstream/_test_kit.ts";
 import { JetStreamSource } from "../connectors/jetstream/source.ts";
 
-interface Rec {
-  readonly s: string;
-  readonly n: number;
-}
+type Rec = SubjectRecord;
 
 /** What the probe (copied per subtask, sharing this object) and the test share. */
 interface Shared {
@@ -50,13 +54,6 @@ interface Shared {
   done: () => boolean;
   /** Set when the test gives up waiting: the next completed checkpoint ends the job. */
   gaveUp?: string;
-}
-
-class JobDone extends SuppressRestartsError {
-  constructor() {
-    super("JobDone: the sink holds every expected record");
-    this.name = "JobDone";
-  }
 }
 
 /** An identity map that fails attempt 0 once on request and ends the job when done. */
@@ -84,37 +81,6 @@ class Probe implements CheckpointListener {
     }
     return r;
   }
-}
-
-function bySubject(records: readonly Rec[]): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  for (const { s, n } of records) (out.get(s) ?? out.set(s, []).get(s)!).push(n);
-  return out;
-}
-
-/** Whether the sink holds at least the expected number of records of each subject. */
-function holds(sink: CollectingSink<Rec>, expected: ReadonlyMap<string, number[]>): boolean {
-  const got = bySubject(sink.committed());
-  return [...expected].every(([s, ns]) => (got.get(s)?.length ?? 0) >= ns.length);
-}
-
-/** Asserts that the sink holds exactly the expected `n`s of each subject, in order. */
-function assertExactlyOnce(
-  sink: CollectingSink<Rec>,
-  expected: ReadonlyMap<string, number[]>,
-  context: string,
-): void {
-  const got = bySubject(sink.committed());
-  const extra = [...got.keys()].filter((s) => !expected.has(s));
-  assert.deepEqual(extra, [], `${context}: subjects never published`);
-  const wrong: string[] = [];
-  for (const [s, ns] of expected) {
-    const have = got.get(s) ?? [];
-    if (JSON.stringify(have) !== JSON.stringify(ns)) {
-      wrong.push(`${s}: ${JSON.stringify(have)} instead of ${JSON.stringify(ns)}`);
-    }
-  }
-  assert.deepEqual(wrong.slice(0, 10), [], `${context}: ${wrong.length} subject(s) wrong`);
 }
 
 function counts(sink: CollectingSink<Rec>, expected: ReadonlyMap<string, number[]>): string {
@@ -177,29 +143,6 @@ function build(options: {
 
 const WAIT = { timeoutMs: 90_000 };
 
-/** Waits until the unbounded job ends by failing; gives up (ending it) after the deadline. */
-async function runUntilDone(
-  run: Promise<unknown>,
-  shared: Shared,
-  missing: () => string,
-): Promise<JobFailedError> {
-  let settled = false;
-  const outcome = run.then(
-    () => assert.fail("an unbounded job ends only by failing"),
-    (e: unknown) => e,
-  ).finally(() => settled = true);
-  try {
-    await waitUntil(() => settled, { ...WAIT, missing: () => `the job still runs: ${missing()}` });
-  } catch (error) {
-    shared.gaveUp = error instanceof Error ? error.message : String(error);
-    await outcome;
-    throw error;
-  }
-  const error = await outcome;
-  assert.ok(error instanceof JobFailedError, String(error));
-  return error;
-}
-
 Deno.test({
   name:
     "breaker: 300 subjects appearing at once while a failure restores the job are each read exactly once",
@@ -241,7 +184,7 @@ Deno.test({
         await Promise.all(many.map((s) => publish(t.js, t.stream, expected, s, 4, 5)));
         await publish(t.js, t.stream, expected, "a", 51, 80);
         all = true;
-        const error = await runUntilDone(run, shared, state);
+        const error = await runUntilDone(run, shared, { ...WAIT, missing: state });
         const context = `${state()}; ${error.message.split("\n")[0]}`;
         assert.match(error.message, /JobDone/, context);
         assert.equal(shared.log.filter((l) => l.startsWith("induced")).length, 1, context);
@@ -294,7 +237,7 @@ Deno.test({
         await publish(t.js, t.stream, expected, "p", 31, 50);
         await publish(t.js, t.stream, expected, "a", 61, 70);
         all = true;
-        const error = await runUntilDone(run, shared, state);
+        const error = await runUntilDone(run, shared, { ...WAIT, missing: state });
         const context = `${state()}; ${error.message.split("\n")[0]}`;
         assert.match(error.message, /JobDone/, context);
         assertExactlyOnce(sink, expected, context);
@@ -355,7 +298,7 @@ Deno.test({
         await publish(js, stream, expected, "b", 21, 30);
         await publish(js, stream, expected, "a", 41, 50);
         all = true;
-        const error = await runUntilDone(run, shared, state);
+        const error = await runUntilDone(run, shared, { ...WAIT, missing: state });
         const context = `${state()}; ${error.message.split("\n")[0]}`;
         assert.match(error.message, /JobDone/, context);
         assertExactlyOnce(sink, expected, context);

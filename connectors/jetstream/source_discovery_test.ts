@@ -21,7 +21,6 @@ import {
   type CheckpointListener,
   type FunctionInitializationContext,
   type FunctionSnapshotContext,
-  JobFailedError,
   RestartStrategies,
   type RuntimeContext,
   StreamExecutionEnvironment,
@@ -29,23 +28,21 @@ import {
 } from "../../mod.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { CollectingSink } from "../../testing.ts";
+import {
+  assertExactlyOnce,
+  bySubject,
+  firstN,
+  holds,
+  JobDone,
+  runUntilDone,
+  type SubjectRecord,
+} from "../../tests/_discovery_kit.ts";
 import { withTempDir } from "../../tests/_job_kit.ts";
 import { waitUntil } from "../../tests/_wait.ts";
 import { CONNECTION, publishJson, type TestJetStream, withJetStream } from "./_test_kit.ts";
 import { JetStreamSource } from "./source.ts";
 
-interface Rec {
-  readonly s: string;
-  readonly n: number;
-}
-
-/** Ends an unbounded test job on purpose. */
-class JobDone extends SuppressRestartsError {
-  constructor() {
-    super("JobDone: the sink holds every expected record");
-    this.name = "JobDone";
-  }
-}
+type Rec = SubjectRecord;
 
 /** What the probes of one job share with the test (the function object is copied per subtask). */
 interface Shared {
@@ -123,36 +120,6 @@ async function publish(t: TestJetStream, s: string, from: number, to: number): P
   await publishJson(t.js, `${t.stream}.${s}`, range(s, from, to));
 }
 
-/** The committed `n`s per subject, in commit order. */
-function bySubject(records: readonly Rec[]): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  for (const { s, n } of records) (out.get(s) ?? out.set(s, []).get(s)!).push(n);
-  return out;
-}
-
-/** Whether the sink holds at least `count` records of each subject. */
-function holds(sink: CollectingSink<Rec>, expected: Record<string, number>): boolean {
-  const got = bySubject(sink.committed());
-  return Object.entries(expected).every(([s, count]) => (got.get(s)?.length ?? 0) >= count);
-}
-
-/** Asserts that the sink holds exactly 1 … N of each subject, in order, and nothing else. */
-function assertExactlyOnce(
-  sink: CollectingSink<Rec>,
-  expected: Record<string, number>,
-  context: string,
-): void {
-  const got = bySubject(sink.committed());
-  assert.deepEqual([...got.keys()].sort(), Object.keys(expected).sort(), `${context}: subjects`);
-  for (const [s, count] of Object.entries(expected)) {
-    assert.deepEqual(
-      got.get(s),
-      Array.from({ length: count }, (_, i) => i + 1),
-      `${context}: subject ${s}`,
-    );
-  }
-}
-
 function counts(sink: CollectingSink<Rec>): string {
   return JSON.stringify(
     Object.fromEntries([...bySubject(sink.committed())].map(([s, ns]) => [s, ns.length])),
@@ -194,34 +161,6 @@ function build(options: {
 
 const WAIT = { timeoutMs: 60_000 };
 
-/**
- * Waits (60 s at most) until the job `run` ends by failing (`JobDone`, or
- * a failure the test induced); returns its error. When the time is up, it
- * ends the job at its next completed checkpoint and fails the test, saying
- * what the sink held.
- */
-async function runUntilDone(
-  run: Promise<unknown>,
-  shared: Shared,
-  missing: () => string,
-): Promise<JobFailedError> {
-  let settled = false;
-  const outcome = run.then(
-    () => assert.fail("an unbounded job ends only by failing"),
-    (e: unknown) => e,
-  ).finally(() => settled = true);
-  try {
-    await waitUntil(() => settled, { ...WAIT, missing: () => `the job still runs: ${missing()}` });
-  } catch (error) {
-    shared.gaveUp = error instanceof Error ? error.message : String(error);
-    await outcome;
-    throw error;
-  }
-  const error = await outcome;
-  assert.ok(error instanceof JobFailedError, String(error));
-  return error;
-}
-
 Deno.test("a subject first published to mid-run is discovered, read from its first message, and exactly once through a failure after a checkpoint that holds it", async () => {
   await withJetStream(async (t) => {
     await withTempDir(async (directory) => {
@@ -235,12 +174,12 @@ Deno.test("a subject first published to mid-run is discovered, read from its fir
         log: [],
         failAfterCover: true,
         stopAtCover: false,
-        done: () => all && holds(sink, expected),
+        done: () => all && holds(sink, firstN(expected)),
       };
       const env = build({ t, directory, sink, shared, parallelism: 2, restarts: 3 });
       const run = env.execute("subject discovery");
       const state = () => `committed ${counts(sink)}; ${shared.log.join("; ")}`;
-      await waitUntil(() => holds(sink, { a: 1 }), { ...WAIT, missing: state });
+      await waitUntil(() => holds(sink, firstN({ a: 1 })), { ...WAIT, missing: state });
 
       await publish(t, "b", 1, 50); // a new subject, after the job's first start
       await waitUntil(() => shared.coveredAt !== undefined, { ...WAIT, missing: state });
@@ -253,11 +192,11 @@ Deno.test("a subject first published to mid-run is discovered, read from its fir
       await publish(t, "a", 101, 150);
       all = true;
 
-      const error = await runUntilDone(run, shared, state);
+      const error = await runUntilDone(run, shared, { ...WAIT, missing: state });
       const context = `${state()}; ${error.message.split("\n")[0]}`;
       assert.match(error.message, /JobDone/, context);
       assert.equal(shared.log.filter((l) => l.startsWith("induced")).length, 1, context);
-      assertExactlyOnce(sink, expected, context);
+      assertExactlyOnce(sink, firstN(expected), context);
     });
   });
 });
@@ -279,10 +218,10 @@ for (const [from, to] of [[1, 3], [3, 1]] as const) {
         const state = (s: Shared) => () => `committed ${counts(sink)}; ${s.log.join("; ")}`;
         const run1 = build({ t, directory, sink, shared: first, parallelism: from, restarts: 0 })
           .execute("discovery before a resume");
-        await waitUntil(() => holds(sink, { a: 1 }), { ...WAIT, missing: state(first) });
+        await waitUntil(() => holds(sink, firstN({ a: 1 })), { ...WAIT, missing: state(first) });
         await publish(t, "b", 1, 80); // discovered by the first run
         await publish(t, "d", 1, 40); // discovered by the first run, maybe covered by no checkpoint
-        const failed = await runUntilDone(run1, first, state(first));
+        const failed = await runUntilDone(run1, first, { ...WAIT, missing: state(first) });
         assert.match(failed.message, /stop after checkpoint/, state(first)());
         const match = /resumeFrom\(\{ jobId: "([^"]+)", checkpointId: (\d+) \}\)/.exec(
           failed.message,
@@ -297,7 +236,7 @@ for (const [from, to] of [[1, 3], [3, 1]] as const) {
           log: [],
           failAfterCover: false,
           stopAtCover: false,
-          done: () => all && holds(sink, expected),
+          done: () => all && holds(sink, firstN(expected)),
         };
         const env = build({ t, directory, sink, shared: second, parallelism: to, restarts: 3 });
         env.resumeFrom({ jobId: match[1]!, checkpointId: Number(match[2]) });
@@ -306,10 +245,10 @@ for (const [from, to] of [[1, 3], [3, 1]] as const) {
         await publish(t, "c", 1, 50); // a subject that first appears after the resume
         await publish(t, "a", 101, 150);
         all = true;
-        const error = await runUntilDone(run2, second, state(second));
+        const error = await runUntilDone(run2, second, { ...WAIT, missing: state(second) });
         const context = `${from}→${to}: ${state(second)()}; ${error.message.split("\n")[0]}`;
         assert.match(error.message, /JobDone/, context);
-        assertExactlyOnce(sink, expected, context);
+        assertExactlyOnce(sink, firstN(expected), context);
       });
     });
   });
