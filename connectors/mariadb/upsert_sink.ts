@@ -62,6 +62,7 @@ import {
   type SqlConnection,
 } from "./connection.ts";
 import { parseInsertStatement, quoteIdentifier } from "./statement.ts";
+import { keyColumnsProblem } from "../_sql/key_columns.ts";
 
 /** What {@linkcode mariaDbUpsertSink} is built from. */
 export interface MariaDbUpsertSinkOptions<T> {
@@ -123,16 +124,8 @@ export function upsertSql(
       }`,
     );
   }
-  if (
-    !Array.isArray(keyColumns) || keyColumns.length === 0 ||
-    keyColumns.some((k) => !columns.includes(k)) || new Set(keyColumns).size !== keyColumns.length
-  ) {
-    throw new RangeError(
-      `mariaDbUpsertSink: keyColumns must be a non-empty list of distinct names from columns ${
-        JSON.stringify(columns)
-      }: current value is ${JSON.stringify(keyColumns)}`,
-    );
-  }
+  const problem = keyColumnsProblem(columns, keyColumns);
+  if (problem !== undefined) throw new RangeError(`mariaDbUpsertSink: ${problem}`);
   const table = quoteIdentifier(options.table, "table");
   const quoted = columns.map((c) => quoteIdentifier(c, "column"));
   const updates = columns.filter((c) => !keyColumns.includes(c)).map((c) => {

@@ -54,7 +54,7 @@ Deno.test("upsertSql updates every non-key column from the inserted row", () => 
   );
   assert.throws(
     () => upsertSql({ table: "t", columns: ["a"], keyColumns: ["b"] }),
-    /keyColumns must be a non-empty list of distinct names from columns \["a"\]: current value is \["b"\]/,
+    /mariaDbUpsertSink: every key column must be one of columns \["a"\]: current value is "b"/,
   );
   assert.throws(
     () => upsertSql({ table: "t", columns: [], keyColumns: [] }),

@@ -20,6 +20,7 @@
  */
 
 import { SuppressRestartsError } from "../../runtime/failure.ts";
+import { keyColumnsProblem } from "../_sql/key_columns.ts";
 
 /** A value the sinks send as a parameter: the driver's text/binary encodings of JS values. */
 export type PostgresValue = string | number | bigint | boolean | null | Date | Uint8Array;
@@ -147,26 +148,8 @@ export function upsertClause(
   spec: TableSpec,
   keyColumns: readonly string[],
 ): string {
-  if (!Array.isArray(keyColumns) || keyColumns.length === 0) {
-    throw new TypeError(
-      `${where}: keyColumns must be a non-empty array of column names: current value is ${
-        JSON.stringify(keyColumns)
-      }`,
-    );
-  }
-  for (const key of keyColumns) {
-    if (!spec.columns.includes(key)) {
-      throw new TypeError(
-        `${where}: every key column must be one of columns ${JSON.stringify(spec.columns)}: ` +
-          `current value is ${JSON.stringify(key)}`,
-      );
-    }
-  }
-  if (new Set(keyColumns).size !== keyColumns.length) {
-    throw new TypeError(
-      `${where}: keyColumns must be distinct: current value is ${JSON.stringify(keyColumns)}`,
-    );
-  }
+  const problem = keyColumnsProblem(spec.columns, keyColumns);
+  if (problem !== undefined) throw new TypeError(`${where}: ${problem}`);
   const keys = keyColumns.map((c) => quoteIdentifier("column", c)).join(", ");
   const updated = spec.columns.filter((c) => !keyColumns.includes(c));
   if (updated.length === 0) return `ON CONFLICT (${keys}) DO NOTHING`;
