@@ -5,7 +5,7 @@
  *
  *     deno task bench:cluster                      # both cluster benchmarks
  *     deno run -A bench/cluster_keyed_sum.ts [--records 5000000] [--rounds 3]
- *         [--slots 1] [--parallelism 2] [--fraction 0.5] [--duration-s 10]
+ *         [--workers 2] [--slots 1] [--parallelism 2] [--fraction 0.5] [--duration-s 10]
  *         [--nats URL] [--cpu-prof DIR]
  *
  * The job is `bench/jobs/keyed_sum_job.ts`: sequence source -> map making
@@ -54,6 +54,12 @@
  * cluster_eps_cpu=… ratio=… ratio_cpu=… max_p50_ms=… max_p99_ms=…
  * fixed_eps=… fixed_eps_cpu=… fixed_p50_ms=… fixed_p99_ms=… fixed_p999_ms=…
  * rounds=…`. Nothing is asserted on timing.
+ *
+ * `--workers 1 --slots 2` puts both parallel subtasks of every vertex in one
+ * worker process (a slot thread each), so that the keyBy exchange goes
+ * between slot threads through `MessagePort`s instead of NATS (see
+ * `runtime/actor/port_transport.ts`); the default, 2 workers x 1 slot, sends
+ * about half of it between processes through NATS.
  *
  * Without `--nats`, the benchmark starts its own nats-server (with JetStream)
  * on a free port and stops it at the end. With `--cpu-prof DIR`, the worker
@@ -211,6 +217,7 @@ async function main(): Promise<void> {
       nats: { type: "string" },
       records: { type: "string", default: "5000000" },
       rounds: { type: "string", default: "3" },
+      workers: { type: "string", default: "2" },
       slots: { type: "string", default: "1" },
       parallelism: { type: "string", default: "2" },
       fraction: { type: "string", default: "0.5" },
@@ -224,9 +231,15 @@ async function main(): Promise<void> {
   const durationS = Number(values["duration-s"]);
   const nats = await benchNats(values.nats);
   const cpuProfileDir = values["cpu-prof"];
+  const workers = Number(values.workers);
+  if (!Number.isInteger(workers) || workers < 1) {
+    throw new RangeError(
+      `--workers must be a positive integer: current value is ${values.workers}`,
+    );
+  }
   const cluster = new BenchCluster({
     nats: nats.url,
-    workers: 2,
+    workers,
     slots: Number(values.slots),
     cpuProfileDir,
   });
@@ -235,10 +248,13 @@ async function main(): Promise<void> {
   let rounds: Rounds<Run>;
   try {
     await cluster.start();
-    const base = { parallelism, workerPids: [cluster.workerPid(0), cluster.workerPid(1)] };
+    const workerPids = Array.from({ length: workers }, (_, i) => cluster.workerPid(i));
+    const base = { parallelism, workerPids };
     console.log(
       `keyed running sum, ${KEYS} keys, parallelism ${parallelism}, checkpoint every 1 s; ` +
-        `NATS ${nats.url}${nats.private ? " (private server)" : ""}; coordinator + 2 workers x ` +
+        `NATS ${nats.url}${
+          nats.private ? " (private server)" : ""
+        }; coordinator + ${workers} worker(s) x ` +
         `${values.slots} slot(s); ${cpuScope(nats)}`,
     );
     rounds = await runRounds<Run>({

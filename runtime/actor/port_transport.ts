@@ -2,11 +2,11 @@
  * The port {@linkcode Transport}: exchanges between the slot threads of one
  * worker process go through `MessagePort`s (`postMessage` with the payload's
  * `ArrayBuffer` transferred, not copied) instead of through the NATS server;
- * everything else goes through the wrapped NATS transport (DESIGN.md §15,
- * "inside a process: ports"; issue 13 item 2). Flink's counterpart is the
- * `LocalInputChannel`, which a `SingleInputGate` uses instead of a
- * `RemoteInputChannel` when the producing subpartition lives in the same
- * TaskManager.
+ * everything else goes through the wrapped NATS transport (DESIGN.md §15:
+ * "Between threads of one process: transferred `ArrayBuffer`s"; issue 13
+ * item 2). Flink's counterpart is the `LocalInputChannel`, which a
+ * `SingleInputGate` uses instead of a `RemoteInputChannel` when the
+ * producing subpartition lives in the same TaskManager.
  *
  * ## Design
  *

@@ -5,8 +5,13 @@
  * checks the graph's fingerprint against the submitted one, connects to
  * NATS, opens the shared checkpoint storage, and runs a {@linkcode Worker}
  * that receives the slot's messages from its parent through `postMessage`.
- * Its transport keeps messages between this thread's subtasks in the
- * thread (`thread_local.ts`): their network edges pass records unencoded.
+ *
+ * Exchanges with the subtasks of this job in the process's other slot
+ * threads go through `MessagePort`s the parent brokers (`port_transport.ts`):
+ * the parent posts `{ t: "peer", slotId, port }` for each other slot thread
+ * of the job (before any deployment that could send to it) and
+ * `{ t: "peer-lost", slotId, reason }` when one ends; only exchanges with
+ * other processes, and the control plane, go through NATS.
  *
  * Messages to the parent: `{ t: "ready" }` once it accepts deployments,
  * `{ t: "error", message }` when it cannot run the job, and
@@ -19,7 +24,7 @@ import { decode } from "../actor/codec.ts";
 import { delay } from "../actor/async.ts";
 import { connectNats, watchReconnects } from "../actor/nats_connect.ts";
 import { NatsTransport } from "../actor/nats_transport.ts";
-import { ThreadLocalTransport } from "../actor/thread_local.ts";
+import { isTaskSubject, PortTransport, type PortTransportStats } from "../actor/port_transport.ts";
 import { ObjectStoreCheckpointStorage } from "../checkpoint/object_store_storage.ts";
 import type { JobGraph } from "../graph/job_graph.ts";
 import { jobGraphFingerprint } from "../graph/job_graph_summary.ts";
@@ -31,9 +36,23 @@ import { type JobRuntime, Worker } from "./worker.ts";
 /** What the slot thread posts to its parent. */
 export type SlotThreadMessage =
   | { readonly t: "ready" }
-  /** Every subtask ended after a `release` (sinks closed and aborted their open transactions). */
-  | { readonly t: "released" }
+  /**
+   * Every subtask ended after a `release` (sinks closed and aborted their
+   * open transactions); `exchange` counts what the thread's transport sent
+   * through ports and through NATS.
+   */
+  | { readonly t: "released"; readonly exchange: PortTransportStats }
   | { readonly t: "error"; readonly message: string; readonly suppressRestarts: boolean };
+
+/**
+ * What the worker process posts to a slot thread besides the coordinator's
+ * messages (which it forwards as their encoded bytes): the thread's end of a
+ * `MessageChannel` to another slot thread of the job in the same process,
+ * and the end of such a thread.
+ */
+export type SlotPeerMessage =
+  | { readonly t: "peer"; readonly slotId: string; readonly port: MessagePort }
+  | { readonly t: "peer-lost"; readonly slotId: string; readonly reason: string };
 
 /** The job settings the job module's environment gives the slot. */
 export type SlotRuntimeSettings = Omit<JobRuntime, "graph" | "storage">;
@@ -60,24 +79,34 @@ export async function runSlot(
       );
     }
     const nc = await connectNats({ ...launch.nats, name: `weir-slot-${launch.slotId}` });
-    // Subtasks of this slot thread exchange records unencoded (DESIGN.md §15).
-    const transport = new ThreadLocalTransport(new NatsTransport(nc, { ownsConnection: true }), {
-      name: `weir-slot-${launch.slotId} in-thread`,
+    // Subtask mailboxes of this job in the process's other slot threads are reached through ports.
+    const ports = new PortTransport({
+      remote: new NatsTransport(nc, { ownsConnection: true }),
+      ownsRemote: true,
+      name: `slot ${launch.slotId}`,
+      routable: isTaskSubject,
     });
+    const transport = ports;
     const storage = await ObjectStoreCheckpointStorage.open({
       connection: nc,
       bucket: launch.checkpointBucket,
     });
     const runtime: JobRuntime = { graph, storage, ...settings };
     const worker = new Worker({ transport, workerId: launch.slotId, resolveJob: () => runtime });
-    (self as unknown as Worker_).onmessage = (e: MessageEvent<Uint8Array>) => {
+    (self as unknown as Worker_).onmessage = (e) => {
+      if (!(e.data instanceof Uint8Array)) {
+        const peer = e.data;
+        if (peer.t === "peer") ports.connectPeer(peer.slotId, peer.port);
+        else ports.peerLost(peer.slotId, peer.reason);
+        return;
+      }
       const msg = decode(e.data) as WorkerMessage;
       worker.deliver(msg);
       if (msg.t === "release") {
         // Let cancelled subtasks close (a sink aborts its open transaction), then say so.
         void (async () => {
           while (worker.runningTasks > 0) await delay(20);
-          post({ t: "released" });
+          post({ t: "released", exchange: ports.stats });
         })();
       }
     };
@@ -102,5 +131,5 @@ export async function runSlot(
 /** The dedicated-worker global's part this module uses. */
 interface Worker_ {
   postMessage(message: unknown): void;
-  onmessage: ((e: MessageEvent<Uint8Array>) => void) | null;
+  onmessage: ((e: MessageEvent<Uint8Array | SlotPeerMessage>) => void) | null;
 }

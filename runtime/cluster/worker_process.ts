@@ -16,6 +16,20 @@
  * has its own NATS connection, so a process uses as many cores as it has
  * busy slots.
  *
+ * ## Exchanges between slot threads
+ *
+ * The slot threads of one job in this process exchange data through
+ * `MessagePort`s rather than the NATS server (`../actor/port_transport.ts`;
+ * Flink's local input channels): when a job's slot thread is created, the
+ * process makes a `MessageChannel` to each other live thread of the job and
+ * posts one end to each (`{ t: "peer" }`, queued in order with the slot's
+ * messages, so a thread knows its peers before it runs a deployment). When
+ * a thread ends (crash, start timeout, release), the others get
+ * `{ t: "peer-lost" }`: a subtask publishing to a mailbox in it fails, as
+ * after losing a NATS peer, and the coordinator hears of the failure from
+ * this process. NATS carries only what crosses processes, and the control
+ * plane.
+ *
  * A subtask's exception is reported by the thread and never reaches the
  * process. An uncaught error in a thread (a job module that throws while
  * loading, or an unhandled rejection in user code) is caught here: the
@@ -44,7 +58,7 @@ import {
   type JobSpecReply,
 } from "./cluster_protocol.ts";
 import { SLOT_NAME_PREFIX, type SlotLaunch } from "./role.ts";
-import type { SlotThreadMessage } from "./slot.ts";
+import type { SlotPeerMessage, SlotThreadMessage } from "./slot.ts";
 import { SuppressRestartsError } from "./restart_strategy.ts";
 import { logger } from "../log.ts";
 
@@ -154,6 +168,28 @@ export class WorkerProcess {
     this.#threads.clear();
   }
 
+  /** Brokers a `MessageChannel` between `thread` and each other live slot thread of `job`. */
+  #connectPeers(job: string, slotId: string, thread: SlotThread): void {
+    for (const [key, other] of this.#threads) {
+      const [otherJob, otherSlot] = splitKey(key);
+      if (otherJob !== job || otherSlot === slotId || other.dead) continue;
+      const channel = new MessageChannel();
+      thread.postPeer({ t: "peer", slotId: otherSlot, port: channel.port1 }, [channel.port1]);
+      other.postPeer({ t: "peer", slotId, port: channel.port2 }, [channel.port2]);
+    }
+  }
+
+  /** Tells the other slot threads of `job` that `slotId`'s thread ended. */
+  #peerLost(job: string, slotId: string, thread: SlotThread): void {
+    const reason =
+      `the slot thread of job ${job} on slot ${slotId} (worker ${this.workerId}) ended`;
+    for (const [key, other] of this.#threads) {
+      const [otherJob, otherSlot] = splitKey(key);
+      if (otherJob !== job || other === thread || otherSlot === slotId) continue;
+      other.postPeer({ t: "peer-lost", slotId, reason }, []);
+    }
+  }
+
   #onMessage(slotId: string, msg: WorkerMessage, bytes: Uint8Array): void {
     try {
       subjectToken(msg.job, "job id");
@@ -174,18 +210,21 @@ export class WorkerProcess {
       return;
     }
     if (!thread) {
-      thread = new SlotThread({
+      const created: SlotThread = new SlotThread({
         jobId: msg.job,
         slotId,
         transport: this.#o.transport,
         nats: this.#o.nats,
         startTimeoutMs: this.#o.slotStartTimeoutMs ?? 60_000,
         onDead: () => {
-          if (this.#threads.get(key) === thread) this.#threads.delete(key);
+          if (this.#threads.get(key) === created) this.#threads.delete(key);
+          this.#peerLost(msg.job, slotId, created);
         },
       });
-      this.#threads.set(key, thread);
-      thread.start();
+      thread = created;
+      this.#connectPeers(msg.job, slotId, created);
+      this.#threads.set(key, created);
+      created.start();
     }
     thread.noteDeploy(msg);
     thread.post(bytes);
@@ -207,7 +246,8 @@ class SlotThread {
   #worker: globalThis.Worker | undefined;
   #ready = false;
   #dead = false;
-  readonly #queue: Uint8Array[] = [];
+  /** What waits for the thread to be ready, in order, with what each message transfers. */
+  readonly #queue: { message: Uint8Array | SlotPeerMessage; transfer: Transferable[] }[] = [];
   #lastDeploy: Extract<WorkerMessage, { t: "deploy" }> | undefined;
   #startTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -250,11 +290,17 @@ class SlotThread {
     worker.onmessage = (e: MessageEvent<SlotThreadMessage>) => {
       const m = e.data;
       if (m.t === "released") {
+        const x = m.exchange;
+        log.info(
+          `slot ${o.slotId} released job ${o.jobId}: ${x.portMessages} messages ` +
+            `(${x.portBytes} bytes) went through ports, ${x.remoteMessages} ` +
+            `(${x.remoteBytes} bytes) through NATS`,
+        );
         this.terminate();
       } else if (m.t === "ready") {
         clearTimeout(this.#startTimer);
         this.#ready = true;
-        for (const bytes of this.#queue.splice(0)) worker.postMessage(bytes);
+        for (const q of this.#queue.splice(0)) worker.postMessage(q.message, q.transfer);
       } else {
         const message = `slot ${o.slotId} cannot run job ${o.jobId}: ${m.message}`;
         this.#fail(m.suppressRestarts ? new SuppressRestartsError(message) : new Error(message));
@@ -276,11 +322,29 @@ class SlotThread {
     }, o.startTimeoutMs);
   }
 
+  /** Whether the thread ended (or never started). */
+  get dead(): boolean {
+    return this.#dead;
+  }
+
   /** Hands a message to the thread, in order (queued until it is ready). */
   post(bytes: Uint8Array): void {
     if (this.#dead) return;
     if (this.#ready) this.#worker!.postMessage(bytes);
-    else this.#queue.push(bytes);
+    else this.#queue.push({ message: bytes, transfer: [] });
+  }
+
+  /**
+   * Hands the thread a peer's port or a peer's end, in order with
+   * {@linkcode SlotThread.post}; a dead thread's ports are closed.
+   */
+  postPeer(message: SlotPeerMessage, transfer: Transferable[]): void {
+    if (this.#dead) {
+      if (message.t === "peer") message.port.close();
+      return;
+    }
+    if (this.#ready) this.#worker!.postMessage(message, transfer);
+    else this.#queue.push({ message, transfer });
   }
 
   /** Reports the failure to the job's coordinator and ends the thread. */
@@ -323,9 +387,18 @@ class SlotThread {
     this.#dead = true;
     clearTimeout(this.#startTimer);
     this.#worker?.terminate();
+    for (const q of this.#queue) {
+      if (typeof q.message === "object" && "port" in q.message) q.message.port.close();
+    }
     this.#queue.length = 0;
     this.#o.onDead();
   }
+}
+
+/** `[job, slotId]` of a thread key `<job>/<slotId>` (neither contains `/`). */
+function splitKey(key: string): [string, string] {
+  const at = key.indexOf("/");
+  return [key.slice(0, at), key.slice(at + 1)];
 }
 
 function defaultWorkerId(): string {
