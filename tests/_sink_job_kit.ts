@@ -133,6 +133,40 @@ export function keyedSumJob(options: KeyedSumJobOptions): StreamExecutionEnviron
   return env;
 }
 
+/**
+ * The fault pair of the "crash between pre-commit and commit" job tests,
+ * as an `install` hook for {@linkcode keyedSumJob}: on attempt 0, sink
+ * subtask 1 dies before the commit of a checkpoint ≥ 3 (its transaction
+ * prepared, the checkpoint completed); then on attempt 1 the coordinator
+ * fails before notifying a completed checkpoint, so that restores must
+ * commit what completed checkpoints prepared. Two restarts in all. Each
+ * fault is pushed onto `fired` as it fires (the test asserts both did).
+ */
+export function crashBeforeCommitThenLoseNotification(
+  fired: string[],
+): (env: StreamExecutionEnvironment) => void {
+  return (env) =>
+    env.setFaultInjector({
+      // The sink subtask dies with its transaction prepared, before the completion commits it.
+      task: (point, site) => {
+        if (
+          fired.length === 0 && point === "before-commit" && site.attempt === 0 &&
+          site.checkpointId >= 3 && site.vertexName.includes("Sink") && site.subtask === 1
+        ) {
+          fired.push(`before-commit of checkpoint ${site.checkpointId}`);
+          throw new Error(`induced failure before the commit of checkpoint ${site.checkpointId}`);
+        }
+      },
+      // The checkpoint completes, its notification never arrives: the restore commits it.
+      coordinator: (point, checkpointId, attempt) => {
+        if (fired.length === 1 && point === "before-notify-complete" && attempt === 1) {
+          fired.push(`before-notify-complete of checkpoint ${checkpointId}`);
+          throw new Error(`induced failure before notifying checkpoint ${checkpointId}`);
+        }
+      },
+    });
+}
+
 /** A row read back from a table of `(key, seq, sum)` as a {@linkcode SumRecord}. */
 export function sumRecordOf(row: Readonly<Record<string, unknown>>): SumRecord {
   return { key: String(row.key), seq: Number(row.seq), sum: Number(row.sum) };

@@ -34,6 +34,7 @@ import {
 import { type KeyedRecord, keyedSplits, type SumRecord, withTempDir } from "./_job_kit.ts";
 import {
   assertSameRows,
+  crashBeforeCommitThenLoseNotification,
   expectedRows,
   keyedSumJob,
   SINK_JOB_SPLITS,
@@ -125,26 +126,7 @@ Deno.test("a PostgreSQL prepared-transaction job commits each row exactly once w
   await runAndCheck("postgres prepared sink crash before commit", {
     lists: keyedSplits(SINK_JOB_SPLITS),
     restarts: 2,
-    install: (env) =>
-      env.setFaultInjector({
-        // The sink subtask dies with its gid prepared, before the completion commits it.
-        task: (point, site) => {
-          if (
-            fired.length === 0 && point === "before-commit" && site.attempt === 0 &&
-            site.checkpointId >= 3 && site.vertexName.includes("Sink") && site.subtask === 1
-          ) {
-            fired.push(`before-commit of checkpoint ${site.checkpointId}`);
-            throw new Error(`induced failure before the commit of checkpoint ${site.checkpointId}`);
-          }
-        },
-        // The checkpoint completes, its notification never arrives: the restore commits it.
-        coordinator: (point, checkpointId, attempt) => {
-          if (fired.length === 1 && point === "before-notify-complete" && attempt === 1) {
-            fired.push(`before-notify-complete of checkpoint ${checkpointId}`);
-            throw new Error(`induced failure before notifying checkpoint ${checkpointId}`);
-          }
-        },
-      }),
+    install: crashBeforeCommitThenLoseNotification(fired),
   });
   assert.equal(fired.length, 2, `faults fired: ${fired.join(", ")}`);
 });
