@@ -143,6 +143,49 @@ function build(options: {
 
 const WAIT = { timeoutMs: 90_000 };
 
+/**
+ * Starts one scenario's job (see `build`) into a fresh exactly-once sink,
+ * its probe ending it once the sink holds `expected` (as published so far
+ * when `finish` is called). `waitFor` waits for a condition (90 s at most)
+ * saying what the sink holds; `finish` waits for the job to end with
+ * `JobDone`, checks every subject exactly once and returns the context
+ * string for further assertions.
+ */
+function startScenario(options: {
+  connection: NatsConnectionOptions;
+  stream: string;
+  bucket: string;
+  directory: string;
+  parallelism: number;
+  restarts: number;
+  jobName: string;
+  expected: ReadonlyMap<string, number[]>;
+}) {
+  const { expected } = options;
+  const sink = new CollectingSink<Rec>();
+  let all = false;
+  const shared: Shared = {
+    failNext: false,
+    log: [],
+    done: () => all && holds(sink, expected),
+  };
+  const state = () => `${counts(sink, expected)}; ${shared.log.join("; ")}`;
+  const run = build({ ...options, sink, shared }).execute(options.jobName);
+  return {
+    sink,
+    shared,
+    waitFor: (condition: () => boolean) => waitUntil(condition, { ...WAIT, missing: state }),
+    finish: async (): Promise<string> => {
+      all = true;
+      const error = await runUntilDone(run, shared, { ...WAIT, missing: state });
+      const context = `${state()}; ${error.message.split("\n")[0]}`;
+      assert.match(error.message, /JobDone/, context);
+      assertExactlyOnce(sink, expected, context);
+      return context;
+    },
+  };
+}
+
 Deno.test({
   name:
     "breaker: 300 subjects appearing at once while a failure restores the job are each read exactly once",
@@ -153,42 +196,27 @@ Deno.test({
       await withTempDir(async (directory) => {
         const expected = new Map<string, number[]>();
         await publish(t.js, t.stream, expected, "a", 1, 50);
-        const sink = new CollectingSink<Rec>();
-        let all = false;
-        const shared: Shared = {
-          failNext: false,
-          log: [],
-          done: () => all && holds(sink, expected),
-        };
-        const state = () => `${counts(sink, expected)}; ${shared.log.join("; ")}`;
-        const run = build({
+        const { sink, shared, waitFor, finish } = startScenario({
           connection: CONNECTION,
           stream: t.stream,
           bucket: t.bucket,
           directory,
-          sink,
-          shared,
           parallelism: 3,
           restarts: 3,
-        }).execute("breaker many subjects");
-        await waitUntil(() => holds(sink, new Map([["a", [1]]])), { ...WAIT, missing: state });
+          jobName: "breaker many subjects",
+          expected,
+        });
+        await waitFor(() => holds(sink, new Map([["a", [1]]])));
         const many = Array.from({ length: 300 }, (_, i) => `m${String(i).padStart(3, "0")}`);
         await Promise.all(many.map((s) => publish(t.js, t.stream, expected, s, 1, 3)));
         // Fail once some of them are committed (a checkpoint covered them), not all.
         const firstBatch = new Map(many.slice(0, 1).map((s) => [s, [1]]));
-        await waitUntil(() => holds(sink, firstBatch) || sink.committed().length > 60, {
-          ...WAIT,
-          missing: state,
-        });
+        await waitFor(() => holds(sink, firstBatch) || sink.committed().length > 60);
         shared.failNext = true;
         await Promise.all(many.map((s) => publish(t.js, t.stream, expected, s, 4, 5)));
         await publish(t.js, t.stream, expected, "a", 51, 80);
-        all = true;
-        const error = await runUntilDone(run, shared, { ...WAIT, missing: state });
-        const context = `${state()}; ${error.message.split("\n")[0]}`;
-        assert.match(error.message, /JobDone/, context);
+        const context = await finish();
         assert.equal(shared.log.filter((l) => l.startsWith("induced")).length, 1, context);
-        assertExactlyOnce(sink, expected, context);
       });
     });
   },
@@ -204,43 +232,28 @@ Deno.test({
       await withTempDir(async (directory) => {
         const expected = new Map<string, number[]>();
         await publish(t.js, t.stream, expected, "a", 1, 40);
-        const sink = new CollectingSink<Rec>();
-        let all = false;
-        const shared: Shared = {
-          failNext: false,
-          log: [],
-          done: () => all && holds(sink, expected),
-        };
-        const state = () => `${counts(sink, expected)}; ${shared.log.join("; ")}`;
-        const run = build({
+        const { sink, shared, waitFor, finish } = startScenario({
           connection: CONNECTION,
           stream: t.stream,
           bucket: t.bucket,
           directory,
-          sink,
-          shared,
           parallelism: 2,
           restarts: 3,
-        }).execute("breaker purged subject");
-        await waitUntil(() => holds(sink, new Map([["a", [1]]])), { ...WAIT, missing: state });
-        await publish(t.js, t.stream, expected, "p", 1, 30);
-        await waitUntil(() => holds(sink, new Map([["p", expected.get("p")!]])), {
-          ...WAIT,
-          missing: state,
+          jobName: "breaker purged subject",
+          expected,
         });
+        await waitFor(() => holds(sink, new Map([["a", [1]]])));
+        await publish(t.js, t.stream, expected, "p", 1, 30);
+        await waitFor(() => holds(sink, new Map([["p", expected.get("p")!]])));
         const jsm = await jetstreamApi.jetstreamManager(t.nc);
         await jsm.streams.purge(t.stream, { filter: `${t.stream}.p` });
         // The subject is gone from the stream's subjects: a discovery no longer lists it.
         await publish(t.js, t.stream, expected, "a", 41, 60);
         shared.failNext = true; // the restore holds the split of p, read to its purged end
-        await waitUntil(() => shared.log.length > 0, { ...WAIT, missing: state });
+        await waitFor(() => shared.log.length > 0);
         await publish(t.js, t.stream, expected, "p", 31, 50);
         await publish(t.js, t.stream, expected, "a", 61, 70);
-        all = true;
-        const error = await runUntilDone(run, shared, { ...WAIT, missing: state });
-        const context = `${state()}; ${error.message.split("\n")[0]}`;
-        assert.match(error.message, /JobDone/, context);
-        assertExactlyOnce(sink, expected, context);
+        await finish();
       });
     });
   },
@@ -268,28 +281,17 @@ Deno.test({
         });
         const expected = new Map<string, number[]>();
         await publish(js, stream, expected, "a", 1, 40);
-        const sink = new CollectingSink<Rec>();
-        let all = false;
-        const shared: Shared = {
-          failNext: false,
-          log: [],
-          done: () => all && holds(sink, expected),
-        };
-        const state = () => `${counts(sink, expected)}; ${shared.log.join("; ")}`;
-        const run = build({
+        const { sink, waitFor, finish } = startScenario({
           connection,
           stream,
           bucket: uniqueName("brk-disc-txn"),
           directory,
-          sink,
-          shared,
           parallelism: 2,
           restarts: 50,
-        }).execute("breaker discovery through a NATS restart");
-        await waitUntil(() => holds(sink, new Map([["a", expected.get("a")!]])), {
-          ...WAIT,
-          missing: state,
+          jobName: "breaker discovery through a NATS restart",
+          expected,
         });
+        await waitFor(() => holds(sink, new Map([["a", expected.get("a")!]])));
         await publish(js, stream, expected, "b", 1, 20);
         await nc.close();
         await nats.restart();
@@ -297,11 +299,7 @@ Deno.test({
         await publish(js, stream, expected, "c", 1, 20);
         await publish(js, stream, expected, "b", 21, 30);
         await publish(js, stream, expected, "a", 41, 50);
-        all = true;
-        const error = await runUntilDone(run, shared, { ...WAIT, missing: state });
-        const context = `${state()}; ${error.message.split("\n")[0]}`;
-        assert.match(error.message, /JobDone/, context);
-        assertExactlyOnce(sink, expected, context);
+        await finish();
         await nc.close();
       });
     } finally {
