@@ -26,6 +26,7 @@ import type { SinkV2 } from "../runtime/api/sink_v2.ts";
 import type { SinkFunction, TwoPhaseCommitSink } from "../runtime/api/sink.ts";
 import { LineSplitter } from "../runtime/api/socket_source.ts";
 import { StreamExecutionEnvironment } from "../runtime/api/environment.ts";
+import { collectingFixture } from "../connectors/testing/_collecting_fixture.ts";
 import { CollectingSink, type CollectingTxn } from "../connectors/testing/collecting_sink.ts";
 import {
   type ConformanceRecord,
@@ -68,24 +69,11 @@ function commitsPreviousAtNextBarrier(
   };
 }
 
-function fixtureOf(
-  wrap: (inner: CollectingSink<ConformanceRecord>) => SinkV2<ConformanceRecord, Txn, Txn>,
-): () => Promise<ExactlyOnceSinkFixture> {
-  return () => {
-    const inner = new CollectingSink<ConformanceRecord>();
-    return Promise.resolve({
-      createSink: () => wrap(inner),
-      readCommitted: () => Promise.resolve(inner.committed()),
-      cleanup: () => Promise.resolve(inner.reset()),
-    });
-  };
-}
-
 Deno.test("the conformance suite fails a sink that commits checkpoint n's transaction at barrier n + 1 for showing an aborted checkpoint's records", async () => {
   const failures = new Map<string, string>();
   for (const c of exactlyOnceSinkConformanceCases()) {
     try {
-      await c.run(fixtureOf(commitsPreviousAtNextBarrier));
+      await c.run(collectingFixture(commitsPreviousAtNextBarrier));
     } catch (error) {
       assert.ok(
         error instanceof AssertionError,
@@ -119,7 +107,7 @@ Deno.test("the CollectingSink passes the conformance case of an aborted and an u
     c.title.includes("aborted checkpoint and a later one that never completes")
   );
   assert.equal(found.length, 1);
-  await found[0]!.run(fixtureOf((inner) => inner));
+  await found[0]!.run(collectingFixture((inner) => inner));
 });
 
 /** Every way to cut `text` into three chunks gives `text.split(delimiter)`'s lines. */
@@ -399,7 +387,7 @@ Deno.test("the conformance suite fails a sink whose transaction counters start a
   const failures = new Map<string, string>();
   for (const c of exactlyOnceSinkConformanceCases()) {
     try {
-      await c.run(fixtureOf(restartsCountersAfterRescale));
+      await c.run(collectingFixture(restartsCountersAfterRescale));
     } catch (error) {
       assert.ok(
         error instanceof AssertionError,

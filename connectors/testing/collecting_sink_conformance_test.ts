@@ -6,20 +6,7 @@
  * @module
  */
 
-import { CollectingSink } from "./collecting_sink.ts";
-import {
-  type ConformanceRecord,
-  exactlyOnceSinkConformanceSuite,
-} from "./exactly_once_sink_conformance.ts";
+import { collectingFixture } from "./_collecting_fixture.ts";
+import { exactlyOnceSinkConformanceSuite } from "./exactly_once_sink_conformance.ts";
 
-exactlyOnceSinkConformanceSuite("CollectingSink", () => {
-  const sink = new CollectingSink<ConformanceRecord>();
-  return Promise.resolve({
-    createSink: () => sink,
-    readCommitted: () => Promise.resolve(sink.committed()),
-    cleanup: () => {
-      sink.reset();
-      return Promise.resolve();
-    },
-  });
-});
+exactlyOnceSinkConformanceSuite("CollectingSink", collectingFixture());

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { AssertionError } from "node:assert";
 import type { Committer, SinkV2 } from "../../runtime/api/sink_v2.ts";
+import { collectingFixture } from "./_collecting_fixture.ts";
 import { CollectingSink, type CollectingTxn } from "./collecting_sink.ts";
 import {
   type ConformanceRecord,
@@ -17,20 +18,6 @@ import {
 } from "./exactly_once_sink_conformance.ts";
 
 type Txn = CollectingTxn<ConformanceRecord>;
-
-/** A fixture whose sink is `wrap(inner)` over one CollectingSink. */
-function fixtureOf(
-  wrap: (inner: CollectingSink<ConformanceRecord>) => SinkV2<ConformanceRecord, Txn, Txn>,
-): () => Promise<ExactlyOnceSinkFixture> {
-  return () => {
-    const inner = new CollectingSink<ConformanceRecord>();
-    return Promise.resolve({
-      createSink: () => wrap(inner),
-      readCommitted: () => Promise.resolve(inner.committed()),
-      cleanup: () => Promise.resolve(inner.reset()),
-    });
-  };
-}
 
 /** Runs the case titled like `title` and returns its assertion message. */
 async function failureOf(
@@ -66,14 +53,14 @@ function collecting(
 
 Deno.test("the conformance suite passes the CollectingSink through a plain wrapper", async () => {
   for (const c of exactlyOnceSinkConformanceCases()) {
-    await c.run(fixtureOf((inner) => collecting(inner)));
+    await c.run(collectingFixture((inner) => collecting(inner)));
   }
 });
 
 Deno.test("the conformance suite fails a sink whose commit is not idempotent", async () => {
   const message = await failureOf(
     /after a crash during the commit$/,
-    fixtureOf((inner) => {
+    collectingFixture((inner) => {
       return collecting(inner, {
         createCommitter: (): Committer<Txn> => ({
           // Every commit is a new transaction: a replayed commit duplicates.
@@ -94,7 +81,7 @@ Deno.test("the conformance suite fails a sink whose commit is not idempotent", a
 Deno.test("the conformance suite fails a sink that shows records at pre-commit", async () => {
   const message = await failureOf(
     /over several checkpoints/,
-    fixtureOf((inner) =>
+    collectingFixture((inner) =>
       collecting(inner, {
         createWriter: async (context) => {
           const writer = await inner.createWriter(context);
@@ -120,7 +107,7 @@ Deno.test("the conformance suite fails a sink that shows records at pre-commit",
 Deno.test("the conformance suite fails a sink that does not commit restored committables", async () => {
   const message = await failureOf(
     /before the commit$/,
-    fixtureOf((inner) =>
+    collectingFixture((inner) =>
       collecting(inner, {
         createCommitter: (context): Committer<Txn> => {
           const committer = inner.createCommitter();
@@ -142,7 +129,7 @@ Deno.test("the conformance suite fails a sink that does not commit restored comm
 Deno.test("the conformance suite fails a sink that commits what it should have aborted", async () => {
   const message = await failureOf(
     /after pre-commit, before the ack$/,
-    fixtureOf((inner) =>
+    collectingFixture((inner) =>
       collecting(inner, {
         createWriter: async (context) => {
           // The restored open transaction is committed instead of aborted.
