@@ -126,7 +126,7 @@ function columnsOf(
 ): Columns | undefined {
   if (!table.cells) {
     // Bulk copies through the Map iterators: no per-entry closure or growth.
-    // Identities are keys (primitives, canonical frozen tuples): copied as they are.
+    // Identities are keys (primitives, canonical tuples): copied as they are.
     const keys: Key[] = Array.from(m.keys());
     let values: unknown[];
     switch (table.kind) {

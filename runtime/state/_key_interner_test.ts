@@ -25,7 +25,6 @@ Deno.test("equal tuples share one identity and different tuples never do", () =>
       const interner = new KeyInterner();
       const ids = tuples.map((t) => interner.intern(t));
       for (let i = 0; i < tuples.length; i++) {
-        assert.ok(Object.isFrozen(ids[i]));
         assert.ok(sameKey(ids[i]!, tuples[i]!), "an identity equals its key");
         assert.ok(!ids[i]!.some((x) => Object.is(x, -0)), "no -0 in a canonical tuple");
         for (let j = 0; j < i; j++) {
@@ -50,7 +49,7 @@ Deno.test("tuples whose hashes collide keep distinct identities", () => {
   assert.equal(interner.size, 2);
 });
 
-Deno.test("an identity is a frozen copy: changing the caller's array does not change it", () => {
+Deno.test("an identity is a copy: changing the caller's array does not change it", () => {
   const interner = new KeyInterner();
   const key: KeyPart[] = ["user", 1];
   const id = interner.intern(key);

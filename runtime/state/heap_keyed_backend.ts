@@ -33,7 +33,7 @@
  *   once; it hashes the key (unless the caller passes the key group the
  *   producer computed), checks its key group and finds the key's identity
  *   in the tables: a primitive key is its own identity, a composite key is
- *   interned to one canonical frozen tuple (`_key_interner.ts`; no string
+ *   interned to one canonical tuple (`_key_interner.ts`; no string
  *   is built per record). State objects, obtained once when the operator
  *   opens, then read and write the current key with one array index and one
  *   `Map` operation, allocating nothing (ValueState without TTL).
