@@ -17,23 +17,11 @@ import type { SinkWriter, WriterInitContext } from "../../runtime/api/sink_v2.ts
 import { closeNow, connect, type Sql } from "./_driver.ts";
 import type { PostgresCommittable } from "./committable.ts";
 import { describeError } from "./errors.ts";
-import { rollBackLingering } from "./prepared_writer.ts";
-import { checkRow, insertStatement, type PostgresValue, type TableSpec } from "./statements.ts";
+import { type PostgresWriterParts, rollBackLingering } from "./prepared_writer.ts";
+import { InsertBatch } from "./statements.ts";
 
 /** What an {@linkcode AutocommitWriter} is built from (checked by the sink). */
-export interface AutocommitWriterParts<T> {
-  /** `PostgresPreparedSink '<uid>' subtask <i>`, for messages. */
-  readonly name: string;
-  /** The server's URL. */
-  readonly url: string;
-  /** The sink's gid prefix (lingering prepared transactions of an exactly-once run). */
-  readonly gidPrefix: string;
-  /** A record's column values. */
-  readonly values: (record: T) => readonly PostgresValue[];
-  /** The table and columns. */
-  readonly spec: TableSpec;
-  /** Rows per `INSERT`. */
-  readonly batchRows: number;
+export interface AutocommitWriterParts<T> extends PostgresWriterParts<T> {
   /** Whether `flush(false)` (a barrier) sends the buffered rows: at-least-once. */
   readonly flushAtBarrier: boolean;
 }
@@ -42,13 +30,12 @@ export interface AutocommitWriterParts<T> {
 export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, never> {
   readonly #p: AutocommitWriterParts<T>;
   readonly #sql: Sql;
-  #params: PostgresValue[] = [];
-  #bufferedRows = 0;
-  #statements = new Map<number, string>();
+  readonly #batch: InsertBatch;
 
   /** Creates the writer's client; it connects in {@linkcode open}. */
   constructor(parts: AutocommitWriterParts<T>) {
     this.#p = parts;
+    this.#batch = new InsertBatch(parts.name, parts.spec);
     this.#sql = connect({ url: parts.url, applicationName: `weir ${parts.name}`.slice(0, 63) });
   }
 
@@ -67,14 +54,12 @@ export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, n
 
   /** Buffers one row; sends the batch when it is full. */
   write(value: T, _context: SinkContext): void | Promise<void> {
-    const row = checkRow(this.#p.name, this.#p.spec, this.#p.values(value));
-    for (let i = 0; i < row.length; i++) this.#params.push(row[i]!);
-    if (++this.#bufferedRows >= this.#p.batchRows) return this.#send();
+    if (this.#batch.add(this.#p.values(value)) >= this.#p.batchRows) return this.#send();
   }
 
   /** Sends the buffered rows at a barrier (at-least-once) and at the end of input. */
   async flush(endOfInput: boolean): Promise<void> {
-    if (this.#bufferedRows > 0 && (endOfInput || this.#p.flushAtBarrier)) await this.#send();
+    if (this.#batch.rows > 0 && (endOfInput || this.#p.flushAtBarrier)) await this.#send();
   }
 
   /** Nothing to pre-commit: the rows are committed as they are sent. */
@@ -84,21 +69,12 @@ export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, n
 
   /** Drops the buffered rows and closes the connection. */
   async close(): Promise<void> {
-    this.#params = [];
-    this.#bufferedRows = 0;
+    this.#batch.clear();
     await closeNow(this.#sql);
   }
 
   async #send(): Promise<void> {
-    const rows = this.#bufferedRows;
-    const params = this.#params;
-    this.#params = [];
-    this.#bufferedRows = 0;
-    let statement = this.#statements.get(rows);
-    if (statement === undefined) {
-      statement = insertStatement(this.#p.spec, rows);
-      this.#statements.set(rows, statement);
-    }
+    const { rows, params, statement } = this.#batch.take();
     try {
       // deno-lint-ignore no-explicit-any
       await this.#sql.unsafe(statement, params as any[]);

@@ -20,7 +20,7 @@ import {
   UNDEFINED_OBJECT,
 } from "./errors.ts";
 import { decideLingering, formatGid, GID_MARKER, newGidToken } from "./gid.ts";
-import { checkRow, insertStatement, type PostgresValue, type TableSpec } from "./statements.ts";
+import { InsertBatch, type PostgresValue, type TableSpec } from "./statements.ts";
 
 const log = logger("postgres-sink");
 
@@ -96,13 +96,13 @@ export async function rollBackLingering(sql: Sql, scope: LingeringScope): Promis
   return rollBack;
 }
 
-/** What a {@linkcode PreparedWriter} is built from (checked by the sink). */
-export interface PreparedWriterParts<T> {
+/** What both writers of a `PostgresPreparedSink` are built from (checked by the sink). */
+export interface PostgresWriterParts<T> {
   /** `PostgresPreparedSink '<uid>' subtask <i>`, for messages. */
   readonly name: string;
   /** The server's URL. */
   readonly url: string;
-  /** The sink's gid prefix. */
+  /** The sink's gid prefix (the autocommit writer rolls back an exactly-once run's lingering gids). */
   readonly gidPrefix: string;
   /** A record's column values. */
   readonly values: (record: T) => readonly PostgresValue[];
@@ -110,6 +110,10 @@ export interface PreparedWriterParts<T> {
   readonly spec: TableSpec;
   /** Rows per `INSERT`. */
   readonly batchRows: number;
+}
+
+/** What a {@linkcode PreparedWriter} is built from (checked by the sink). */
+export interface PreparedWriterParts<T> extends PostgresWriterParts<T> {
   /** The commit table's statements. */
   readonly commitSql: CommitTableSql;
   /** The writer's subtask: the owner in its gids. */
@@ -121,12 +125,10 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   readonly #p: PreparedWriterParts<T>;
   readonly #sql: Sql;
   readonly #token = newGidToken();
-  /** Parameters of the rows not yet sent, row after row. */
-  #params: PostgresValue[] = [];
-  #bufferedRows = 0;
+  /** The rows not yet sent. */
+  readonly #batch: InsertBatch;
   /** Rows sent in the open transaction; 0 when none is open. */
   #rowsInTransaction = 0;
-  #statements = new Map<number, string>();
   /**
    * Set at the first failure (a lost connection, a failed statement): the
    * open transaction is gone, so every later call fails with it and the
@@ -140,6 +142,7 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   /** Creates the writer's client; it connects in {@linkcode open}. */
   constructor(parts: PreparedWriterParts<T>) {
     this.#p = parts;
+    this.#batch = new InsertBatch(parts.name, parts.spec);
     this.#sql = connect({
       url: parts.url,
       readOnlyByDefault: true,
@@ -172,14 +175,12 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   /** Buffers one row; sends the batch when it is full (see `#sendBehind`). */
   write(value: T, _context: SinkContext): void | Promise<void> {
     if (this.#failed !== undefined) throw this.#failed;
-    const row = checkRow(this.#p.name, this.#p.spec, this.#p.values(value));
-    for (let i = 0; i < row.length; i++) this.#params.push(row[i]!);
-    if (++this.#bufferedRows >= this.#p.batchRows) return this.#sendBehind();
+    if (this.#batch.add(this.#p.values(value)) >= this.#p.batchRows) return this.#sendBehind();
   }
 
   /** Sends the buffered rows and waits for every statement in flight. */
   async flush(_endOfInput: boolean): Promise<void> {
-    if (this.#bufferedRows > 0) await this.#sendBehind();
+    if (this.#batch.rows > 0) await this.#sendBehind();
     const last = this.#inFlight;
     this.#inFlight = undefined;
     await last;
@@ -235,8 +236,7 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#params = [];
-    this.#bufferedRows = 0;
+    this.#batch.clear();
     await closeNow(this.#sql);
   }
 
@@ -255,15 +255,7 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   /** Sends the buffered rows as one `INSERT` (after `BEGIN READ WRITE` when no transaction is open). */
   async #send(): Promise<void> {
     if (this.#failed !== undefined) throw this.#failed;
-    const rows = this.#bufferedRows;
-    const params = this.#params;
-    this.#params = [];
-    this.#bufferedRows = 0;
-    let statement = this.#statements.get(rows);
-    if (statement === undefined) {
-      statement = insertStatement(this.#p.spec, rows);
-      this.#statements.set(rows, statement);
-    }
+    const { rows, params, statement } = this.#batch.take();
     const begin = this.#rowsInTransaction === 0;
     this.#rowsInTransaction += rows;
     try {

@@ -194,3 +194,69 @@ export function checkRow(
   }
   return row;
 }
+
+/**
+ * The rows a PostgreSQL writer buffers for its next multi-row `INSERT`
+ * (Flink's JDBC `JdbcBatchStatementExecutor` in the same role): each row is
+ * checked ({@linkcode checkRow}) and its values appended as parameters;
+ * {@linkcode InsertBatch.take} empties the batch and gives the rows, their
+ * parameters and the `INSERT` for that many rows (cached per row count).
+ * Pure: no I/O.
+ */
+export class InsertBatch {
+  readonly #where: string;
+  readonly #spec: TableSpec;
+  #params: PostgresValue[] = [];
+  #rows = 0;
+  readonly #statements = new Map<number, string>();
+
+  /**
+   * An empty batch for `spec`.
+   * @param where names the writer, for {@linkcode RowShapeError} messages.
+   * @param spec the table and columns (checked by the sink).
+   */
+  constructor(where: string, spec: TableSpec) {
+    this.#where = where;
+    this.#spec = spec;
+  }
+
+  /** The rows buffered. */
+  get rows(): number {
+    return this.#rows;
+  }
+
+  /**
+   * Appends one row.
+   * @returns the rows now buffered.
+   * @throws {RowShapeError} when `row` does not hold one value per column.
+   */
+  add(row: readonly PostgresValue[]): number {
+    const checked = checkRow(this.#where, this.#spec, row);
+    for (let i = 0; i < checked.length; i++) this.#params.push(checked[i]!);
+    return ++this.#rows;
+  }
+
+  /**
+   * Empties the batch.
+   * @returns its rows (≥ 1), their parameters in order and the `INSERT` for them.
+   * @throws {RangeError} when the batch is empty.
+   */
+  take(): { readonly rows: number; readonly params: PostgresValue[]; readonly statement: string } {
+    const rows = this.#rows;
+    const params = this.#params;
+    this.#params = [];
+    this.#rows = 0;
+    let statement = this.#statements.get(rows);
+    if (statement === undefined) {
+      statement = insertStatement(this.#spec, rows);
+      this.#statements.set(rows, statement);
+    }
+    return { rows, params, statement };
+  }
+
+  /** Drops the buffered rows. */
+  clear(): void {
+    this.#params = [];
+    this.#rows = 0;
+  }
+}

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   checkRow,
   checkTableSpec,
+  InsertBatch,
   insertStatement,
   MAX_PARAMETERS,
   quoteIdentifier,
@@ -80,4 +81,29 @@ Deno.test("table specs and rows are checked, naming what is wrong with the curre
     () => checkRow("S", SPEC, [1, "k"]),
     /one value per column \(3: id, key, we"ird\): current value has 2 values/,
   );
+});
+
+Deno.test("InsertBatch buffers checked rows and hands them over with the INSERT for their count, then starts empty", () => {
+  const spec = { table: "t", columns: ["a", "b"] };
+  const batch = new InsertBatch("S", spec);
+  assert.equal(batch.add([1, "x"]), 1);
+  assert.equal(batch.add([2, null]), 2);
+  assert.throws(() => batch.add([3]), RowShapeError);
+  assert.equal(batch.rows, 2, "a rejected row is not buffered");
+  assert.deepEqual(batch.take(), {
+    rows: 2,
+    params: [1, "x", 2, null],
+    statement: insertStatement(spec, 2),
+  });
+  assert.equal(batch.rows, 0);
+  batch.add([4, "y"]);
+  batch.clear();
+  assert.equal(batch.rows, 0);
+  batch.add([5, "z"]);
+  assert.deepEqual(batch.take(), {
+    rows: 1,
+    params: [5, "z"],
+    statement: insertStatement(spec, 1),
+  });
+  assert.throws(() => batch.take(), RangeError, "an empty batch has no INSERT");
 });
