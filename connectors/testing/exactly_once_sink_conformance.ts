@@ -299,19 +299,13 @@ class Run {
   }
 
   /**
-   * Starts a new incarnation at `parallelism` from `checkpoint`, then checks
-   * that exactly the records before position `committed` are visible.
+   * Starts a new incarnation at `parallelism` from `checkpoint` (a completed
+   * one), then checks that exactly the records it covers (before its source
+   * offset) are visible: the restore commits what it pre-committed.
    */
-  async restore(
-    checkpoint: TakenCheckpoint,
-    expected: {
-      readonly parallelism: number;
-      readonly committed: number;
-      readonly context: string;
-    },
-  ): Promise<void> {
-    await this.start(expected.parallelism, checkpoint);
-    await this.expect(expected.committed, expected.context);
+  async restore(checkpoint: TakenCheckpoint, parallelism: number, context: string): Promise<void> {
+    await this.start(parallelism, checkpoint);
+    await this.expect(checkpoint.offset, context);
   }
 
   /** Writes the rest, ends the input, takes and completes the final checkpoint, then checks everything is committed once. */
@@ -409,11 +403,7 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         const cp1 = await run.completeAt(10);
         await run.crashAt(18);
         await run.expect(10, "after a crash with records written since checkpoint 1");
-        await run.restore(cp1, {
-          parallelism: 2,
-          committed: 10,
-          context: "after the restore from checkpoint 1",
-        });
+        await run.restore(cp1, 2, "after the restore from checkpoint 1");
         await run.finish("crash before pre-commit");
       },
     ],
@@ -426,11 +416,11 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         await run.checkpointAt(20); // pre-committed, never completes
         await run.crashAt(25);
         await run.expect(10, "after a crash with checkpoint 2 pre-committed and never completed");
-        await run.restore(cp1, {
-          parallelism: 2,
-          committed: 10,
-          context: "after the restore from checkpoint 1 (checkpoint 2's records stay invisible)",
-        });
+        await run.restore(
+          cp1,
+          2,
+          "after the restore from checkpoint 1 (checkpoint 2's records stay invisible)",
+        );
         await run.finish("crash after pre-commit, before the ack");
       },
     ],
@@ -443,11 +433,7 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
         await run.crashAt(26);
         await run.expect(10, "after a crash before checkpoint 2's commit");
-        await run.restore(cp2, {
-          parallelism: 2,
-          committed: 20,
-          context: "after the restore from checkpoint 2 (the restore commits it)",
-        });
+        await run.restore(cp2, 2, "after the restore from checkpoint 2 (the restore commits it)");
         await run.finish("crash after the ack, before the commit");
       },
     ],
@@ -470,11 +456,7 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
           RECORDS.slice(0, 20),
           "after a crash inside the commit of checkpoints 1 and 2",
         );
-        await run.restore(cp2, {
-          parallelism: 2,
-          committed: 20,
-          context: "after the restore from checkpoint 2",
-        });
+        await run.restore(cp2, 2, "after the restore from checkpoint 2");
         await run.finish("crash during the commit");
       },
     ],
@@ -494,11 +476,7 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
           "the restore from checkpoint 2",
         );
         await run.expectSubset(RECORDS.slice(0, 20), "after a crash inside the commit at restore");
-        await run.restore(cp2, {
-          parallelism: 2,
-          committed: 20,
-          context: "after restoring checkpoint 2 again",
-        });
+        await run.restore(cp2, 2, "after restoring checkpoint 2 again");
         await run.finish("crash during the commit at restore");
       },
     ],
@@ -540,19 +518,11 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         await run.completeAt(10);
         const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
         await run.crashAt(25);
-        await run.restore(cp2, {
-          parallelism: 2,
-          committed: 20,
-          context: "after the first restore from checkpoint 2",
-        });
+        await run.restore(cp2, 2, "after the first restore from checkpoint 2");
         await run.checkpointAt(30); // pre-committed, never completes
         await run.crashAt(33);
         await run.expect(20, "after a crash in the first restored incarnation");
-        await run.restore(cp2, {
-          parallelism: 2,
-          committed: 20,
-          context: "after the second restore from checkpoint 2",
-        });
+        await run.restore(cp2, 2, "after the second restore from checkpoint 2");
         await run.finish("the same checkpoint restored twice");
       },
     ],
@@ -574,11 +544,11 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
           10,
           "after a crash with checkpoint 2 aborted and checkpoint 3 never completed",
         );
-        await run.restore(cp1, {
-          parallelism: 2,
-          committed: 10,
-          context: "after the restore from checkpoint 1 (checkpoints 2 and 3 stay invisible)",
-        });
+        await run.restore(
+          cp1,
+          2,
+          "after the restore from checkpoint 1 (checkpoints 2 and 3 stay invisible)",
+        );
         await run.finish("crash after an aborted and an uncompleted checkpoint");
       },
     ],
@@ -590,11 +560,7 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         await run.completeAt(10);
         const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
         await run.crashAt(23);
-        await run.restore(cp2, {
-          parallelism: 1,
-          committed: 20,
-          context: "after restoring checkpoint 2 at parallelism 1",
-        });
+        await run.restore(cp2, 1, "after restoring checkpoint 2 at parallelism 1");
         await run.completeAt(30);
         await run.expect(30, "after a checkpoint at parallelism 1");
         await run.finish("rescale 2 -> 1");
@@ -609,11 +575,7 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         const cp2 = await run.checkpointAt(20); // completes; its notification never arrives
         await run.crashAt(22);
         await run.expect(0, "after a crash before any commit");
-        await run.restore(cp2, {
-          parallelism: 3,
-          committed: 20,
-          context: "after restoring checkpoint 2 at parallelism 3",
-        });
+        await run.restore(cp2, 3, "after restoring checkpoint 2 at parallelism 3");
         await run.completeAt(31, [2, 0, 1]);
         await run.expect(31, "after a checkpoint at parallelism 3");
         await run.finish("rescale 1 -> 3");
@@ -631,11 +593,11 @@ export function exactlyOnceSinkConformanceCases(): readonly ConformanceCase[] {
         for (const parallelism of [1, 2, 3, 1, 4]) {
           const restored = await run.checkpointAt(to += 3); // completes; its notification never arrives
           await run.crashAt(to + 1);
-          await run.restore(restored, {
+          await run.restore(
+            restored,
             parallelism,
-            committed: to,
-            context: `after restoring checkpoint ${restored.id} at parallelism ${parallelism}`,
-          });
+            `after restoring checkpoint ${restored.id} at parallelism ${parallelism}`,
+          );
           const next = await run.completeAt(to += 3);
           await run.expect(to, `after checkpoint ${next.id} at parallelism ${parallelism}`);
         }
