@@ -122,3 +122,29 @@ Deno.test("composite-keyed state survives interner sweeps while keys come and go
     [...backend.keys("v")].map((k) => JSON.stringify(k)).sort(),
   );
 });
+
+Deno.test("a tuple and the string that encoded it before interning stay two keys across a restore", () => {
+  const backend = new HeapKeyedStateBackend({
+    keyGroupRange: new KeyGroupRange(0, 127),
+    maxParallelism: 128,
+  });
+  const state = backend.getValueState(new ValueStateDescriptor<string>("v"));
+  // "\u0000(s1:a" is how stateKeyOf encoded ["a"]; "\u0000x" is a NUL-prefixed string key.
+  const keys = [["a"], "\u0000(s1:a", "\u0000x", [-0, NaN], [0, NaN]] as const;
+  for (const [i, key] of keys.entries()) {
+    backend.setCurrentKey(key);
+    state.update(`value ${i}`);
+  }
+  const restored = new HeapKeyedStateBackend({
+    keyGroupRange: new KeyGroupRange(0, 127),
+    maxParallelism: 128,
+  });
+  restored.restore([structuredClone(backend.snapshot())]);
+  const again = restored.getValueState(new ValueStateDescriptor<string>("v"));
+  const expected = ["value 0", "value 1", "value 2", "value 4", "value 4"]; // [-0, NaN] is [0, NaN]
+  for (const [i, key] of keys.entries()) {
+    restored.setCurrentKey(key);
+    assert.equal(again.value(), expected[i], `key ${JSON.stringify(key)}`);
+  }
+  assert.equal(restored.numKeys("v"), 4);
+});
