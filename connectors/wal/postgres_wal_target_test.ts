@@ -89,18 +89,23 @@ async function ids(sql: postgres.Sql, table: string): Promise<number[]> {
   return rows.map((r) => Number(r.id));
 }
 
+/** A write-ahead sink of bills into `table` through a PostgresWalTarget, 7 rows per statement. */
+function walSinkInto(table: string, committerTable: string): WriteAheadSink<Bill> {
+  return new WriteAheadSink<Bill>({
+    target: new PostgresWalTarget<Bill>({
+      connection: CONNECTION,
+      table,
+      committerTable,
+      columns: ["id", "account"],
+      toRow: (bill) => bill,
+      maxRowsPerStatement: 7,
+    }),
+  });
+}
+
 Deno.test("PostgresWalTarget writes each batch once, however often it is committed", async () => {
   await withTables(async ({ table, committerTable, sql }) => {
-    const sink = new WriteAheadSink<Bill>({
-      target: new PostgresWalTarget<Bill>({
-        connection: CONNECTION,
-        table,
-        committerTable,
-        columns: ["id", "account"],
-        toRow: (bill) => bill,
-        maxRowsPerStatement: 7,
-      }),
-    });
+    const sink = walSinkInto(table, committerTable);
     const ids50 = Array.from({ length: 50 }, (_, i) => i);
     const first = [batch(1, ids50.slice(0, 30)), batch(1, ids50.slice(30), 1)];
     assert.deepEqual((await commitAll(sink, first)).map((o) => o.kind), ["committed", "committed"]);
@@ -137,16 +142,7 @@ Deno.test("PostgresWalTarget writes each batch once, however often it is committ
 Deno.test("PostgresWalTarget leaves neither values nor its record when a statement fails mid-batch", async () => {
   // The CHECK fails on the third statement (ids 15, 99), after the committer row and 14 values.
   await withTables(async ({ table, committerTable, sql }) => {
-    const sink = new WriteAheadSink<Bill>({
-      target: new PostgresWalTarget<Bill>({
-        connection: CONNECTION,
-        table,
-        committerTable,
-        columns: ["id", "account"],
-        toRow: (bill) => bill,
-        maxRowsPerStatement: 7,
-      }),
-    });
+    const sink = walSinkInto(table, committerTable);
     const [outcome] = await commitAll(sink, [
       batch(1, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 99]),
     ]);
