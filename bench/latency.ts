@@ -2,9 +2,9 @@
  * End-to-end latency in cluster mode at half of the maximum load, with a
  * checkpoint every second and a sink that is not transactional.
  *
- *     deno task bench:latency [--max-records 2000000] [--duration-s 10] [--rounds 2]
+ *     deno task bench:latency [--max-records 3000000] [--max-runs 3] [--duration-s 10] [--rounds 2]
  *         [--fraction 0.5] [--variants bt10,bt10-cr32]
- *         [--workers 2] [--slots 1] [--nats URL]
+ *         [--workers 2] [--slots 1] [--nats URL] [--cpu-prof DIR]
  *
  * The job is `bench/latency_job.ts`: a rate-limited sequence source, a
  * chained map stamping each record with its emission time, `keyBy` over the
@@ -15,26 +15,23 @@
  * cluster's NATS Object Store bucket) are aligned exactly-once checkpoints
  * of the sum's keyed state; the sink takes no part in them.
  *
- * ## Each round
+ * ## Runs
  *
- * 1. **max**: the job as fast as the source goes (`--max-records`), buffer
- *    timeout 10 ms. Its rate (records / (last update sunk - first record
- *    made)) is the maximum sustainable load: a faster source only waits for
- *    credit (back pressure), it cannot push more through.
- * 2. **fixed**, once per variant of `--variants`: the source limited to
- *    `--fraction` (0.5) of this round's max for `--duration-s` seconds,
- *    latencies recorded after a 1 s warm-up. A variant's name says what it
- *    changes: `bt<T>`: buffer timeout T ms (Flink's `setBufferTimeout`);
- *    `-cr<N>`: N credits (buffers in flight) per channel instead of 8;
- *    `-nocp`: no periodic checkpoint; `-alo`: at-least-once checkpoints
- *    (barriers not aligned, no input channel blocked). `bt10` is the
- *    default configuration; comparing variants shows what dominates latency.
+ * 1. **max**, `--max-runs` times (3): the job as fast as the source goes
+ *    (`--max-records`), buffer timeout 10 ms. The median of their rates
+ *    (records / (last update sunk - first record made)) is the maximum
+ *    sustainable load: a faster source only waits for credit (back
+ *    pressure), it cannot push more through.
+ * 2. **fixed**, `--rounds` rounds of every variant of `--variants`: the
+ *    source limited to `--fraction` (0.5) of that maximum for `--duration-s`
+ *    seconds, latencies recorded after a 1 s warm-up. A variant's name says
+ *    what it changes: `bt<T>`: buffer timeout T ms (Flink's
+ *    `setBufferTimeout`); `-cr<N>`: N credits (buffers in flight) per channel
+ *    instead of 8; `-nocp`: no periodic checkpoint; `-alo`: at-least-once
+ *    checkpoints (barriers not aligned, no input channel blocked). `bt10` is
+ *    the default configuration; comparing variants shows what dominates.
  *
- * After the rounds, the medians and maxima of the checkpoint durations the
- * coordinator logged (duration, and the slowest subtask's synchronous
- * snapshot, asynchronous upload and alignment) are printed.
- *
- * Rounds interleave these runs (`runRounds` of `_rounds.ts`); a run's rate
+ * Rounds interleave the variants (`runRounds` of `_rounds.ts`); a run's rate
  * is checked to reach 95% of its target, or the run is reported as not
  * sustained. Latencies are merged over the rounds (HdrHistogram `add`) and
  * printed as p50, p99, p99.9 and max, in ms. Every run is checked like
@@ -42,6 +39,9 @@
  * once (count and sum), and the sinks' count and checksum of running sums
  * equal `expectedUpdateChecksum()` (`jobs/_report.ts`), so a lost or
  * duplicated record fails the benchmark.
+ *
+ * With `--cpu-prof DIR`, the worker processes write V8 CPU profiles there
+ * (one per thread) and the top self-time functions of each are printed.
  *
  * The last line is `RESULT max_eps=… target_eps=… <variant>_p50_ms=…
  * <variant>_p99_ms=… <variant>_p999_ms=… <variant>_max_ms=… <variant>_eps=…
@@ -54,7 +54,13 @@
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import * as hdr from "npm:hdr-histogram-js@3.0.1";
-import { BenchCluster, benchNats, parseResultLine, runDeno } from "./_cluster_bench.ts";
+import {
+  BenchCluster,
+  benchNats,
+  parseResultLine,
+  printCpuProfiles,
+  runDeno,
+} from "./_cluster_bench.ts";
 import { expectEqual, resultLine } from "./_result.ts";
 import { formatRate, median, runRounds, type Sample, type Variant } from "./_rounds.ts";
 import { addToChecksum, expectedUpdateChecksum, readReports } from "./jobs/_report.ts";
@@ -107,6 +113,30 @@ interface Run {
   /** End-to-end latencies, µs. */
   readonly histogram: hdr.Histogram;
   readonly checkpoints: number;
+  /** Lateness of a 1 ms timer in this (otherwise idle) process during the run, µs. */
+  readonly timerLateness: hdr.Histogram;
+}
+
+/**
+ * A control for the machine's scheduling noise: a 1 ms `setInterval` in
+ * this process, which does nothing else while a job runs, recording how
+ * late each tick came (gap - 1 ms) in µs. When this process's timer is
+ * 30 ms late, the job's threads, which share the same cores, are delayed
+ * alike, whatever the engine does.
+ */
+class TimerProbe {
+  readonly histogram: hdr.Histogram = newLatencyHistogram();
+  #last = performance.now();
+  readonly #timer = setInterval(() => {
+    const now = performance.now();
+    this.histogram.recordValue(Math.max(1, Math.round((now - this.#last - 1) * 1000)));
+    this.#last = now;
+  }, 1);
+
+  stop(): hdr.Histogram {
+    clearInterval(this.#timer);
+    return this.histogram;
+  }
 }
 
 interface RunOptions {
@@ -123,6 +153,7 @@ interface RunOptions {
 
 async function runJob(o: RunOptions): Promise<Run> {
   const dir = await Deno.makeTempDir({ prefix: "weir-bench-latency-" });
+  const probe = new TimerProbe();
   try {
     const out = await runDeno("latency job", [
       "run",
@@ -178,8 +209,10 @@ async function runJob(o: RunOptions): Promise<Run> {
       recordsPerSecond: o.records / ((lastMs - firstMs) / 1000),
       histogram,
       checkpoints: result.checkpoints,
+      timerLateness: probe.stop(),
     };
   } finally {
+    probe.stop();
     await Deno.remove(dir, { recursive: true });
   }
 }
@@ -239,13 +272,15 @@ async function main(): Promise<void> {
     args: Deno.args,
     options: {
       nats: { type: "string" },
-      "max-records": { type: "string", default: "2000000" },
+      "max-records": { type: "string", default: "3000000" },
+      "max-runs": { type: "string", default: "3" },
       "duration-s": { type: "string", default: "10" },
       rounds: { type: "string", default: "2" },
       fraction: { type: "string", default: "0.5" },
       variants: { type: "string", default: DEFAULT_VARIANTS },
       workers: { type: "string", default: "2" },
       slots: { type: "string", default: "1" },
+      "cpu-prof": { type: "string" },
     },
   });
   const maxRecords = positive("max-records", values["max-records"]);
@@ -255,31 +290,32 @@ async function main(): Promise<void> {
   names.forEach(parseVariant); // fail before starting anything
   const nats = await benchNats(values.nats);
   const workers = positive("workers", values.workers);
-  const cluster = new BenchCluster({ nats: nats.url, workers, slots: Number(values.slots) });
-  const fixed = (name: string): Variant<Run> => {
+  const cpuProfileDir = values["cpu-prof"];
+  const cluster = new BenchCluster({
+    nats: nats.url,
+    workers,
+    slots: Number(values.slots),
+    cpuProfileDir,
+  });
+  let maxEps = 0;
+  const variants: Variant<Run>[] = names.map((name) => {
     const settings = parseVariant(name);
     return {
       name,
-      run: ({ earlier }) => {
-        const rate = fraction * earlier[0]!.value.recordsPerSecond;
+      run: () => {
+        const rate = fraction * maxEps;
         const records = Math.max(1, Math.round(rate * durationS));
         return runJob({ nats: nats.url, records, rate, ...settings });
       },
     };
-  };
-  const variants: Variant<Run>[] = [
-    {
-      name: "max",
-      run: () => runJob({ nats: nats.url, records: maxRecords, rate: 0, ...parseVariant("bt10") }),
-    },
-    ...names.map(fixed),
-  ];
+  });
   const describe = (s: Sample<Run>) => {
     const r = s.value;
     const target = r.rate === 0 ? "as fast as it goes" : `target ${formatRate(r.rate)}`;
     const kept = r.rate === 0 || r.recordsPerSecond >= 0.95 * r.rate ? "" : " NOT SUSTAINED";
     return `round ${s.round} ${s.variant} (${target}): ${formatRate(r.recordsPerSecond)}${kept}, ` +
-      `${r.checkpoints} checkpoints; ${latencies(r.histogram)}`;
+      `${r.checkpoints} checkpoints; ${latencies(r.histogram)}; timer lateness p99 ` +
+      `${(r.timerLateness.getValueAtPercentile(99) / 1000).toFixed(2)} ms`;
   };
   console.log(
     `latency: keyed running sum, ${KEYS} keys, parallelism ${PARALLELISM}, coordinator + ` +
@@ -290,6 +326,20 @@ async function main(): Promise<void> {
   let rounds;
   try {
     await cluster.start();
+    const max = await runRounds<Run>({
+      rounds: positive("max-runs", values["max-runs"]),
+      variants: [{
+        name: "max",
+        run: () =>
+          runJob({ nats: nats.url, records: maxRecords, rate: 0, ...parseVariant("bt10") }),
+      }],
+      onSample: (s) => console.log(describe(s)),
+    });
+    maxEps = max.median("max", (s) => s.value.recordsPerSecond);
+    console.log(
+      `maximum sustainable load: ${formatRate(maxEps)} (median of ${max.count} runs); ` +
+        `the variants run at ${formatRate(fraction * maxEps)}`,
+    );
     rounds = await runRounds<Run>({
       rounds: positive("rounds", values.rounds),
       variants,
@@ -304,26 +354,35 @@ async function main(): Promise<void> {
     await nats.stop();
   }
   console.log(`load average after: ${await loadAverage()}`);
-  const maxEps = rounds.median("max", (s) => s.value.recordsPerSecond);
+  if (cpuProfileDir !== undefined) await printCpuProfiles(cpuProfileDir);
   const fields: Record<string, number> = {
     max_eps: maxEps,
-    target_eps: median(rounds.samples(variants[1]!.name).map((s) => s.value.rate)),
+    target_eps: fraction * maxEps,
   };
   console.log(
     `over ${rounds.count} rounds (rates: medians; latencies: rounds merged; every run's counts ` +
-      `and checksums checked): max ${formatRate(maxEps)}`,
+      `and checksums checked); maximum sustainable load ${formatRate(maxEps)}`,
   );
-  for (const v of variants.slice(1)) {
+  for (const v of variants) {
     const h = newLatencyHistogram();
-    for (const s of rounds.samples(v.name)) h.add(s.value.histogram);
+    const late = newLatencyHistogram();
+    for (const s of rounds.samples(v.name)) {
+      h.add(s.value.histogram);
+      late.add(s.value.timerLateness);
+    }
     const eps = rounds.median(v.name, (s) => s.value.recordsPerSecond);
-    console.log(`${v.name} at ${100 * fraction}% of max: ${formatRate(eps)}; ${latencies(h)}`);
+    console.log(
+      `${v.name} at ${100 * fraction}% of max: ${formatRate(eps)}; ${latencies(h)}; ` +
+        `timer lateness p99 ${(late.getValueAtPercentile(99) / 1000).toFixed(2)} ms, p99.9 ` +
+        `${(late.getValueAtPercentile(99.9) / 1000).toFixed(2)} ms`,
+    );
     const key = v.name.replaceAll("-", "_");
     fields[`${key}_eps`] = eps;
     fields[`${key}_p50_ms`] = h.getValueAtPercentile(50) / 1000;
     fields[`${key}_p99_ms`] = h.getValueAtPercentile(99) / 1000;
     fields[`${key}_p999_ms`] = h.getValueAtPercentile(99.9) / 1000;
     fields[`${key}_max_ms`] = h.maxValue / 1000;
+    fields[`${key}_timer_p99_ms`] = late.getValueAtPercentile(99) / 1000;
   }
   fields.rounds = rounds.count;
   console.log(resultLine(fields));

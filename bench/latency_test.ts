@@ -18,6 +18,8 @@ Deno.test("latency.ts checks every run's counts and checksums and prints percent
     "bench/latency.ts",
     "--max-records",
     "20000",
+    "--max-runs",
+    "1",
     "--rounds",
     "1",
     "--fraction",
@@ -35,12 +37,14 @@ Deno.test("latency.ts checks every run's counts and checksums and prints percent
     "bt10_p999_ms",
     "bt1_cr16_alo_eps",
     "bt1_cr16_alo_max_ms",
+    "bt10_timer_p99_ms",
     "rounds",
   ]);
   assert.equal(r.rounds, 1);
   assert.ok(r.max_eps! > 0 && r.bt10_eps! > 0);
   assert.match(run.output, /every run's counts and checksums checked/);
   assert.match(run.output, /checkpoints of all runs \(\d+;/);
+  assert.match(run.output, /maximum sustainable load: [\d.]+[Mk] records\/s \(median of 1 runs\)/);
 });
 
 Deno.test("a latency variant's name sets buffer timeout, credits, checkpoints and mode", () => {
