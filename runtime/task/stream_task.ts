@@ -21,7 +21,14 @@
  * barrier *n* on every output, capture every operator's state synchronously
  * (this is where two-phase-commit sinks pre-commit), then write the state to
  * checkpoint storage asynchronously while processing continues, and
- * acknowledge with the state handles, sizes and durations.
+ * acknowledge with the state handles, sizes and durations
+ * (`async_checkpoint.ts`).
+ *
+ * ## Network input
+ *
+ * What arrives on the subtask's subject is decoded by `network_input.ts`
+ * (buffers once, on arrival; in-thread buffers taken as they are), fenced
+ * by attempt, and queued in the input gate, which checks sequence numbers.
  *
  * ## Event time
  *
@@ -54,9 +61,9 @@ import { decodeInbound, type InboundMessage } from "./network_input.ts";
 import { Signal, yieldToEventLoop } from "../actor/async.ts";
 import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
-import type { SubtaskAck } from "../checkpoint/types.ts";
 import { computeKeyGroupRangeForOperatorIndex, type KeyGroupRange } from "../state/key_group.ts";
-import { readSubtaskRestore, splitSubtaskSnapshot } from "./subtask_state.ts";
+import { readSubtaskRestore } from "./subtask_state.ts";
+import { AsyncCheckpoints } from "./async_checkpoint.ts";
 import type { Clock } from "../time/clock.ts";
 import type { CheckpointingMode } from "../api/sink_v2.ts";
 import { SuppressRestartsError } from "../failure.ts";
@@ -169,9 +176,7 @@ export class StreamTask {
   readonly #gate: InputGate;
   readonly #barriers: CheckpointBarrierHandler;
   readonly #barrierTimestamps = new Map<number, number>();
-  readonly #asyncParts = new Set<Promise<void>>();
-  /** Checkpoints the coordinator aborted; their asynchronous parts write nothing more. */
-  readonly #abortedCheckpoints = new Set<number>();
+  readonly #asyncCheckpoints: AsyncCheckpoints;
   #chain: OperatorChain | undefined;
   #subscription: Subscription | undefined;
   #started = false;
@@ -223,6 +228,17 @@ export class StreamTask {
       ? new CheckpointBarrierTracker(channels)
       : new AlignedBarrierHandler(channels);
     this.#valve = this.#gate.size > 0 ? new StatusWatermarkValve(this.#gate.size) : undefined;
+    this.#asyncCheckpoints = new AsyncCheckpoints({
+      jobId: options.jobId,
+      attempt,
+      vertexId: vertex.id,
+      subtask,
+      keyGroupRange: this.#keyGroupRange,
+      storage: options.storage,
+      taskName: this.#name,
+      report: (body) => this.#report(body),
+      isDone: () => this.#done,
+    });
   }
 
   /** `<vertex name> (<i>/<n>) [<vertexId>#<subtask>, attempt <a>]`. */
@@ -605,69 +621,7 @@ export class StreamTask {
     }
     const syncMs = performance.now() - t0;
     o.faults?.("after-snapshot", this.#site(checkpointId));
-    const part = this.#writeSnapshot(checkpointId, snapshots, syncMs, alignmentMs).catch(
-      (error) => {
-        if (this.#done) return;
-        this.#report({
-          t: "decline",
-          vertex: o.vertex.id,
-          subtask: o.subtask,
-          id: checkpointId,
-          code: "DECLINED",
-          reason: `Asynchronous part of checkpoint ${checkpointId} failed in ${this.#name}: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
-        });
-      },
-    ).finally(() => this.#asyncParts.delete(part));
-    this.#asyncParts.add(part);
-  }
-
-  /** The asynchronous part: encode and write the state, then acknowledge. */
-  async #writeSnapshot(
-    checkpointId: number,
-    snapshots: Record<string, OperatorSnapshot>,
-    syncDurationMs: number,
-    alignmentDurationMs: number,
-  ): Promise<void> {
-    const o = this.#o;
-    await Promise.resolve(); // let the mailbox loop go on before encoding
-    const t0 = performance.now();
-    const { keyedPart, operatorPart, stateUids } = splitSubtaskSnapshot(snapshots);
-    if (this.#abortedCheckpoints.has(checkpointId) || this.#done) return;
-    const base = `${o.vertex.id}-${o.subtask}-a${o.attempt}`;
-    const [keyedHandle, operatorHandle] = await Promise.all([
-      keyedPart
-        ? o.storage.writeState(o.jobId, checkpointId, `${base}.keyed`, encode(keyedPart))
-        : Promise.resolve(null),
-      operatorPart
-        ? o.storage.writeState(o.jobId, checkpointId, `${base}.op`, encode(operatorPart))
-        : Promise.resolve(null),
-    ]);
-    if (this.#abortedCheckpoints.has(checkpointId) || this.#done) {
-      // Aborted, or this attempt was cancelled, while we wrote: the
-      // checkpoint can never complete without our ack, and our late files
-      // would leave (or re-create) its directory. Remove it.
-      await o.storage.discard(o.jobId, checkpointId).catch(() => {});
-      return;
-    }
-    const ack: SubtaskAck = {
-      vertexId: o.vertex.id,
-      subtask: o.subtask,
-      attempt: o.attempt,
-      checkpointId,
-      keyedHandle,
-      operatorHandle,
-      keyGroupRange: keyedPart
-        ? [this.#keyGroupRange.startKeyGroup, this.#keyGroupRange.endKeyGroup]
-        : null,
-      syncDurationMs,
-      asyncDurationMs: performance.now() - t0,
-      alignmentDurationMs,
-      stateBytes: (keyedHandle?.bytes ?? 0) + (operatorHandle?.bytes ?? 0),
-      stateUids,
-    };
-    this.#report({ t: "ack", ack });
+    this.#asyncCheckpoints.start(checkpointId, snapshots, syncMs, alignmentMs);
   }
 
   async #endInput(): Promise<void> {
@@ -695,14 +649,12 @@ export class StreamTask {
         if (o.vertex.isSource) await this.#performCheckpoint(mail.id, mail.ts, 0);
         return;
       case "complete":
-        for (const id of this.#abortedCheckpoints) {
-          if (id <= mail.id) this.#abortedCheckpoints.delete(id);
-        }
+        this.#asyncCheckpoints.completed(mail.id);
         o.faults?.("before-commit", this.#site(mail.id));
         for (const op of ops) await op.notifyCheckpointComplete(mail.id);
         return;
       case "abort":
-        this.#abortedCheckpoints.add(mail.id);
+        this.#asyncCheckpoints.abort(mail.id);
         await this.#runBarrierActions(this.#barriers.onAbort(mail.id));
         for (const op of ops) await op.notifyCheckpointAborted(mail.id);
         return;
@@ -719,7 +671,7 @@ export class StreamTask {
         return;
       }
       case "finish":
-        await Promise.all([...this.#asyncParts]);
+        await this.#asyncCheckpoints.waitForAll();
         await this.#closeOperators();
         this.#report({
           t: "finished",
