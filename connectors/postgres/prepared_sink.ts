@@ -97,12 +97,7 @@ import { checkPostgresCommittable, type PostgresCommittable } from "./committabl
 import { checkGidPrefix } from "./gid.ts";
 import { PreparedCommitter } from "./prepared_committer.ts";
 import { PreparedWriter } from "./prepared_writer.ts";
-import {
-  checkTableSpec,
-  type PostgresValue,
-  rowsPerStatement,
-  type TableSpec,
-} from "./statements.ts";
+import { checkRowSinkOptions, type PostgresValue, type TableSpec } from "./statements.ts";
 
 /** Options of {@linkcode PostgresPreparedSink}. */
 export interface PostgresPreparedSinkOptions<T> {
@@ -171,19 +166,10 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
       options.deliveryGuarantee ?? "exactly-once",
       POSTGRES_PREPARED_SINK_GUARANTEES,
     );
-    if (typeof options.url !== "string" || !/^postgres(ql)?:\/\//.test(options.url)) {
-      throw new TypeError(
-        `${where}: url must be a postgres:// URL: current value is ${JSON.stringify(options.url)}`,
-      );
-    }
-    if (typeof options.values !== "function") {
-      throw new TypeError(
-        `${where}: values must be a function: current value is ${typeof options.values}`,
-      );
-    }
+    const rowSink = checkRowSinkOptions(where, options);
+    this.#spec = rowSink.spec;
+    this.#batchRows = rowSink.batchRows;
     checkGidPrefix(where, options.gidPrefix);
-    this.#spec = checkTableSpec(where, { table: options.table, columns: options.columns });
-    this.#batchRows = rowsPerStatement(where, options.batchSize ?? 1000, options.columns.length);
     this.#commitSql = commitTableSql(where, options.commitTable ?? DEFAULT_COMMIT_TABLE);
     const retention = options.commitTableRetentionMs ?? 7 * DAY_MS;
     if (!Number.isFinite(retention) || retention < 60_000) {

@@ -98,6 +98,49 @@ export function checkTableSpec(where: string, spec: TableSpec): TableSpec {
   return spec;
 }
 
+/** The options every PostgreSQL sink of rows has, for {@linkcode checkRowSinkOptions}. */
+export interface RowSinkOptions {
+  /** `postgres://user:password@host:port/database`. */
+  readonly url: string;
+  /** The table: `name` or `schema.name`. */
+  readonly table: string;
+  /** The columns each row fills. */
+  readonly columns: readonly string[];
+  /** A record's row: one value per column. */
+  readonly values: unknown;
+  /** Rows per statement; 1000 when omitted. */
+  readonly batchSize?: number;
+}
+
+/**
+ * Checks the options the prepared-transaction and upsert sinks share: a
+ * `postgres://` URL, a `values` function, the table and columns
+ * ({@linkcode checkTableSpec}) and the batch size
+ * ({@linkcode rowsPerStatement}). Pure: no I/O.
+ * @param where names the sink, prefixed to every message.
+ * @returns the table spec and the rows per statement.
+ * @throws {TypeError} for a bad url, `values`, table or column.
+ * @throws {RangeError} for a bad `batchSize`.
+ */
+export function checkRowSinkOptions(
+  where: string,
+  options: RowSinkOptions,
+): { readonly spec: TableSpec; readonly batchRows: number } {
+  if (typeof options.url !== "string" || !/^postgres(ql)?:\/\//.test(options.url)) {
+    throw new TypeError(
+      `${where}: url must be a postgres:// URL: current value is ${JSON.stringify(options.url)}`,
+    );
+  }
+  if (typeof options.values !== "function") {
+    throw new TypeError(
+      `${where}: values must be a function: current value is ${typeof options.values}`,
+    );
+  }
+  const spec = checkTableSpec(where, { table: options.table, columns: options.columns });
+  const batchRows = rowsPerStatement(where, options.batchSize ?? 1000, options.columns.length);
+  return { spec, batchRows };
+}
+
 /**
  * The most rows one statement of `columns` columns can carry, given a wanted
  * batch size.

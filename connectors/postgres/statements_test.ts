@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   checkRow,
+  checkRowSinkOptions,
   checkTableSpec,
   InsertBatch,
   insertStatement,
@@ -106,4 +107,36 @@ Deno.test("InsertBatch buffers checked rows and hands them over with the INSERT 
     statement: insertStatement(spec, 1),
   });
   assert.throws(() => batch.take(), RangeError, "an empty batch has no INSERT");
+});
+
+Deno.test("checkRowSinkOptions gives the table spec and rows per statement, and names a bad url, values or batch size", () => {
+  const good = {
+    url: "postgres://u@h:5432/d",
+    table: "t",
+    columns: ["a", "b"],
+    values: () => [1, 2],
+  };
+  assert.deepEqual(checkRowSinkOptions("S", good), {
+    spec: { table: "t", columns: ["a", "b"] },
+    batchRows: 1000,
+  });
+  assert.equal(checkRowSinkOptions("S", { ...good, batchSize: 7 }).batchRows, 7);
+  assert.throws(
+    () => checkRowSinkOptions("S", { ...good, url: "mysql://h/d" }),
+    (e: unknown) =>
+      e instanceof TypeError &&
+      e.message === 'S: url must be a postgres:// URL: current value is "mysql://h/d"',
+  );
+  assert.throws(
+    () => checkRowSinkOptions("S", { ...good, values: [1, 2] }),
+    (e: unknown) =>
+      e instanceof TypeError &&
+      e.message === "S: values must be a function: current value is object",
+  );
+  assert.throws(
+    () => checkRowSinkOptions("S", { ...good, batchSize: 0 }),
+    (e: unknown) =>
+      e instanceof RangeError && /S: batchSize must be an integer >= 1/.test(e.message),
+  );
+  assert.throws(() => checkRowSinkOptions("S", { ...good, columns: [] }), TypeError);
 });

@@ -63,10 +63,9 @@ import { closeNow, connect, type Sql } from "./_driver.ts";
 import { describeError, errorCode } from "./errors.ts";
 import {
   checkRow,
-  checkTableSpec,
+  checkRowSinkOptions,
   insertStatement,
   type PostgresValue,
-  rowsPerStatement,
   type TableSpec,
   upsertClause,
 } from "./statements.ts";
@@ -134,19 +133,10 @@ export class PostgresUpsertSink<T> implements SinkV2<T, never, never> {
       options.deliveryGuarantee ?? "at-least-once",
       ["none", "at-least-once", "exactly-once"],
     );
-    if (typeof options.url !== "string" || !/^postgres(ql)?:\/\//.test(options.url)) {
-      throw new TypeError(
-        `${where}: url must be a postgres:// URL: current value is ${JSON.stringify(options.url)}`,
-      );
-    }
-    if (typeof options.values !== "function") {
-      throw new TypeError(
-        `${where}: values must be a function: current value is ${typeof options.values}`,
-      );
-    }
-    this.#spec = checkTableSpec(where, { table: options.table, columns: options.columns });
+    const rowSink = checkRowSinkOptions(where, options);
+    this.#spec = rowSink.spec;
+    this.#batchRows = rowSink.batchRows;
     this.#clause = upsertClause(where, this.#spec, options.keyColumns);
-    this.#batchRows = rowsPerStatement(where, options.batchSize ?? 1000, options.columns.length);
     this.#keyIndexes = options.keyColumns.map((k) => options.columns.indexOf(k));
     this.#options = options;
   }
