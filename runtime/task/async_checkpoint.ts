@@ -25,13 +25,17 @@ import type { CoordinatorMessage, MessageBody } from "./messages.ts";
 
 /** Options of {@linkcode AsyncCheckpoints}. */
 export interface AsyncCheckpointsOptions {
+  /** The job whose checkpoint storage is written. */
   readonly jobId: string;
+  /** The subtask's execution attempt (in state file names and acks). */
   readonly attempt: number;
   /** The subtask's vertex id (`v<n>`). */
   readonly vertexId: string;
+  /** The subtask's index. */
   readonly subtask: number;
   /** The subtask's key groups, reported with its keyed state. */
   readonly keyGroupRange: KeyGroupRange;
+  /** Where state is written. */
   readonly storage: CheckpointStorage;
   /** The subtask's name, for messages. */
   readonly taskName: string;

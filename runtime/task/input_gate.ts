@@ -54,6 +54,7 @@ export class InputChannel {
   endOfData = false;
   /** Buffers consumed since the last credit grant. */
   unreturnedCredits = 0;
+  /** A channel expecting sequence number 0, unblocked. */
   constructor(index: number, edge: JobEdge, producer: number, producerSubject: string) {
     this.index = index;
     this.edge = edge;
@@ -70,13 +71,17 @@ export class InputChannel {
 
 /** Options of {@linkcode InputGate}. */
 export interface InputGateOptions {
+  /** The job, in every credit's envelope. */
   readonly jobId: string;
+  /** The execution attempt, in every credit's envelope and subject. */
   readonly attempt: number;
+  /** The job graph: the consuming vertex's input edges and their producers. */
   readonly graph: JobGraph;
   /** The consuming vertex's index. */
   readonly vertex: number;
   /** The consuming subtask's index. */
   readonly subtask: number;
+  /** Where credits go (as values when the producer's subject is delivered in this thread). */
   readonly transport: Transport;
   /** Credits granted per channel at start: the most buffers in flight per channel. */
   readonly initialCredits: number;
@@ -84,6 +89,7 @@ export interface InputGateOptions {
 
 /** All input channels of one subtask. */
 export class InputGate {
+  /** Every input channel, in gate order (edge by edge, producer by producer). */
   readonly channels: InputChannel[] = [];
   readonly #byEdge = new Map<number, (InputChannel | undefined)[]>();
   readonly #options: InputGateOptions;
@@ -93,6 +99,7 @@ export class InputGate {
   /** The first sequence error seen, if any. */
   error: ChannelSequenceError | undefined;
 
+  /** Makes one channel per (input edge, producer subtask) feeding this subtask. */
   constructor(options: InputGateOptions) {
     this.#options = options;
     this.#creditBatch = Math.max(1, Math.floor(options.initialCredits / 2));

@@ -121,16 +121,23 @@ function copyRecord(value: unknown): unknown {
 
 /** Options of {@linkcode RecordWriter}. */
 export interface RecordWriterOptions {
+  /** The job, in every message's envelope. */
   readonly jobId: string;
+  /** The execution attempt, in every message's envelope (receivers fence other attempts). */
   readonly attempt: number;
+  /** The JobGraph edge this writer feeds. */
   readonly edge: JobEdge;
   /** This producer subtask's index. */
   readonly producerIndex: number;
+  /** Subtasks of the producing vertex. */
   readonly producerParallelism: number;
+  /** The consuming vertex's id (`v<n>`), for its subtasks' subjects. */
   readonly consumerVertexId: string;
+  /** Subtasks of the consuming vertex. */
   readonly consumerParallelism: number;
   /** Key groups of the consumer (hash partitioning). */
   readonly consumerMaxParallelism: number;
+  /** Where buffers, events go (and whose `publishValue` decides the in-thread path). */
   readonly transport: Transport;
   /** Records per buffer. */
   readonly bufferSize: number;
@@ -146,6 +153,7 @@ export interface RecordWriterOptions {
 
 /** Writes one edge's records of one producer subtask. */
 export class RecordWriter {
+  /** The JobGraph edge this writer feeds. */
   readonly edge: JobEdge;
   readonly #options: RecordWriterOptions;
   readonly #channels: ChannelWriter[];
@@ -167,6 +175,10 @@ export class RecordWriter {
    */
   readonly inThread: boolean;
 
+  /**
+   * Opens one channel per consumer subtask this producer feeds (per the
+   * edge's partitioner), each without credit until the consumer grants it.
+   */
   constructor(options: RecordWriterOptions) {
     this.#options = options;
     this.edge = options.edge;
