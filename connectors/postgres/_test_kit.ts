@@ -25,12 +25,7 @@ export interface TestSubtask {
 /** A writer init context for `subtask` (defaults: subtask 0 of 1, attempt 0, fresh start, exactly-once). */
 export function writerContext(subtask: TestSubtask = {}): WriterInitContext<never> {
   return {
-    subtaskIndex: subtask.subtaskIndex ?? 0,
-    parallelism: subtask.parallelism ?? 1,
-    attempt: subtask.attempt ?? 0,
-    uid: "pg-sink",
-    jobId: "test-job",
-    restoredCheckpointId: subtask.restoredCheckpointId,
+    ...committerContext(subtask),
     restoredState: [],
     checkpointingMode: subtask.checkpointingMode ?? "exactly-once",
   };
