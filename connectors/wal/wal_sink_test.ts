@@ -6,22 +6,6 @@ import type { WalCommitId } from "./types.ts";
 import type { WalCommittable } from "./wal_committable.ts";
 import { WalCommitError, WriteAheadSink } from "./wal_sink.ts";
 
-function writerContext(
-  overrides: Partial<WriterInitContext<never>> = {},
-): WriterInitContext<never> {
-  return {
-    subtaskIndex: 0,
-    parallelism: 1,
-    attempt: 0,
-    uid: "wal",
-    jobId: "job-1",
-    restoredCheckpointId: undefined,
-    restoredState: [],
-    checkpointingMode: "exactly-once",
-    ...overrides,
-  };
-}
-
 const committerContext = {
   subtaskIndex: 0,
   parallelism: 1,
@@ -30,6 +14,17 @@ const committerContext = {
   jobId: "job-1",
   restoredCheckpointId: undefined,
 };
+
+function writerContext(
+  overrides: Partial<WriterInitContext<never>> = {},
+): WriterInitContext<never> {
+  return {
+    ...committerContext,
+    restoredState: [],
+    checkpointingMode: "exactly-once",
+    ...overrides,
+  };
+}
 
 const key = (id: WalCommitId) =>
   `${id.jobId}/${id.attempt}/${id.subtask}/${id.checkpointId}/${id.part}`;
