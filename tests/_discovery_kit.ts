@@ -16,7 +16,15 @@
  */
 
 import assert from "node:assert/strict";
-import { JobFailedError } from "../mod.ts";
+import {
+  JobFailedError,
+  type MapFunction,
+  type RestartStrategyConfig,
+  StreamExecutionEnvironment,
+  WatermarkStrategy,
+} from "../mod.ts";
+import type { NatsConnectionOptions } from "../runtime/actor/nats_connect.ts";
+import { JetStreamSource } from "../connectors/jetstream/source.ts";
 import { SuppressRestartsError } from "../runtime/failure.ts";
 import type { CollectingSink } from "../testing.ts";
 import { waitUntil } from "./_wait.ts";
@@ -123,4 +131,57 @@ export async function runUntilDone(
   const error = await outcome;
   assert.ok(error instanceof JobFailedError, String(error));
   return error;
+}
+
+/** Options of {@linkcode discoveryJob}. */
+export interface DiscoveryJobOptions {
+  /** The NATS server. */
+  readonly connection: NatsConnectionOptions;
+  /** The stream; the source reads `<stream>.*`. */
+  readonly stream: string;
+  /** The source's transaction bucket. */
+  readonly bucket: string;
+  /** The checkpoint directory. */
+  readonly directory: string;
+  /** Checkpoint interval, in ms. */
+  readonly checkpointIntervalMs: number;
+  /** The job's restart strategy. */
+  readonly restartStrategy: RestartStrategyConfig;
+  /** The job's parallelism. */
+  readonly parallelism: number;
+  /** How often the source looks for new subjects, in ms. */
+  readonly discoveryIntervalMs: number;
+  /** Messages per fetch of the source. */
+  readonly batchSize: number;
+  /** The identity map between source and sink that injects the test's faults and ends the job. */
+  readonly probe: MapFunction<SubjectRecord, SubjectRecord>;
+  /** The exactly-once sink the test reads. */
+  readonly sink: CollectingSink<SubjectRecord>;
+}
+
+/**
+ * The discovery job: a `JetStreamSource` of `<stream>.*` (uid `records`)
+ * → `probe` (uid `probe`) → `sink` (uid `committed`), with checkpoints into
+ * `directory`. Returns the environment, to execute (or resume) by the caller.
+ */
+export function discoveryJob(options: DiscoveryJobOptions): StreamExecutionEnvironment {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment()
+    .enableCheckpointing(options.checkpointIntervalMs, { directory: options.directory })
+    .setRestartStrategy(options.restartStrategy)
+    .setParallelism(options.parallelism);
+  env.fromSource(
+    new JetStreamSource<SubjectRecord>({
+      connection: options.connection,
+      stream: options.stream,
+      filterSubject: `${options.stream}.*`,
+      txnBucket: options.bucket,
+      discoveryIntervalMs: options.discoveryIntervalMs,
+      batchSize: options.batchSize,
+    }),
+    WatermarkStrategy.noWatermarks(),
+    "records",
+  ).uid("records")
+    .map(options.probe).uid("probe")
+    .sinkTo(options.sink).uid("committed");
+  return env;
 }

@@ -21,7 +21,6 @@ import {
   RestartStrategies,
   type RuntimeContext,
   StreamExecutionEnvironment,
-  WatermarkStrategy,
 } from "../mod.ts";
 import { SuppressRestartsError } from "../runtime/failure.ts";
 import type { NatsConnectionOptions } from "../runtime/actor/nats_connect.ts";
@@ -31,6 +30,7 @@ import { CollectingSink } from "../testing.ts";
 import {
   assertExactlyOnce,
   bySubject,
+  discoveryJob,
   holds,
   JobDone,
   runUntilDone,
@@ -40,7 +40,6 @@ import { withTempDir } from "./_job_kit.ts";
 import { waitUntil } from "./_wait.ts";
 import { startNatsServer } from "./_nats_server.ts";
 import { CONNECTION, uniqueName, withJetStream } from "../connectors/jetstream/_test_kit.ts";
-import { JetStreamSource } from "../connectors/jetstream/source.ts";
 
 type Rec = SubjectRecord;
 
@@ -120,25 +119,14 @@ function build(options: {
   parallelism: number;
   restarts: number;
 }): StreamExecutionEnvironment {
-  const env = StreamExecutionEnvironment.getExecutionEnvironment()
-    .enableCheckpointing(100, { directory: options.directory })
-    .setRestartStrategy(RestartStrategies.fixedDelay(options.restarts, 200))
-    .setParallelism(options.parallelism);
-  env.fromSource(
-    new JetStreamSource<Rec>({
-      connection: options.connection,
-      stream: options.stream,
-      filterSubject: `${options.stream}.*`,
-      txnBucket: options.bucket,
-      discoveryIntervalMs: 100,
-      batchSize: 64,
-    }),
-    WatermarkStrategy.noWatermarks(),
-    "records",
-  ).uid("records")
-    .map(new Probe(options.shared)).uid("probe")
-    .sinkTo(options.sink).uid("committed");
-  return env;
+  return discoveryJob({
+    ...options,
+    checkpointIntervalMs: 100,
+    restartStrategy: RestartStrategies.fixedDelay(options.restarts, 200),
+    discoveryIntervalMs: 100,
+    batchSize: 64,
+    probe: new Probe(options.shared),
+  });
 }
 
 const WAIT = { timeoutMs: 90_000 };

@@ -24,13 +24,13 @@ import {
   RestartStrategies,
   type RuntimeContext,
   StreamExecutionEnvironment,
-  WatermarkStrategy,
 } from "../../mod.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { CollectingSink } from "../../testing.ts";
 import {
   assertExactlyOnce,
   bySubject,
+  discoveryJob,
   firstN,
   holds,
   JobDone,
@@ -40,7 +40,6 @@ import {
 import { withTempDir } from "../../tests/_job_kit.ts";
 import { waitUntil } from "../../tests/_wait.ts";
 import { CONNECTION, publishJson, type TestJetStream, withJetStream } from "./_test_kit.ts";
-import { JetStreamSource } from "./source.ts";
 
 type Rec = SubjectRecord;
 
@@ -134,29 +133,21 @@ function build(options: {
   parallelism: number;
   restarts: number;
 }): StreamExecutionEnvironment {
-  const env = StreamExecutionEnvironment.getExecutionEnvironment()
-    .enableCheckpointing(50, { directory: options.directory })
-    .setRestartStrategy(
-      options.restarts === 0
-        ? RestartStrategies.noRestart()
-        : RestartStrategies.fixedDelay(options.restarts, 0),
-    )
-    .setParallelism(options.parallelism);
-  env.fromSource(
-    new JetStreamSource<Rec>({
-      connection: CONNECTION,
-      stream: options.t.stream,
-      filterSubject: `${options.t.stream}.*`,
-      txnBucket: options.t.bucket,
-      discoveryIntervalMs: 50,
-      batchSize: 16,
-    }),
-    WatermarkStrategy.noWatermarks(),
-    "records",
-  ).uid("records")
-    .map(new Probe(options.shared)).uid("probe")
-    .sinkTo(options.sink).uid("committed");
-  return env;
+  return discoveryJob({
+    connection: CONNECTION,
+    stream: options.t.stream,
+    bucket: options.t.bucket,
+    directory: options.directory,
+    checkpointIntervalMs: 50,
+    restartStrategy: options.restarts === 0
+      ? RestartStrategies.noRestart()
+      : RestartStrategies.fixedDelay(options.restarts, 0),
+    parallelism: options.parallelism,
+    discoveryIntervalMs: 50,
+    batchSize: 16,
+    probe: new Probe(options.shared),
+    sink: options.sink,
+  });
 }
 
 const WAIT = { timeoutMs: 60_000 };
