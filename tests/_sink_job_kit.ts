@@ -12,6 +12,7 @@
 
 import assert from "node:assert/strict";
 import {
+  RestartStrategies,
   type RestartStrategyConfig,
   type Sink,
   StreamExecutionEnvironment,
@@ -131,6 +132,40 @@ export function keyedSumJob(options: KeyedSumJobOptions): StreamExecutionEnviron
     .process(new SequenceCheck()).uid("sums")
     .sinkTo(options.sink).uid(options.sinkUid);
   return env;
+}
+
+/** Options of {@linkcode runWithTwoFailures}. */
+export interface TwoFailureRunOptions {
+  /** The checkpoint directory. */
+  readonly checkpoints: string;
+  /** The sink under test. */
+  readonly sink: Sink<SumRecord>;
+  /** The sink's uid. */
+  readonly sinkUid: string;
+  /** The job's name. */
+  readonly jobName: string;
+  /** After which awaited checkpoint split 0 and split 1 fail; `[2, 4]` when omitted. */
+  readonly failAfter?: readonly [number, number];
+}
+
+/**
+ * Runs the keyed running-sum job into `sink` over
+ * {@linkcode twoFailureSplits} with a fixed-delay restart strategy (3
+ * attempts, no delay) and asserts that exactly the two induced failures
+ * restarted it.
+ * @throws {AssertionError} when the job restarted another number of times
+ *   (its summary in the message); the job's own error when it fails.
+ */
+export async function runWithTwoFailures(options: TwoFailureRunOptions): Promise<void> {
+  const [nth0, nth1] = options.failAfter ?? [2, 4];
+  const result = await keyedSumJob({
+    checkpoints: options.checkpoints,
+    lists: twoFailureSplits(nth0, nth1),
+    restartStrategy: RestartStrategies.fixedDelay(3, 0),
+    sink: options.sink,
+    sinkUid: options.sinkUid,
+  }).execute(options.jobName);
+  assert.equal(result.restarts, 2, result.summary);
 }
 
 /**

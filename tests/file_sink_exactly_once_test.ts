@@ -11,26 +11,22 @@
  */
 
 import assert from "node:assert/strict";
-import { RestartStrategies } from "../mod.ts";
 import { FileSink } from "../connectors/file/file_sink.ts";
 import { DefaultRollingPolicy } from "../connectors/file/rolling_policy.ts";
 import { csvEncoder } from "../connectors/file/row_encoders.ts";
 import { listTree, type SumRecord, withTempDir } from "./_job_kit.ts";
 import {
   assertSameSumsPerKey,
-  keyedSumJob,
   readFinishedCsv,
+  runWithTwoFailures,
   SINK_JOB_SPLITS,
-  twoFailureSplits,
 } from "./_sink_job_kit.ts";
 
 Deno.test("a job writing CSV part files commits each record exactly once across two induced failures", async () => {
   await withTempDir(async (checkpoints) => {
     await withTempDir(async (out) => {
-      const env = keyedSumJob({
+      await runWithTwoFailures({
         checkpoints,
-        lists: twoFailureSplits(2, 4),
-        restartStrategy: RestartStrategies.fixedDelay(3, 0),
         sink: new FileSink<SumRecord>({
           path: out,
           encoder: csvEncoder({
@@ -40,9 +36,8 @@ Deno.test("a job writing CSV part files commits each record exactly once across 
           rollingPolicy: new DefaultRollingPolicy({ maxPartSizeBytes: 2048 }),
         }),
         sinkUid: "csv-out",
+        jobName: "file sink exactly-once",
       });
-      const result = await env.execute("file sink exactly-once");
-      assert.equal(result.restarts, 2, result.summary);
 
       const { records, hidden } = await readFinishedCsv(out);
       assert.deepEqual(hidden, [], "hidden part files left behind");

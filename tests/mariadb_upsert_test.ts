@@ -10,11 +10,10 @@
  */
 
 import assert from "node:assert/strict";
-import { RestartStrategies } from "../mod.ts";
 import { mariaDbUpsertSink } from "../connectors/mariadb/mod.ts";
 import { rows, sql, TEST_CONNECTION, uniqueName } from "../connectors/mariadb/_test_kit.ts";
 import { type SumRecord, withTempDir } from "./_job_kit.ts";
-import { expectedLatestRows, keyedSumJob, sumRecordOf, twoFailureSplits } from "./_sink_job_kit.ts";
+import { expectedLatestRows, runWithTwoFailures, sumRecordOf } from "./_sink_job_kit.ts";
 
 Deno.test("a job upserting into MariaDB ends on the failure-free table across two induced failures", async () => {
   const table = uniqueName("upsert_job");
@@ -24,10 +23,9 @@ Deno.test("a job upserting into MariaDB ends on the failure-free table across tw
   );
   try {
     await withTempDir(async (checkpoints) => {
-      const env = keyedSumJob({
+      await runWithTwoFailures({
         checkpoints,
-        lists: twoFailureSplits(2, 3),
-        restartStrategy: RestartStrategies.fixedDelay(3, 0),
+        failAfter: [2, 3],
         sink: mariaDbUpsertSink<SumRecord>({
           connection: TEST_CONNECTION,
           table,
@@ -38,9 +36,8 @@ Deno.test("a job upserting into MariaDB ends on the failure-free table across tw
           batchSize: 50,
         }),
         sinkUid: "upsert-out",
+        jobName: "mariadb upsert sink",
       });
-      const result = await env.execute("mariadb upsert sink");
-      assert.equal(result.restarts, 2, result.summary);
     });
     const expected = expectedLatestRows();
     const got = (await rows(table, "`key`")).map(sumRecordOf);

@@ -12,15 +12,13 @@
 
 import assert from "node:assert/strict";
 import postgres from "npm:postgres@3.4.9";
-import { RestartStrategies } from "../mod.ts";
 import { PostgresUpsertSink } from "../connectors/postgres/mod.ts";
 import { type SumRecord, withTempDir } from "./_job_kit.ts";
 import {
   expectedLatestRows,
-  keyedSumJob,
+  runWithTwoFailures,
   SINK_JOB_SPLITS,
   sumRecordOf,
-  twoFailureSplits,
 } from "./_sink_job_kit.ts";
 
 const URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -33,10 +31,8 @@ Deno.test("a job upserting into PostgreSQL ends on the failure-free table across
   );
   try {
     await withTempDir(async (checkpoints) => {
-      const env = keyedSumJob({
+      await runWithTwoFailures({
         checkpoints,
-        lists: twoFailureSplits(2, 4),
-        restartStrategy: RestartStrategies.fixedDelay(3, 0),
         sink: new PostgresUpsertSink<SumRecord>({
           url: URL,
           table,
@@ -47,9 +43,8 @@ Deno.test("a job upserting into PostgreSQL ends on the failure-free table across
           deliveryGuarantee: "exactly-once",
         }),
         sinkUid: "pg-upsert",
+        jobName: "postgres upsert sink",
       });
-      const result = await env.execute("postgres upsert sink");
-      assert.equal(result.restarts, 2, result.summary);
     });
     const got = (await sql.unsafe(`SELECT key, seq, sum FROM ${table} ORDER BY key`))
       .map(sumRecordOf);

@@ -11,17 +11,10 @@
 
 import assert from "node:assert/strict";
 import postgres from "npm:postgres@3.4.9";
-import { RestartStrategies } from "../mod.ts";
 import { PostgresWalTarget } from "../connectors/wal/postgres_wal_target.ts";
 import { WriteAheadSink } from "../connectors/wal/wal_sink.ts";
 import { type SumRecord, withTempDir } from "./_job_kit.ts";
-import {
-  assertSameRows,
-  expectedRows,
-  keyedSumJob,
-  sumRecordOf,
-  twoFailureSplits,
-} from "./_sink_job_kit.ts";
+import { assertSameRows, expectedRows, runWithTwoFailures, sumRecordOf } from "./_sink_job_kit.ts";
 
 const CONNECTION = { host: "127.0.0.1", port: 5432, user: "postgres", database: "postgres" };
 
@@ -35,10 +28,8 @@ Deno.test("a job writing through the write-ahead-log sink to PostgreSQL commits 
   );
   try {
     await withTempDir(async (checkpoints) => {
-      const env = keyedSumJob({
+      await runWithTwoFailures({
         checkpoints,
-        lists: twoFailureSplits(2, 4),
-        restartStrategy: RestartStrategies.fixedDelay(3, 0),
         sink: new WriteAheadSink<SumRecord>({
           target: new PostgresWalTarget<SumRecord>({
             connection: CONNECTION,
@@ -51,9 +42,8 @@ Deno.test("a job writing through the write-ahead-log sink to PostgreSQL commits 
           maxValuesPerCommittable: 100,
         }),
         sinkUid: "wal-out",
+        jobName: "wal sink exactly-once",
       });
-      const result = await env.execute("wal sink exactly-once");
-      assert.equal(result.restarts, 2, result.summary);
     });
     const got = (await sql.unsafe(`SELECT key, seq, sum FROM ${table} ORDER BY key, seq`))
       .map(sumRecordOf);
