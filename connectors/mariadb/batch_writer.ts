@@ -29,6 +29,7 @@ import {
   releaseConnection,
   type SqlConnection,
 } from "./connection.ts";
+import { insertTarget, rethrowMariaDbError } from "./errors.ts";
 import { multiRowSql, type MultiRowStatement } from "./statement.ts";
 
 /** Rows waiting to be sent as one multi-row statement. */
@@ -81,6 +82,9 @@ export class RowBatch<T> {
    * Sends the buffered rows as one statement and empties the batch.
    * @param connection where to send them.
    * @returns how many rows were sent.
+   * @throws {MariaDbRejectedError} when the server refuses the statement
+   *   for a reason a restart cannot fix (`errors.ts`), naming the table;
+   *   the driver's error otherwise.
    */
   async send(connection: SqlConnection): Promise<number> {
     const rows = this.#rows;
@@ -88,7 +92,14 @@ export class RowBatch<T> {
     const values = this.#values;
     this.#values = [];
     this.#rows = 0;
-    await connection.query(multiRowSql(this.#statement, rows), values);
+    try {
+      await connection.query(multiRowSql(this.#statement, rows), values);
+    } catch (e) {
+      rethrowMariaDbError(
+        e,
+        `${this.#where}: inserting ${rows} rows into ${insertTarget(this.#statement.sql)}`,
+      );
+    }
     return rows;
   }
 

@@ -63,6 +63,10 @@
  *   on MySQL 8, the `XA_RECOVER_ADMIN` privilege (`XA RECOVER` lists other
  *   sessions' xids only with it).
  * - On MariaDB, `XA RECOVER` needs no extra privilege.
+ * - A statement the server refuses for a reason a restart cannot fix (a
+ *   missing table or column, a syntax error, a duplicate key: the list is in
+ *   `errors.ts`) fails the job once with {@linkcode MariaDbRejectedError};
+ *   lost connections, lock wait timeouts and deadlocks restart it.
  * - Prepared transactions keep their row locks until commit: keep
  *   `innodb_lock_wait_timeout` above the checkpoint interval if the job
  *   updates rows, or insert only.
@@ -84,6 +88,12 @@ export { DEFAULT_COMMIT_LOG_RETENTION_MS, DEFAULT_COMMIT_LOG_TABLE } from "./com
 export { defaultXidPrefix, WEIR_XID_FORMAT_ID } from "./xid.ts";
 export { UpsertKeyError } from "./upsert_sink.ts";
 export { FencedWriterError } from "./fence.ts";
+export {
+  classifyMariaDbError,
+  type MariaDbErrorClass,
+  MariaDbRejectedError,
+  PERMANENT_MARIADB_ERRORS,
+} from "./errors.ts";
 export type {
   CheckpointingMode,
   CommitRequest,

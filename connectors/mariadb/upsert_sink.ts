@@ -211,8 +211,10 @@ export function mariaDbUpsertSink<T>(options: MariaDbUpsertSinkOptions<T>): Sink
           throw new UpsertKeyError(
             `${where(context)}: keyColumns ${
               JSON.stringify(options.keyColumns)
-            } must be the columns of the table's primary key or of one of its unique keys: its unique keys are ${
-              JSON.stringify(Object.fromEntries(keys))
+            } must be the columns of the table's primary key or of one of its unique keys: ${
+              keys.size === 0
+                ? `table ${options.table} has none, or does not exist in database ${connection.database}`
+                : `its unique keys are ${JSON.stringify(Object.fromEntries(keys))}`
             }`,
           );
         }

@@ -97,6 +97,7 @@ import { parseInsertStatement } from "./statement.ts";
 import { checkXaCommittable, type XaCommittable } from "./xa_committable.ts";
 import { XaCommitter } from "./xa_committer.ts";
 import { FencedWriterError, WriterFence } from "./fence.ts";
+import { rethrowMariaDbError } from "./errors.ts";
 import { rollBackLingering, XaSinkWriter } from "./xa_writer.ts";
 import { checkXidPrefix, defaultXidPrefix } from "./xid.ts";
 
@@ -242,7 +243,7 @@ export function mariaDbXaSink<T>(
         });
       } catch (e) {
         releaseConnection(control);
-        throw e;
+        rethrowMariaDbError(e, `${where(context)}: preparing the commit log ${commitLogTable}`);
       }
       return new XaSinkWriter<T>({
         control,
