@@ -17,6 +17,7 @@ import type { SinkWriter, WriterInitContext } from "../../runtime/api/sink_v2.ts
 import { closeNow, connect, type Sql } from "./_driver.ts";
 import type { PostgresCommittable } from "./committable.ts";
 import { describeError } from "./errors.ts";
+import { statementFailure } from "./sqlstate.ts";
 import { type PostgresWriterParts, rollBackLingering } from "./prepared_writer.ts";
 import { InsertBatch } from "./statements.ts";
 
@@ -79,11 +80,11 @@ export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, n
       // deno-lint-ignore no-explicit-any
       await this.#sql.unsafe(statement, params as any[]);
     } catch (error) {
-      throw new Error(
+      throw statementFailure(
+        error,
         `${this.#p.name}: INSERT of ${rows} rows into ${this.#p.spec.table} failed: ${
           describeError(error)
         }`,
-        { cause: error },
       );
     }
   }

@@ -78,6 +78,12 @@ export {
 } from "./upsert_sink.ts";
 export { checkPostgresCommittable, type PostgresCommittable } from "./committable.ts";
 export { PreparedTransactionsDisabledError, PreparedTransactionVanishedError } from "./errors.ts";
+export {
+  classifySqlState,
+  PERMANENT_SQLSTATE_CLASSES,
+  PostgresRejectedError,
+  type SqlStateClass,
+} from "./sqlstate.ts";
 export { DEFAULT_COMMIT_TABLE } from "./commit_table.ts";
 export { formatGid, type GidParts, type ParsedGid, parseGid } from "./gid.ts";
 export { type PostgresValue, RowShapeError } from "./statements.ts";

@@ -19,6 +19,7 @@ import {
   PreparedTransactionsDisabledError,
   UNDEFINED_OBJECT,
 } from "./errors.ts";
+import { statementFailure } from "./sqlstate.ts";
 import { decideLingering, formatGid, GID_MARKER, newGidToken } from "./gid.ts";
 import { InsertBatch, type PostgresValue, type TableSpec } from "./statements.ts";
 
@@ -275,13 +276,13 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   #fail(action: string, error: unknown, hint: string): Error {
     if (this.#failed !== undefined && this.#failed !== error) return this.#failed;
     const rows = this.#rowsInTransaction;
-    this.#failed = new Error(
+    this.#failed = statementFailure(
+      error,
       `${this.#p.name}: ${action} failed: ${describeError(error)}${hint}` +
         (rows > 0
           ? `; the transaction with its ${rows} rows is rolled back (a restart replays them ` +
             `from the checkpoint)`
           : ""),
-      { cause: error },
     );
     return this.#failed;
   }

@@ -61,6 +61,7 @@ import {
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { closeNow, connect, type Sql } from "./_driver.ts";
 import { describeError, errorCode } from "./errors.ts";
+import { statementFailure } from "./sqlstate.ts";
 import {
   checkRow,
   checkRowSinkOptions,
@@ -164,7 +165,12 @@ export class PostgresUpsertSink<T> implements SinkV2<T, never, never> {
           { cause: error },
         );
       }
-      throw error;
+      throw statementFailure(
+        error,
+        `${name}: checking the upsert into ${this.#spec.table} with EXPLAIN failed: ${
+          describeError(error)
+        }`,
+      );
     }
     return new UpsertWriter<T>({
       name,
@@ -237,11 +243,11 @@ class UpsertWriter<T> implements SinkWriter<T, never, never> {
       // deno-lint-ignore no-explicit-any
       await this.#p.sql.unsafe(statement, rows.flat() as any[]);
     } catch (error) {
-      throw new Error(
+      throw statementFailure(
+        error,
         `${this.#p.name}: upsert of ${rows.length} rows into ${this.#p.spec.table} failed: ${
           describeError(error)
         }`,
-        { cause: error },
       );
     }
   }

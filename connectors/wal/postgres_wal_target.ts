@@ -43,9 +43,11 @@
  *
  * ## Errors
  *
- * A PostgreSQL error of SQLSTATE class 22 (data exception), 23 (integrity
- * constraint violation), 42 (syntax error or access rule violation, e.g. an
- * undefined table or column) or 0A (feature not supported), and a value
+ * A PostgreSQL error whose SQLSTATE class a restart cannot fix (22 data
+ * exception, 23 integrity constraint violation, 42 syntax error or access
+ * rule violation such as an undefined table or column, 0A, 28, 3D, 3F: the
+ * list is shared with the PostgreSQL sinks in
+ * `connectors/postgres/sqlstate.ts`), and a value
  * whose row lacks a column, are rejections a retry cannot fix: they throw a
  * {@linkcode WalTargetRejectedError} and the job fails without restarts.
  * Other errors (connection loss, serialization failures) are retried.
@@ -73,6 +75,7 @@ import type { CommitterInitContext } from "../../runtime/api/sink_v2.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import type { AtomicWalTarget, CheckpointCommitter, WalCommitId, WalSendOutcome } from "./types.ts";
 import { describeWalCommitId } from "./wal_committable.ts";
+import { classifySqlState } from "../postgres/sqlstate.ts";
 
 /** Default committer table: `weir_wal_committed`. */
 export const DEFAULT_WAL_COMMITTER_TABLE = "weir_wal_committed";
@@ -142,17 +145,11 @@ export class WalTargetRejectedError extends SuppressRestartsError {
   }
 }
 
-const PERMANENT_CLASSES = new Set(["22", "23", "42", "0A"]);
-
-function sqlStateOf(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
-}
-
-/** Turns a driver error into a rejection when a retry cannot fix it. */
+/** Turns a driver error into a rejection when a retry cannot fix it (`connectors/postgres/sqlstate.ts`). */
 function classify(error: unknown, what: string): unknown {
-  const sqlState = sqlStateOf(error);
-  if (sqlState !== undefined && PERMANENT_CLASSES.has(sqlState.slice(0, 2))) {
+  const decided = classifySqlState(error);
+  if (decided.kind === "permanent") {
+    const sqlState = decided.sqlState;
     return new WalTargetRejectedError(
       `${what}: PostgreSQL refused it (SQLSTATE ${sqlState}): ${(error as Error).message}`,
       { sqlState, cause: error },
