@@ -12,7 +12,7 @@
  *
  * all fed by the same `NexmarkGenerator` (events `0..N-1`, default config).
  *
- *     deno task bench:peers [--events 1000000] [--rounds 3] [--query q1,dedup]
+ *     deno task bench:peers [--events 3000000] [--rounds 3] [--query q1,dedup]
  *
  * ## Rounds and figures
  *
@@ -25,7 +25,9 @@
  * ratios: against the loop, and Weir's against the fastest peer (the peer
  * with the highest median events per CPU second). Events per wall second are
  * printed per run and in the `RESULT` lines. The load (`/proc/loadavg`) is
- * printed before and after.
+ * printed before and after. The default 3M events make Weir's runs last
+ * long enough (over a second) for periodic checkpoints to be taken, besides
+ * the final one; each Weir run's line says how many.
  *
  * ## The check
  *
@@ -52,7 +54,7 @@ import { runMost } from "./most.ts";
 import { runNodeStream } from "./node_stream.ts";
 import { type Digest, isPeerQueryName, PEER_QUERY_NAMES, type PeerQueryName } from "./records.ts";
 import { runRxjs } from "./rxjs.ts";
-import { runWeir } from "./weir.ts";
+import { runWeir, type WeirRun } from "./weir.ts";
 
 export { PEER_QUERY_NAMES, type PeerQueryName } from "./records.ts";
 
@@ -169,9 +171,11 @@ export async function runPeerQuery(options: RunPeerQueryOptions): Promise<PeerQu
 const millions = (eps: number) => `${(eps / 1e6).toFixed(2)}M`;
 
 function describe(query: PeerQueryName, events: number, s: Sample<Digest>, rounds: number) {
+  const checkpoints = (s.value as Partial<WeirRun>).checkpoints;
   return `${query} round ${s.round}/${rounds} ${s.variant}: output ${s.value.count}, ` +
     `${(s.wallMs / 1000).toFixed(2)} s, CPU ${(s.cpuMs / 1000).toFixed(2)} s, ` +
-    `${millions(events / (s.cpuMs / 1000))} events per CPU s`;
+    `${millions(events / (s.cpuMs / 1000))} events per CPU s` +
+    (checkpoints === undefined ? "" : `, ${checkpoints} checkpoints (the final one included)`);
 }
 
 /** The markdown table of events per CPU second and ratios. */
@@ -219,7 +223,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
-      events: { type: "string", default: "1000000" },
+      events: { type: "string", default: "3000000" },
       rounds: { type: "string", default: "3" },
       query: { type: "string", default: PEER_QUERY_NAMES.join(",") },
     },
