@@ -25,6 +25,14 @@
  *    reports that they ran in the two worker processes, and that the sink
  *    counted every record once (count and sum of values).
  *
+ * 3. **ports**: the same job on a second cluster (its own private NATS
+ *    server) of one worker process with two slots: the source and the sink
+ *    run in two slot threads of that process, and the channel goes through
+ *    a `MessagePort` (`runtime/actor/port_transport.ts`) instead of NATS.
+ *    The benchmark checks that both ran in that one process. Weir over
+ *    NATS against Weir over ports, in the same run, is the ratio
+ *    `ports / weir`.
+ *
  * Both check that the receiving side counted every record once: `records`
  * records whose values sum to `records * (records - 1) / 2`, and for Weir
  * that the sending side made them; a mismatch ends the benchmark with an
@@ -39,12 +47,15 @@
  * (`readCpu()` of `_rounds.ts`: the publisher and subscriber, or the job
  * client, the coordinator and the workers; the NATS server when it is the
  * benchmark's own), start-up included, so records per CPU-second are a
- * little pessimistic for both. Raw and Weir run interleaved for `--rounds`
- * rounds (raw, Weir, raw, Weir, ...); figures are medians over the rounds,
- * and the ratio Weir/raw, the median of the per-round ratios, is the one to
- * compare (target >= 50%). The last line is `RESULT raw_eps=… weir_eps=…
- * raw_eps_cpu=… weir_eps_cpu=… ratio=… ratio_cpu=… rounds=…`. Nothing is
- * asserted on timing.
+ * little pessimistic for all. Raw, Weir and ports run interleaved for
+ * `--rounds` rounds (raw, Weir, ports, raw, ...); figures are medians over
+ * the rounds, and the ratio Weir/raw, the median of the per-round ratios,
+ * is the one to compare (target >= 50%). The last line is `RESULT raw_eps=…
+ * weir_eps=… raw_eps_cpu=… weir_eps_cpu=… ratio=… ratio_cpu=… ports_eps=…
+ * ports_eps_cpu=… ports_ratio=… ports_ratio_cpu=… rounds=…` (`ports_ratio`:
+ * ports / Weir over NATS). Nothing is asserted on timing. Every run's
+ * CPU time covers both clusters and their NATS servers (the idle cluster's
+ * heartbeats add a little to each).
  *
  * Without `--nats`, the benchmark starts its own nats-server (with JetStream,
  * for the checkpoint bucket) on a free port and stops it at the end. With
@@ -261,7 +272,16 @@ interface WeirRunOptions {
   readonly credits: number;
 }
 
-async function measureWeir(cluster: BenchCluster, o: WeirRunOptions): Promise<Measurement> {
+/**
+ * Runs the channel job on `cluster` and checks its reports; `sameProcess`:
+ * the source and the sink must have run in one worker process (the ports
+ * variant), else in two.
+ */
+async function measureWeir(
+  cluster: BenchCluster,
+  o: WeirRunOptions,
+  sameProcess: boolean,
+): Promise<Measurement> {
   const { url, records } = o;
   const dir = await Deno.makeTempDir({ prefix: "weir-bench-channel-" });
   try {
@@ -293,11 +313,15 @@ async function measureWeir(cluster: BenchCluster, o: WeirRunOptions): Promise<Me
     if (source === undefined || sink === undefined || reports.length !== 2) {
       throw new Error(`expected one source and one sink report, got ${JSON.stringify(reports)}`);
     }
-    const workers = [cluster.workerPid(0), cluster.workerPid(1)];
-    if (source.pid === sink.pid || !workers.includes(source.pid) || !workers.includes(sink.pid)) {
+    const workers = cluster.workers.map((_, i) => cluster.workerPid(i));
+    const placed = sameProcess
+      ? source.pid === sink.pid && workers.includes(source.pid)
+      : source.pid !== sink.pid && workers.includes(source.pid) && workers.includes(sink.pid);
+    if (!placed) {
       throw new Error(
-        `the source ran in pid ${source.pid} and the sink in pid ${sink.pid}: expected the two ` +
-          `worker processes ${workers.join(" and ")}`,
+        `the source ran in pid ${source.pid} and the sink in pid ${sink.pid}: expected ` +
+          `${sameProcess ? "both in" : "one in each of"} the worker process(es) ` +
+          workers.join(" and "),
       );
     }
     expectEqual("weir: records the source made", records, source.records);
@@ -344,29 +368,34 @@ async function main(): Promise<void> {
   const nats = await benchNats(values.nats);
   const cpuProfileDir = values["cpu-prof"];
   const cluster = new BenchCluster({ nats: nats.url, workers: 2, slots: 1, cpuProfileDir });
+  // A cluster needs a NATS server (or account) to itself: the ports cluster gets a private one.
+  const portsNats = await benchNats(undefined);
+  const portsCluster = new BenchCluster({ nats: portsNats.url, workers: 1, slots: 2 });
+  const weirRun = {
+    records,
+    bufferSize: Number(values["buffer-size"]),
+    credits: Number(values.credits),
+  };
   const eps = (s: Sample<Measurement>) => s.value.recordsPerSecond;
   const epsCpu = (s: Sample<Measurement>) => records / (s.cpuMs / 1000);
   let rounds: Rounds<Measurement>;
   try {
     await cluster.start();
+    await portsCluster.start();
     console.log(
       `${records} records {key, value} per run; NATS ${nats.url}` +
-        `${nats.private ? " (private server)" : ""}; coordinator + 2 workers x 1 slot; ` +
+        `${nats.private ? " (private server)" : ""}; coordinator + 2 workers x 1 slot; ports: ` +
+        `private NATS ${portsNats.url}, coordinator + 1 worker x 2 slots; ` +
         cpuScope(nats),
     );
     rounds = await runRounds<Measurement>({
       rounds: Number(values.rounds),
       variants: [
         { name: "raw", run: () => measureRaw(nats.url, records, window) },
+        { name: "weir", run: () => measureWeir(cluster, { ...weirRun, url: nats.url }, false) },
         {
-          name: "weir",
-          run: () =>
-            measureWeir(cluster, {
-              url: nats.url,
-              records,
-              bufferSize: Number(values["buffer-size"]),
-              credits: Number(values.credits),
-            }),
+          name: "ports",
+          run: () => measureWeir(portsCluster, { ...weirRun, url: portsNats.url }, true),
         },
       ],
       onSample: (s) =>
@@ -378,12 +407,17 @@ async function main(): Promise<void> {
     });
   } catch (error) {
     console.error(cluster.logs());
+    console.error(portsCluster.logs());
     throw error;
   } finally {
     await cluster.stop();
+    await portsCluster.stop();
     await nats.stop();
+    await portsNats.stop();
   }
   const ratio = rounds.ratio("weir", "raw", eps);
+  const portsRatio = rounds.ratio("ports", "weir", eps);
+  const portsRatioCpu = rounds.ratio("ports", "weir", epsCpu);
   const ratioCpu = rounds.ratio("weir", "raw", epsCpu);
   const rate = (variant: string) =>
     `${formatRate(rounds.median(variant, eps))}, ` +
@@ -398,6 +432,11 @@ async function main(): Promise<void> {
   );
   console.log(`weir / raw, wall: ${formatRatio(ratio)} (target >= 0.5)`);
   console.log(`weir / raw, CPU:  ${formatRatio(ratioCpu)}`);
+  console.log(
+    `weir channel between two slot threads of one worker, through a MessagePort: ${rate("ports")}`,
+  );
+  console.log(`ports / weir over NATS, wall: ${formatRatio(portsRatio)}`);
+  console.log(`ports / weir over NATS, CPU:  ${formatRatio(portsRatioCpu)}`);
   console.log(resultLine({
     raw_eps: rounds.median("raw", eps),
     weir_eps: rounds.median("weir", eps),
@@ -405,6 +444,10 @@ async function main(): Promise<void> {
     weir_eps_cpu: rounds.median("weir", epsCpu),
     ratio: ratio.medianOfRatios,
     ratio_cpu: ratioCpu.medianOfRatios,
+    ports_eps: rounds.median("ports", eps),
+    ports_eps_cpu: rounds.median("ports", epsCpu),
+    ports_ratio: portsRatio.medianOfRatios,
+    ports_ratio_cpu: portsRatioCpu.medianOfRatios,
     rounds: rounds.count,
   }));
   if (cpuProfileDir !== undefined) await printCpuProfiles(cpuProfileDir);

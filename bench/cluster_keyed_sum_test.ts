@@ -40,3 +40,26 @@ Deno.test("cluster_keyed_sum.ts checks the sources' and sinks' checksums and pri
   assert.equal(r.rounds, 1);
   assert.match(run.output, /every run's counts and checksums checked/);
 });
+
+Deno.test("cluster_keyed_sum.ts with one worker of two slots (exchanges through ports) checks the same checksums", async () => {
+  const run = await runBench([
+    "run",
+    "-A",
+    "bench/cluster_keyed_sum.ts",
+    "--workers",
+    "1",
+    "--slots",
+    "2",
+    "--records",
+    "20000",
+    "--rounds",
+    "1",
+    "--fraction",
+    "0.05",
+    "--duration-s",
+    "0.5",
+  ]);
+  const r = expectResult(run, ["local_eps", "cluster_eps", "cluster_eps_cpu", "rounds"]);
+  assert.equal(r.rounds, 1);
+  assert.match(run.output, /coordinator \+ 1 worker\(s\) x 2 slot\(s\)/);
+});
