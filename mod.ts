@@ -213,7 +213,12 @@ export type { JobExecutionResult, VertexMetrics } from "./runtime/cluster/job_re
 export { InvalidJobGraphError } from "./runtime/graph/job_graph.ts";
 export { assignToKeyGroup, DEFAULT_MAX_PARALLELISM, keyHash } from "./runtime/state/key_group.ts";
 export type { Key } from "./runtime/state/key_group.ts";
-export { DEAD_LETTER, DeserializationError, FileSource } from "./connectors/file/file_source.ts";
+export {
+  DEAD_LETTER,
+  DeserializationError,
+  FileNotReadableError,
+  FileSource,
+} from "./connectors/file/file_source.ts";
 export type { DeadLetter, FileSplit } from "./connectors/file/file_source.ts";
 export { SequenceSource } from "./connectors/datagen/sequence_source.ts";
 export type { SequenceSplit } from "./connectors/datagen/sequence_source.ts";

@@ -128,6 +128,34 @@ export interface DeserializationErrorOptions {
 }
 
 /**
+ * A file of the source does not exist, is a directory, or may not be read
+ * (`Deno.errors.NotFound`, `IsADirectory` or `PermissionDenied` when it is
+ * opened, kept as `cause`). It fails the job without restarts (a
+ * `SuppressRestartsError`): a restart would open the same path and fail the
+ * same way, and with the default restart strategy the job would otherwise
+ * restart about once a second forever. Other I/O errors stay ordinary
+ * failures, which the restart strategy retries.
+ *
+ * The message reads, for example,
+ * `Cannot read /nonexistent.csv in FileSource Source: readings: no such file (…)`.
+ */
+export class FileNotReadableError extends SuppressRestartsError {
+  /** The file's path, as given. */
+  readonly path: string;
+
+  /**
+   * Creates the error.
+   * @param message names the path and the source.
+   * @param options the path, and the error `Deno.open` threw.
+   */
+  constructor(message: string, options: { readonly path: string; readonly cause: unknown }) {
+    super(message, { cause: options.cause });
+    this.name = "FileNotReadableError";
+    this.path = options.path;
+  }
+}
+
+/**
  * A line could not be deserialized, with `onError: "fail"`. It fails the
  * job without restarts, whatever the restart strategy (it is a
  * `SuppressRestartsError`): the line stays malformed, so a restart would fail
@@ -459,9 +487,19 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       file = await Deno.open(path, { read: true });
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) {
-        throw new Deno.errors.NotFound(
-          `Cannot read ${path} in FileSource ${this.#operatorName}: no such file`,
-          { cause: error },
+        throw new FileNotReadableError(
+          `Cannot read ${path} in FileSource ${this.#operatorName}: no such file (a restart ` +
+            `would not find it either, so the job fails without restarts)`,
+          { path, cause: error },
+        );
+      }
+      if (
+        error instanceof Deno.errors.PermissionDenied || error instanceof Deno.errors.IsADirectory
+      ) {
+        throw new FileNotReadableError(
+          `Cannot read ${path} in FileSource ${this.#operatorName}: ${messageOf(error)} (a ` +
+            `restart would fail the same way, so the job fails without restarts)`,
+          { path, cause: error },
         );
       }
       throw new Error(

@@ -7,9 +7,11 @@ import {
   DEAD_LETTER,
   type DeadLetter,
   DeserializationError,
+  FileNotReadableError,
   FileSource,
   type FileSplit,
 } from "./file_source.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { RecordingReaderOutput } from "../testing/reader_output.ts";
 
 const context: SourceReaderContext = {
@@ -257,7 +259,9 @@ Deno.test("FileSource fails with the path of a missing file", async () => {
     await assert.rejects(
       () => Promise.resolve(reader.pollNext(collector<string>())),
       (error: Error) => {
-        assert.ok(error instanceof Deno.errors.NotFound);
+        assert.ok(error instanceof FileNotReadableError && error instanceof SuppressRestartsError);
+        assert.ok(error.cause instanceof Deno.errors.NotFound);
+        assert.equal(error.path, path);
         assert.ok(error.message.includes(path), error.message);
         return true;
       },
