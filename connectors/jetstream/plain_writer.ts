@@ -30,6 +30,7 @@ import { MSG_ID_HEADER } from "./protocol.ts";
 import { AsyncPublisher } from "./publisher.ts";
 import {
   INITIAL_BATCH_BYTES,
+  MAX_BATCH_PAYLOAD_BYTES,
   MAX_OPEN_BATCH_BYTES,
   RECORD_BATCH_HEADER,
   RECORD_LENGTH_BYTES,
@@ -93,6 +94,8 @@ export class PlainWriter<T> implements SinkWriter<T, never, never> {
       this.#batches.set(subject, batch);
     }
     const data = this.#o.serializer(value);
+    // Breaker fix: a record that would take the batch past max_payload goes in the next batch.
+    if (batch.wouldExceed(data.byteLength, MAX_BATCH_PAYLOAD_BYTES)) this.#publish(subject, batch);
     batch.add(data);
     this.#openBytes += RECORD_LENGTH_BYTES + data.byteLength;
     if (batch.byteLength >= this.#o.maxBatchBytes || this.#openBytes > MAX_OPEN_BATCH_BYTES) {

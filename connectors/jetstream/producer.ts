@@ -65,6 +65,7 @@ import type { TransactionLog } from "./transactions.ts";
 import { AsyncPublisher } from "./publisher.ts";
 import {
   INITIAL_BATCH_BYTES,
+  MAX_BATCH_PAYLOAD_BYTES,
   MAX_OPEN_BATCH_BYTES,
   RECORD_BATCH_HEADER,
   RECORD_LENGTH_BYTES,
@@ -238,6 +239,10 @@ export class TransactionalProducer {
       }
       this.#lastSubject = subject;
       this.#lastBatch = batch;
+    }
+    // Breaker fix: a record that would take the batch past max_payload goes in the next batch.
+    if (batch.wouldExceed(data.byteLength, MAX_BATCH_PAYLOAD_BYTES)) {
+      this.#publish(txn, subject, batch);
     }
     batch.add(data);
     this.#openBytes += RECORD_LENGTH_BYTES + data.byteLength;

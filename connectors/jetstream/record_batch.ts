@@ -61,6 +61,18 @@ export const INITIAL_BATCH_BYTES = 4096;
  */
 export const MAX_OPEN_BATCH_BYTES = 8 * 1024 * 1024;
 
+/**
+ * The largest payload, in bytes, of a batch of more than one record (NATS's
+ * default `max_payload`, 1 MiB, less 64 KiB for headers): a writer
+ * publishes a subject's open batch before adding a record that would take
+ * it past this bound, so records that each fit in a message never make a
+ * batch the server refuses (Kafka's `RecordAccumulator` likewise starts a
+ * new batch for a record that does not fit the current one). Found by the
+ * breaker (tests/breaker_sinks_test.ts): a 100 KiB record followed by a
+ * 1000 KiB one made a 1.1 MB batch, refused by the server at every restart.
+ */
+export const MAX_BATCH_PAYLOAD_BYTES = 1024 * 1024 - 64 * 1024;
+
 /** Where a batch was read, for errors. */
 export interface BatchLocation {
   /** The stream. */
@@ -211,6 +223,15 @@ export class RecordBatchBuilder {
   /** Bytes of the current batch's payload (length prefixes included). */
   get byteLength(): number {
     return this.#length;
+  }
+
+  /**
+   * Whether adding a record of `recordBytes` bytes would take a non-empty
+   * batch past `limitBytes` of payload (length prefixes included); an empty
+   * batch always takes the record.
+   */
+  wouldExceed(recordBytes: number, limitBytes: number): boolean {
+    return this.#count > 0 && this.#length + RECORD_LENGTH_BYTES + recordBytes > limitBytes;
   }
 
   /**

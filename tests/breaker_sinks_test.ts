@@ -1,0 +1,90 @@
+/**
+ * Breaker regressions for the issue-9 sinks (JetStream transactional and
+ * plain writers): each test failed before its fix.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { JetStreamSink } from "../connectors/jetstream/sink.ts";
+import { CONNECTION, initContext, withJetStream } from "../connectors/jetstream/_test_kit.ts";
+import { readCommitted } from "../connectors/jetstream/reader.ts";
+import type { DeliveryGuarantee } from "../runtime/api/sink_v2.ts";
+
+const NO_TIMESTAMP = { timestamp: undefined };
+
+/** A record of `bytes` bytes whose first 4 bytes are `id` (big-endian), the rest `id & 0xff`. */
+function bigRecord(id: number, bytes: number): Uint8Array {
+  const record = new Uint8Array(bytes).fill(id & 0xff);
+  new DataView(record.buffer).setUint32(0, id);
+  return record;
+}
+
+/** Record sizes near the server's max_payload (1 MiB): each fits alone in a message, two never do. */
+const SIZES = [
+  100 * 1024,
+  1000 * 1024,
+  900 * 1024,
+  120 * 1024,
+  1000 * 1024,
+  600 * 1024,
+  600 * 1024,
+];
+
+for (const guarantee of ["exactly-once", "at-least-once"] as DeliveryGuarantee[]) {
+  Deno.test(`a ${guarantee} sink publishes records near max_payload, which fit one per message, without exceeding max_payload in a batch`, async () => {
+    await withJetStream(async (t) => {
+      const sink = new JetStreamSink<{ id: number; bytes: number }>({
+        connection: CONNECTION,
+        stream: t.stream,
+        subject: `${t.stream}.big`,
+        txnBucket: t.bucket,
+        deliveryGuarantee: guarantee,
+        serializer: (r) => bigRecord(r.id, r.bytes),
+      });
+      const ctx = { ...initContext(0, 1), restoredCheckpointId: undefined };
+      const committer = await sink.createCommitter?.(ctx);
+      const writer = await sink.createWriter({
+        ...ctx,
+        restoredState: [],
+        checkpointingMode: guarantee,
+      });
+      try {
+        for (const [id, bytes] of SIZES.entries()) await writer.write({ id, bytes }, NO_TIMESTAMP);
+        await writer.flush(false);
+        const committables = await writer.prepareCommit?.(1) ?? [];
+        if (committer) {
+          const errors: Error[] = [];
+          await committer.commit(committables.map((committable) => ({
+            committable,
+            checkpointId: 1,
+            numberOfRetries: 0,
+            signalFailedWithKnownReason: (e) => errors.push(e),
+            signalFailedWithUnknownReason: (e) => errors.push(e),
+            retryLater: () => errors.push(new Error("retry later")),
+            updateAndRetryLater: () => errors.push(new Error("retry later")),
+            signalAlreadyCommitted: () => {},
+          })));
+          assert.deepEqual(errors, []);
+        }
+      } finally {
+        await writer.close();
+        await committer?.close();
+      }
+      const read: [number, number][] = [];
+      for await (
+        const r of readCommitted({
+          connection: CONNECTION,
+          stream: t.stream,
+          bounded: true,
+          txnBucket: t.bucket,
+        })
+      ) {
+        const id = new DataView(r.data.buffer, r.data.byteOffset).getUint32(0);
+        assert.ok(r.data.every((b, i) => i < 4 || b === (id & 0xff)), `record ${id} intact`);
+        read.push([id, r.data.byteLength]);
+      }
+      assert.deepEqual(read, [...SIZES.entries()]);
+    });
+  });
+}
