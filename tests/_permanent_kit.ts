@@ -35,8 +35,22 @@ export function guardRestarts<T>(sink: Sink<T>): SinkV2<T, any, any> {
   if (sink.kind !== "v2") {
     throw new TypeError(`guardRestarts: sink must be a SinkV2: current kind is ${sink.kind}`);
   }
+  // Methods bound one by one: a sink may be a class whose methods live on its prototype.
   return {
-    ...sink,
+    kind: "v2",
+    deliveryGuarantee: sink.deliveryGuarantee,
+    ...(sink.commitsOnlyAtCheckpoints === undefined
+      ? {}
+      : { commitsOnlyAtCheckpoints: sink.commitsOnlyAtCheckpoints }),
+    ...(sink.createCommitter === undefined
+      ? {}
+      : { createCommitter: sink.createCommitter.bind(sink) }),
+    ...(sink.checkCommittable === undefined
+      ? {}
+      : { checkCommittable: sink.checkCommittable.bind(sink) }),
+    ...(sink.checkWriterState === undefined
+      ? {}
+      : { checkWriterState: sink.checkWriterState.bind(sink) }),
     createWriter(context) {
       if (context.attempt > 0) {
         throw new SuppressRestartsError(`${RESTARTED_MARKER} (attempt ${context.attempt})`);

@@ -34,6 +34,7 @@ export {
   type StartPosition,
 } from "./source.ts";
 export { isStreamNotFound, JetStreamStreamNotFoundError } from "./stream_not_found.ts";
+export { JetStreamSubjectNotStoredError } from "./subject_check.ts";
 export {
   DEFAULT_LINGER_MS,
   DEFAULT_MAX_BATCH_BYTES,

@@ -32,6 +32,15 @@
  * - `close`: closes the connections; the open transaction is aborted by
  *   the next start.
  *
+ * ## Failures a restart cannot fix
+ *
+ * A target stream that does not exist (JetStream API error 10059, checked
+ * when the writer opens) and a record whose subject the stream does not
+ * store (a "no responders" publish while the stream exists with other
+ * subjects, looked up after the failure: `subject_check.ts`) fail the job
+ * once, naming the stream (and the subject with the stream's subjects).
+ * NATS being down or restarting keeps restarting the job.
+ *
  * Read the output with `readCommitted` (`reader.ts`), with
  * `JetStreamSource` (read-committed by default), or with any client
  * following the protocol; plain consumers see every record, aborted ones
@@ -102,6 +111,8 @@ import { type JetStreamTxn, TransactionalProducer } from "./producer.ts";
 import { checkPrefix, DEFAULT_TXN_BUCKET, defaultTransactionalIdPrefix } from "./protocol.ts";
 import { TransactionalWriter } from "./transactional_writer.ts";
 import { TransactionLog } from "./transactions.ts";
+import { streamError } from "./stream_not_found.ts";
+import { explainPublishFailures } from "./subject_check.ts";
 
 /** Default messages awaiting acknowledgement per sink subtask. */
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
@@ -286,22 +297,30 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
   ): Promise<SinkWriter<T, JetStreamTxn, never>> {
     const c = this.#config;
     const nc = await this.#connect(context, "writer");
+    const explained = (writer: SinkWriter<T, JetStreamTxn, never>) =>
+      explainPublishFailures(writer, {
+        nc,
+        stream: this.stream,
+        where: `JetStreamSink (uid ${context.uid}, subtask ${context.subtaskIndex})`,
+      });
     try {
       await this.#checkStream(nc, context);
       if (this.deliveryGuarantee !== "exactly-once") {
-        return new PlainWriter<T>({
-          nc,
-          guarantee: this.deliveryGuarantee,
-          stream: this.stream,
-          subject: c.subject,
-          serializer: c.serializer,
-          maxBatchBytes: c.maxBatchBytes,
-          lingerMs: c.lingerMs,
-          maxInFlight: c.maxInFlight,
-          writerId: `${context.jobId}.${context.uid}.${context.subtaskIndex}.${context.attempt}.${
-            crypto.randomUUID().slice(0, 8)
-          }`,
-        }) as SinkWriter<T, JetStreamTxn, never>;
+        return explained(
+          new PlainWriter<T>({
+            nc,
+            guarantee: this.deliveryGuarantee,
+            stream: this.stream,
+            subject: c.subject,
+            serializer: c.serializer,
+            maxBatchBytes: c.maxBatchBytes,
+            lingerMs: c.lingerMs,
+            maxInFlight: c.maxInFlight,
+            writerId: `${context.jobId}.${context.uid}.${context.subtaskIndex}.${context.attempt}.${
+              crypto.randomUUID().slice(0, 8)
+            }`,
+          }) as SinkWriter<T, JetStreamTxn, never>,
+        );
       }
       const log = await TransactionLog.open(nc, c.bucket, { create: true });
       const producer = await TransactionalProducer.init({
@@ -316,12 +335,14 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
         maxInFlight: c.maxInFlight,
         maxBatchBytes: c.maxBatchBytes,
       });
-      return await TransactionalWriter.start<T>({
-        nc,
-        producer,
-        subject: c.subject,
-        serializer: c.serializer,
-      });
+      return explained(
+        await TransactionalWriter.start<T>({
+          nc,
+          producer,
+          subject: c.subject,
+          serializer: c.serializer,
+        }),
+      );
     } catch (error) {
       await nc.close();
       throw error;
@@ -359,11 +380,12 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
     try {
       await (await jetstreamApi.jetstreamManager(nc)).streams.info(this.stream);
     } catch (error) {
-      throw new Error(
+      throw streamError(
         `JetStreamSink (uid ${context.uid}) cannot write to stream ${this.stream}: ${
           error instanceof Error ? error.message : error
         }`,
-        { cause: error },
+        this.stream,
+        error,
       );
     }
   }
