@@ -9,6 +9,11 @@ import assert from "node:assert/strict";
 import { JetStreamSink } from "../connectors/jetstream/sink.ts";
 import { CONNECTION, initContext, withJetStream } from "../connectors/jetstream/_test_kit.ts";
 import { readCommitted } from "../connectors/jetstream/reader.ts";
+import { PlainWriter } from "../connectors/jetstream/plain_writer.ts";
+import { TransactionalProducer } from "../connectors/jetstream/producer.ts";
+import { TransactionLog } from "../connectors/jetstream/transactions.ts";
+import { MAX_BATCH_BYTES_LIMIT } from "../connectors/jetstream/sink.ts";
+import { connectNats } from "../runtime/actor/nats_connect.ts";
 import type { DeliveryGuarantee } from "../runtime/api/sink_v2.ts";
 
 const NO_TIMESTAMP = { timestamp: undefined };
@@ -88,3 +93,78 @@ for (const guarantee of ["exactly-once", "at-least-once"] as DeliveryGuarantee[]
     });
   });
 }
+
+/** 24 records of 500 KiB with batches of up to 960 KiB: every second record cuts the batch before it. */
+const HALF_MIB_RECORDS = 24;
+
+Deno.test("a transactional producer keeps its acknowledgement window when records near half of max_payload cut every batch", async () => {
+  await withJetStream(async (t) => {
+    const nc = await connectNats(CONNECTION);
+    const log = await TransactionLog.open(nc, t.bucket, { create: true });
+    const producer = await TransactionalProducer.init({
+      nc,
+      log,
+      stream: t.stream,
+      prefix: "window",
+      subtask: 0,
+      parallelism: 1,
+      jobId: "breaker-sinks",
+      attempt: 0,
+      maxInFlight: 2,
+      maxBatchBytes: MAX_BATCH_BYTES_LIMIT,
+    });
+    try {
+      const txn = await producer.begin();
+      let waits = 0;
+      for (let id = 0; id < HALF_MIB_RECORDS; id++) {
+        const pending = producer.send(txn, `${t.stream}.w`, bigRecord(id, 500 * 1024));
+        if (pending !== undefined) {
+          waits++;
+          await pending;
+        }
+      }
+      await producer.preCommit(txn);
+      assert.equal(txn.messages, HALF_MIB_RECORDS, "one record per message");
+      assert.ok(waits > 0, "send must wait while 2 messages await their acknowledgement");
+    } finally {
+      await producer.close();
+      await nc.close();
+    }
+  });
+});
+
+Deno.test("an at-least-once plain writer keeps its acknowledgement window when records near half of max_payload cut every batch", async () => {
+  await withJetStream(async (t) => {
+    const nc = await connectNats(CONNECTION);
+    const writer = new PlainWriter<number>({
+      nc,
+      guarantee: "at-least-once",
+      stream: t.stream,
+      subject: `${t.stream}.w`,
+      serializer: (id) => bigRecord(id, 500 * 1024),
+      maxBatchBytes: MAX_BATCH_BYTES_LIMIT,
+      lingerMs: 60_000,
+      maxInFlight: 2,
+      writerId: "breaker-window",
+    });
+    let waits = 0;
+    try {
+      for (let id = 0; id < HALF_MIB_RECORDS; id++) {
+        const pending = writer.write(id, NO_TIMESTAMP);
+        if (pending !== undefined) {
+          waits++;
+          await pending;
+        }
+      }
+      await writer.flush(false);
+    } finally {
+      await writer.close();
+    }
+    assert.ok(waits > 0, "write must wait while 2 messages await their acknowledgement");
+    const ids: number[] = [];
+    for await (
+      const r of readCommitted({ connection: CONNECTION, stream: t.stream, bounded: true })
+    ) ids.push(new DataView(r.data.buffer, r.data.byteOffset).getUint32(0));
+    assert.deepEqual(ids, Array.from({ length: HALF_MIB_RECORDS }, (_, i) => i));
+  });
+});

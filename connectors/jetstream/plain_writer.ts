@@ -94,19 +94,24 @@ export class PlainWriter<T> implements SinkWriter<T, never, never> {
       this.#batches.set(subject, batch);
     }
     const data = this.#o.serializer(value);
-    // Breaker fix: a record that would take the batch past max_payload goes in the next batch.
-    if (batch.wouldExceed(data.byteLength, MAX_BATCH_PAYLOAD_BYTES)) this.#publish(subject, batch);
+    // Breaker fix: a record that would take the batch past max_payload goes in the next batch
+    // (and the window is checked after that publish too).
+    const cut = batch.wouldExceed(data.byteLength, MAX_BATCH_PAYLOAD_BYTES);
+    if (cut) this.#publish(subject, batch);
     batch.add(data);
     this.#openBytes += RECORD_LENGTH_BYTES + data.byteLength;
     if (batch.byteLength >= this.#o.maxBatchBytes || this.#openBytes > MAX_OPEN_BATCH_BYTES) {
       if (batch.byteLength >= this.#o.maxBatchBytes) this.#publish(subject, batch);
       else this.#publishAll();
       if (this.#inflight.length >= this.#o.maxInFlight) return this.#awaitInflight();
-    } else if (this.#linger === undefined) {
-      this.#linger = setTimeout(() => {
-        this.#linger = undefined;
-        this.#publishAll();
-      }, this.#o.lingerMs);
+    } else {
+      if (this.#linger === undefined) {
+        this.#linger = setTimeout(() => {
+          this.#linger = undefined;
+          this.#publishAll();
+        }, this.#o.lingerMs);
+      }
+      if (cut && this.#inflight.length >= this.#o.maxInFlight) return this.#awaitInflight();
     }
   }
 

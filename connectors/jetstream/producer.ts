@@ -240,15 +240,15 @@ export class TransactionalProducer {
       this.#lastSubject = subject;
       this.#lastBatch = batch;
     }
-    // Breaker fix: a record that would take the batch past max_payload goes in the next batch.
-    if (batch.wouldExceed(data.byteLength, MAX_BATCH_PAYLOAD_BYTES)) {
-      this.#publish(txn, subject, batch);
-    }
+    // Breaker fix: a record that would take the batch past max_payload goes in the next batch
+    // (and the window is checked after that publish too).
+    const cut = batch.wouldExceed(data.byteLength, MAX_BATCH_PAYLOAD_BYTES);
+    if (cut) this.#publish(txn, subject, batch);
     batch.add(data);
     this.#openBytes += RECORD_LENGTH_BYTES + data.byteLength;
     if (batch.byteLength >= this.#o.maxBatchBytes) this.#publish(txn, subject, batch);
     else if (this.#openBytes > MAX_OPEN_BATCH_BYTES) this.#publishBatches();
-    else return;
+    else if (!cut) return;
     if (this.#inflight.length - this.#head >= this.#o.maxInFlight) return this.#awaitWindow();
   }
 
