@@ -14,6 +14,7 @@ import { TransactionalProducer } from "../connectors/jetstream/producer.ts";
 import { TransactionLog } from "../connectors/jetstream/transactions.ts";
 import { MAX_BATCH_BYTES_LIMIT } from "../connectors/jetstream/sink.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
+import { jetstreamApi } from "../runtime/actor/nats_deps.ts";
 import type { DeliveryGuarantee } from "../runtime/api/sink_v2.ts";
 
 const NO_TIMESTAMP = { timestamp: undefined };
@@ -166,5 +167,78 @@ Deno.test("an at-least-once plain writer keeps its acknowledgement window when r
       const r of readCommitted({ connection: CONNECTION, stream: t.stream, bounded: true })
     ) ids.push(new DataView(r.data.buffer, r.data.byteOffset).getUint32(0));
     assert.deepEqual(ids, Array.from({ length: HALF_MIB_RECORDS }, (_, i) => i));
+  });
+});
+
+/** One fresh exactly-once run of a JSON sink into `t`: writes `values`, pre-commits and commits them. */
+async function runOnce(
+  t: { stream: string; bucket: string },
+  values: readonly number[],
+): Promise<readonly Error[]> {
+  const sink = new JetStreamSink<number>({
+    connection: CONNECTION,
+    stream: t.stream,
+    subject: `${t.stream}.n`,
+    txnBucket: t.bucket,
+    transactionalIdPrefix: "rerun",
+  });
+  const ctx = { ...initContext(0, 1), restoredCheckpointId: undefined };
+  const committer = await sink.createCommitter!(ctx);
+  const errors: Error[] = [];
+  try {
+    const writer = await sink.createWriter({
+      ...ctx,
+      restoredState: [],
+      checkpointingMode: "exactly-once",
+    });
+    try {
+      for (const v of values) await writer.write(v, NO_TIMESTAMP);
+      await writer.flush(false);
+      const committables = await writer.prepareCommit!(1);
+      await committer.commit(committables.map((committable) => ({
+        committable,
+        checkpointId: 1,
+        numberOfRetries: 0,
+        signalFailedWithKnownReason: (e) => errors.push(e),
+        signalFailedWithUnknownReason: (e) => errors.push(e),
+        retryLater: () => errors.push(new Error("retry later")),
+        updateAndRetryLater: () => errors.push(new Error("retry later")),
+        signalAlreadyCommitted: () => errors.push(new Error("already committed")),
+      })));
+    } finally {
+      await writer.close();
+    }
+  } catch (error) {
+    errors.push(error as Error);
+  } finally {
+    await committer.close();
+  }
+  return errors;
+}
+
+Deno.test("a rerun whose transaction log was deleted within the duplicate window never commits the earlier run's messages as its own", async () => {
+  await withJetStream(async (t) => {
+    assert.deepEqual(await runOnce(t, [1, 2, 3]), []);
+    const jsm = await jetstreamApi.jetstreamManager(t.nc);
+    await jsm.streams.delete(`KV_${t.bucket}`);
+    const errors = await runOnce(t, [4, 5, 6]);
+    const read: number[] = [];
+    for await (
+      const r of readCommitted({
+        connection: CONNECTION,
+        stream: t.stream,
+        bounded: true,
+        txnBucket: t.bucket,
+        isolation: "read_uncommitted",
+      })
+    ) read.push(JSON.parse(new TextDecoder().decode(r.data)));
+    // Either the rerun's records are stored, or the rerun fails naming the reused message ids.
+    if (errors.length === 0) assert.deepEqual(read, [1, 2, 3, 4, 5, 6]);
+    else {
+      assert.match(
+        errors[0]!.message,
+        /already stores a message with Nats-Msg-Id .* deleted or expired/,
+      );
+    }
   });
 });

@@ -260,12 +260,22 @@ export class TransactionalProducer {
     const n = txn.messages++;
     const headers = natsHeaders();
     headers.set(TXN_HEADER, txn.id);
-    headers.set(MSG_ID_HEADER, msgIdOf(txn.id, n));
+    const msgId = msgIdOf(txn.id, n);
+    headers.set(MSG_ID_HEADER, msgId);
     headers.set(RECORD_BATCH_HEADER, String(count));
     const stream = this.#o.stream;
     const published = this.#publisher.publish(subject, payload, headers).then((ack) => {
       if (ack.stream !== stream) {
         throw new Error(`the subject is stored by stream ${ack.stream}, not by the sink's stream`);
+      }
+      if (ack.duplicate && !ack.retried) {
+        // Breaker fix: the stream dropped this message as a duplicate of an earlier run's
+        // message with the same Nats-Msg-Id; committing would show that run's records instead.
+        throw new Error(
+          `the stream already stores a message with ${MSG_ID_HEADER} ${msgId} (sequence ${ack.seq}) ` +
+            `within its duplicate_window, so it dropped this one: the epochs of ${txn.transactionalId} ` +
+            `started again (was bucket ${this.#o.log.bucket} deleted or expired?); a restart takes a newer epoch`,
+        );
       }
       if (txn.firstSeq === 0 || ack.seq < txn.firstSeq) txn.firstSeq = ack.seq;
       if (ack.seq > txn.lastSeq) txn.lastSeq = ack.seq;

@@ -34,6 +34,12 @@ export interface PubAck {
   readonly seq: number;
   /** True when the stream had it already (same `Nats-Msg-Id` within the duplicate window). */
   readonly duplicate: boolean;
+  /**
+   * True when this acknowledgement answers a try after a timeout; a
+   * `duplicate` on the first try means another message had the same
+   * `Nats-Msg-Id` (added by the breaker: tests/breaker_sinks_test.ts).
+   */
+  readonly retried: boolean;
 }
 
 /** A publish failed: the stream refused it, no stream stores the subject, or no ack came. */
@@ -180,7 +186,12 @@ export class AsyncPublisher {
       );
       return;
     }
-    p.resolve({ stream: reply.stream, seq: reply.seq, duplicate: reply.duplicate === true });
+    p.resolve({
+      stream: reply.stream,
+      seq: reply.seq,
+      duplicate: reply.duplicate === true,
+      retried: p.tries > 1,
+    });
   }
 
   #expire(): void {

@@ -22,9 +22,9 @@ Deno.test("an async publish resolves with the stream's acknowledgement, and a re
         ),
       );
       assert.deepEqual(acks, [
-        { stream: t.stream, seq: 1, duplicate: false },
-        { stream: t.stream, seq: 2, duplicate: false },
-        { stream: t.stream, seq: 1, duplicate: true },
+        { stream: t.stream, seq: 1, duplicate: false, retried: false },
+        { stream: t.stream, seq: 2, duplicate: false, retried: false },
+        { stream: t.stream, seq: 1, duplicate: true, retried: false },
       ]);
       assert.equal(publisher.pending, 0);
     } finally {
@@ -80,7 +80,7 @@ Deno.test("a lost acknowledgement is retried with the same bytes and headers", a
     (_, tries) => tries === 2 ? '{"stream":"s","seq":7}' : undefined,
     async (subject, publisher, seen) => {
       const ack = await publisher.publish(subject, bytes("payload"), msgIdHeaders("t:0"));
-      assert.deepEqual(ack, { stream: "s", seq: 7, duplicate: false });
+      assert.deepEqual(ack, { stream: "s", seq: 7, duplicate: false, retried: true });
       assert.equal(seen.length, 2);
       for (const msg of seen) {
         assert.equal(new TextDecoder().decode(msg.data), "payload");
