@@ -25,9 +25,10 @@
  * ratios: against the loop, and Weir's against the fastest peer (the peer
  * with the highest median events per CPU second). Events per wall second are
  * printed per run and in the `RESULT` lines. The load (`/proc/loadavg`) is
- * printed before and after. The default 3M events make Weir's runs last
- * long enough (over a second) for periodic checkpoints to be taken, besides
- * the final one; each Weir run's line says how many.
+ * printed before and after. With the default 3M events most Weir runs last
+ * over a second and take one to four periodic checkpoints besides the final
+ * one (q1, the fastest, sometimes only the final one); each Weir run's line
+ * says how many.
  *
  * ## The check
  *
