@@ -14,7 +14,7 @@ import { TransactionalProducer } from "../connectors/jetstream/producer.ts";
 import { TransactionLog } from "../connectors/jetstream/transactions.ts";
 import { MAX_BATCH_BYTES_LIMIT } from "../connectors/jetstream/sink.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
-import { jetstreamApi } from "../runtime/actor/nats_deps.ts";
+import { jetstreamApi, kvApi } from "../runtime/actor/nats_deps.ts";
 import type { DeliveryGuarantee } from "../runtime/api/sink_v2.ts";
 
 const NO_TIMESTAMP = { timestamp: undefined };
@@ -242,3 +242,37 @@ Deno.test("a rerun whose transaction log was deleted within the duplicate window
     }
   });
 });
+
+for (const gone of ["bucket", "key"] as const) {
+  Deno.test(`a read-committed read of records whose transaction state is gone (its ${gone} deleted) fails naming stream, sequence and transaction`, async () => {
+    await withJetStream(async (t) => {
+      assert.deepEqual(await runOnce(t, [1, 2, 3]), []);
+      if (gone === "bucket") {
+        await (await jetstreamApi.jetstreamManager(t.nc)).streams.delete(`KV_${t.bucket}`);
+      } else {
+        const kv = await new kvApi.Kvm(t.nc).open(t.bucket);
+        // The committed transaction is the first; the second is the one begun after it (aborted at close).
+        await kv.purge("txn.rerun.0.0.0");
+      }
+      const read: number[] = [];
+      await assert.rejects(
+        async () => {
+          for await (
+            const r of readCommitted({
+              connection: CONNECTION,
+              stream: t.stream,
+              bounded: true,
+              txnBucket: t.bucket,
+            })
+          ) read.push(JSON.parse(new TextDecoder().decode(r.data)));
+        },
+        (error: Error) => {
+          assert.match(error.message, /transaction rerun\.0\.\d+\.0 of sequence 1 in stream/);
+          assert.match(error.message, new RegExp(t.stream));
+          return true;
+        },
+      );
+      assert.deepEqual(read, []);
+    });
+  });
+}
