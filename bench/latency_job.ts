@@ -22,8 +22,11 @@
  * records the latency of every update whose record was made at least
  * `--warmup-ms` after its first record (JIT warm-up, deployment stragglers).
  *
- * Unlike `jobs/keyed_sum_job.ts`, every record is stamped (no sampling: at
- * the rates measured here the clock reads are a small cost) and the buffer
+ * Unlike `jobs/keyed_sum_job.ts`, every record is stamped (no sampling, so
+ * the tail percentiles count every record). The two clock reads per record
+ * are not free: `op_now` was 7-13% of a slot thread's CPU profile at 1M
+ * records/s; they are part of the max-load runs too, so the half-load
+ * target is half of what this job sustains with them. The buffer
  * timeout (Flink's `setBufferTimeout`) and the credits per channel (buffers
  * in flight, `setNetworkBuffers`) are flags, so the benchmark can vary them.
  *
