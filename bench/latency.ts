@@ -74,10 +74,14 @@ const PARALLELISM = 2;
 const DEFAULT_VARIANTS = "bt10,bt10-cr32";
 
 /** What a variant name sets (see the module docs). */
-interface VariantSettings {
+export interface VariantSettings {
+  /** Buffer timeout, ms. */
   readonly bufferTimeoutMs: number;
+  /** Credits (buffers in flight) per channel. */
   readonly credits: number;
+  /** Periodic checkpoint interval, ms; 0: none. */
   readonly checkpointMs: number;
+  /** Checkpointing mode. */
   readonly mode: "exactly-once" | "at-least-once";
 }
 
