@@ -24,6 +24,10 @@
  * threads); `--kill-at POINT:ID` (SIGKILL the worker process at fault point
  * POINT of checkpoint ID, attempt 0, sink vertex subtask 0).
  *
+ * Large records (breaker-2): `--sink-pad BYTES` (each output record carries
+ * a `pad` string of that many bytes into the sink, chained after the count)
+ * and `--max-batch-bytes N` (the sink's `maxBatchBytes`).
+ *
  * @module
  */
 
@@ -59,17 +63,21 @@ export interface Out {
   n: number;
   c: number;
   dead?: number;
+  pad?: string;
 }
 
 class Count implements KeyedProcessFunction<string, In, Out> {
   private count!: ValueState<number>;
+  constructor(private readonly sinkPad = "") {}
   open(ctx: RuntimeContext): void {
     this.count = ctx.getState(new ValueStateDescriptor<number>("count"));
   }
   processElement(v: In, _ctx: KeyedProcessContext<string>, out: Collector<Out>): void {
     const c = (this.count.value() ?? 0) + 1;
     this.count.update(c);
-    out.collect({ k: v.k, n: v.n, c });
+    out.collect(
+      this.sinkPad === "" ? { k: v.k, n: v.n, c } : { k: v.k, n: v.n, c, pad: this.sinkPad },
+    );
   }
 }
 
@@ -99,6 +107,8 @@ if (import.meta.main) {
       "kill-at": text,
       mode: text,
       guarantee: text,
+      "sink-pad": text,
+      "max-batch-bytes": text,
     },
   });
   const onSlot = executionRole() === "slot";
@@ -134,6 +144,9 @@ if (import.meta.main) {
     stream: values.sink!,
     subject: `${values.sink}.out`,
     txnBucket: values["txn-bucket"]!,
+    ...(values["max-batch-bytes"] === undefined
+      ? {}
+      : { maxBatchBytes: Number(values["max-batch-bytes"]) }),
     ...(values.guarantee === undefined
       ? {}
       : { deliveryGuarantee: values.guarantee as "exactly-once" | "at-least-once" | "none" }),
@@ -151,7 +164,7 @@ if (import.meta.main) {
     })
     .uid("check")
     .keyBy((v) => v.k)
-    .process(new Count())
+    .process(new Count("x".repeat(Number(values["sink-pad"] ?? 0))))
     .uid("count")
     .sinkTo(sink)
     .uid("out");
