@@ -2,8 +2,10 @@
  * Cluster mode with subtasks in two slot threads of one worker process:
  * their exchanges go through `MessagePort`s (`runtime/actor/port_transport.ts`),
  * so a NATS subscriber sees the control plane on the subtask mailboxes but
- * no data-plane message (buffer, in-band event or credit); and a SIGKILL of
- * that worker still ends in exact sums after the job restarts on a new one.
+ * no data-plane message (buffer, in-band event or credit); a SIGKILL of
+ * that worker still ends in exact sums after the job restarts on a new one;
+ * and so does one slot thread crashing (an uncaught error) while the other
+ * runs on.
  *
  * @module
  */
@@ -110,6 +112,38 @@ Deno.test({
       for (const sum of FINAL_SUMS) assert.ok(replacement.output.includes(sum), sum);
       await replacement.waitFor(/went through ports/, 30_000);
       assert.ok(portMessages(replacement.output) > 0, replacement.output);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "cluster: a slot thread that crashes mid-run while its port peer runs on restarts the job, and the sums are exact",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    await withOneWorker(async (cluster, jobUrl) => {
+      const job = submit(
+        cluster,
+        jobUrl,
+        "--count",
+        "1000",
+        "--rate",
+        "200",
+        "--crash-thread-once",
+      );
+      const status = await job.endWithin(JOB_TIMEOUT_MS);
+      assert.equal(status.code, 0, job.output);
+      const restarts = Number(/RESULT restarts=(\d+)/.exec(job.output)?.[1]);
+      assert.ok(restarts >= 1, job.output);
+      const worker = cluster.workers[0]!;
+      assert.match(
+        worker.output,
+        /uncaught error in the slot thread of job .*planned uncaught error/,
+      );
+      for (const sum of FINAL_SUMS) assert.ok(worker.output.includes(sum), sum);
+      await worker.waitFor(/went through ports/, 30_000);
+      assert.ok(portMessages(worker.output) > 0, worker.output);
     });
   },
 });

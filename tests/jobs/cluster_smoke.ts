@@ -14,6 +14,9 @@
  *   its latest checkpoint;
  * - `--throw-in-slot`: the module throws while loading on slot threads (an
  *   uncaught error in a slot thread);
+ * - `--crash-thread-once`: in attempt 0, the map subtask that sees record
+ *   500 throws an uncaught error outside the subtask (from a timer), which
+ *   ends its slot thread while the job's other slot threads run on;
  * - `--vary-graph`: the graph differs on slot threads (fingerprint mismatch).
  *
  * @module
@@ -39,6 +42,7 @@ const { values } = parseArgs({
     "fail-always": { type: "boolean" },
     resume: { type: "string" },
     "throw-in-slot": { type: "boolean" },
+    "crash-thread-once": { type: "boolean" },
     "vary-graph": { type: "boolean" },
   },
 });
@@ -51,6 +55,7 @@ env.enableCheckpointing(200);
 env.setRestartStrategy(RestartStrategies.fixedDelay(3, 100));
 const failOnce = values["fail-once"] ?? false;
 const failAlways = values["fail-always"] ?? false;
+const crashThreadOnce = values["crash-thread-once"] ?? false;
 if (values.resume !== undefined) env.resumeFrom({ jobId: values.resume });
 let attempt = 0;
 env.fromSource(
@@ -70,6 +75,11 @@ env.fromSource(
     map(n: number) {
       if ((failAlways || (failOnce && attempt === 0)) && n === 500) {
         throw new Error("planned failure at 500");
+      }
+      if (crashThreadOnce && attempt === 0 && n === 500) {
+        setTimeout(() => {
+          throw new Error("planned uncaught error in a slot thread at 500");
+        }, 0);
       }
       return n;
     },
