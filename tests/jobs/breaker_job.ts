@@ -26,7 +26,10 @@
  *
  * Large records (breaker-2): `--sink-pad BYTES` (each output record carries
  * a `pad` string of that many bytes into the sink, chained after the count)
- * and `--max-batch-bytes N` (the sink's `maxBatchBytes`).
+ * and `--max-batch-bytes N` (the sink's `maxBatchBytes`). `--postgres URL
+ * --table T --gid-prefix P` writes `(k, n, c)` rows into table T with the
+ * PostgreSQL prepared-transaction sink (gids prefixed P) instead of the
+ * JetStream sink.
  *
  * @module
  */
@@ -43,7 +46,8 @@ import {
   ValueStateDescriptor,
   WatermarkStrategy,
 } from "../../mod.ts";
-import type { Collector } from "../../mod.ts";
+import type { Collector, Sink } from "../../mod.ts";
+import { PostgresPreparedSink } from "../../connectors/postgres/mod.ts";
 import {
   JETSTREAM_DEAD_LETTER,
   JetStreamSink,
@@ -109,6 +113,9 @@ if (import.meta.main) {
       guarantee: text,
       "sink-pad": text,
       "max-batch-bytes": text,
+      postgres: text,
+      table: text,
+      "gid-prefix": text,
     },
   });
   const onSlot = executionRole() === "slot";
@@ -139,18 +146,26 @@ if (import.meta.main) {
     WatermarkStrategy.noWatermarks(),
     "in",
   ).uid("in");
-  const sink = new JetStreamSink<Out>({
-    connection,
-    stream: values.sink!,
-    subject: `${values.sink}.out`,
-    txnBucket: values["txn-bucket"]!,
-    ...(values["max-batch-bytes"] === undefined
-      ? {}
-      : { maxBatchBytes: Number(values["max-batch-bytes"]) }),
-    ...(values.guarantee === undefined
-      ? {}
-      : { deliveryGuarantee: values.guarantee as "exactly-once" | "at-least-once" | "none" }),
-  });
+  const sink: Sink<Out> = values.postgres !== undefined
+    ? new PostgresPreparedSink<Out>({
+      url: values.postgres,
+      table: values.table!,
+      columns: ["k", "n", "c"],
+      values: (r) => [r.k, r.n, r.c],
+      gidPrefix: values["gid-prefix"]!,
+    })
+    : new JetStreamSink<Out>({
+      connection,
+      stream: values.sink!,
+      subject: `${values.sink}.out`,
+      txnBucket: values["txn-bucket"]!,
+      ...(values["max-batch-bytes"] === undefined
+        ? {}
+        : { maxBatchBytes: Number(values["max-batch-bytes"]) }),
+      ...(values.guarantee === undefined
+        ? {}
+        : { deliveryGuarantee: values.guarantee as "exactly-once" | "at-least-once" | "none" }),
+    });
   let attempt = 0;
   source
     .map({
