@@ -5,6 +5,8 @@
  * checks the graph's fingerprint against the submitted one, connects to
  * NATS, opens the shared checkpoint storage, and runs a {@linkcode Worker}
  * that receives the slot's messages from its parent through `postMessage`.
+ * Its transport keeps messages between this thread's subtasks in the
+ * thread (`thread_local.ts`): their network edges pass records unencoded.
  *
  * Exchanges with the subtasks of this job in the process's other slot
  * threads go through `MessagePort`s the parent brokers (`port_transport.ts`):
@@ -25,6 +27,7 @@ import { delay } from "../actor/async.ts";
 import { connectNats, watchReconnects } from "../actor/nats_connect.ts";
 import { NatsTransport } from "../actor/nats_transport.ts";
 import { isTaskSubject, PortTransport, type PortTransportStats } from "../actor/port_transport.ts";
+import { ThreadLocalTransport } from "../actor/thread_local.ts";
 import { ObjectStoreCheckpointStorage } from "../checkpoint/object_store_storage.ts";
 import type { JobGraph } from "../graph/job_graph.ts";
 import { jobGraphFingerprint } from "../graph/job_graph_summary.ts";
@@ -86,7 +89,10 @@ export async function runSlot(
       name: `slot ${launch.slotId}`,
       routable: isTaskSubject,
     });
-    const transport = ports;
+    // Subtasks of this slot thread exchange records unencoded (DESIGN.md §15).
+    const transport = new ThreadLocalTransport(ports, {
+      name: `weir-slot-${launch.slotId} in-thread`,
+    });
     const storage = await ObjectStoreCheckpointStorage.open({
       connection: nc,
       bucket: launch.checkpointBucket,
