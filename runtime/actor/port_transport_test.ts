@@ -80,6 +80,9 @@ Deno.test("PortTransport keeps a subject on NATS once its first publish went the
   try {
     const got = inbox();
     a.publish(`${p}.late`, new Uint8Array([0])); // nobody subscribes yet: NATS, lost
+    // The server must have handled that publish before b's subscription reaches it (b has its
+    // own connection): without this flush a loaded machine let the 0 arrive (CI saw 11 of 10).
+    await a.flush();
     b.subscribe(`${p}.late`, got.handler);
     await b.flush();
     for (let i = 1; i <= 10; i++) a.publish(`${p}.late`, new Uint8Array([i]));
