@@ -16,8 +16,14 @@ import { MAX_BATCH_BYTES_LIMIT } from "../connectors/jetstream/sink.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
 import { jetstreamApi, kvApi } from "../runtime/actor/nats_deps.ts";
 import type { DeliveryGuarantee } from "../runtime/api/sink_v2.ts";
+import { SuppressRestartsError } from "../runtime/failure.ts";
 
 const NO_TIMESTAMP = { timestamp: undefined };
+
+/** "an exactly-once sink", "an at-least-once sink", "a sink with guarantee none". */
+function sinkName(guarantee: DeliveryGuarantee): string {
+  return guarantee === "none" ? "a sink with guarantee none" : `an ${guarantee} sink`;
+}
 
 /** A record of `bytes` bytes whose first 4 bytes are `id` (big-endian), the rest `id & 0xff`. */
 function bigRecord(id: number, bytes: number): Uint8Array {
@@ -38,7 +44,7 @@ const SIZES = [
 ];
 
 for (const guarantee of ["exactly-once", "at-least-once"] as DeliveryGuarantee[]) {
-  Deno.test(`a ${guarantee} sink publishes records near max_payload, which fit one per message, without exceeding max_payload in a batch`, async () => {
+  Deno.test(`${sinkName(guarantee)} publishes records near max_payload, which fit one per message, without exceeding max_payload in a batch`, async () => {
     await withJetStream(async (t) => {
       const sink = new JetStreamSink<{ id: number; bytes: number }>({
         connection: CONNECTION,
@@ -273,6 +279,52 @@ for (const gone of ["bucket", "key"] as const) {
         },
       );
       assert.deepEqual(read, []);
+    });
+  });
+}
+
+for (const guarantee of ["exactly-once", "at-least-once", "none"] as DeliveryGuarantee[]) {
+  Deno.test(`${sinkName(guarantee)} fails without restarts, naming subject, stream and sizes, for a record larger than max_payload`, async () => {
+    await withJetStream(async (t) => {
+      const sink = new JetStreamSink<{ id: number; bytes: number }>({
+        connection: CONNECTION,
+        stream: t.stream,
+        subject: `${t.stream}.huge`,
+        txnBucket: t.bucket,
+        deliveryGuarantee: guarantee,
+        serializer: (r) => bigRecord(r.id, r.bytes),
+      });
+      const ctx = { ...initContext(0, 1), restoredCheckpointId: undefined };
+      const writer = await sink.createWriter({
+        ...ctx,
+        restoredState: [],
+        checkpointingMode: guarantee,
+      });
+      try {
+        await assert.rejects(
+          async () => {
+            await writer.write({ id: 1, bytes: 10 }, NO_TIMESTAMP);
+            await writer.write({ id: 2, bytes: 1100 * 1024 }, NO_TIMESTAMP);
+            await writer.flush(false);
+          },
+          (error: Error) => {
+            let e: unknown = error;
+            while (e instanceof Error && !(e instanceof SuppressRestartsError)) e = e.cause;
+            assert.ok(e instanceof SuppressRestartsError, `${error.stack}`);
+            assert.match(
+              e.message,
+              new RegExp(
+                `record of ${
+                  1100 * 1024
+                } bytes for subject ${t.stream}\\.huge of stream ${t.stream} .*max_payload is 1048576`,
+              ),
+            );
+            return true;
+          },
+        );
+      } finally {
+        await writer.close();
+      }
     });
   });
 }

@@ -29,6 +29,7 @@ import type { SinkWriter } from "../../runtime/api/sink_v2.ts";
 import { MSG_ID_HEADER } from "./protocol.ts";
 import { AsyncPublisher } from "./publisher.ts";
 import {
+  classifyPublishFailure,
   INITIAL_BATCH_BYTES,
   MAX_BATCH_PAYLOAD_BYTES,
   MAX_OPEN_BATCH_BYTES,
@@ -168,7 +169,17 @@ export class PlainWriter<T> implements SinkWriter<T, never, never> {
     headers.set(MSG_ID_HEADER, `${this.#o.writerId}:${n}`);
     if (this.#publisher === undefined) {
       // Fire and forget: what the stream does with it is not awaited (a closed connection throws).
-      this.#o.nc.publish(subject, payload, { headers });
+      try {
+        this.#o.nc.publish(subject, payload, { headers });
+      } catch (error) {
+        throw classifyPublishFailure(error, {
+          subject,
+          stream: this.#o.stream,
+          count,
+          bytes: payload.byteLength,
+          maxPayload: this.#o.nc.info?.max_payload,
+        });
+      }
       return;
     }
     const stream = this.#o.stream;
@@ -183,7 +194,15 @@ export class PlainWriter<T> implements SinkWriter<T, never, never> {
         this.#failure ??= new Error(
           `Cannot publish a batch of ${count} records (${payload.byteLength} bytes) to subject ${subject} ` +
             `of stream ${stream}: ${error instanceof Error ? error.message : error}`,
-          { cause: error },
+          {
+            cause: classifyPublishFailure(error, {
+              subject,
+              stream,
+              count,
+              bytes: payload.byteLength,
+              maxPayload: this.#o.nc.info?.max_payload,
+            }),
+          },
         );
       }),
     );

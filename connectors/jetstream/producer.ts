@@ -64,6 +64,7 @@ import {
 import type { TransactionLog } from "./transactions.ts";
 import { AsyncPublisher } from "./publisher.ts";
 import {
+  classifyPublishFailure,
   INITIAL_BATCH_BYTES,
   MAX_BATCH_PAYLOAD_BYTES,
   MAX_OPEN_BATCH_BYTES,
@@ -285,7 +286,15 @@ export class TransactionalProducer {
           `to subject ${subject} of stream ${stream}: ${
             error instanceof Error ? error.message : error
           }`,
-        { cause: error },
+        {
+          cause: classifyPublishFailure(error, {
+            subject,
+            stream,
+            count,
+            bytes: payload.byteLength,
+            maxPayload: this.#o.nc.info?.max_payload,
+          }),
+        },
       );
     });
     this.#inflight.push(published);

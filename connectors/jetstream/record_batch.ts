@@ -110,6 +110,63 @@ export class RecordBatchError extends SuppressRestartsError {
   }
 }
 
+/**
+ * A record too large for one message: its batch held it alone and the
+ * client refused the message for the server's `max_payload`. The same
+ * record comes again at every restart, so it fails the job without
+ * restarts. Added by the breaker (tests/breaker_sinks_test.ts); before, each
+ * attempt failed alike until the restart strategy gave up.
+ */
+export class RecordTooLargeError extends SuppressRestartsError {
+  /**
+   * Creates the error: `A record of <bytes> bytes for subject <subject> of stream <stream> ...`.
+   * @param where the subject, the stream, the record's bytes and the server's `max_payload` (if known).
+   * @param cause the client's error.
+   */
+  constructor(
+    where: { subject: string; stream: string; bytes: number; maxPayload: number | undefined },
+    cause: unknown,
+  ) {
+    super(
+      `A record of ${where.bytes} bytes for subject ${where.subject} of stream ${where.stream} ` +
+        `does not fit in one message: the server's max_payload is ${
+          where.maxPayload ?? "unknown"
+        } bytes (headers and the ${RECORD_LENGTH_BYTES}-byte length prefix included); ` +
+        `a restart would publish it again`,
+      { cause },
+    );
+    this.name = "RecordTooLargeError";
+  }
+}
+
+/**
+ * Classifies a failed publish of a batch of `count` records: a batch of one
+ * record refused for `max_payload` becomes a {@linkcode RecordTooLargeError}.
+ * @returns that error, or `error` unchanged.
+ */
+export function classifyPublishFailure(
+  error: unknown,
+  batch: {
+    subject: string;
+    stream: string;
+    count: number;
+    bytes: number;
+    maxPayload: number | undefined;
+  },
+): unknown {
+  const message = error instanceof Error ? error.message : String(error);
+  if (batch.count !== 1 || !message.includes("max_payload")) return error;
+  return new RecordTooLargeError(
+    {
+      subject: batch.subject,
+      stream: batch.stream,
+      bytes: batch.bytes - RECORD_LENGTH_BYTES,
+      maxPayload: batch.maxPayload,
+    },
+    error,
+  );
+}
+
 const COUNT = /^[1-9][0-9]{0,8}$/;
 
 /**
