@@ -51,6 +51,7 @@ export {
   RECORD_BATCH_HEADER,
   RecordBatchBuilder,
   RecordBatchError,
+  RecordTooLargeError,
 } from "./record_batch.ts";
 export { TransactionLostError } from "./retention_check.ts";
 export type { JetStreamTxn } from "./producer.ts";
