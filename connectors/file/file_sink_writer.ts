@@ -162,10 +162,24 @@ async function walk(basePath: string, dir: string, out: (relative: string, name:
   }
 }
 
-/** Writes all of `bytes` (a file write may take fewer). */
-async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
+/**
+ * Writes all of `bytes` (a file write may take fewer). A failure (a full
+ * disk: "No space left on device") names the part file, which the file
+ * system's error does not (breaker fix, tests/breaker_sinks_file_test.ts).
+ */
+async function writeAll(file: Deno.FsFile, bytes: Uint8Array, path: string): Promise<void> {
   let offset = 0;
-  while (offset < bytes.length) offset += await file.write(bytes.subarray(offset));
+  try {
+    while (offset < bytes.length) offset += await file.write(bytes.subarray(offset));
+  } catch (error) {
+    throw new Error(
+      `Cannot write ${
+        bytes.length - offset
+      } bytes to part file '${path}' at byte offset ${offset} ` +
+        `of this write: ${error instanceof Error ? error.message : error}`,
+      { cause: error },
+    );
+  }
 }
 
 async function syncDirectory(path: string): Promise<void> {
@@ -227,14 +241,14 @@ class InProgressPart {
       this.#buffer.set(bytes);
       this.#buffered = bytes.length;
     } else {
-      await writeAll(this.file, bytes);
+      await writeAll(this.file, bytes, this.inProgressPath);
     }
     this.sizeBytes += bytes.length;
   }
 
   async flushBuffer(): Promise<void> {
     if (this.#buffered === 0) return;
-    await writeAll(this.file, this.#buffer.subarray(0, this.#buffered));
+    await writeAll(this.file, this.#buffer.subarray(0, this.#buffered), this.inProgressPath);
     this.#buffered = 0;
   }
 }
