@@ -43,7 +43,15 @@
  *   subjects cost little memory.
  * - Publishing goes through an {@linkcode AsyncPublisher}: a publish whose
  *   acknowledgement times out is sent again with the same `Nats-Msg-Id`, so
- *   the stream stores it once.
+ *   the stream stores it once. An acknowledgement marked `duplicate` for a
+ *   first try means an earlier message had that `Nats-Msg-Id` (txn ids that
+ *   started again, e.g. after the bucket was deleted): the transaction
+ *   fails rather than count a message the stream dropped. A collision whose
+ *   first try timed out as well is not told apart (a double fault).
+ * - A record that would take its subject's open batch past
+ *   {@linkcode MAX_BATCH_PAYLOAD_BYTES} goes in the next batch, so only a
+ *   record alone can exceed `max_payload`; it fails the job once
+ *   (`RecordTooLargeError`).
  *
  * @module
  */
