@@ -328,3 +328,35 @@ for (const guarantee of ["exactly-once", "at-least-once", "none"] as DeliveryGua
     });
   });
 }
+
+Deno.test("an exactly-once sink refuses a target stream whose duplicate_window is shorter than its publish retries, once; at-least-once accepts it", async () => {
+  await withJetStream(async (t) => {
+    const open = (guarantee: DeliveryGuarantee) =>
+      new JetStreamSink<number>({
+        connection: CONNECTION,
+        stream: t.stream,
+        subject: `${t.stream}.n`,
+        txnBucket: t.bucket,
+        deliveryGuarantee: guarantee,
+      }).createWriter({
+        ...initContext(0, 1),
+        restoredCheckpointId: undefined,
+        restoredState: [],
+        checkpointingMode: guarantee,
+      });
+    await assert.rejects(
+      () => open("exactly-once"),
+      (error: Error) => {
+        assert.ok(error instanceof SuppressRestartsError, `${error.stack}`);
+        assert.match(
+          error.message,
+          new RegExp(
+            `duplicate_window of stream ${t.stream} must be at least 15000 ms .*current value is 1000 ms`,
+          ),
+        );
+        return true;
+      },
+    );
+    await (await open("at-least-once")).close();
+  }, { duplicate_window: 1_000_000_000 });
+});

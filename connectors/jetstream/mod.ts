@@ -54,6 +54,11 @@ export {
   RecordTooLargeError,
 } from "./record_batch.ts";
 export { TransactionLostError } from "./retention_check.ts";
+export {
+  checkDuplicateWindow,
+  DuplicateWindowTooShortError,
+  MIN_DUPLICATE_WINDOW_MS,
+} from "./duplicate_window.ts";
 export type { JetStreamTxn } from "./producer.ts";
 export {
   DEFAULT_MAX_BUFFERED,

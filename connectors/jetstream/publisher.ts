@@ -78,6 +78,11 @@ interface Pending {
 
 const decoder = new TextDecoder();
 
+/** The default wait for an acknowledgement before a try is sent again, in ms. */
+export const DEFAULT_ACK_TIMEOUT_MS = 5000;
+/** The default tries per message, the first included. */
+export const DEFAULT_PUBLISH_ATTEMPTS = 3;
+
 /** Publishes to JetStream without a request per message; see the module docs. */
 export class AsyncPublisher {
   readonly #nc: NatsConnection;
@@ -95,8 +100,8 @@ export class AsyncPublisher {
    * @throws {RangeError} when an option is not a positive integer.
    */
   constructor(nc: NatsConnection, options: AsyncPublisherOptions = {}) {
-    this.#ackTimeoutMs = positive("ackTimeoutMs", options.ackTimeoutMs ?? 5000);
-    this.#attempts = positive("attempts", options.attempts ?? 3);
+    this.#ackTimeoutMs = positive("ackTimeoutMs", options.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS);
+    this.#attempts = positive("attempts", options.attempts ?? DEFAULT_PUBLISH_ATTEMPTS);
     this.#nc = nc;
     this.#inbox = createInbox();
     this.#sub = nc.subscribe(`${this.#inbox}.*`, {

@@ -65,7 +65,9 @@
  *   transaction open until it runs again.
  * - `maxBatchBytes` below the server's `max_payload` (1 MiB by default).
  * - The stream's `duplicate_window` (2 minutes by default) bounds the
- *   retry of a publish that timed out.
+ *   retry of a publish that timed out: the exactly-once writer refuses a
+ *   stream whose window is below `MIN_DUPLICATE_WINDOW_MS` (15 s, see
+ *   `duplicate_window.ts`), once.
  * - The KV bucket keeps one small record per transaction (one per
  *   checkpoint per subtask); give it a `max_age` longer than the target
  *   stream's if it must not grow forever. A record whose transaction has
@@ -112,6 +114,7 @@ import { checkPrefix, DEFAULT_TXN_BUCKET, defaultTransactionalIdPrefix } from ".
 import { TransactionalWriter } from "./transactional_writer.ts";
 import { TransactionLog } from "./transactions.ts";
 import { streamError } from "./stream_not_found.ts";
+import { checkDuplicateWindow } from "./duplicate_window.ts";
 import { explainPublishFailures } from "./subject_check.ts";
 
 /** Default messages awaiting acknowledgement per sink subtask. */
@@ -377,8 +380,9 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
   }
 
   async #checkStream(nc: NatsConnection, context: SinkInitContext): Promise<void> {
+    let info: jetstreamApi.StreamInfo;
     try {
-      await (await jetstreamApi.jetstreamManager(nc)).streams.info(this.stream);
+      info = await (await jetstreamApi.jetstreamManager(nc)).streams.info(this.stream);
     } catch (error) {
       throw streamError(
         `JetStreamSink (uid ${context.uid}) cannot write to stream ${this.stream}: ${
@@ -386,6 +390,15 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
         }`,
         this.stream,
         error,
+      );
+    }
+    // Breaker fix (duplicate_window.ts): a window shorter than a publish's retries would commit a
+    // retried message twice.
+    if (this.deliveryGuarantee === "exactly-once") {
+      checkDuplicateWindow(
+        `JetStreamSink (uid ${context.uid}, subtask ${context.subtaskIndex})`,
+        this.stream,
+        info.config.duplicate_window,
       );
     }
   }
