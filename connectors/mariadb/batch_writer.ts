@@ -11,7 +11,11 @@
  * - at every checkpoint barrier (`flush(false)`) when `flushOnCheckpoint`
  *   (at-least-once: a completed checkpoint covers only records already in
  *   the database);
- * - at the end of bounded input (`flush(true)`), always.
+ * - at the end of bounded input (`flush(true)`), always;
+ * - `batchIntervalMs` after the first row of a batch that has not been sent
+ *   otherwise (Flink's `JdbcExecutionOptions.batchIntervalMs`; default 200
+ *   ms, 0 turns it off): so that a job without checkpointing writes its
+ *   rows while it runs (`connectors/_sql/batch_interval.ts`).
  *
  * Without `flushOnCheckpoint` (guarantee `"none"`) the rows buffered at a
  * failure are lost. Each statement commits on its own (autocommit); a
@@ -30,6 +34,7 @@ import {
   type SqlConnection,
 } from "./connection.ts";
 import { insertTarget, rethrowMariaDbError } from "./errors.ts";
+import { BatchIntervalFlusher } from "../_sql/batch_interval.ts";
 import { multiRowSql, type MultiRowStatement } from "./statement.ts";
 
 /** Rows waiting to be sent as one multi-row statement. */
@@ -132,6 +137,8 @@ export interface AutocommitBatchWriterOptions<T> {
   readonly batchSize: number;
   /** Whether `flush(false)` (a barrier) sends the batch: at-least-once. */
   readonly flushOnCheckpoint: boolean;
+  /** How long a batch's first row waits for a send, in ms; 0: until full, a barrier or the end. */
+  readonly batchIntervalMs: number;
   /** The sink and subtask, for errors. */
   readonly where: string;
 }
@@ -140,38 +147,52 @@ export interface AutocommitBatchWriterOptions<T> {
 export class AutocommitBatchWriter<T> implements SinkWriter<T> {
   readonly #options: AutocommitBatchWriterOptions<T>;
   readonly #batch: RowBatch<T>;
-  #connection: SqlConnection | undefined;
+  readonly #interval: BatchIntervalFlusher;
+  #connection: Promise<SqlConnection> | undefined;
   #closed = false;
 
   /** @param options see {@linkcode AutocommitBatchWriterOptions}. */
   constructor(options: AutocommitBatchWriterOptions<T>) {
     this.#options = options;
     this.#batch = new RowBatch(options.statement, options.parameters, options.where);
+    this.#interval = new BatchIntervalFlusher(options.batchIntervalMs, () => this.#send());
   }
 
-  /** Buffers the record; sends the batch when it is full. */
+  /**
+   * Buffers the record; sends the batch when it is full.
+   * @throws the failure of an earlier timed send.
+   */
   write(value: T, _context: SinkContext): void | Promise<void> {
+    this.#interval.throwIfFailed();
     this.#batch.add(value);
     if (this.#batch.rows >= this.#options.batchSize) return this.#send();
+    this.#interval.arm();
   }
 
-  /** Sends the batch at a barrier (when `flushOnCheckpoint`) and at the end of input. */
+  /**
+   * Sends the batch at a barrier (when `flushOnCheckpoint`) and at the end of input.
+   * @throws the failure of an earlier timed send.
+   */
   flush(endOfInput: boolean): void | Promise<void> {
+    this.#interval.throwIfFailed();
     if (endOfInput || this.#options.flushOnCheckpoint) return this.#send();
   }
 
   async #send(): Promise<void> {
+    this.#interval.cancel();
     if (this.#batch.rows === 0) return;
     if (this.#closed) throw new Error(`${this.#options.where}: the writer is closed`);
-    this.#connection ??= await openConnection(this.#options.connection);
-    await this.#batch.send(this.#connection);
+    // One connection however many sends start before it is open (a timed send and a full batch).
+    this.#connection ??= openConnection(this.#options.connection);
+    await this.#batch.send(await this.#connection);
   }
 
   /** Releases the connection; buffered rows are dropped (the replay writes them again). */
   close(): void {
     this.#closed = true;
+    this.#interval.cancel();
     this.#batch.clear();
-    releaseConnection(this.#connection);
+    this.#connection?.then(releaseConnection, () => {});
     this.#connection = undefined;
   }
 }

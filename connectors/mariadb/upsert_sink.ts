@@ -54,6 +54,7 @@ import {
 } from "../../runtime/api/sink_v2.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { AutocommitBatchWriter } from "./batch_writer.ts";
+import { checkBatchIntervalMs } from "../_sql/batch_interval.ts";
 import {
   checkConnectionOptions,
   type MariaDbConnectionOptions,
@@ -80,6 +81,12 @@ export interface MariaDbUpsertSinkOptions<T> {
   readonly deliveryGuarantee?: DeliveryGuarantee;
   /** Rows per statement (default 1000). */
   readonly batchSize?: number;
+  /**
+   * How long the first row of a batch waits before the batch is sent
+   * although not full, in ms (Flink's `JdbcExecutionOptions.batchIntervalMs`;
+   * default 200, 0: only full batches, barriers and the end of input send).
+   */
+  readonly batchIntervalMs?: number;
 }
 
 /** The guarantees the upsert sink can give. */
@@ -170,7 +177,7 @@ export async function uniqueKeys(
  * @param options see {@linkcode MariaDbUpsertSinkOptions}.
  * @returns a SinkV2 without a committer.
  * @throws {DeliveryGuaranteeError} for an unknown `deliveryGuarantee`.
- * @throws {RangeError} for bad columns, key columns, table name or `batchSize`.
+ * @throws {RangeError} for bad columns, key columns, table name, `batchSize` or `batchIntervalMs`.
  * @throws {TypeError} for connection options without `user` or `database`,
  *   or a `values` that is not a function.
  */
@@ -193,6 +200,7 @@ export function mariaDbUpsertSink<T>(options: MariaDbUpsertSinkOptions<T>): Sink
       `mariaDbUpsertSink: batchSize must be a positive integer: current value is ${batchSize}`,
     );
   }
+  const batchIntervalMs = checkBatchIntervalMs("mariaDbUpsertSink", options.batchIntervalMs);
   const keySet = [...options.keyColumns].sort();
   const where = (context: SinkInitContext) =>
     `MariaDbUpsertSink "${context.uid}" subtask ${context.subtaskIndex}/${context.parallelism} ` +
@@ -227,6 +235,7 @@ export function mariaDbUpsertSink<T>(options: MariaDbUpsertSinkOptions<T>): Sink
         parameters: options.values,
         batchSize,
         flushOnCheckpoint: guarantee !== "none",
+        batchIntervalMs,
         where: where(context),
       });
     },

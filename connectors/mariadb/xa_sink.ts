@@ -19,8 +19,8 @@
  * | `deliveryGuarantee`        | how                                                      |
  * |----------------------------|----------------------------------------------------------|
  * | `"exactly-once"` (default) | XA transactions, a committer, the commit log (`xa_writer.ts`, `xa_committer.ts`) |
- * | `"at-least-once"`          | autocommit multi-row INSERTs, sent at every barrier; a replay inserts again |
- * | `"none"`                   | autocommit multi-row INSERTs sent when a batch is full or input ends; a failure loses the buffer |
+ * | `"at-least-once"`          | autocommit multi-row INSERTs, sent at every barrier and `batchIntervalMs` after a batch's first row; a replay inserts again |
+ * | `"none"`                   | autocommit multi-row INSERTs sent when a batch is full, `batchIntervalMs` after its first row, or when input ends; a failure loses the buffer |
  *
  * ## Invariants (exactly-once)
  *
@@ -82,6 +82,7 @@ import {
   type WriterInitContext,
 } from "../../runtime/api/sink_v2.ts";
 import { AutocommitBatchWriter } from "./batch_writer.ts";
+import { checkBatchIntervalMs } from "../_sql/batch_interval.ts";
 import {
   CommitLog,
   DEFAULT_COMMIT_LOG_RETENTION_MS,
@@ -117,6 +118,14 @@ export interface MariaDbXaSinkOptions<T> {
   readonly deliveryGuarantee?: DeliveryGuarantee;
   /** Rows per INSERT statement (default 1000). */
   readonly batchSize?: number;
+  /**
+   * `"at-least-once"` and `"none"` only: how long the first row of a batch
+   * waits before the batch is sent although not full, in ms (Flink's
+   * `JdbcExecutionOptions.batchIntervalMs`; default 200, 0: only full
+   * batches, barriers and the end of input send). Exactly-once rows are
+   * committed at checkpoints whatever this says.
+   */
+  readonly batchIntervalMs?: number;
   /**
    * The xid prefix (1–32 characters of `[A-Za-z0-9_.-]`; default derived
    * from the sink's uid, see `xid.ts`). Every job writing through XA to the
@@ -164,7 +173,7 @@ function where(context: SinkInitContext): string {
  *   restored committables.
  * @throws {DeliveryGuaranteeError} for an unknown `deliveryGuarantee`.
  * @throws {RangeError} for a statement that is not a one-tuple INSERT, a
- *   bad `xidPrefix`, `commitLogTable`, `batchSize`, `commitLogRetentionMs`
+ *   bad `xidPrefix`, `commitLogTable`, `batchSize`, `batchIntervalMs`, `commitLogRetentionMs`
  *   or `detachTimeoutMs` (each naming the value).
  * @throws {TypeError} for connection options without `user` or `database`.
  */
@@ -185,6 +194,7 @@ export function mariaDbXaSink<T>(
     );
   }
   const batchSize = positive(options.batchSize, "batchSize", 1000);
+  const batchIntervalMs = checkBatchIntervalMs("mariaDbXaSink", options.batchIntervalMs);
   const retentionMs = positive(
     options.commitLogRetentionMs,
     "commitLogRetentionMs",
@@ -207,6 +217,7 @@ export function mariaDbXaSink<T>(
           parameters: options.parameters,
           batchSize,
           flushOnCheckpoint: guarantee === "at-least-once",
+          batchIntervalMs,
           where: where(context),
         }),
     };

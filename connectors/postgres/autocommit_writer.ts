@@ -9,6 +9,11 @@
  * | `"at-least-once"` | yes (`flush(false)`) | the replay inserts the rows sent after the restored checkpoint again |
  * | `"none"` | no: only full batches, and the rest at the end of input | the buffered rows are lost; the sent ones are replayed |
  *
+ * In both modes a batch that is not full is also sent `batchIntervalMs`
+ * after its first row (Flink's `JdbcExecutionOptions.batchIntervalMs`;
+ * `connectors/_sql/batch_interval.ts`), so that a job without
+ * checkpointing writes its rows while it runs.
+ *
  * @module
  */
 
@@ -20,11 +25,14 @@ import { describeError } from "./errors.ts";
 import { statementFailure } from "./sqlstate.ts";
 import { type PostgresWriterParts, rollBackLingering } from "./prepared_writer.ts";
 import { InsertBatch } from "./statements.ts";
+import { BatchIntervalFlusher } from "../_sql/batch_interval.ts";
 
 /** What an {@linkcode AutocommitWriter} is built from (checked by the sink). */
 export interface AutocommitWriterParts<T> extends PostgresWriterParts<T> {
   /** Whether `flush(false)` (a barrier) sends the buffered rows: at-least-once. */
   readonly flushAtBarrier: boolean;
+  /** How long a batch's first row waits for a send, in ms; 0: until full, a barrier or the end. */
+  readonly batchIntervalMs: number;
 }
 
 /** Inserts batches in autocommit; returns no committables. */
@@ -32,11 +40,13 @@ export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, n
   readonly #p: AutocommitWriterParts<T>;
   readonly #sql: Sql;
   readonly #batch: InsertBatch;
+  readonly #interval: BatchIntervalFlusher;
 
   /** Creates the writer's client; it connects in {@linkcode open}. */
   constructor(parts: AutocommitWriterParts<T>) {
     this.#p = parts;
     this.#batch = new InsertBatch(parts.name, parts.spec);
+    this.#interval = new BatchIntervalFlusher(parts.batchIntervalMs, () => this.#send());
     this.#sql = connect({ url: parts.url, applicationName: `weir ${parts.name}`.slice(0, 63) });
   }
 
@@ -53,13 +63,22 @@ export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, n
     });
   }
 
-  /** Buffers one row; sends the batch when it is full. */
+  /**
+   * Buffers one row; sends the batch when it is full.
+   * @throws the failure of an earlier timed send.
+   */
   write(value: T, _context: SinkContext): void | Promise<void> {
+    this.#interval.throwIfFailed();
     if (this.#batch.add(this.#p.values(value)) >= this.#p.batchRows) return this.#send();
+    this.#interval.arm();
   }
 
-  /** Sends the buffered rows at a barrier (at-least-once) and at the end of input. */
+  /**
+   * Sends the buffered rows at a barrier (at-least-once) and at the end of input.
+   * @throws the failure of an earlier timed send.
+   */
   async flush(endOfInput: boolean): Promise<void> {
+    this.#interval.throwIfFailed();
     if (this.#batch.rows > 0 && (endOfInput || this.#p.flushAtBarrier)) await this.#send();
   }
 
@@ -70,11 +89,14 @@ export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, n
 
   /** Drops the buffered rows and closes the connection. */
   async close(): Promise<void> {
+    this.#interval.cancel();
     this.#batch.clear();
     await closeNow(this.#sql);
   }
 
   async #send(): Promise<void> {
+    this.#interval.cancel();
+    if (this.#batch.rows === 0) return;
     const { rows, params, statement } = this.#batch.take();
     try {
       // deno-lint-ignore no-explicit-any

@@ -98,6 +98,7 @@ import { checkGidPrefix } from "./gid.ts";
 import { PreparedCommitter } from "./prepared_committer.ts";
 import { PreparedWriter } from "./prepared_writer.ts";
 import { checkRowSinkOptions, type PostgresValue, type TableSpec } from "./statements.ts";
+import { checkBatchIntervalMs } from "../_sql/batch_interval.ts";
 
 /** Options of {@linkcode PostgresPreparedSink}. */
 export interface PostgresPreparedSinkOptions<T> {
@@ -128,6 +129,14 @@ export interface PostgresPreparedSinkOptions<T> {
    * prepared transactions (`autocommit_writer.ts`).
    */
   readonly deliveryGuarantee?: DeliveryGuarantee;
+  /**
+   * `"at-least-once"` and `"none"` only: how long the first row of a batch
+   * waits before the batch is sent although not full, in ms (Flink's
+   * `JdbcExecutionOptions.batchIntervalMs`; default 200, 0: only full
+   * batches, barriers and the end of input send). Exactly-once rows are
+   * committed at checkpoints whatever this says.
+   */
+  readonly batchIntervalMs?: number;
 }
 
 /** The guarantees {@linkcode PostgresPreparedSink} can give. */
@@ -152,12 +161,13 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
   readonly #batchRows: number;
   readonly #commitSql: CommitTableSql;
   readonly #retentionMs: number;
+  readonly #batchIntervalMs: number;
 
   /**
    * Checks the options.
    * @throws {DeliveryGuaranteeError} for an unknown `deliveryGuarantee`.
    * @throws {TypeError} for a bad table, column, gid prefix or commit table name.
-   * @throws {RangeError} for a bad `batchSize` or `commitTableRetentionMs`.
+   * @throws {RangeError} for a bad `batchSize`, `batchIntervalMs` or `commitTableRetentionMs`.
    */
   constructor(options: PostgresPreparedSinkOptions<T>) {
     const where = "PostgresPreparedSink";
@@ -178,6 +188,7 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
       );
     }
     this.#retentionMs = retention;
+    this.#batchIntervalMs = checkBatchIntervalMs(where, options.batchIntervalMs);
     this.#options = options;
   }
 
@@ -201,6 +212,7 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
         spec: this.#spec,
         batchRows: this.#batchRows,
         flushAtBarrier: this.deliveryGuarantee === "at-least-once",
+        batchIntervalMs: this.#batchIntervalMs,
       })
       : new PreparedWriter<T>({
         name,
