@@ -47,6 +47,7 @@
 
 import type { CheckpointFailureCode, SubtaskAck } from "../checkpoint/types.ts";
 import { SuppressRestartsError } from "../failure.ts";
+import { chainMessage } from "../error_chain.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
 
 /**
@@ -286,16 +287,21 @@ export function workerSubject(workerId: string): string {
   return `weir.worker.${subjectToken(workerId, "worker id")}`;
 }
 
-/** Turns an error into its serializable form. */
+/**
+ * Turns an error into its serializable form: its name, its message with
+ * each distinct message of its `cause` chain once (`chainMessage` in
+ * `runtime/error_chain.ts`), its stack, and whether a
+ * `SuppressRestartsError` is anywhere in the chain.
+ */
 export function errorInfo(error: unknown): ErrorInfo {
   if (error instanceof Error) {
-    let message = error.message;
+    // Each distinct message of the chain once (`error_chain.ts`).
+    const message = chainMessage(error);
     let suppressRestarts = error instanceof SuppressRestartsError;
     let cause: unknown = error.cause;
     const seen = new Set<unknown>([error]);
     while (cause instanceof Error && !seen.has(cause)) {
       seen.add(cause);
-      message += `\n  caused by ${cause.name}: ${cause.message}`;
       if (cause instanceof SuppressRestartsError) suppressRestarts = true;
       cause = cause.cause;
     }

@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { chainMessage } from "./error_chain.ts";
+import { errorInfo } from "./task/messages.ts";
+import { SuppressRestartsError } from "./failure.ts";
+import { RemoteTaskError } from "./cluster/job_result.ts";
+
+class DisabledError extends SuppressRestartsError {
+  constructor() {
+    super("the PostgreSQL server has max_prepared_transactions = 0");
+    this.name = "DisabledError";
+  }
+}
+
+Deno.test("a cause whose message its parent already contains is printed once, with its suppression kept", () => {
+  const root = new DisabledError();
+  const task = new Error(`Subtask Sink (1/1) [v0#0, attempt 0] of job j failed: ${root.message}`, {
+    cause: root,
+  });
+  task.name = "TaskFailedError";
+  const info = errorInfo(task);
+  assert.equal(info.message, task.message);
+  assert.equal(info.suppressRestarts, true);
+  const remote = new RemoteTaskError("v0", 0, 0, info);
+  assert.equal(remote.message.split(root.message).length - 1, 1, remote.message);
+  for (const part of ["TaskFailedError", "v0#0", "attempt 0", "job j"]) {
+    assert.ok(remote.message.includes(part), `${part} missing from ${remote.message}`);
+  }
+});
+
+Deno.test("causes with messages of their own are all kept, in order", () => {
+  const root = new Error("connection refused");
+  root.name = "ConnectionRefused";
+  const middle = new Error("cannot open the commit log", { cause: root });
+  const top = new Error("writer failed to start", { cause: middle });
+  assert.equal(
+    chainMessage(top),
+    "writer failed to start\n  caused by Error: cannot open the commit log\n" +
+      "  caused by ConnectionRefused: connection refused",
+  );
+});
+
+Deno.test("a cause repeated further down is compared with its own parent, and cycles end the chain", () => {
+  const root = new Error("disk full");
+  const same = new Error("disk full", { cause: root }); // contained in the parent below
+  const top = new Error("snapshot failed", { cause: same });
+  assert.equal(chainMessage(top), "snapshot failed\n  caused by Error: disk full");
+  const a = new Error("a");
+  const b = new Error("b", { cause: a });
+  (a as { cause?: unknown }).cause = b;
+  assert.equal(chainMessage(a), "a\n  caused by Error: b");
+  const empty = new Error("", { cause: undefined });
+  empty.name = "Interrupted";
+  assert.equal(
+    chainMessage(new Error("stopped", { cause: empty })),
+    "stopped\n  caused by Interrupted: ",
+  );
+});
