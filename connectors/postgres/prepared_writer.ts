@@ -19,7 +19,7 @@ import {
   PreparedTransactionsDisabledError,
   UNDEFINED_OBJECT,
 } from "./errors.ts";
-import { statementFailure } from "./sqlstate.ts";
+import { classifySqlState, statementFailure } from "./sqlstate.ts";
 import { decideLingering, formatGid, GID_MARKER, newGidToken } from "./gid.ts";
 import { InsertBatch, type PostgresValue, type TableSpec } from "./statements.ts";
 
@@ -280,8 +280,10 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
       error,
       `${this.#p.name}: ${action} failed: ${describeError(error)}${hint}` +
         (rows > 0
-          ? `; the transaction with its ${rows} rows is rolled back (a restart replays them ` +
-            `from the checkpoint)`
+          ? `; the transaction with its ${rows} rows is rolled back` +
+            (classifySqlState(error).kind === "transient"
+              ? " (a restart replays them from the checkpoint)"
+              : "")
           : ""),
     );
     return this.#failed;
