@@ -10,6 +10,11 @@
  * `SuppressRestartsError`) when the stream exists and none of its subjects
  * matches. Otherwise the failure stays as it is, and the job restarts.
  *
+ * With `deliveryGuarantee: "none"` the sink publishes without awaiting
+ * acknowledgements, so no "no responders" answer reaches it: records to a
+ * subject no stream stores are dropped without an error there (the
+ * stream's existence is still checked when the writer opens).
+ *
  * The idea is Flink's `SuppressRestartsException` for a failure a retry
  * cannot fix; Kafka's producer likewise fails for good on an unknown topic
  * once metadata says so.
