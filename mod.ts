@@ -22,6 +22,10 @@
  * @module
  */
 
+// Registers the default job executor (local run, cluster submission, slot thread)
+// that `StreamExecutionEnvironment.execute()` hands jobs to (DESIGN §16).
+import "./runtime/cluster/default_executor.ts";
+
 export { StreamExecutionEnvironment } from "./runtime/api/environment.ts";
 export type { CheckpointingOptions, ResumeOptions } from "./runtime/api/environment.ts";
 export {

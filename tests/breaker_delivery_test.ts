@@ -26,6 +26,7 @@ import type { SinkV2 } from "../runtime/api/sink_v2.ts";
 import type { SinkFunction, TwoPhaseCommitSink } from "../runtime/api/sink.ts";
 import { LineSplitter } from "../runtime/api/socket_source.ts";
 import { StreamExecutionEnvironment } from "../runtime/api/environment.ts";
+import "../runtime/cluster/default_executor.ts"; // registers the executor execute() uses
 import { collectingFixture } from "../connectors/testing/_collecting_fixture.ts";
 import { CollectingSink, type CollectingTxn } from "../connectors/testing/collecting_sink.ts";
 import {

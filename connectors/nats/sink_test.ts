@@ -5,6 +5,7 @@ import { connectNats } from "../../runtime/actor/nats_connect.ts";
 import type { NatsConnection } from "../../runtime/actor/nats_deps.ts";
 import { DeliveryGuaranteeError } from "../../runtime/api/sink_v2.ts";
 import { StreamExecutionEnvironment } from "../../runtime/api/environment.ts";
+import "../../runtime/cluster/default_executor.ts"; // registers the executor execute() uses
 import { WatermarkStrategy } from "../../runtime/time/watermark.ts";
 import { waitUntil } from "../../tests/_wait.ts";
 

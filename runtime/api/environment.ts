@@ -3,8 +3,14 @@
  * the same name). It holds the job's settings, makes the first streams, and
  * `execute()` runs the dataflow.
  *
+ * This module describes the job and runs none (DESIGN §16): `execute()` hands
+ * the job graph to the {@linkcode JobExecutor} registered in `executor.ts`
+ * (Flink's `PipelineExecutor`), which `runtime/cluster/default_executor.ts`
+ * implements and registers; `mod.ts` imports it.
+ *
  * @example
  * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
  * import { StreamExecutionEnvironment } from "./environment.ts";
  * const env = StreamExecutionEnvironment.getExecutionEnvironment();
  * const out: number[] = [];
@@ -29,11 +35,14 @@ import {
   RestartStrategies,
   type RestartStrategyConfig,
   validateRestartStrategy,
-} from "../cluster/restart_strategy.ts";
-import type { CoordinatorFaultPoint } from "../cluster/coordinator.ts";
-import type { JobExecutionResult } from "../cluster/job_result.ts";
-import { executeLocally } from "../cluster/local_executor.ts";
-import { slotLaunch, wantsCluster } from "../cluster/role.ts";
+} from "./restart_strategy_config.ts";
+import type { JobExecutionResult } from "./job_execution_result.ts";
+import {
+  type CheckpointConfig,
+  type CoordinatorFaultPoint,
+  jobExecutor,
+  type ResumeOptions,
+} from "./executor.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
 import type { CheckpointingMode } from "./sink_v2.ts";
 import { checkJobDeliveryGuarantees, type JobSink } from "./delivery_check.ts";
@@ -89,33 +98,10 @@ export interface CheckpointingOptions {
   readonly tolerableCheckpointFailures?: number;
 }
 
-/** Which checkpoint `execute()` resumes from. */
-export interface ResumeOptions {
-  /** The earlier job's id (it names the job's checkpoint directory, and is in the logs and errors). */
-  readonly jobId: string;
-  /** The completed checkpoint to restore; default: the job's latest completed checkpoint. */
-  readonly checkpointId?: number;
-  /**
-   * Resume even when the checkpoint holds state of operator uids this job
-   * does not have, dropping that state (Flink's `--allowNonRestoredState`).
-   * Default false: such a resume fails with a `ResumeError` naming the uids.
-   */
-  readonly allowNonRestoredState?: boolean;
-}
+export type { ResumeOptions };
 
 /** Local checkpoint storage unless `enableCheckpointing(…, { directory })` says otherwise. */
 const DEFAULT_CHECKPOINT_DIRECTORY = ".weir/checkpoints";
-
-/** Removes the default checkpoint directory and `.weir` when they are empty (best effort). */
-async function removeEmptyDefaultDirectories(): Promise<void> {
-  for (const dir of [DEFAULT_CHECKPOINT_DIRECTORY, ".weir"]) {
-    try {
-      await Deno.remove(dir);
-    } catch {
-      return; // not empty, or not there
-    }
-  }
-}
 
 function positiveInteger(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1) {
@@ -443,33 +429,29 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * @throws {ResumeError} when `resumeFrom` names no readable completed checkpoint.
    * @throws {JobFailedError} when the job fails and the restart strategy gives up.
    * @throws {ClusterRequestError} (cluster mode) when NATS or the coordinator cannot be reached.
+   * @throws {NoJobExecutorError} when no executor was registered (this
+   *   module was imported without `mod.ts`; see `executor.ts`).
    */
   async execute(name: string = "Weir job"): Promise<JobExecutionResult> {
     const graph = this.getJobGraph(name);
-    const launch = slotLaunch();
-    if (launch !== undefined) {
-      // A worker's slot thread: hand the graph over; this never resolves.
-      const { runSlot } = await import("../cluster/slot.ts");
-      return await runSlot(launch, graph, {
-        config: { ...this.#task },
-        clock: this.#clock,
-        faults: this.#faults,
+    const executor = jobExecutor();
+    if (executor.role() !== "slot") {
+      // A worker's slot thread skips these: the job's client already made them.
+      for (const warning of graph.warnings) log.warn(warning);
+      const deliveryWarnings = checkJobDeliveryGuarantees({
+        sinks: this.#sinks(),
+        mode: this.#task.checkpointingMode,
+        bounded: this.streamGraph.nodes.every((n) =>
+          n.spec.kind !== "source" || n.spec.source.boundedness === "bounded"
+        ),
       });
+      for (const warning of deliveryWarnings) log.warn(warning);
     }
-    for (const warning of graph.warnings) log.warn(warning);
-    const deliveryWarnings = checkJobDeliveryGuarantees({
-      sinks: this.#sinks(),
-      mode: this.#task.checkpointingMode,
-      bounded: this.streamGraph.nodes.every((n) =>
-        n.spec.kind !== "source" || n.spec.source.boundedness === "bounded"
-      ),
-    });
-    for (const warning of deliveryWarnings) log.warn(warning);
     const restartStrategy = this.#restartStrategy ??
       (this.#checkpointIntervalMs > 0
         ? RestartStrategies.fixedDelay(Number.MAX_SAFE_INTEGER, 1000)
         : RestartStrategies.noRestart());
-    const checkpointing = {
+    const checkpointing: CheckpointConfig = {
       intervalMs: this.#checkpointIntervalMs,
       timeoutMs: this.#checkpointing.timeoutMs,
       minPauseBetweenCheckpointsMs: this.#checkpointing.minPauseBetweenCheckpointsMs,
@@ -478,19 +460,11 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       retainOnFinish: this.#checkpointing.retainOnFinish,
       tolerableCheckpointFailures: this.#checkpointing.tolerableCheckpointFailures,
     };
-    if (wantsCluster()) {
-      const { executeOnCluster } = await import("../cluster/client.ts");
-      return await executeOnCluster(graph, {
-        moduleUrl: Deno.mainModule,
-        args: Deno.args,
-        checkpointing,
-        restartStrategy,
-        resume: this.#resume,
-      });
-    }
-    const result = await executeLocally(graph, {
+    return await executor.execute({
+      graph,
       checkpointing,
       checkpointDirectory: this.#checkpointing.directory,
+      defaultCheckpointDirectory: this.#checkpointing.directory === DEFAULT_CHECKPOINT_DIRECTORY,
       restartStrategy,
       taskConfig: { ...this.#task },
       clock: this.#clock,
@@ -498,9 +472,5 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       faults: this.#faults,
       coordinatorFaults: this.#coordinatorFaults,
     });
-    if (this.#checkpointing.directory === DEFAULT_CHECKPOINT_DIRECTORY) {
-      await removeEmptyDefaultDirectories();
-    }
-    return result;
   }
 }

@@ -81,33 +81,11 @@ import {
   type VertexMetrics,
 } from "./job_result.ts";
 import { logger } from "../log.ts";
+import type { CheckpointConfig, CoordinatorFaultPoint } from "../api/executor.ts";
 
 const log = logger("coordinator");
 
-/** Checkpointing settings (Flink's `CheckpointConfig`). Times in ms. */
-export interface CheckpointConfig {
-  /** Period of checkpoints; 0 disables periodic checkpoints. */
-  readonly intervalMs: number;
-  /** A checkpoint not complete after this long is aborted. */
-  readonly timeoutMs: number;
-  /** Least time from one completion to the next trigger. */
-  readonly minPauseBetweenCheckpointsMs: number;
-  /** Most checkpoints in progress at once. */
-  readonly maxConcurrentCheckpoints: number;
-  /** Completed checkpoints kept in storage. */
-  readonly retainedCheckpoints: number;
-  /** Keep the job's checkpoints after it finishes (default false: they are deleted). */
-  readonly retainOnFinish: boolean;
-  /**
-   * Consecutive failed checkpoints tolerated before the attempt fails (Flink's
-   * `execution.checkpointing.tolerable-failed-checkpoints`): a non-negative
-   * integer or `Infinity`. Default 0.
-   */
-  readonly tolerableCheckpointFailures?: number | undefined;
-}
-
-/** Coordinator-side fault points (chaos hooks for tests). */
-export type CoordinatorFaultPoint = "before-notify-complete";
+export type { CheckpointConfig, CoordinatorFaultPoint } from "../api/executor.ts";
 
 /** Options of {@linkcode JobCoordinator}. */
 export interface JobCoordinatorOptions {

@@ -34,64 +34,17 @@
  */
 
 import { SuppressRestartsError } from "../failure.ts";
+import {
+  type RestartStrategyConfig,
+  validateRestartStrategy,
+} from "../api/restart_strategy_config.ts";
 
-/**
- * How a job reacts to failures. Plain data; build it with
- * {@linkcode RestartStrategies}, which validates it.
- */
-export type RestartStrategyConfig =
-  /** Fail the job on the first failure. */
-  | { readonly type: "none" }
-  /** Restart up to `attempts` times, each after `delayMs` (Flink's `fixed-delay`). */
-  | { readonly type: "fixed-delay"; readonly attempts: number; readonly delayMs: number }
-  /** Restart forever with a growing delay (Flink's `exponential-delay`). */
-  | {
-    readonly type: "exponential-delay";
-    /** Delay of the first restart, in ms (>= 1). */
-    readonly initialBackoffMs: number;
-    /** Largest delay, in ms (>= initialBackoffMs). */
-    readonly maxBackoffMs: number;
-    /** Factor applied to the delay after each failure (>= 1). */
-    readonly backoffMultiplier: number;
-    /** Time without failure after which the delay resets, in ms (>= 1). */
-    readonly resetBackoffThresholdMs: number;
-    /** Random spread of each delay, as a fraction of it, in [0, 1]. */
-    readonly jitterFactor: number;
-  }
-  /** Restart unless the failure rate is too high (Flink's `failure-rate`). */
-  | {
-    readonly type: "failure-rate";
-    /** Failures tolerated within one interval (>= 1). */
-    readonly maxFailuresPerInterval: number;
-    /** Length of the sliding interval, in ms (> 0). */
-    readonly failureRateIntervalMs: number;
-    /** Delay before each restart, in ms (>= 0). */
-    readonly delayMs: number;
-  };
-
-/** Options of {@linkcode RestartStrategies.exponentialDelay}; omitted ones take Flink's defaults. */
-export interface ExponentialDelayOptions {
-  /** Default 1 000 ms. */
-  readonly initialBackoffMs?: number;
-  /** Default 300 000 ms (5 min). */
-  readonly maxBackoffMs?: number;
-  /** Default 2. */
-  readonly backoffMultiplier?: number;
-  /** Default 3 600 000 ms (1 h). */
-  readonly resetBackoffThresholdMs?: number;
-  /** Default 0.1. */
-  readonly jitterFactor?: number;
-}
-
-/** Options of {@linkcode RestartStrategies.failureRate}. */
-export interface FailureRateOptions {
-  /** Failures tolerated within one interval, a positive integer. */
-  readonly maxFailuresPerInterval: number;
-  /** Length of the sliding interval, in ms. */
-  readonly failureRateIntervalMs: number;
-  /** Delay before each restart, in ms. */
-  readonly delayMs: number;
-}
+export { RestartStrategies, validateRestartStrategy } from "../api/restart_strategy_config.ts";
+export type {
+  ExponentialDelayOptions,
+  FailureRateOptions,
+  RestartStrategyConfig,
+} from "../api/restart_strategy_config.ts";
 
 /** What to do about one failure. */
 export type RestartDecision =
@@ -130,138 +83,6 @@ export interface RestartBackoff {
  * live (DESIGN §16), so existing imports keep working.
  */
 export { SuppressRestartsError };
-
-function invalid(type: string, name: string, rule: string, value: unknown): never {
-  throw new RangeError(
-    `Cannot use ${type} restart: '${name}' must be ${rule}: current value is ${String(value)}`,
-  );
-}
-
-function checkNonNegativeInteger(type: string, name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    invalid(type, name, "a non-negative integer", value);
-  }
-}
-
-function checkPositiveInteger(type: string, name: string, value: number): void {
-  if (!Number.isSafeInteger(value) || value < 1) invalid(type, name, "a positive integer", value);
-}
-
-function checkDelay(type: string, name: string, value: number, min: 0 | 1 | "positive"): void {
-  const ok = typeof value === "number" && Number.isFinite(value) &&
-    (min === "positive" ? value > 0 : value >= min);
-  if (!ok) {
-    const rule = min === 0
-      ? "a non-negative finite number of ms"
-      : min === 1
-      ? "a finite number of ms >= 1"
-      : "a positive finite number of ms";
-    invalid(type, name, rule, value);
-  }
-}
-
-/**
- * Validates a configuration (also one that did not come from
- * {@linkcode RestartStrategies}, e.g. parsed from JSON).
- *
- * @param config the configuration.
- * @returns `config`, unchanged.
- * @throws {RangeError} naming the strategy, the field and its current value,
- *   e.g. `Cannot use fixed-delay restart: 'attempts' must be a non-negative integer: current value is -1`.
- */
-export function validateRestartStrategy(config: RestartStrategyConfig): RestartStrategyConfig {
-  switch (config.type) {
-    case "none":
-      return config;
-    case "fixed-delay":
-      checkNonNegativeInteger(config.type, "attempts", config.attempts);
-      checkDelay(config.type, "delayMs", config.delayMs, 0);
-      return config;
-    case "exponential-delay": {
-      const t = config.type;
-      checkDelay(t, "initialBackoffMs", config.initialBackoffMs, 1);
-      checkDelay(t, "maxBackoffMs", config.maxBackoffMs, 1);
-      if (config.maxBackoffMs < config.initialBackoffMs) {
-        invalid(
-          t,
-          "maxBackoffMs",
-          `>= 'initialBackoffMs' (${config.initialBackoffMs})`,
-          config.maxBackoffMs,
-        );
-      }
-      if (!(config.backoffMultiplier >= 1) || !Number.isFinite(config.backoffMultiplier)) {
-        invalid(t, "backoffMultiplier", "a finite number >= 1", config.backoffMultiplier);
-      }
-      checkDelay(t, "resetBackoffThresholdMs", config.resetBackoffThresholdMs, 1);
-      if (!(config.jitterFactor >= 0 && config.jitterFactor <= 1)) {
-        invalid(t, "jitterFactor", "a number in [0, 1]", config.jitterFactor);
-      }
-      return config;
-    }
-    case "failure-rate":
-      checkPositiveInteger(config.type, "maxFailuresPerInterval", config.maxFailuresPerInterval);
-      checkDelay(config.type, "failureRateIntervalMs", config.failureRateIntervalMs, "positive");
-      checkDelay(config.type, "delayMs", config.delayMs, 0);
-      return config;
-    default: {
-      const type = (config as { type?: unknown }).type;
-      throw new RangeError(
-        `Cannot use restart strategy: 'type' must be one of none, fixed-delay, exponential-delay, failure-rate: current value is ${
-          String(type)
-        }`,
-      );
-    }
-  }
-}
-
-/**
- * Factories of validated {@linkcode RestartStrategyConfig}s (Flink's
- * `RestartStrategies`).
- */
-export const RestartStrategies: {
-  /** Never restart. */
-  noRestart(): RestartStrategyConfig;
-  /**
-   * Restart at most `attempts` times, each after `delayMs` ms.
-   *
-   * @throws {RangeError} when `attempts` is not a non-negative integer or `delayMs` is negative.
-   */
-  fixedDelay(attempts: number, delayMs: number): RestartStrategyConfig;
-  /**
-   * Restart forever with exponentially growing delays; omitted options take
-   * Flink's defaults (1 s initial, 5 min max, ×2, reset after 1 h, jitter 0.1).
-   *
-   * @throws {RangeError} naming the invalid option and its current value.
-   */
-  exponentialDelay(options?: ExponentialDelayOptions): RestartStrategyConfig;
-  /**
-   * Restart after `delayMs` unless more than `maxFailuresPerInterval`
-   * failures happen within `failureRateIntervalMs`.
-   *
-   * @throws {RangeError} naming the invalid option and its current value.
-   */
-  failureRate(options: FailureRateOptions): RestartStrategyConfig;
-} = Object.freeze({
-  noRestart: (): RestartStrategyConfig => ({ type: "none" }),
-  fixedDelay: (attempts: number, delayMs: number): RestartStrategyConfig =>
-    validateRestartStrategy({ type: "fixed-delay", attempts, delayMs }),
-  exponentialDelay: (options: ExponentialDelayOptions = {}): RestartStrategyConfig =>
-    validateRestartStrategy({
-      type: "exponential-delay",
-      initialBackoffMs: options.initialBackoffMs ?? 1_000,
-      maxBackoffMs: options.maxBackoffMs ?? 300_000,
-      backoffMultiplier: options.backoffMultiplier ?? 2,
-      resetBackoffThresholdMs: options.resetBackoffThresholdMs ?? 3_600_000,
-      jitterFactor: options.jitterFactor ?? 0.1,
-    }),
-  failureRate: (options: FailureRateOptions): RestartStrategyConfig =>
-    validateRestartStrategy({
-      type: "failure-rate",
-      maxFailuresPerInterval: options.maxFailuresPerInterval,
-      failureRateIntervalMs: options.failureRateIntervalMs,
-      delayMs: options.delayMs,
-    }),
-});
 
 function describeError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;

@@ -21,6 +21,8 @@
  * @module
  */
 
+import type { ExecutionRole } from "../api/executor.ts";
+
 /** What a worker process tells a slot thread it starts (see the module docs). */
 export interface SlotLaunch {
   /** The job. */
@@ -50,8 +52,7 @@ export interface SlotLaunch {
 /** The prefix of a slot thread's name. */
 export const SLOT_NAME_PREFIX = "weir-slot:";
 
-/** The role of this thread (see the module docs). */
-export type ExecutionRole = "local" | "client" | "slot";
+export type { ExecutionRole };
 
 const launch: SlotLaunch | undefined = readLaunch();
 if (launch !== undefined) {

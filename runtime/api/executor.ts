@@ -1,0 +1,152 @@
+/**
+ * The executor interface: how `StreamExecutionEnvironment.execute()` hands a
+ * described job to the runtime that runs it (Flink's `PipelineExecutor` /
+ * `PipelineExecutorFactory`, found there through a service loader).
+ *
+ * `runtime/api` describes a job and runs none (DESIGN §16): the environment
+ * builds a {@linkcode JobExecutionRequest} and passes it to the
+ * {@linkcode JobExecutor} registered with {@linkcode registerJobExecutor}.
+ * `runtime/cluster/default_executor.ts` implements it (local run, cluster
+ * submission or a worker's slot thread) and registers itself when imported;
+ * `mod.ts` imports it, so a job importing `mod.ts` needs nothing more.
+ *
+ * This module and the plain data it names import no runtime: types only.
+ *
+ * @module
+ */
+
+import type { JobGraph } from "../graph/job_graph.ts";
+import type { Clock } from "../time/clock.ts";
+import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
+import type { RestartStrategyConfig } from "./restart_strategy_config.ts";
+import type { JobExecutionResult } from "./job_execution_result.ts";
+
+/** Checkpointing settings (Flink's `CheckpointConfig`). Times in ms. */
+export interface CheckpointConfig {
+  /** Period of checkpoints; 0 disables periodic checkpoints. */
+  readonly intervalMs: number;
+  /** A checkpoint not complete after this long is aborted. */
+  readonly timeoutMs: number;
+  /** Least time from one completion to the next trigger. */
+  readonly minPauseBetweenCheckpointsMs: number;
+  /** Most checkpoints in progress at once. */
+  readonly maxConcurrentCheckpoints: number;
+  /** Completed checkpoints kept in storage. */
+  readonly retainedCheckpoints: number;
+  /** Keep the job's checkpoints after it finishes (default false: they are deleted). */
+  readonly retainOnFinish: boolean;
+  /**
+   * Consecutive failed checkpoints tolerated before the attempt fails (Flink's
+   * `execution.checkpointing.tolerable-failed-checkpoints`): a non-negative
+   * integer or `Infinity`. Default 0.
+   */
+  readonly tolerableCheckpointFailures?: number | undefined;
+}
+
+/** Coordinator-side fault points (chaos hooks for tests). */
+export type CoordinatorFaultPoint = "before-notify-complete";
+
+/**
+ * The role `execute()` takes in this thread: `"slot"` on a worker's slot
+ * thread, `"client"` when cluster mode is asked for, else `"local"`.
+ */
+export type ExecutionRole = "local" | "client" | "slot";
+
+/** Which checkpoint `execute()` resumes from. */
+export interface ResumeOptions {
+  /** The earlier job's id (it names the job's checkpoint directory, and is in the logs and errors). */
+  readonly jobId: string;
+  /** The completed checkpoint to restore; default: the job's latest completed checkpoint. */
+  readonly checkpointId?: number;
+  /**
+   * Resume even when the checkpoint holds state of operator uids this job
+   * does not have, dropping that state (Flink's `--allowNonRestoredState`).
+   * Default false: such a resume fails with a `ResumeError` naming the uids.
+   */
+  readonly allowNonRestoredState?: boolean;
+}
+
+/** Everything an executor needs to run one job, as the environment configured it. */
+export interface JobExecutionRequest {
+  /** The job to run. */
+  readonly graph: JobGraph;
+  /** Checkpointing settings. */
+  readonly checkpointing: CheckpointConfig;
+  /** Directory of local checkpoint storage. */
+  readonly checkpointDirectory: string;
+  /**
+   * Whether `checkpointDirectory` is the environment's default one, which a
+   * local run removes (with its parent `.weir`) when it is left empty.
+   */
+  readonly defaultCheckpointDirectory: boolean;
+  /** The restart strategy, validated. */
+  readonly restartStrategy: RestartStrategyConfig;
+  /** Settings of every subtask. */
+  readonly taskConfig: TaskConfig;
+  /** The clock of processing time. */
+  readonly clock: Clock;
+  /** The checkpoint to resume from, if any. */
+  readonly resume?: ResumeOptions | undefined;
+  /** Task-side fault hooks (chaos tests). */
+  readonly faults?: FaultInjector | undefined;
+  /** Coordinator-side fault hooks (chaos tests). */
+  readonly coordinatorFaults?:
+    | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
+    | undefined;
+}
+
+/**
+ * Runs described jobs (Flink's `PipelineExecutor`). Implemented by
+ * `runtime/cluster/default_executor.ts`.
+ */
+export interface JobExecutor {
+  /**
+   * The role `execute()` takes in this thread. On a `"slot"` thread the
+   * environment skips the checks and warnings the job's client already made.
+   */
+  role(): ExecutionRole;
+  /**
+   * Runs the job to its end.
+   *
+   * @returns the job's result.
+   * @throws what the run throws: `JobFailedError`, `ResumeError`,
+   *   `ClusterRequestError`, … (see `StreamExecutionEnvironment.execute`).
+   */
+  execute(request: JobExecutionRequest): Promise<JobExecutionResult>;
+}
+
+let registered: JobExecutor | undefined;
+
+/**
+ * Makes `executor` the one `execute()` uses in this thread (the last one
+ * registered wins). `runtime/cluster/default_executor.ts` calls it when
+ * imported.
+ */
+export function registerJobExecutor(executor: JobExecutor): void {
+  registered = executor;
+}
+
+/**
+ * No {@linkcode JobExecutor} was registered when `execute()` ran: the job
+ * imported `runtime/api/environment.ts` without `mod.ts` (or
+ * `runtime/cluster/default_executor.ts`), which register the default one.
+ */
+export class NoJobExecutorError extends Error {
+  /** The error class name. */
+  override name = "NoJobExecutorError";
+}
+
+/**
+ * The registered executor.
+ *
+ * @throws {NoJobExecutorError} when none was registered.
+ */
+export function jobExecutor(): JobExecutor {
+  if (registered === undefined) {
+    throw new NoJobExecutorError(
+      "execute() found no job executor registered: import mod.ts (or runtime/cluster/default_executor.ts) " +
+        "before executing a job; current value is undefined",
+    );
+  }
+  return registered;
+}
