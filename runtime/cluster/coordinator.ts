@@ -6,7 +6,8 @@
  * failures and applies the restart strategy.
  *
  * The decisions live in pure code (`CheckpointTracker`, the restart
- * backoff); this actor executes them and does the I/O.
+ * backoff, `decideRestore` in `restore_decision.ts`); this actor executes
+ * them and does the I/O.
  *
  * ## Recovery
  *
@@ -47,7 +48,7 @@ import type { Subscription, Transport } from "../actor/types.ts";
 import { decode, encode } from "../actor/codec.ts";
 import { delay } from "../actor/async.ts";
 import type { JobGraphShape } from "../graph/job_graph_summary.ts";
-import { type CheckpointStorage, CheckpointStorageError } from "../checkpoint/storage.ts";
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import type { PendingCheckpoint, VertexInfo } from "../checkpoint/pending.ts";
 import { CheckpointTracker } from "../checkpoint/tracker.ts";
 import { CheckpointFailureManager } from "../checkpoint/failure_manager.ts";
@@ -60,7 +61,6 @@ import {
   createRestartBackoff,
   type RestartBackoff,
   type RestartStrategyConfig,
-  SuppressRestartsError,
 } from "./restart_strategy.ts";
 import {
   type CoordinatorMessage,
@@ -81,6 +81,13 @@ import {
   type VertexMetrics,
 } from "./job_result.ts";
 import { logger } from "../log.ts";
+import { ExecutionAttempt } from "./execution_attempt.ts";
+import {
+  decideRestore,
+  describeError as describe,
+  describeRestorePoint as describePoint,
+  restoreTarget,
+} from "./restore_decision.ts";
 import type { CheckpointConfig, CoordinatorFaultPoint } from "../api/executor.ts";
 
 const log = logger("coordinator");
@@ -127,13 +134,10 @@ export class JobCoordinator {
   readonly #finalizing = new Set<Promise<void>>();
   /** Fully acknowledged checkpoints are finalized one at a time, in the order they completed. */
   #finalizeQueue: Promise<void> = Promise.resolve();
-  #attempt = 0;
+  /** The current attempt; failover replaces it with the next one. */
+  #current: ExecutionAttempt;
   #phase: Phase = "deploying";
-  #ready = new Set<string>();
-  #finished = new Set<string>();
   readonly #subtaskMetrics = new Map<string, SubtaskMetrics>();
-  #sourcesEnded = new Set<string>();
-  #finalCheckpointId: number | undefined;
   /**
    * The latest checkpoint whose `_metadata` this coordinator wrote, in any
    * attempt: the one a failover restores. Set as soon as the write resolves.
@@ -169,6 +173,11 @@ export class JobCoordinator {
         if (v.isSource) this.#sources.push({ vertexId: v.id, subtask: s });
       }
     }
+    this.#current = new ExecutionAttempt({
+      number: 0,
+      subtasks: this.#tasks.length,
+      sourceSubtasks: this.#sources.length,
+    });
     this.#vertexInfos = options.graph.vertices.map((v) => ({
       vertexId: v.id,
       operatorUids: v.operators.map((o) => o.uid),
@@ -179,7 +188,7 @@ export class JobCoordinator {
 
   /** The current attempt. */
   get attempt(): number {
-    return this.#attempt;
+    return this.#current.number;
   }
 
   /** Why the latest attempt failed (`name: message`), if one did. */
@@ -250,9 +259,9 @@ export class JobCoordinator {
 
   #toTask(ref: SubtaskRef, body: MessageBody<TaskControlMessage>): void {
     const o = this.#o;
-    const msg = { ...body, job: o.jobId, att: this.#attempt } as TaskControlMessage;
+    const msg = { ...body, job: o.jobId, att: this.#current.number } as TaskControlMessage;
     o.transport.publish(
-      taskSubject(o.jobId, this.#attempt, ref.vertexId, ref.subtask),
+      taskSubject(o.jobId, this.#current.number, ref.vertexId, ref.subtask),
       encode(msg),
     );
   }
@@ -263,29 +272,25 @@ export class JobCoordinator {
 
   #toWorker(worker: string, body: MessageBody<WorkerMessage>): void {
     const o = this.#o;
-    const msg = { ...body, job: o.jobId, att: this.#attempt } as WorkerMessage;
+    const msg = { ...body, job: o.jobId, att: this.#current.number } as WorkerMessage;
     o.transport.publish(workerSubject(worker), encode(msg));
   }
 
   #deploy(restore: RestorePoint | null): void {
     const o = this.#o;
     this.#phase = "deploying";
-    this.#ready = new Set();
-    this.#finished = new Set();
-    this.#sourcesEnded = new Set();
-    this.#finalCheckpointId = undefined;
     const workers = o.workers();
     if (workers.length === 0) {
       this.#awaitWorkers(restore);
       return;
     }
     log.info(
-      `job ${o.jobId} '${o.graph.name}': deploying attempt ${this.#attempt} (${this.#tasks.length} subtasks)` +
+      `job ${o.jobId} '${o.graph.name}': deploying attempt ${this.#current.number} (${this.#tasks.length} subtasks)` +
         (restore === null ? "" : ` from ${describePoint(restore, o.jobId)}`),
       {
         name: "attempt-deploying",
         jobId: o.jobId,
-        attempt: this.#attempt,
+        attempt: this.#current.number,
         subtasks: this.#tasks.length,
         checkpointId: restore?.checkpointId ?? null,
       },
@@ -301,13 +306,13 @@ export class JobCoordinator {
         restore,
       });
     });
-    const attempt = this.#attempt;
+    const attempt = this.#current.number;
     clearTimeout(this.#deployTimer);
     this.#deployTimer = setTimeout(() => {
-      if (this.#phase === "deploying" && this.#attempt === attempt) {
+      if (this.#phase === "deploying" && this.#current.number === attempt) {
         this.#failover(
           new Error(
-            `Only ${this.#ready.size} of ${this.#tasks.length} subtasks of attempt ${attempt} became ready within ${o.deployTimeoutMs} ms`,
+            `Only ${this.#current.readyCount} of ${this.#tasks.length} subtasks of attempt ${attempt} became ready within ${o.deployTimeoutMs} ms`,
           ),
         );
       }
@@ -317,11 +322,11 @@ export class JobCoordinator {
   /** No worker yet: polls for one until the deploy timeout, then fails the attempt. */
   #awaitWorkers(restore: RestorePoint | null): void {
     const o = this.#o;
-    const attempt = this.#attempt;
+    const attempt = this.#current.number;
     const since = Date.now();
     log.warn(`job ${o.jobId}: no worker to deploy attempt ${attempt} on; waiting for workers`);
     const poll = () => {
-      if (this.#phase !== "deploying" || this.#attempt !== attempt) return;
+      if (this.#phase !== "deploying" || this.#current.number !== attempt) return;
       if (o.workers().length > 0) return this.#deploy(restore);
       if (Date.now() - since >= o.deployTimeoutMs) {
         return void this.#failover(
@@ -337,11 +342,14 @@ export class JobCoordinator {
   async #onMessage(msg: CoordinatorMessage): Promise<void> {
     // While restarting, the failed attempt is being cancelled: nothing it reports counts.
     if (msg.job !== this.#o.jobId || this.#phase === "done" || this.#phase === "restarting") return;
-    if (msg.att !== this.#attempt) return; // fenced: an older attempt
+    if (msg.att !== this.#current.number) return; // fenced: an older attempt
     switch (msg.t) {
       case "ready":
-        this.#ready.add(this.#key(msg.vertex, msg.subtask));
-        if (this.#phase === "deploying" && this.#ready.size === this.#tasks.length) this.#start();
+        if (
+          this.#current.markReady(this.#key(msg.vertex, msg.subtask)) && this.#phase === "deploying"
+        ) {
+          this.#start();
+        }
         return;
       case "ack": {
         const outcome = this.#tracker.acknowledge(msg.ack);
@@ -372,15 +380,18 @@ export class JobCoordinator {
         return;
       }
       case "eoi":
-        this.#sourcesEnded.add(this.#key(msg.vertex, msg.subtask));
-        if (this.#sourcesEnded.size === this.#sources.length && this.#phase === "running") {
+        if (
+          this.#current.markSourceEnded(this.#key(msg.vertex, msg.subtask)) &&
+          this.#phase === "running"
+        ) {
           this.#triggerFinal();
         }
         return;
       case "finished":
-        this.#finished.add(this.#key(msg.vertex, msg.subtask));
         this.#subtaskMetrics.set(this.#key(msg.vertex, msg.subtask), msg.metrics);
-        if (this.#finished.size === this.#tasks.length) await this.#jobFinished();
+        if (this.#current.markFinished(this.#key(msg.vertex, msg.subtask))) {
+          await this.#jobFinished();
+        }
         return;
       case "failed":
         await this.#failover(new RemoteTaskError(msg.vertex, msg.subtask, msg.att, msg.error));
@@ -394,10 +405,10 @@ export class JobCoordinator {
     this.#toAllTasks({ t: "start" });
     this.#backoff.onRecovered(Date.now());
     this.#tracker.startScheduler(Date.now());
-    log.info(`job ${this.#o.jobId}: attempt ${this.#attempt} running`, {
+    log.info(`job ${this.#o.jobId}: attempt ${this.#current.number} running`, {
       name: "attempt-running",
       jobId: this.#o.jobId,
-      attempt: this.#attempt,
+      attempt: this.#current.number,
     });
     this.#schedule();
   }
@@ -408,7 +419,7 @@ export class JobCoordinator {
     if (this.#phase !== "running") return;
     const now = Date.now();
     let next = this.#tracker.nextExpiryMs;
-    if (this.#finalCheckpointId === undefined) {
+    if (this.#current.finalCheckpointId === undefined) {
       const decision = this.#tracker.decideTrigger(now);
       if (decision.kind === "trigger") {
         this.#trigger(false);
@@ -436,7 +447,7 @@ export class JobCoordinator {
     const decision = this.#tracker.decideTrigger(now, { force });
     if (decision.kind !== "trigger") return undefined;
     this.#tracker.startCheckpoint(decision.checkpointId, now, {
-      attempt: this.#attempt,
+      attempt: this.#current.number,
       tasks: this.#tasks,
     });
     log.debug(`job ${this.#o.jobId}: triggering checkpoint ${decision.checkpointId}`);
@@ -448,9 +459,9 @@ export class JobCoordinator {
 
   #triggerFinal(): void {
     this.#tracker.stopScheduler();
-    this.#finalCheckpointId = this.#trigger(true);
+    this.#current.finalCheckpointId = this.#trigger(true);
     log.info(
-      `job ${this.#o.jobId}: all sources ended; final checkpoint ${this.#finalCheckpointId}`,
+      `job ${this.#o.jobId}: all sources ended; final checkpoint ${this.#current.finalCheckpointId}`,
     );
     this.#schedule();
   }
@@ -467,7 +478,7 @@ export class JobCoordinator {
     const reason = pending.failureReason ?? CheckpointFailureReason.ABORTED_BY_COORDINATOR;
     this.#toAllTasks({ t: "abort", id: pending.checkpointId, reason: reason.message });
     o.storage.discard(o.jobId, pending.checkpointId).catch(() => {});
-    if (this.#phase === "running" && pending.attempt === this.#attempt) {
+    if (this.#phase === "running" && pending.attempt === this.#current.number) {
       const verdict = this.#failures.onFailure({
         checkpointId: pending.checkpointId,
         reason,
@@ -492,7 +503,7 @@ export class JobCoordinator {
         );
       }
     }
-    if (this.#finalCheckpointId === pending.checkpointId && this.#phase === "running") {
+    if (this.#current.finalCheckpointId === pending.checkpointId && this.#phase === "running") {
       this.#triggerFinal();
     }
     this.#schedule();
@@ -501,7 +512,7 @@ export class JobCoordinator {
   /** Writes the metadata of a fully acknowledged checkpoint, then notifies. */
   async #finalize(pending: PendingCheckpoint): Promise<void> {
     const o = this.#o;
-    const attempt = this.#attempt;
+    const attempt = this.#current.number;
     if (pending.isDiscarded) return; // aborted (failover) while queued behind another
     const meta = pending.toMetadata({
       jobId: o.jobId,
@@ -532,7 +543,7 @@ export class JobCoordinator {
     } finally {
       this.#finalizing.delete(tracked);
     }
-    if (attempt !== this.#attempt || this.#phase !== "running") return;
+    if (attempt !== this.#current.number || this.#phase !== "running") return;
     o.faults?.("before-notify-complete", pending.checkpointId, attempt);
     const outcome = this.#tracker.completed(pending.checkpointId, location, Date.now());
     const stats = this.#tracker.latestCompleted;
@@ -553,7 +564,10 @@ export class JobCoordinator {
     }
     for (const s of outcome.subsumed) this.#aborted(s);
     this.#toAllTasks({ t: "complete", id: pending.checkpointId });
-    if (this.#finalCheckpointId !== undefined && pending.checkpointId >= this.#finalCheckpointId) {
+    if (
+      this.#current.finalCheckpointId !== undefined &&
+      pending.checkpointId >= this.#current.finalCheckpointId
+    ) {
       this.#toAllTasks({ t: "finish" });
     }
     this.#schedule();
@@ -566,7 +580,7 @@ export class JobCoordinator {
     clearTimeout(this.#timer);
     clearTimeout(this.#deployTimer);
     this.#lastFailure = describe(error);
-    log.warn(`job ${o.jobId}: attempt ${this.#attempt} failed: ${this.#lastFailure}`);
+    log.warn(`job ${o.jobId}: attempt ${this.#current.number} failed: ${this.#lastFailure}`);
     this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING);
     this.#tracker.stopScheduler();
     this.#cancelAttempt();
@@ -587,37 +601,39 @@ export class JobCoordinator {
       await delay(decision.delayMs);
       if (this.#phase !== "restarting") return;
       await Promise.all([...this.#finalizing]);
-      latest = this.#latestWritten === undefined
-        ? o.restoreFrom
-        : { jobId: o.jobId, checkpointId: this.#latestWritten };
-      if (latest === null) break;
-      try {
-        await o.storage.readMetadata(latest.jobId, latest.checkpointId);
-        break;
-      } catch (e) {
-        if (e instanceof CheckpointStorageError && e.code === "IO") {
-          // Storage out of reach (e.g. NATS restarting): a failed restart, not a lost checkpoint.
-          log.warn(
-            `job ${o.jobId}: cannot read ${describePoint(latest, o.jobId)} to restore it: ` +
-              `${describe(e)}; the restart strategy decides when to try again`,
-          );
-          if (this.#phase !== "restarting") return;
-          failure = e;
-          continue;
+      const facts = {
+        jobId: o.jobId,
+        latestWritten: this.#latestWritten,
+        restoreFrom: o.restoreFrom,
+      };
+      const target = restoreTarget(facts);
+      let readError: { error: unknown } | undefined;
+      if (target !== null) {
+        try {
+          await o.storage.readMetadata(target.jobId, target.checkpointId);
+        } catch (e) {
+          readError = { error: e };
         }
-        const what = `cannot restore ${describePoint(latest, o.jobId)}, ` +
-          (this.#latestWritten === undefined
-            ? "the checkpoint it started from"
-            : "the latest checkpoint it completed") +
-          `: ${describe(e)}. Restoring an older checkpoint could commit records twice ` +
-          `(it was restarting after ${describe(error)})`;
-        this.#end(
-          new JobFailedError(`Job ${o.jobId} '${o.graph.name}' failed for good: ${what}`, {
-            cause: new SuppressRestartsError(`Job ${o.jobId}: ${what}`, { cause: e }),
-          }),
-        );
-        return;
       }
+      const restore = decideRestore({
+        ...facts,
+        jobName: o.graph.name,
+        target,
+        readError,
+        restartingAfter: error,
+      });
+      if (restore.kind === "restore") {
+        latest = restore.point;
+        break;
+      }
+      if (restore.kind === "retry") {
+        log.warn(restore.warning);
+        if (this.#phase !== "restarting") return;
+        failure = restore.failure;
+        continue;
+      }
+      this.#end(new JobFailedError(restore.message, { cause: restore.cause }));
+      return;
     }
     if (this.#phase !== "restarting") return; // cancelled meanwhile
     if (
@@ -627,9 +643,9 @@ export class JobCoordinator {
       this.#tracker.restoreCounter(latest.checkpointId);
     }
     this.#restarts++;
-    this.#attempt++;
+    this.#current = this.#current.next();
     log.warn(
-      `job ${o.jobId}: restarting as attempt ${this.#attempt} (restart ${this.#restarts}) from ` +
+      `job ${o.jobId}: restarting as attempt ${this.#current.number} (restart ${this.#restarts}) from ` +
         (latest === null ? "scratch" : describePoint(latest, o.jobId)),
     );
     this.#deploy(latest);
@@ -721,14 +737,4 @@ export class JobCoordinator {
     // Workers may free what they hold for the job (cluster mode: its slot threads).
     for (const w of this.#o.workers()) this.#toWorker(w, { t: "release" });
   }
-}
-
-function describePoint(point: RestorePoint, jobId: string): string {
-  return point.jobId === jobId
-    ? `checkpoint ${point.checkpointId}`
-    : `checkpoint ${point.checkpointId} of job ${point.jobId}`;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
