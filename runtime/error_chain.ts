@@ -5,10 +5,11 @@
  * sink's message>`), and every layer that reported a failure (task, worker,
  * coordinator) used to append the whole chain again, so one configuration
  * error was printed about eight times. Here a cause whose message is
- * already contained in its parent's message is left out; its name is
- * dropped with it, and nothing else is: the wrapper's message carries the
- * text, and the `cause` objects stay on the error for code that inspects
- * them (`instanceof SuppressRestartsError`). Java's
+ * already contained in its parent's message is printed by its name only
+ * (`caused by FileNotReadableError (message above)`; nothing for a plain
+ * `Error`): the wrapper's message carries the text, and the `cause` objects
+ * stay on the error for code that inspects them (`instanceof
+ * SuppressRestartsError`). Java's
  * `Throwable.printStackTrace` prints every cause's line; Flink's
  * `ExceptionUtils.stringifyException` does the same; this is the shorter
  * form for logs and failure reports.
@@ -21,7 +22,10 @@
  *
  * const root = new TypeError("table t does not exist");
  * const wrapped = new Error(`Subtask Sink (1/1) failed: ${root.message}`, { cause: root });
- * console.assert(chainMessage(wrapped) === "Subtask Sink (1/1) failed: table t does not exist");
+ * console.assert(
+ *   chainMessage(wrapped) ===
+ *     "Subtask Sink (1/1) failed: table t does not exist\n  caused by TypeError (message above)",
+ * );
  * ```
  *
  * @module
@@ -31,7 +35,8 @@
  * The message of `error` followed by one `\n  caused by <name>: <message>`
  * line per cause in its chain whose message its parent's message does not
  * already contain (the parent being the next error up the chain, shown or
- * not). A cycle in the chain ends it. Performs no I/O.
+ * not); a cause whose message is contained gives `\n  caused by <name>
+ * (message above)`, or nothing when its name is `Error`. A cycle in the chain ends it. Performs no I/O.
  * @param error the outermost error.
  * @returns the text; just `error.message` when every cause is contained in it.
  */
@@ -44,6 +49,7 @@ export function chainMessage(error: Error): string {
     seen.add(cause);
     const contained = cause.message.length > 0 && parent.includes(cause.message);
     if (!contained) text += `\n  caused by ${cause.name}: ${cause.message}`;
+    else if (cause.name !== "Error") text += `\n  caused by ${cause.name} (message above)`;
     parent = cause.message;
     cause = cause.cause;
   }

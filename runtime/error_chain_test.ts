@@ -18,11 +18,11 @@ Deno.test("a cause whose message its parent already contains is printed once, wi
   });
   task.name = "TaskFailedError";
   const info = errorInfo(task);
-  assert.equal(info.message, task.message);
+  assert.equal(info.message, `${task.message}\n  caused by DisabledError (message above)`);
   assert.equal(info.suppressRestarts, true);
   const remote = new RemoteTaskError("v0", 0, 0, info);
   assert.equal(remote.message.split(root.message).length - 1, 1, remote.message);
-  for (const part of ["TaskFailedError", "v0#0", "attempt 0", "job j"]) {
+  for (const part of ["TaskFailedError", "DisabledError", "v0#0", "attempt 0", "job j"]) {
     assert.ok(remote.message.includes(part), `${part} missing from ${remote.message}`);
   }
 });
@@ -40,10 +40,13 @@ Deno.test("causes with messages of their own are all kept, in order", () => {
 });
 
 Deno.test("a cause repeated further down is compared with its own parent, and cycles end the chain", () => {
-  const root = new Error("disk full");
-  const same = new Error("disk full", { cause: root }); // contained in the parent below
+  const root = new RangeError("disk full");
+  const same = new Error("disk full", { cause: root }); // root is contained in this parent
   const top = new Error("snapshot failed", { cause: same });
-  assert.equal(chainMessage(top), "snapshot failed\n  caused by Error: disk full");
+  assert.equal(
+    chainMessage(top),
+    "snapshot failed\n  caused by Error: disk full\n  caused by RangeError (message above)",
+  );
   const a = new Error("a");
   const b = new Error("b", { cause: a });
   (a as { cause?: unknown }).cause = b;
