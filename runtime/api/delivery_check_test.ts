@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import "../cluster/default_executor.ts"; // registers the executor, as mod.ts does
 import {
   checkJobDeliveryGuarantees,
   decideDeliveryGuarantees,

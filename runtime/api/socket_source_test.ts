@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import "../cluster/default_executor.ts"; // registers the executor, as mod.ts does
 import { LineSplitter, SOCKET_SOURCE_QUEUE_LINES, SocketTextSource } from "./socket_source.ts";
 import { StreamExecutionEnvironment } from "./environment.ts";
 import type { SinkFunction } from "./sink.ts";

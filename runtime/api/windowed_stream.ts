@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
  * import { StreamExecutionEnvironment } from "./environment.ts";
  * import { WatermarkStrategy } from "../time/watermark.ts";
  * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
