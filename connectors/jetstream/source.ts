@@ -114,6 +114,15 @@
  * - Each source subtask has its own connection, opened in `start()` and
  *   closed in `close()`; the source object holds only options.
  *
+ * ## Files
+ *
+ * This file holds the source: its options and their checks, split
+ * enumeration, boundedness and the discovery wiring. The reader of a
+ * subtask is in `source_reader.ts`; a message's metadata, its dead letter
+ * and the deserialization error are in `source_records.ts` (re-exported
+ * here); split state and its checks are in `split_state.ts`, subject
+ * discovery in `split_discovery.ts`, the per-split feed in `feed.ts`.
+ *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
@@ -134,131 +143,42 @@
 
 import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
 import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
-import { OutputTag } from "../../runtime/api/output_tag.ts";
-import { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";
 import type {
   Boundedness,
-  InputStatus,
-  ReaderOutput,
   Source,
-  SourceOutput,
   SourceReader,
   SourceReaderContext,
   SplitDiscovery,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
-import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
-import { type FeedMessage, MessageFeed, type MessageHeaders } from "./feed.ts";
 import { hasWildcard, JetStreamSubjectDiscoverer } from "./split_discovery.ts";
 import { streamError } from "./stream_not_found.ts";
-import {
-  decodeJetStreamSplit,
-  type JetStreamSplit,
-  JetStreamSplitStateError,
-} from "./split_state.ts";
+import type { JetStreamSplit } from "./split_state.ts";
 import { DEFAULT_TXN_BUCKET } from "./protocol.ts";
-import { decodeRecordBatch, RECORD_BATCH_HEADER } from "./record_batch.ts";
 import type { Isolation } from "./read_committed.ts";
 import { DEFAULT_MAX_BUFFERED } from "./reader.ts";
-import { TxnStateTracker } from "./txn_states.ts";
+import { type MessageMeta, messageOf } from "./source_records.ts";
+import { JetStreamReader } from "./source_reader.ts";
 import { RateLimiter } from "../../runtime/time/rate_limiter.ts";
 
 const DEFAULT_BATCH_SIZE = 1000;
-const MAX_QUOTED = 200;
 
 /** Where a split starts on the job's first start; see the module docs. */
 export type StartPosition = "earliest" | "latest" | { readonly sequence: number } | {
   readonly time: number;
 };
 
-/** What the deserializer and the timestamp extractor get besides the payload. */
-export interface MessageMeta {
-  /** The message's subject. */
-  readonly subject: string;
-  /** Its stream sequence. */
-  readonly seq: number;
-  /**
-   * The record's index in its message's record batch (0 for a message
-   * without `Weir-Batch`). The meta object of a batch is reused for its
-   * records: read it during the call, do not keep it.
-   */
-  readonly index: number;
-  /** Its headers, if any. */
-  readonly headers: MessageHeaders | undefined;
-}
-
 export type { JetStreamSplit } from "./split_state.ts";
 export { JetStreamSplitStateError } from "./split_state.ts";
+export {
+  JETSTREAM_DEAD_LETTER,
+  type JetStreamDeadLetter,
+  JetStreamDeserializationError,
+  type MessageMeta,
+} from "./source_records.ts";
 
 /** Default of `discoveryIntervalMs` (ms) for an unbounded source with a wildcard filter. */
 export const DEFAULT_DISCOVERY_INTERVAL_MS = 10_000;
-
-/** A message the deserializer rejected, sent to {@linkcode JETSTREAM_DEAD_LETTER}. */
-export interface JetStreamDeadLetter {
-  /** The stream. */
-  readonly stream: string;
-  /** The message's subject. */
-  readonly subject: string;
-  /** Its stream sequence. */
-  readonly seq: number;
-  /** Its index in its message's record batch (0 without a batch, or for a whole malformed batch). */
-  readonly index: number;
-  /** Its headers, each name with its values. */
-  readonly headers: Record<string, string[]>;
-  /** The record's bytes (the whole payload for a malformed batch), as they were. */
-  readonly data: Uint8Array;
-  /** What the deserializer (or the batch decoder) threw. */
-  readonly error: string;
-}
-
-/** The side output of malformed messages under `onMalformed: "dead-letter"` (id `"jetstream-dead-letter"`). */
-export const JETSTREAM_DEAD_LETTER: OutputTag<JetStreamDeadLetter> = new OutputTag<
-  JetStreamDeadLetter
->("jetstream-dead-letter");
-
-/**
- * A message could not be deserialized, with `onMalformed: "fail"`. It fails
- * the job without restarts (a `SuppressRestartsError`), like the file
- * source's `DeserializationError`. The message reads, e.g.,
- * `Cannot deserialize sequence 7 of stream orders (subject orders.eu): Unexpected token … ("{oops")`.
- */
-export class JetStreamDeserializationError extends SuppressRestartsError {
-  /** The stream. */
-  readonly stream: string;
-  /** The message's subject. */
-  readonly subject: string;
-  /** Its stream sequence. */
-  readonly seq: number;
-  /**
-   * Creates the error.
-   * @param options where the message was and what the deserializer threw (kept as `cause`).
-   */
-  constructor(
-    options: {
-      stream: string;
-      subject: string;
-      seq: number;
-      index?: number;
-      data: Uint8Array;
-      cause: unknown;
-    },
-  ) {
-    const text = new TextDecoder().decode(options.data.subarray(0, MAX_QUOTED * 4));
-    const quoted = text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text;
-    super(
-      `Cannot deserialize sequence ${options.seq}${
-        options.index ? ` record ${options.index} of its batch` : ""
-      } of stream ${options.stream} (subject ${options.subject}): ${messageOf(options.cause)} (${
-        JSON.stringify(quoted)
-      })`,
-      { cause: options.cause },
-    );
-    this.name = "JetStreamDeserializationError";
-    this.stream = options.stream;
-    this.subject = options.subject;
-    this.seq = options.seq;
-  }
-}
 
 /** Options of {@linkcode JetStreamSource}. */
 export interface JetStreamSourceOptions<T> {
@@ -472,7 +392,7 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
   createReader(context: SourceReaderContext): SourceReader<T, JetStreamSplit> {
     const rate = this.options.recordsPerSecond;
     return new JetStreamReader(
-      this,
+      this.options,
       context,
       rate === undefined ? undefined : new RateLimiter(rate / context.parallelism),
     );
@@ -511,246 +431,4 @@ function positive(name: string, value: number, stream: string): number {
     );
   }
   return value;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function headerRecord(headers: MessageHeaders | undefined): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  if (headers === undefined) return out;
-  for (const name of headers.keys()) out[name] = headers.values(name);
-  return out;
-}
-
-interface ActiveSplit<T> {
-  readonly split: JetStreamSplit;
-  readonly feed: MessageFeed;
-  done: boolean;
-  /** The split's output, created at the first `pollNext` after the split was added. */
-  output: SourceOutput<T> | undefined;
-}
-
-/** Reads the splits of one source subtask; see the module docs. */
-class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
-  readonly #source: JetStreamSource<T>;
-  readonly #operatorName: string;
-  readonly #context: SourceReaderContext;
-  readonly #limiter: RateLimiter | undefined;
-  #rateWait: Sleep | undefined;
-  #nc: NatsConnection | undefined;
-  #tracker: Promise<TxnStateTracker> | undefined;
-  #splits: ActiveSplit<T>[] = [];
-  /** Splits were added since the last `pollNext`: their outputs are still to be created. */
-  #newSplits = false;
-  #next = 0;
-  #wake: (() => void) | undefined;
-  #waiting: Promise<void> | undefined;
-  #closed = false;
-
-  constructor(
-    source: JetStreamSource<T>,
-    context: SourceReaderContext,
-    limiter: RateLimiter | undefined,
-  ) {
-    this.#source = source;
-    this.#operatorName = context.operatorName;
-    this.#context = context;
-    this.#limiter = limiter;
-  }
-
-  async start(): Promise<void> {
-    const { connection, stream } = this.#source.options;
-    this.#nc = await connectNats({ name: `weir-source-${stream}`, ...connection });
-  }
-
-  addSplits(splits: JetStreamSplit[]): void {
-    const o = this.#source.options;
-    const nc = this.#nc!;
-    const where = `JetStreamSource '${this.#operatorName}' of stream ${o.stream}`;
-    for (const raw of splits) {
-      const split = decodeJetStreamSplit(raw, where);
-      if (o.discoveryIntervalMs > 0 && split.subject !== null && hasWildcard(split.subject)) {
-        throw new JetStreamSplitStateError(
-          `Cannot restore split ${
-            JSON.stringify(split.splitId)
-          } of ${where}: a split of a wildcard (checkpointed with subject discovery off) cannot be read with discovery on, which reads its subjects as splits of their own; resume with 'discoveryIntervalMs: 0'`,
-        );
-      }
-      const feed = new MessageFeed({
-        js: jetstreamApi.jetstream(nc),
-        stream: split.stream,
-        filterSubject: split.subject ?? undefined,
-        afterSeq: split.offset,
-        stopAt: split.stopAt ?? undefined,
-        isolation: o.isolation,
-        states: () => this.#tracker ??= TxnStateTracker.open(nc, o.txnBucket),
-        maxBuffered: o.maxBuffered,
-        maxPayload: nc.info?.max_payload,
-        onChange: () => this.#notify(),
-      });
-      this.#splits.push({ split, feed, done: false, output: undefined });
-      this.#newSplits = true;
-      feed.start();
-    }
-  }
-
-  pollNext(output: ReaderOutput<T>): InputStatus {
-    const o = this.#source.options;
-    if (this.#newSplits) {
-      this.#newSplits = false;
-      for (const s of this.#splits) s.output ??= output.createOutputForSplit(s.split.splitId);
-    }
-    const count = this.#splits.length;
-    const limiter = this.#limiter;
-    const allowed = limiter === undefined
-      ? o.batchSize
-      : Math.min(o.batchSize, limiter.available(this.#context.currentProcessingTime()));
-    if (allowed === 0) return "NOTHING_AVAILABLE";
-    // Skipped records count as work too, so one call stays bounded behind a large aborted transaction.
-    let work = 0;
-    let emitted = 0;
-    let idle = 0;
-    while (work < o.batchSize && emitted < allowed && idle < count) {
-      const active = this.#splits[this.#next % count]!;
-      const step = active.done ? { kind: "end" as const } : active.feed.next();
-      if (step.kind === "record" || step.kind === "skipped") {
-        let records = 1;
-        if (step.kind === "record") {
-          records = this.#emit(step.message, active.output!, output);
-          emitted += records;
-        }
-        work += records;
-        idle = 0;
-        if (step.kind === "record") this.#next++;
-        continue;
-      }
-      if (step.kind === "end" && !active.done) {
-        active.done = true;
-        output.releaseOutputForSplit(active.split.splitId);
-      }
-      idle++;
-      this.#next++;
-    }
-    limiter?.take(emitted);
-    if (work > 0) return "MORE_AVAILABLE";
-    if (o.bounded && this.#splits.every((s) => s.done)) return "END_OF_INPUT";
-    return "NOTHING_AVAILABLE";
-  }
-
-  isAvailable(): Promise<void> {
-    if (this.#closed) return Promise.resolve();
-    const limiter = this.#limiter;
-    if (limiter !== undefined) {
-      if (this.#rateWait !== undefined) return this.#rateWait.promise;
-      const now = this.#context.currentProcessingTime();
-      if (limiter.available(now) === 0) {
-        const wait = sleepUntil(this.#context.clock, limiter.nextAt(now));
-        this.#rateWait = wait;
-        wait.promise.then(() => {
-          if (this.#rateWait === wait) this.#rateWait = undefined;
-        });
-        return wait.promise;
-      }
-    }
-    if (this.#splits.some((s) => !s.done && s.feed.ready)) return Promise.resolve();
-    if (this.#source.options.bounded && this.#splits.every((s) => s.done)) return Promise.resolve();
-    return this.#waiting ??= new Promise((resolve) => this.#wake = resolve);
-  }
-
-  snapshotState(_checkpointId: number): JetStreamSplit[] {
-    return this.#splits.map(({ split, feed }) => ({ ...split, offset: feed.position }));
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#rateWait?.cancel();
-    this.#notify();
-    await Promise.all(this.#splits.map((s) => s.feed.close()));
-    if (this.#tracker) await this.#tracker.then((t) => t.close(), () => {});
-    await this.#nc?.close();
-  }
-
-  #notify(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    this.#waiting = undefined;
-    wake?.();
-  }
-
-  /**
-   * Emits a message's records into its split's output, or their dead
-   * letters into the main output.
-   * @returns the records and dead letters emitted.
-   */
-  #emit(message: FeedMessage, split: SourceOutput<T>, output: ReaderOutput<T>): number {
-    const o = this.#source.options;
-    const meta = { subject: message.subject, seq: message.seq, index: 0, headers: message.headers };
-    const header = message.headers?.has(RECORD_BATCH_HEADER)
-      ? message.headers.get(RECORD_BATCH_HEADER)
-      : undefined;
-    if (header === undefined) {
-      this.#emitRecord(message.data, meta, message.timestamp, split, output);
-      return 1;
-    }
-    let records: Uint8Array[];
-    try {
-      records = decodeRecordBatch(message.data, header, {
-        stream: o.stream,
-        seq: message.seq,
-        subject: message.subject,
-      });
-    } catch (error) {
-      if (o.onMalformed === "fail") throw error;
-      this.#deadLetter(message.data, meta, error, output);
-      return 1;
-    }
-    for (let i = 0; i < records.length; i++) {
-      meta.index = i;
-      this.#emitRecord(records[i]!, meta, message.timestamp, split, output);
-    }
-    return records.length;
-  }
-
-  #emitRecord(
-    data: Uint8Array,
-    meta: MessageMeta,
-    timestamp: number,
-    split: SourceOutput<T>,
-    output: ReaderOutput<T>,
-  ): void {
-    const o = this.#source.options;
-    let value: T;
-    try {
-      value = o.deserializer(data, meta);
-    } catch (cause) {
-      if (o.onMalformed === "fail") {
-        throw new JetStreamDeserializationError({
-          stream: o.stream,
-          subject: meta.subject,
-          seq: meta.seq,
-          index: meta.index,
-          data,
-          cause,
-        });
-      }
-      this.#deadLetter(data, meta, cause, output);
-      return;
-    }
-    split.collect(value, o.timestamp ? o.timestamp(value, meta) : timestamp);
-  }
-
-  #deadLetter(data: Uint8Array, meta: MessageMeta, cause: unknown, output: ReaderOutput<T>): void {
-    output.output(JETSTREAM_DEAD_LETTER, {
-      stream: this.#source.options.stream,
-      subject: meta.subject,
-      seq: meta.seq,
-      index: meta.index,
-      headers: headerRecord(meta.headers),
-      data,
-      error: messageOf(cause),
-    });
-  }
 }
