@@ -36,7 +36,8 @@
  * line per cause in its chain whose message its parent's message does not
  * already contain (the parent being the next error up the chain, shown or
  * not); a cause whose message is contained gives `\n  caused by <name>
- * (message above)`, or nothing when its name is `Error`. A cycle in the chain ends it. Performs no I/O.
+ * (message above)`, or nothing when its name is `Error` or the parent's
+ * message already says `caused by <name>` (a report relayed from a worker). A cycle in the chain ends it. Performs no I/O.
  * @param error the outermost error.
  * @returns the text; just `error.message` when every cause is contained in it.
  */
@@ -49,7 +50,9 @@ export function chainMessage(error: Error): string {
     seen.add(cause);
     const contained = cause.message.length > 0 && parent.includes(cause.message);
     if (!contained) text += `\n  caused by ${cause.name}: ${cause.message}`;
-    else if (cause.name !== "Error") text += `\n  caused by ${cause.name} (message above)`;
+    else if (cause.name !== "Error" && !parent.includes(`caused by ${cause.name}`)) {
+      text += `\n  caused by ${cause.name} (message above)`;
+    }
     parent = cause.message;
     cause = cause.cause;
   }

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { chainMessage } from "./error_chain.ts";
 import { errorInfo } from "./task/messages.ts";
 import { SuppressRestartsError } from "./failure.ts";
-import { RemoteTaskError } from "./cluster/job_result.ts";
+import { RemoteTaskError, TaskFailureError } from "./cluster/job_result.ts";
+import { createRestartBackoff, RestartStrategies } from "./cluster/restart_strategy.ts";
 
 class DisabledError extends SuppressRestartsError {
   constructor() {
@@ -57,4 +58,33 @@ Deno.test("a cause repeated further down is compared with its own parent, and cy
     chainMessage(new Error("stopped", { cause: empty })),
     "stopped\n  caused by Interrupted: ",
   );
+});
+
+Deno.test("a reported task failure carries the SuppressRestartsError subclass, so the job fails naming it once", () => {
+  const root = new DisabledError();
+  const task = new Error(`Subtask Sink (1/1) [v0#0, attempt 2] of job j failed: ${root.message}`, {
+    cause: root,
+  });
+  const info = errorInfo(task);
+  assert.deepEqual(info.suppressedBy, { name: "DisabledError", message: root.message });
+  const local = new TaskFailureError("v0", 0, 2, info);
+  assert.equal(local.name, "TaskFailureError");
+  assert.ok(!(local instanceof RemoteTaskError));
+  const decision = createRestartBackoff(RestartStrategies.fixedDelay(3, 0)).onFailure(0, local);
+  assert.deepEqual(decision, {
+    kind: "fail",
+    reason: `without restarts: DisabledError: ${root.message}`,
+    suppressed: true,
+  });
+});
+
+Deno.test("a relayed report whose text already names its cause's class does not name it again", () => {
+  const root = new DisabledError();
+  const task = new Error(`Subtask Sink (1/1) [v0#0, attempt 0] of job j failed: ${root.message}`, {
+    cause: root,
+  });
+  const local = new TaskFailureError("v0", 0, 0, errorInfo(task));
+  const text = chainMessage(new Error("Job j failed", { cause: local }));
+  assert.equal(text.split("caused by DisabledError").length - 1, 1, text);
+  assert.equal(text.split(root.message).length - 1, 1, text);
 });

@@ -20,6 +20,7 @@ import {
   type CancelReply,
   type ClusterOverview,
   JOB_STATUS_SUBJECT,
+  type JobStatus,
   type JobStatusReply,
   LIST_SUBJECT,
   SUBMIT_SUBJECT,
@@ -124,6 +125,7 @@ export async function awaitJob(
 ): Promise<JobExecutionResult> {
   let unreachableSince: number | undefined;
   let attempt = 0;
+  let lastWaiting: string | undefined;
   while (true) {
     await delay(pollIntervalMs);
     let answer: JobStatusReply;
@@ -143,14 +145,14 @@ export async function awaitJob(
       continue;
     }
     if (!answer.ok) throw new JobFailedError(`Job ${jobId}: ${answer.error}`);
-    if (answer.status.attempt > attempt) {
-      attempt = answer.status.attempt;
-      log.warn(
-        `job ${jobId} restarted as attempt ${attempt} after: ${
-          answer.status.lastFailure ?? "a failure"
-        }`,
-      );
+    const status = answer.status;
+    if (status.attempt > attempt) {
+      attempt = status.attempt;
+      log.warn(`job ${jobId} restarted as attempt ${attempt} after ${restartReason(status)}`);
     }
+    const waiting = status.waitingForSlots;
+    if (waiting !== undefined && waiting !== lastWaiting) log.warn(`job ${jobId}: ${waiting}`);
+    lastWaiting = waiting;
     const outcome = answer.outcome;
     if (outcome === undefined) continue;
     if (outcome.t === "result") return outcome.result;
@@ -194,4 +196,14 @@ export async function executeOnCluster(
   } finally {
     await transport.close();
   }
+}
+
+/**
+ * What the client says a restart followed: the coordinator's
+ * `restartedAfter` (`attempt <n> failed: …`, the failed attempt, not the new
+ * one); from an older coordinator, its `lastFailure`.
+ */
+function restartReason(status: JobStatus): string {
+  if (status.restartedAfter !== undefined) return status.restartedAfter;
+  return `a failure: ${status.lastFailure ?? "unknown"}`;
 }

@@ -354,10 +354,18 @@ export class ClusterCoordinator {
   }
 
   #status(job: JobEntry): JobStatus {
-    const lastFailure = job.coordinator.lastFailure;
+    const c = job.coordinator;
+    const lastFailure = c.lastFailure;
+    const restartedAfter = c.restartedAfter;
     return job.status.status === "RUNNING"
-      ? { ...job.status, attempt: job.coordinator.attempt, lastFailure }
-      : { ...job.status, lastFailure };
+      ? {
+        ...job.status,
+        attempt: c.attempt,
+        lastFailure,
+        restartedAfter,
+        waitingForSlots: c.waitingForSlots,
+      }
+      : { ...job.status, lastFailure, restartedAfter };
   }
 
   #onJobStatus(m: TransportMessage): void {

@@ -125,6 +125,13 @@ export interface JobStatus {
   readonly error?: string | undefined;
   /** Why its latest attempt failed, when one did (the job may have restarted since). */
   readonly lastFailure?: string | undefined;
+  /**
+   * Why the current attempt exists once the job restarted: `attempt <n>
+   * failed: <name>: <message>`, naming the failed attempt.
+   */
+  readonly restartedAfter?: string | undefined;
+  /** While the current attempt waits for slots to deploy on: what it waits for. */
+  readonly waitingForSlots?: string | undefined;
 }
 
 /** One worker in a {@linkcode ClusterOverview}. */

@@ -78,6 +78,7 @@ import {
   type JobExecutionResult,
   JobFailedError,
   RemoteTaskError,
+  TaskFailureError,
   type VertexMetrics,
 } from "./job_result.ts";
 import { logger } from "../log.ts";
@@ -114,6 +115,11 @@ export interface JobCoordinatorOptions {
   readonly restoreFrom: RestorePoint | null;
   /** How long subtasks may take to become ready, in ms. */
   readonly deployTimeoutMs: number;
+  /**
+   * True when the workers run in this process (local mode): task failures
+   * are then `TaskFailureError`s, not `RemoteTaskError`s. Default false.
+   */
+  readonly local?: boolean;
   /** Test hook: throwing fails the job at that point. */
   readonly faults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
@@ -149,6 +155,8 @@ export class JobCoordinator {
   #restarts = 0;
   #deployedOn = new Set<string>();
   #lastFailure: string | undefined;
+  #restartedAfter: string | undefined;
+  #waitingForSlots: string | undefined;
   #startedAt = Date.now();
   #resolve!: (r: JobExecutionResult) => void;
   #reject!: (e: unknown) => void;
@@ -194,6 +202,25 @@ export class JobCoordinator {
   /** Why the latest attempt failed (`name: message`), if one did. */
   get lastFailure(): string | undefined {
     return this.#lastFailure;
+  }
+
+  /**
+   * Why the current attempt exists, once the job restarted: `attempt <n>
+   * failed: <name>: <message>`, naming the failed attempt (the one before the
+   * current one), not the current attempt's own failure.
+   */
+  get restartedAfter(): string | undefined {
+    return this.#restartedAfter;
+  }
+
+  /**
+   * While the coordinator waits for workers (slots, in cluster mode) to
+   * deploy the current attempt on: what it waits for, e.g. `waiting for
+   * slots to deploy attempt 0 (4 subtasks) on: 0 registered, at least 1
+   * needed; the attempt fails after 60000 ms without one`. Undefined otherwise.
+   */
+  get waitingForSlots(): string | undefined {
+    return this.#waitingForSlots;
   }
 
   /**
@@ -324,11 +351,21 @@ export class JobCoordinator {
     const o = this.#o;
     const attempt = this.#current.number;
     const since = Date.now();
-    log.warn(`job ${o.jobId}: no worker to deploy attempt ${attempt} on; waiting for workers`);
+    this.#waitingForSlots = `waiting for slots to deploy attempt ${attempt} ` +
+      `(${this.#tasks.length} subtasks) on: 0 registered, at least 1 needed; ` +
+      `the attempt fails after ${o.deployTimeoutMs} ms without one`;
+    log.warn(`job ${o.jobId}: ${this.#waitingForSlots}`);
     const poll = () => {
-      if (this.#phase !== "deploying" || this.#current.number !== attempt) return;
-      if (o.workers().length > 0) return this.#deploy(restore);
+      if (this.#phase !== "deploying" || this.#current.number !== attempt) {
+        this.#waitingForSlots = undefined;
+        return;
+      }
+      if (o.workers().length > 0) {
+        this.#waitingForSlots = undefined;
+        return this.#deploy(restore);
+      }
       if (Date.now() - since >= o.deployTimeoutMs) {
+        this.#waitingForSlots = undefined;
         return void this.#failover(
           new Error(`Job ${o.jobId} found no worker to run on within ${o.deployTimeoutMs} ms`),
         );
@@ -394,7 +431,14 @@ export class JobCoordinator {
         }
         return;
       case "failed":
-        await this.#failover(new RemoteTaskError(msg.vertex, msg.subtask, msg.att, msg.error));
+        await this.#failover(
+          new (this.#o.local ? TaskFailureError : RemoteTaskError)(
+            msg.vertex,
+            msg.subtask,
+            msg.att,
+            msg.error,
+          ),
+        );
         return;
     }
   }
@@ -577,6 +621,7 @@ export class JobCoordinator {
     if (this.#phase === "restarting" || this.#phase === "done") return;
     const o = this.#o;
     this.#phase = "restarting";
+    this.#waitingForSlots = undefined;
     clearTimeout(this.#timer);
     clearTimeout(this.#deployTimer);
     this.#lastFailure = describe(error);
@@ -592,7 +637,8 @@ export class JobCoordinator {
         await Promise.all([...this.#finalizing]);
         this.#end(
           new JobFailedError(
-            `Job ${o.jobId} '${o.graph.name}' failed: ${decision.reason}${this.#resumeHint()}`,
+            `Job ${o.jobId} '${o.graph.name}' failed${decision.suppressed ? " " : ": "}` +
+              `${decision.reason}${this.#resumeHint()}`,
             { cause: failure },
           ),
         );
@@ -643,6 +689,7 @@ export class JobCoordinator {
       this.#tracker.restoreCounter(latest.checkpointId);
     }
     this.#restarts++;
+    this.#restartedAfter = `attempt ${this.#current.number} failed: ${this.#lastFailure}`;
     this.#current = this.#current.next();
     log.warn(
       `job ${o.jobId}: restarting as attempt ${this.#current.number} (restart ${this.#restarts}) from ` +

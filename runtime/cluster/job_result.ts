@@ -48,28 +48,54 @@ export class CheckpointFailureThresholdError extends Error {
   }
 }
 
-/** A subtask's failure as reported by its worker. */
-export class RemoteTaskError extends Error {
+/**
+ * A subtask's failure as its worker reported it to the coordinator (Flink's
+ * task failure, `TaskExecutionState` FAILED): `<name>: <message> (<vertex>#<subtask>,
+ * attempt <n>)`, without the parenthesis when the message names them already. Local mode fails attempts with this class; cluster mode, where
+ * the worker is another process, with its subclass {@linkcode RemoteTaskError}.
+ * When the report says restarts are suppressed, the `cause` is a
+ * `SuppressRestartsError` carrying the name and message of the one the task
+ * threw (e.g. `MariaDbRejectedError`), so the restart strategy fails the job
+ * and its message names that class.
+ */
+export class TaskFailureError extends Error {
   /** The error class name. */
-  override name = "RemoteTaskError";
+  override name = "TaskFailureError";
   /** The failing subtask's vertex id. */
   readonly vertexId: string;
   /** The failing subtask's index. */
   readonly subtask: number;
   /**
-   * @param info the reported error; when it suppresses restarts, the cause is
-   *   a `SuppressRestartsError` so the restart strategy fails the job.
+   * Creates the error from a worker's report.
+   * @param vertexId the failing subtask's vertex id.
+   * @param subtask the failing subtask's index.
+   * @param attempt the attempt the subtask ran in (0 first).
+   * @param info the reported error.
    */
   constructor(vertexId: string, subtask: number, attempt: number, info: ErrorInfo) {
-    const message = `${info.name}: ${info.message} (${vertexId}#${subtask}, attempt ${attempt})`;
-    super(
-      message,
-      info.suppressRestarts ? { cause: new SuppressRestartsError(info.message) } : undefined,
-    );
+    // The task's own message usually names the subtask and attempt already.
+    const where = `${vertexId}#${subtask}, attempt ${attempt}`;
+    const message = info.message.includes(where)
+      ? `${info.name}: ${info.message}`
+      : `${info.name}: ${info.message} (${where})`;
+    super(message, info.suppressRestarts ? { cause: suppressionOf(info) } : undefined);
     this.vertexId = vertexId;
     this.subtask = subtask;
     if (info.stack) this.stack = info.stack;
   }
+}
+
+/** A subtask's failure as reported by a worker in another process (cluster mode); see {@linkcode TaskFailureError}. */
+export class RemoteTaskError extends TaskFailureError {
+  /** The error class name. */
+  override name = "RemoteTaskError";
+}
+
+function suppressionOf(info: ErrorInfo): SuppressRestartsError {
+  const by = info.suppressedBy;
+  const error = new SuppressRestartsError(by?.message ?? info.message);
+  if (by !== undefined) error.name = by.name;
+  return error;
 }
 
 /**

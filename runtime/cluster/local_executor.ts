@@ -180,6 +180,7 @@ export async function executeLocally(
     workers: () => [workerId],
     restoreFrom,
     deployTimeoutMs: 60_000,
+    local: true,
     faults: options.coordinatorFaults,
   });
   try {

@@ -53,8 +53,13 @@ export type RestartDecision =
    * granted, this one included (1 for the first).
    */
   | { readonly kind: "restart"; readonly delayMs: number; readonly attempt: number }
-  /** Fail the job for good; `reason` says why, naming the strategy and the failure. */
-  | { readonly kind: "fail"; readonly reason: string };
+  /**
+   * Fail the job for good; `reason` says why, naming the strategy and the
+   * failure. When a `SuppressRestartsError` in the failure's chain decided
+   * it, `suppressed` is true and `reason` is `without restarts: <its class
+   * name>: <its message>` (e.g. `without restarts: MariaDbRejectedError: …`).
+   */
+  | { readonly kind: "fail"; readonly reason: string; readonly suppressed?: boolean };
 
 /** A restart strategy's running state; see {@linkcode createRestartBackoff}. */
 export interface RestartBackoff {
@@ -139,7 +144,8 @@ export function createRestartBackoff(
       if (s !== undefined) {
         return {
           kind: "fail",
-          reason: `Restarts are suppressed by the failure: ${describeError(s)}`,
+          reason: `without restarts: ${describeError(s)}`,
+          suppressed: true,
         };
       }
       return decide(nowMs, error);

@@ -185,6 +185,12 @@ export interface ErrorInfo {
   readonly stack?: string;
   /** True when the cause chain holds a `SuppressRestartsError`: the job fails without restarts. */
   readonly suppressRestarts?: boolean;
+  /**
+   * The first `SuppressRestartsError` of the chain (its class name, e.g.
+   * `MariaDbRejectedError`, and its own message), when there is one: the
+   * coordinator names it when it fails the job without restarts.
+   */
+  readonly suppressedBy?: { readonly name: string; readonly message: string };
 }
 
 /** Subtask/worker -> coordinator messages. */
@@ -297,20 +303,31 @@ export function errorInfo(error: unknown): ErrorInfo {
   if (error instanceof Error) {
     // Each distinct message of the chain once (`error_chain.ts`).
     const message = chainMessage(error);
-    let suppressRestarts = error instanceof SuppressRestartsError;
+    let suppressedBy: Error | undefined = error instanceof SuppressRestartsError
+      ? error
+      : undefined;
     let cause: unknown = error.cause;
     const seen = new Set<unknown>([error]);
     while (cause instanceof Error && !seen.has(cause)) {
       seen.add(cause);
-      if (cause instanceof SuppressRestartsError) suppressRestarts = true;
+      if (cause instanceof SuppressRestartsError) suppressedBy ??= cause;
       cause = cause.cause;
     }
-    const info: { name: string; message: string; stack?: string; suppressRestarts?: boolean } = {
+    const info: {
+      name: string;
+      message: string;
+      stack?: string;
+      suppressRestarts?: boolean;
+      suppressedBy?: { name: string; message: string };
+    } = {
       name: error.name,
       message: truncate(message),
     };
     if (error.stack !== undefined) info.stack = truncate(error.stack);
-    if (suppressRestarts) info.suppressRestarts = true;
+    if (suppressedBy !== undefined) {
+      info.suppressRestarts = true;
+      info.suppressedBy = { name: suppressedBy.name, message: truncate(suppressedBy.message) };
+    }
     return info;
   }
   return { name: "Error", message: truncate(String(error)) };
