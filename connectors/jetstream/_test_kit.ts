@@ -10,6 +10,9 @@
 import { jetstreamApi, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
 import { connectNats, type NatsConnectionOptions } from "../../runtime/actor/nats_connect.ts";
 import type { SinkInitContext } from "../../runtime/api/sink.ts";
+import type { SourceReader } from "../../runtime/api/source.ts";
+import { ManualClock } from "../../runtime/time/manual_clock.ts";
+import type { JetStreamSource, JetStreamSplit } from "./source.ts";
 import { readCommitted, type ReadOptions } from "./reader.ts";
 import { commitTransaction } from "./committer.ts";
 import { type JetStreamTxn, TransactionalProducer } from "./producer.ts";
@@ -69,6 +72,29 @@ export function initContext(
   uid = "out",
 ): SinkInitContext {
   return { subtaskIndex: subtask, parallelism, attempt, uid, jobId: "jetstream-test" };
+}
+
+/**
+ * The started reader of subtask 0 of 1 of `source`, on a `ManualClock` at 0
+ * (so a rate limit stays where it is), with `splits` added.
+ */
+export async function startReader<T>(
+  source: JetStreamSource<T>,
+  splits: JetStreamSplit[],
+  operatorName = "jetstream",
+): Promise<SourceReader<T, JetStreamSplit>> {
+  const clock = new ManualClock();
+  const reader = source.createReader({
+    subtaskIndex: 0,
+    parallelism: 1,
+    attempt: 0,
+    operatorName,
+    currentProcessingTime: () => clock.now(),
+    clock,
+  });
+  await reader.start?.();
+  reader.addSplits(splits);
+  return reader;
 }
 
 /** Publishes each value as JSON to `subject`, non-transactionally, and waits for the acks. */

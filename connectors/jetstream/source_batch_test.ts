@@ -11,7 +11,6 @@ import assert from "node:assert/strict";
 import { headers as natsHeaders } from "../../runtime/actor/nats_deps.ts";
 import type { SourceReader } from "../../runtime/api/source.ts";
 import { RecordingReaderOutput } from "../testing/reader_output.ts";
-import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import { deadline } from "../../runtime/actor/async.ts";
 import { encodeRecordBatch, RECORD_BATCH_HEADER, RecordBatchError } from "./record_batch.ts";
 import {
@@ -26,6 +25,7 @@ import {
   CONNECTION,
   HandDrivenTransactions,
   publishJson,
+  startReader,
   type TestJetStream,
   withJetStream,
 } from "./_test_kit.ts";
@@ -51,18 +51,7 @@ async function reader<T>(
     bounded: true,
     ...rest,
   });
-  const clock = new ManualClock();
-  const r = src.createReader({
-    subtaskIndex: 0,
-    parallelism: 1,
-    attempt: 0,
-    operatorName: "jetstream",
-    currentProcessingTime: () => clock.now(),
-    clock,
-  });
-  await r.start?.();
-  r.addSplits(splits ?? await src.enumerateSplits({ parallelism: 1 }));
-  return r;
+  return startReader(src, splits ?? await src.enumerateSplits({ parallelism: 1 }));
 }
 
 /** Polls once, waiting (at most 30 s) until something is available. */

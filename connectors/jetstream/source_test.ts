@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import type { SourceReader } from "../../runtime/api/source.ts";
 import { RecordingReaderOutput } from "../testing/reader_output.ts";
-import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import { deadline } from "../../runtime/actor/async.ts";
 import {
   JETSTREAM_DEAD_LETTER,
@@ -16,6 +15,7 @@ import {
   HandDrivenTransactions,
   initContext,
   publishJson,
+  startReader,
   type TestJetStream,
   withJetStream,
 } from "./_test_kit.ts";
@@ -47,24 +47,6 @@ function source<T = unknown>(
     txnBucket: t.bucket,
     ...options,
   });
-}
-
-async function reader<T>(
-  src: JetStreamSource<T>,
-  splits: JetStreamSplit[],
-): Promise<SourceReader<T, JetStreamSplit>> {
-  const clock = new ManualClock();
-  const r = src.createReader({
-    subtaskIndex: 0,
-    parallelism: 1,
-    attempt: 0,
-    operatorName: "jetstream",
-    currentProcessingTime: () => clock.now(),
-    clock,
-  });
-  await r.start?.();
-  r.addSplits(splits);
-  return r;
 }
 
 /** How long {@linkcode pollUntil} waits in all before it fails the test, in ms. */
@@ -109,7 +91,7 @@ Deno.test("a restored reader resumes right after the checkpointed sequence", asy
     await publishJson(t.js, `${t.stream}.a`, [1, 2, 3, 4, 5, 6]);
     const src = source<number>(t, { batchSize: 2 });
     const splits = await src.enumerateSplits({ parallelism: 1 });
-    const first = await reader(src, splits);
+    const first = await startReader(src, splits);
     const out1 = collector<number>();
     let snapshot: JetStreamSplit[];
     try {
@@ -121,7 +103,7 @@ Deno.test("a restored reader resumes right after the checkpointed sequence", asy
     assert.deepEqual(out1.values, [1, 2, 3, 4]);
     assert.deepEqual(snapshot.map((s) => s.offset), [4]);
     await publishJson(t.js, `${t.stream}.a`, [7]);
-    const second = await reader(src, snapshot);
+    const second = await startReader(src, snapshot);
     const out2 = collector<number>();
     try {
       await pollUntil(second, out2, () => out2.values.length >= 3);
@@ -147,7 +129,7 @@ Deno.test("a filter with wildcards gives one split per matching subject, sorted,
     );
     assert.ok(splits.every((s) => s.stopAt === 5 && s.offset === 0));
     for (const [split, expected] of [[splits[0]!, ["a1", "a2"]], [splits[2]!, ["c1"]]] as const) {
-      const r = await reader(src, [split]);
+      const r = await startReader(src, [split]);
       const out = collector<string>();
       try {
         assert.equal(await pollUntil(r, out, () => false), "END_OF_INPUT");
@@ -166,7 +148,7 @@ Deno.test("each subject split emits through its own split output, released at it
     const src = source<string>(t, { filterSubject: `${t.stream}.*`, bounded: true });
     const splits = await src.enumerateSplits({ parallelism: 1 });
     const [a, b] = splits.map((s) => s.splitId);
-    const r = await reader(src, splits);
+    const r = await startReader(src, splits);
     const out = collector<string>();
     try {
       assert.equal(await pollUntil(r, out, () => false), "END_OF_INPUT");
@@ -217,7 +199,7 @@ Deno.test("a malformed message fails the reader with an error naming stream, sub
     await publishJson(t.js, `${t.stream}.a`, [1]);
     await t.js.publish(`${t.stream}.a`, new TextEncoder().encode("{oops"));
     const src = source<number>(t);
-    const r = await reader(src, await src.enumerateSplits({ parallelism: 1 }));
+    const r = await startReader(src, await src.enumerateSplits({ parallelism: 1 }));
     const out = collector<number>();
     try {
       await assert.rejects(
@@ -240,7 +222,7 @@ Deno.test("with onMalformed dead-letter, a malformed message goes to the side ou
     await t.js.publish(`${t.stream}.a`, new TextEncoder().encode("{oops"));
     await publishJson(t.js, `${t.stream}.a`, [3]);
     const src = source<number>(t, { onMalformed: "dead-letter", bounded: true });
-    const r = await reader(src, await src.enumerateSplits({ parallelism: 1 }));
+    const r = await startReader(src, await src.enumerateSplits({ parallelism: 1 }));
     const out = collector<number>();
     try {
       assert.equal(await pollUntil(r, out, () => false), "END_OF_INPUT");
@@ -273,7 +255,7 @@ Deno.test("the source reads committed by default: it waits for an open transacti
       await sink.invoke(committed, 2, { timestamp: undefined });
       await sink.preCommit(committed);
       await publishJson(t.js, `${t.stream}.plain`, [3]);
-      r = await reader(src, await src.enumerateSplits({ parallelism: 1 }));
+      r = await startReader(src, await src.enumerateSplits({ parallelism: 1 }));
       const out = collector<number>();
       // Everything waits behind the first, still open, transaction. (Waiting cannot make a
       // correct reader fail this; it gives a wrong one time to emit.)
@@ -301,7 +283,7 @@ Deno.test("a bounded source ends at the stream's last sequence at enumeration", 
     const src = source<number>(t, { bounded: true });
     const splits = await src.enumerateSplits({ parallelism: 1 });
     await publishJson(t.js, `${t.stream}.a`, [3]);
-    const r = await reader(src, splits);
+    const r = await startReader(src, splits);
     const out = collector<number>();
     try {
       assert.equal(await pollUntil(r, out, () => false), "END_OF_INPUT");
@@ -321,7 +303,7 @@ Deno.test("records carry the stream's timestamp, or the extractor's", async () =
         bounded: true,
         ...(extract ? { timestamp: (v: { at: number }) => v.at } : {}),
       });
-      const r = await reader(src, await src.enumerateSplits({ parallelism: 1 }));
+      const r = await startReader(src, await src.enumerateSplits({ parallelism: 1 }));
       const out = collector<{ at: number }>();
       try {
         await pollUntil(r, out, () => false);
