@@ -38,7 +38,7 @@
  */
 
 import { OutputTag } from "../../runtime/api/output_tag.ts";
-import { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";
+import { SuppressRestartsError } from "../../runtime/failure.ts";
 import type { MessageHeaders } from "./feed.ts";
 
 /** Characters of a record quoted at most in a {@linkcode JetStreamDeserializationError}. */

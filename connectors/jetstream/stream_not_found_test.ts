@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { errors, jetstreamApi } from "../../runtime/actor/nats_deps.ts";
 import type { SourceReader } from "../../runtime/api/source.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
-import { ManualClock } from "../../runtime/time/manual_clock.ts";
 import {
   JobFailedError,
   type RuntimeContext,
@@ -19,6 +18,7 @@ import { isStreamNotFound, JetStreamStreamNotFoundError } from "./stream_not_fou
 import {
   CONNECTION,
   publishJson,
+  startReader,
   type TestJetStream,
   uniqueName,
   withJetStream,
@@ -33,24 +33,6 @@ function source(t: TestJetStream, stream = t.stream): JetStreamSource<number> {
     txnBucket: t.bucket,
     isolation: "read_uncommitted",
   });
-}
-
-async function reader(
-  src: JetStreamSource<number>,
-  splits: JetStreamSplit[],
-): Promise<SourceReader<number, JetStreamSplit>> {
-  const clock = new ManualClock();
-  const r = src.createReader({
-    subtaskIndex: 0,
-    parallelism: 1,
-    attempt: 0,
-    operatorName: "numbers",
-    currentProcessingTime: () => clock.now(),
-    clock,
-  });
-  await r.start?.();
-  r.addSplits(splits);
-  return r;
 }
 
 /** Polls `r` until it throws (30 s at most) and returns what it threw. */
@@ -151,7 +133,7 @@ Deno.test("a reader restored on a deleted stream fails without restarts, naming 
     const src = source(t);
     const splits = await src.enumerateSplits({ parallelism: 1 });
     await deleteStream(t);
-    const r = await reader(src, splits);
+    const r = await startReader(src, splits, "numbers");
     try {
       const error = await pollUntilThrows(r, new RecordingReaderOutput<number>());
       assertStreamNotFound(error, t.stream, new RegExp(`^Cannot read in stream ${t.stream}:`));
@@ -165,7 +147,7 @@ Deno.test("a running reader fails without restarts, naming the stream, when its 
   await withJetStream(async (t) => {
     await publishJson(t.js, `${t.stream}.a`, [1, 2, 3]);
     const src = source(t);
-    const r = await reader(src, await src.enumerateSplits({ parallelism: 1 }));
+    const r = await startReader(src, await src.enumerateSplits({ parallelism: 1 }), "numbers");
     try {
       const out = new RecordingReaderOutput<number>();
       await waitUntil(() => {
