@@ -95,6 +95,20 @@ import {
 import { FileSinkWriter } from "./file_sink_writer.ts";
 import { DefaultRollingPolicy, type RollingPolicy } from "./rolling_policy.ts";
 import type { RowEncoder } from "./row_encoders.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode FileSinkOptions} and the kinds of their values. */
+const FILE_SINK_OPTIONS: OptionsShape<FileSinkOptions<unknown>> = {
+  path: "any",
+  encoder: "object",
+  rollingPolicy: "object",
+  bucketAssigner: "object",
+  partPrefix: "string",
+  partSuffix: "string",
+  deliveryGuarantee: "any",
+  checkIntervalMs: "number",
+  clock: "object",
+};
 
 /** Default of {@linkcode FileSinkOptions.checkIntervalMs}: 1000 ms. */
 export const DEFAULT_BUCKET_CHECK_INTERVAL_MS = 1000;
@@ -175,10 +189,13 @@ export class FileSink<T> implements SinkV2<T, FileSinkCommittable, FileSinkWrite
    * Checks the options.
    * @param options the directory, the format and the policies.
    * @throws {DeliveryGuaranteeError} for `deliveryGuarantee: "none"` or an unknown one.
-   * @throws {RangeError} for an empty `path`, a bad `partPrefix`/`partSuffix`
-   *   or a `checkIntervalMs` that is not a positive finite number.
+   * @throws {RangeError} for an empty `path`, a bad `partPrefix`/`partSuffix`,
+   *   a `checkIntervalMs` that is not a positive finite number, or an unknown
+   *   option (`checkOptions`).
+   * @throws {TypeError} for an option of the wrong type (`checkIntervalMs: "5"`).
    */
   constructor(options: FileSinkOptions<T>) {
+    checkOptions("FileSink", options, FILE_SINK_OPTIONS);
     this.deliveryGuarantee = checkDeliveryGuarantee(
       "FileSink",
       options.deliveryGuarantee ?? "exactly-once",

@@ -116,6 +116,22 @@ import { TransactionLog } from "./transactions.ts";
 import { streamError } from "./stream_not_found.ts";
 import { checkDuplicateWindow } from "./duplicate_window.ts";
 import { explainPublishFailures } from "./subject_check.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode JetStreamSinkOptions} and the kinds of their values. */
+const SINK_OPTIONS: OptionsShape<JetStreamSinkOptions<unknown>> = {
+  connection: "object",
+  stream: "any", // checked below, with a message of its own
+  subject: "any",
+  serializer: "function",
+  deliveryGuarantee: "any",
+  lingerMs: "number",
+  transactionalIdPrefix: "string",
+  txnBucket: "string",
+  maxInFlight: "number",
+  maxInFlightBytes: "number",
+  maxBatchBytes: "number",
+};
 
 /** Default messages awaiting acknowledgement per sink subtask. */
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
@@ -209,11 +225,13 @@ export class JetStreamSink<T> implements SinkV2<T, JetStreamTxn, never> {
 
   /**
    * Creates the sink (no I/O until a subtask starts).
-   * @throws {TypeError} when `stream` or `subject` is empty or the prefix is not valid.
-   * @throws {RangeError} when `maxInFlight`, `maxInFlightBytes`, `maxBatchBytes` or `lingerMs` is out of range.
+   * @throws {TypeError} when `stream` or `subject` is empty, the prefix is not
+   *   valid, or an option has the wrong type (`lingerMs: "5"`).
+   * @throws {RangeError} for an unknown option (`checkOptions`), or when `maxInFlight`, `maxInFlightBytes`, `maxBatchBytes` or `lingerMs` is out of range.
    * @throws {DeliveryGuaranteeError} when `deliveryGuarantee` is not one of the three.
    */
   constructor(options: JetStreamSinkOptions<T>) {
+    checkOptions("JetStreamSink", options, SINK_OPTIONS);
     if (typeof options.stream !== "string" || options.stream === "") {
       throw new TypeError(
         `A JetStreamSink needs a stream name: current value is ${JSON.stringify(options.stream)}`,

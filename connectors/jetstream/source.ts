@@ -160,6 +160,25 @@ import { DEFAULT_MAX_BUFFERED } from "./reader.ts";
 import { type MessageMeta, messageOf } from "./source_records.ts";
 import { JetStreamReader } from "./source_reader.ts";
 import { RateLimiter } from "../../runtime/time/rate_limiter.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode JetStreamSourceOptions} and the kinds of their values. */
+const SOURCE_OPTIONS: OptionsShape<JetStreamSourceOptions<unknown>> = {
+  connection: "object",
+  stream: "any", // checked below, with a message of its own
+  filterSubject: "string",
+  startPosition: "any",
+  deserializer: "function",
+  isolation: "any",
+  txnBucket: "string",
+  bounded: "boolean",
+  onMalformed: "any",
+  timestamp: "function",
+  batchSize: "number",
+  maxBuffered: "number",
+  recordsPerSecond: "number",
+  discoveryIntervalMs: "number",
+};
 
 const DEFAULT_BATCH_SIZE = 1000;
 
@@ -246,13 +265,15 @@ export class JetStreamSource<T> implements Source<T, JetStreamSplit> {
 
   /**
    * Creates the source (no I/O until a subtask starts).
-   * @throws {TypeError} when `stream` is empty or an option has a wrong value.
-   * @throws {RangeError} when `batchSize`, `maxBuffered` or a start sequence is not a positive
+   * @throws {TypeError} when `stream` is empty or an option has a wrong value
+   *   or type (`bounded: "yes"`).
+   * @throws {RangeError} for an unknown option (`checkOptions`), or when `batchSize`, `maxBuffered` or a start sequence is not a positive
    *   integer, `recordsPerSecond` is not a positive finite number, or
    *   `discoveryIntervalMs` is not an integer ≥ 0 or is > 0 where discovery
    *   does not apply (bounded, or no wildcard filter).
    */
   constructor(options: JetStreamSourceOptions<T>) {
+    checkOptions("JetStreamSource", options, SOURCE_OPTIONS);
     if (typeof options.stream !== "string" || options.stream === "") {
       throw new TypeError(
         `A JetStreamSource needs a stream name: current value is ${JSON.stringify(options.stream)}`,

@@ -7,6 +7,19 @@
 
 import mariadb from "npm:mariadb@3.5.4";
 import { logger } from "../../runtime/log.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode MariaDbConnectionOptions} and the kinds of their values. */
+const CONNECTION_OPTIONS: OptionsShape<MariaDbConnectionOptions> = {
+  host: "string",
+  port: "number",
+  socketPath: "string",
+  user: "any",
+  password: "string",
+  database: "any",
+  connectTimeoutMs: "number",
+  driverOptions: "object",
+};
 
 const log = logger("mariadb");
 
@@ -47,12 +60,15 @@ export interface SqlConnection {
  * @param options the candidate.
  * @param where who passed them, for the message.
  * @returns `options`.
- * @throws {TypeError} when `user` or `database` is not a non-empty string.
+ * @throws {TypeError} when `user` or `database` is not a non-empty string,
+ *   or an option has the wrong type (`port: "3306"`).
+ * @throws {RangeError} for an unknown option (`checkOptions`).
  */
 export function checkConnectionOptions(
   options: MariaDbConnectionOptions,
   where: string,
 ): MariaDbConnectionOptions {
+  checkOptions(`${where}: connection`, options, CONNECTION_OPTIONS);
   if (typeof options?.user !== "string" || options.user.length === 0) {
     throw new TypeError(
       `${where}: connection.user must be a non-empty string: current value is ${

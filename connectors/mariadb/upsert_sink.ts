@@ -64,6 +64,19 @@ import {
 } from "./connection.ts";
 import { parseInsertStatement, quoteIdentifier } from "./statement.ts";
 import { keyColumnsProblem } from "../_sql/key_columns.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode MariaDbUpsertSinkOptions} and the kinds of their values. */
+const UPSERT_SINK_OPTIONS: OptionsShape<MariaDbUpsertSinkOptions<unknown>> = {
+  connection: "object",
+  table: "any",
+  columns: "object",
+  keyColumns: "object",
+  values: "any",
+  deliveryGuarantee: "any",
+  batchSize: "number",
+  batchIntervalMs: "number",
+};
 
 /** What {@linkcode mariaDbUpsertSink} is built from. */
 export interface MariaDbUpsertSinkOptions<T> {
@@ -180,8 +193,11 @@ export async function uniqueKeys(
  * @throws {RangeError} for bad columns, key columns, table name, `batchSize` or `batchIntervalMs`.
  * @throws {TypeError} for connection options without `user` or `database`,
  *   or a `values` that is not a function.
+ * @throws {RangeError} for an unknown option, here or in `connection` (`checkOptions`).
+ * @throws {TypeError} for an option of the wrong type (`batchSize: "100"`).
  */
 export function mariaDbUpsertSink<T>(options: MariaDbUpsertSinkOptions<T>): SinkV2<T> {
+  checkOptions("mariaDbUpsertSink", options, UPSERT_SINK_OPTIONS);
   const guarantee = checkDeliveryGuarantee(
     "mariaDbUpsertSink",
     options.deliveryGuarantee ?? "at-least-once",

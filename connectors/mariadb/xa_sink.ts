@@ -101,6 +101,21 @@ import { FencedWriterError, WriterFence } from "./fence.ts";
 import { rethrowMariaDbError } from "./errors.ts";
 import { rollBackLingering, XaSinkWriter } from "./xa_writer.ts";
 import { checkXidPrefix, defaultXidPrefix } from "./xid.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode MariaDbXaSinkOptions} and the kinds of their values. */
+const XA_SINK_OPTIONS: OptionsShape<MariaDbXaSinkOptions<unknown>> = {
+  connection: "object",
+  sql: "any",
+  parameters: "any",
+  deliveryGuarantee: "any",
+  batchSize: "number",
+  batchIntervalMs: "number",
+  xidPrefix: "string",
+  commitLogTable: "string",
+  commitLogRetentionMs: "number",
+  detachTimeoutMs: "number",
+};
 
 /** What {@linkcode mariaDbXaSink} is built from. */
 export interface MariaDbXaSinkOptions<T> {
@@ -176,10 +191,13 @@ function where(context: SinkInitContext): string {
  *   bad `xidPrefix`, `commitLogTable`, `batchSize`, `batchIntervalMs`, `commitLogRetentionMs`
  *   or `detachTimeoutMs` (each naming the value).
  * @throws {TypeError} for connection options without `user` or `database`.
+ * @throws {RangeError} for an unknown option, here or in `connection` (`checkOptions`).
+ * @throws {TypeError} for an option of the wrong type (`batchSize: "100"`).
  */
 export function mariaDbXaSink<T>(
   options: MariaDbXaSinkOptions<T>,
 ): SinkV2<T, XaCommittable> {
+  checkOptions("mariaDbXaSink", options, XA_SINK_OPTIONS);
   const guarantee = checkDeliveryGuarantee(
     "mariaDbXaSink",
     options.deliveryGuarantee ?? "exactly-once",

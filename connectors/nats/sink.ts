@@ -50,6 +50,16 @@ import {
 import type { NatsConnection } from "../../runtime/actor/nats_deps.ts";
 import { logger } from "../../runtime/log.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode NatsSinkOptions} and the kinds of their values. */
+const NATS_SINK_OPTIONS: OptionsShape<NatsSinkOptions<unknown>> = {
+  connection: "object",
+  subject: "any",
+  serializer: "function",
+  deliveryGuarantee: "any",
+  flushEveryRecords: "number",
+};
 
 const log = logger("nats-sink");
 
@@ -99,9 +109,11 @@ export class NatsSink<T> implements SinkV2<T> {
    * @param options see {@linkcode NatsSinkOptions}.
    * @throws {DeliveryGuaranteeError} for a `deliveryGuarantee` other than `"none"`.
    * @throws {RangeError} for an empty or wildcard subject, or a
-   *   `flushEveryRecords` that is not a positive integer.
+   *   `flushEveryRecords` that is not a positive integer., or an unknown option
+   *   (`checkOptions`); a `TypeError` for an option of the wrong type.
    */
   constructor(options: NatsSinkOptions<T>) {
+    checkOptions("NatsSink", options, NATS_SINK_OPTIONS);
     this.deliveryGuarantee = checkDeliveryGuarantee(
       "NatsSink (core NATS is at-most-once; use the JetStream sink for guarantees)",
       options.deliveryGuarantee ?? "none",

@@ -66,6 +66,18 @@ import type { NatsConnection, Subscription } from "../../runtime/actor/nats_deps
 import { logger } from "../../runtime/log.ts";
 import { MessageQueue } from "./_message_queue.ts";
 import { checkCountingSplit } from "../../runtime/api/counting_split.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode NatsSourceOptions} and the kinds of their values. */
+const NATS_SOURCE_OPTIONS: OptionsShape<NatsSourceOptions<unknown>> = {
+  connection: "object",
+  subject: "any",
+  queueGroup: "string",
+  deserializer: "function",
+  maxBufferedMessages: "number",
+  overflow: "any",
+  maxMessages: "number",
+};
 
 const log = logger("nats-source");
 
@@ -176,9 +188,11 @@ export class NatsSource<T = string> implements Source<T, NatsSplit> {
    * Creates the source; nothing connects until a reader starts.
    * @param options see {@linkcode NatsSourceOptions}.
    * @throws {RangeError} for an empty subject or queue group, or an option
-   *   out of range (naming it and its current value).
+   *   out of range (naming it and its current value)., or an unknown option
+   *   (`checkOptions`); a `TypeError` for an option of the wrong type.
    */
   constructor(options: NatsSourceOptions<T>) {
+    checkOptions("NatsSource", options, NATS_SOURCE_OPTIONS);
     if (typeof options.subject !== "string" || options.subject.trim() === "") {
       throw new RangeError(
         `NatsSource 'subject' must be a non-empty string: current value is ${

@@ -99,6 +99,21 @@ import { PreparedCommitter } from "./prepared_committer.ts";
 import { PreparedWriter } from "./prepared_writer.ts";
 import { checkRowSinkOptions, type PostgresValue, type TableSpec } from "./statements.ts";
 import { checkBatchIntervalMs } from "../_sql/batch_interval.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode PostgresPreparedSinkOptions} and the kinds of their values. */
+const PREPARED_SINK_OPTIONS: OptionsShape<PostgresPreparedSinkOptions<unknown>> = {
+  url: "string",
+  table: "any",
+  columns: "object",
+  values: "any",
+  gidPrefix: "any",
+  commitTable: "any",
+  batchSize: "number",
+  commitTableRetentionMs: "number",
+  deliveryGuarantee: "any",
+  batchIntervalMs: "number",
+};
 
 /** Options of {@linkcode PostgresPreparedSink}. */
 export interface PostgresPreparedSinkOptions<T> {
@@ -167,9 +182,11 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
    * Checks the options.
    * @throws {DeliveryGuaranteeError} for an unknown `deliveryGuarantee`.
    * @throws {TypeError} for a bad table, column, gid prefix or commit table name.
-   * @throws {RangeError} for a bad `batchSize`, `batchIntervalMs` or `commitTableRetentionMs`.
+   * @throws {RangeError} for a bad `batchSize`, `batchIntervalMs` or `commitTableRetentionMs`., or an unknown option
+   *   (`checkOptions`); a `TypeError` for an option of the wrong type.
    */
   constructor(options: PostgresPreparedSinkOptions<T>) {
+    checkOptions("PostgresPreparedSink", options, PREPARED_SINK_OPTIONS);
     const where = "PostgresPreparedSink";
     this.deliveryGuarantee = checkDeliveryGuarantee(
       where,

@@ -70,6 +70,18 @@ import {
   type TableSpec,
   upsertClause,
 } from "./statements.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode PostgresUpsertSinkOptions} and the kinds of their values. */
+const UPSERT_SINK_OPTIONS: OptionsShape<PostgresUpsertSinkOptions<unknown>> = {
+  url: "any",
+  table: "any",
+  columns: "object",
+  keyColumns: "object",
+  values: "any",
+  batchSize: "number",
+  deliveryGuarantee: "any",
+};
 
 /** Options of {@linkcode PostgresUpsertSink}. */
 export interface PostgresUpsertSinkOptions<T> {
@@ -125,9 +137,11 @@ export class PostgresUpsertSink<T> implements SinkV2<T, never, never> {
    * Checks the options.
    * @throws {DeliveryGuaranteeError} for an unknown `deliveryGuarantee`.
    * @throws {TypeError} for a bad url, table, column or key column.
-   * @throws {RangeError} for a bad `batchSize`.
+   * @throws {RangeError} for a bad `batchSize`., or an unknown option
+   *   (`checkOptions`); a `TypeError` for an option of the wrong type.
    */
   constructor(options: PostgresUpsertSinkOptions<T>) {
+    checkOptions("PostgresUpsertSink", options, UPSERT_SINK_OPTIONS);
     const where = "PostgresUpsertSink";
     this.deliveryGuarantee = checkDeliveryGuarantee(
       where,

@@ -127,6 +127,16 @@ import {
   describeWalCommitId,
   type WalCommittable,
 } from "./wal_committable.ts";
+import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
+
+/** The known keys of {@linkcode WriteAheadSinkOptions} and the kinds of their values. */
+const WAL_SINK_OPTIONS: OptionsShape<WriteAheadSinkOptions<unknown>> = {
+  target: "object",
+  deliveryGuarantee: "any",
+  maxValuesPerCommittable: "number",
+  checkValue: "function",
+  name: "string",
+};
 
 const log = logger("wal-sink");
 
@@ -186,9 +196,12 @@ export class WriteAheadSink<T> implements SinkV2<T, WalCommittable<T>, never> {
    * @param options the target and the limits.
    * @throws {DeliveryGuaranteeError} when `deliveryGuarantee` is not one the
    *   target supports (`"exactly-once"` needs `atomicity: "atomic"`).
-   * @throws {RangeError} when `maxValuesPerCommittable` is not an integer ≥ 1.
+   * @throws {RangeError} when `maxValuesPerCommittable` is not an integer ≥ 1,
+   *   or for an unknown option (`checkOptions`).
+   * @throws {TypeError} for an option of the wrong type (`name: 5`).
    */
   constructor(options: WriteAheadSinkOptions<T>) {
+    checkOptions("WriteAheadSink", options, WAL_SINK_OPTIONS);
     this.#options = options;
     this.#name = options.name ?? "WriteAheadSink";
     const atomic = options.target.atomicity === "atomic";

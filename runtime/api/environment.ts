@@ -47,6 +47,7 @@ import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
 import type { CheckpointingMode } from "./sink_v2.ts";
 import { checkJobDeliveryGuarantees, type JobSink } from "./delivery_check.ts";
 import { logger } from "../log.ts";
+import { checkOptions, type OptionsShape } from "./options_check.ts";
 
 const log = logger("environment");
 
@@ -99,6 +100,18 @@ export interface CheckpointingOptions {
 }
 
 export type { ResumeOptions };
+
+/** The known keys of {@linkcode CheckpointingOptions} and the kinds of their values. */
+const CHECKPOINTING_OPTIONS: OptionsShape<CheckpointingOptions> = {
+  mode: "string",
+  timeoutMs: "number",
+  minPauseBetweenCheckpointsMs: "number",
+  maxConcurrentCheckpoints: "number",
+  retainedCheckpoints: "number",
+  directory: "string",
+  retainOnFinish: "boolean",
+  tolerableCheckpointFailures: "number",
+};
 
 /** Local checkpoint storage unless `enableCheckpointing(…, { directory })` says otherwise. */
 const DEFAULT_CHECKPOINT_DIRECTORY = ".weir/checkpoints";
@@ -191,10 +204,16 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * job over unless `options.tolerableCheckpointFailures` tolerates it.
    * @throws {RangeError} unless `intervalMs` is a positive integer, or when
    *   an option is out of range (naming it and its current value), e.g. a
-   *   `mode` other than `"exactly-once"` or `"at-least-once"`.
+   *   `mode` other than `"exactly-once"` or `"at-least-once"`, or an
+   *   unknown option (`enableCheckpointing options: unknown option
+   *   'intervalMs' (known: mode, …)`; a job run without type checking would
+   *   otherwise ignore it).
+   * @throws {TypeError} when an option has the wrong type, e.g.
+   *   `retainOnFinish: "yes"`.
    */
   enableCheckpointing(intervalMs: number, options: CheckpointingOptions = {}): this {
     this.#checkpointIntervalMs = positiveInteger("checkpoint interval (ms)", intervalMs);
+    checkOptions("enableCheckpointing", options, CHECKPOINTING_OPTIONS);
     const merged = { ...this.#checkpointing, ...options };
     if (merged.mode !== "exactly-once" && merged.mode !== "at-least-once") {
       throw new RangeError(

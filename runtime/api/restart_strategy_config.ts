@@ -6,8 +6,8 @@
  *
  * A job describes its strategy with this data; the runtime that runs the job
  * (`runtime/cluster/restart_strategy.ts`, `createRestartBackoff`) turns it
- * into a backoff state machine. This module is a leaf of the API layer: it
- * imports nothing (DESIGN §16).
+ * into a backoff state machine. This module is near a leaf of the API layer: it
+ * imports only the leaf `options_check.ts` (DESIGN §16).
  *
  * ```ts
  * import { RestartStrategies } from "./restart_strategy_config.ts";
@@ -17,6 +17,8 @@
  *
  * @module
  */
+
+import { checkOptions, type OptionKind } from "./options_check.ts";
 
 /**
  * How a job reacts to failures. Plain data; build it with
@@ -105,6 +107,30 @@ function checkDelay(type: string, name: string, value: number, min: 0 | 1 | "pos
   }
 }
 
+/** The keys of each kind of {@linkcode RestartStrategyConfig} and the kinds of their values. */
+const CONFIG_SHAPES: {
+  readonly [T in RestartStrategyConfig["type"]]: {
+    readonly [K in keyof Extract<RestartStrategyConfig, { type: T }>]-?: OptionKind;
+  };
+} = {
+  "none": { type: "string" },
+  "fixed-delay": { type: "string", attempts: "number", delayMs: "number" },
+  "exponential-delay": {
+    type: "string",
+    initialBackoffMs: "number",
+    maxBackoffMs: "number",
+    backoffMultiplier: "number",
+    resetBackoffThresholdMs: "number",
+    jitterFactor: "number",
+  },
+  "failure-rate": {
+    type: "string",
+    maxFailuresPerInterval: "number",
+    failureRateIntervalMs: "number",
+    delayMs: "number",
+  },
+};
+
 /**
  * Validates a configuration (also one that did not come from
  * {@linkcode RestartStrategies}, e.g. parsed from JSON).
@@ -112,9 +138,17 @@ function checkDelay(type: string, name: string, value: number, min: 0 | 1 | "pos
  * @param config the configuration.
  * @returns `config`, unchanged.
  * @throws {RangeError} naming the strategy, the field and its current value,
- *   e.g. `Cannot use fixed-delay restart: 'attempts' must be a non-negative integer: current value is -1`.
+ *   e.g. `Cannot use fixed-delay restart: 'attempts' must be a non-negative integer: current value is -1`,
+ *   or a key its `type` does not have (`restart strategy fixed-delay options:
+ *   unknown option 'delay' (known: type, attempts, delayMs)`).
+ * @throws {TypeError} when `config` is not an object or a field is not a number.
  */
 export function validateRestartStrategy(config: RestartStrategyConfig): RestartStrategyConfig {
+  const type: unknown = (config as { type?: unknown } | null | undefined)?.type;
+  const shape = typeof type === "string" && Object.hasOwn(CONFIG_SHAPES, type)
+    ? CONFIG_SHAPES[type as RestartStrategyConfig["type"]]
+    : { type: "any" as const };
+  checkOptions(`restart strategy ${String(type)}`, config, shape);
   switch (config.type) {
     case "none":
       return config;
@@ -176,34 +210,44 @@ export const RestartStrategies: {
    * Restart forever with exponentially growing delays; omitted options take
    * Flink's defaults (1 s initial, 5 min max, ×2, reset after 1 h, jitter 0.1).
    *
-   * @throws {RangeError} naming the invalid option and its current value.
+   * @throws {RangeError} naming the invalid option and its current value, or
+   *   an unknown option.
+   * @throws {TypeError} when an option is not a number.
    */
   exponentialDelay(options?: ExponentialDelayOptions): RestartStrategyConfig;
   /**
    * Restart after `delayMs` unless more than `maxFailuresPerInterval`
    * failures happen within `failureRateIntervalMs`.
    *
-   * @throws {RangeError} naming the invalid option and its current value.
+   * @throws {RangeError} naming the invalid option and its current value, or
+   *   an unknown option.
+   * @throws {TypeError} when an option is not a number.
    */
   failureRate(options: FailureRateOptions): RestartStrategyConfig;
 } = Object.freeze({
   noRestart: (): RestartStrategyConfig => ({ type: "none" }),
   fixedDelay: (attempts: number, delayMs: number): RestartStrategyConfig =>
     validateRestartStrategy({ type: "fixed-delay", attempts, delayMs }),
-  exponentialDelay: (options: ExponentialDelayOptions = {}): RestartStrategyConfig =>
-    validateRestartStrategy({
+  exponentialDelay: (options: ExponentialDelayOptions = {}): RestartStrategyConfig => {
+    const { type: _, ...shape } = CONFIG_SHAPES["exponential-delay"];
+    checkOptions<ExponentialDelayOptions>("RestartStrategies.exponentialDelay", options, shape);
+    return validateRestartStrategy({
       type: "exponential-delay",
       initialBackoffMs: options.initialBackoffMs ?? 1_000,
       maxBackoffMs: options.maxBackoffMs ?? 300_000,
       backoffMultiplier: options.backoffMultiplier ?? 2,
       resetBackoffThresholdMs: options.resetBackoffThresholdMs ?? 3_600_000,
       jitterFactor: options.jitterFactor ?? 0.1,
-    }),
-  failureRate: (options: FailureRateOptions): RestartStrategyConfig =>
-    validateRestartStrategy({
+    });
+  },
+  failureRate: (options: FailureRateOptions): RestartStrategyConfig => {
+    const { type: _, ...shape } = CONFIG_SHAPES["failure-rate"];
+    checkOptions<FailureRateOptions>("RestartStrategies.failureRate", options, shape);
+    return validateRestartStrategy({
       type: "failure-rate",
       maxFailuresPerInterval: options.maxFailuresPerInterval,
       failureRateIntervalMs: options.failureRateIntervalMs,
       delayMs: options.delayMs,
-    }),
+    });
+  },
 });

@@ -101,6 +101,15 @@ import type {
 } from "./source.ts";
 import { type Clock, sleepUntil } from "../time/clock.ts";
 import { checkCountingSplit } from "./counting_split.ts";
+import { checkOptions as checkOptionKinds, type OptionsShape } from "./options_check.ts";
+
+/** The known keys of {@linkcode SocketTextSourceOptions} and the kinds of their values. */
+const SOCKET_OPTIONS: OptionsShape<SocketTextSourceOptions> = {
+  delimiter: "string",
+  maxRetry: "number",
+  retryDelayMs: "number",
+  maxLineLength: "number",
+};
 
 /** Lines the reader holds before it stops reading the socket (backpressure). */
 export const SOCKET_SOURCE_QUEUE_LINES = 10_000;
@@ -317,6 +326,7 @@ export class LineSplitter {
 }
 
 function checkOptions(options: SocketTextSourceOptions): Required<SocketTextSourceOptions> {
+  checkOptionKinds("socketTextStream", options, SOCKET_OPTIONS);
   const delimiter = options.delimiter ?? "\n";
   const maxLineLength = options.maxLineLength ?? SOCKET_SOURCE_MAX_LINE_LENGTH;
   new LineSplitter(delimiter, maxLineLength); // validates both
@@ -357,8 +367,10 @@ export class SocketTextSource implements Source<string, SocketSplit> {
    * @param host the host name or address.
    * @param port the TCP port.
    * @param options see {@linkcode SocketTextSourceOptions}.
-   * @throws {RangeError} for an empty host, a port outside 1–65535, or an
-   *   option out of range (naming it and its current value).
+   * @throws {RangeError} for an empty host, a port outside 1–65535, an
+   *   option out of range (naming it and its current value), or an unknown
+   *   option (`checkOptions`).
+   * @throws {TypeError} for an option of the wrong type (`maxRetry: "3"`).
    */
   constructor(host: string, port: number, options: SocketTextSourceOptions = {}) {
     if (typeof host !== "string" || host.length === 0) {
