@@ -89,7 +89,8 @@ Deno.test("the coordinator says it waits for slots until one registers, then nam
       assert.equal(
         coordinator.waitingForSlots,
         `waiting for slots to deploy attempt 0 (${graph.vertices.length * 2} subtasks) on: ` +
-          `0 registered, at least 1 needed; the attempt fails after ${WAIT_MS} ms without one`,
+          `0 registered, at least 1 needed; the attempt fails after ${WAIT_MS} ms without one ` +
+          "(start a worker: `deno run -A cli.ts worker --nats <url>`)",
       );
       assert.equal(coordinator.restartedAfter, undefined);
       worker.start();

@@ -353,8 +353,9 @@ export class JobCoordinator {
     const since = Date.now();
     this.#waitingForSlots = `waiting for slots to deploy attempt ${attempt} ` +
       `(${this.#tasks.length} subtasks) on: 0 registered, at least 1 needed; ` +
-      `the attempt fails after ${o.deployTimeoutMs} ms without one`;
-    log.warn(`job ${o.jobId}: ${this.#waitingForSlots}`);
+      `the attempt fails after ${o.deployTimeoutMs} ms without one` +
+      (o.local ? "" : " (start a worker: `deno run -A cli.ts worker --nats <url>`)");
+    log.warn(`job ${o.jobId}: no worker to deploy attempt ${attempt} on, ${this.#waitingForSlots}`);
     const poll = () => {
       if (this.#phase !== "deploying" || this.#current.number !== attempt) {
         this.#waitingForSlots = undefined;
