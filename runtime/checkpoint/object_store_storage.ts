@@ -501,6 +501,19 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
   }
 
   /**
+   * Whether `objectName` was deleted (or never existed) by now. An error
+   * asking the server counts as "not known to be gone".
+   */
+  async #gone(objectName: string): Promise<boolean> {
+    try {
+      const info = await this.#store.info(storeKey(objectName));
+      return info === null || info.deleted;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * Reads an object whole into one buffer. Rejects (for `IO`) when the
    * server cannot be asked or no chunk arrives for the stall timeout.
    *
@@ -526,7 +539,18 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
     const reader = result.data.getReader();
     try {
       for (;;) {
-        const { done, value } = await readWithin(reader, this.#stallMs, objectName);
+        const read = await readWithin(reader, {
+          stallMs: this.#stallMs,
+          objectName,
+          gone: () => this.#gone(objectName),
+        });
+        if (read === "deleted") {
+          // Discarded while being read (a subsumed checkpoint, or another
+          // process's cleanup): its remaining chunks will never arrive.
+          await reader.cancel().catch(() => {});
+          return { kind: "missing" };
+        }
+        const { done, value } = read;
         if (done) break;
         if (offset + value.byteLength > size) {
           await reader.cancel().catch(() => {});
@@ -576,23 +600,40 @@ function isDigestError(error: unknown): boolean {
   return error instanceof Error && /digest/i.test(error.message);
 }
 
-/** `reader.read()`, failing when nothing arrives within `ms`. */
+/** How often a read that is waiting for a chunk checks whether its object was deleted, in ms. */
+const DELETION_CHECK_MS = 1_000;
+
+/**
+ * `reader.read()`, failing when nothing arrives within `stallMs`, and
+ * `"deleted"` when, while waiting, the object turns out to be deleted (its
+ * purged chunks would never arrive: without this a checkpoint discarded
+ * during a listing stalled the reader for the whole timeout).
+ */
 async function readWithin(
   reader: ReadableStreamDefaultReader<Uint8Array>,
-  ms: number,
-  objectName: string,
-): Promise<ReadableStreamReadResult<Uint8Array>> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const stalled = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(new Error(`no chunk of object ${JSON.stringify(objectName)} arrived for ${ms} ms`)),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([reader.read(), stalled]);
-  } finally {
-    clearTimeout(timer);
+  options: { stallMs: number; objectName: string; gone: () => Promise<boolean> },
+): Promise<ReadableStreamReadResult<Uint8Array> | "deleted"> {
+  const read = reader.read();
+  const started = Date.now();
+  for (;;) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waitMs = Math.min(DELETION_CHECK_MS, options.stallMs - (Date.now() - started));
+    const tick = new Promise<"tick">((resolve) => {
+      timer = setTimeout(() => resolve("tick"), Math.max(0, waitMs));
+    });
+    try {
+      const first = await Promise.race([read, tick]);
+      if (first !== "tick") return first;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (await options.gone()) return "deleted";
+    if (Date.now() - started >= options.stallMs) {
+      throw new Error(
+        `no chunk of object ${
+          JSON.stringify(options.objectName)
+        } arrived for ${options.stallMs} ms`,
+      );
+    }
   }
 }

@@ -234,6 +234,26 @@ Deno.test("ObjectStoreCheckpointStorage fails a read whose chunks never arrive i
   }, { readStallTimeoutMs: 200 });
 });
 
+Deno.test("ObjectStoreCheckpointStorage reports an object deleted while its chunks are awaited as missing, not as a stall", async () => {
+  await withFixture(async (f) => {
+    // A checkpoint discarded (subsumed) while a listing reads its metadata: the read has
+    // the object's info, its chunks are gone, then the object is deleted. Before, the read
+    // waited the whole stall timeout (30 s by default) and failed with IO.
+    await commit(f.storage, 1);
+    const info = await f.raw.info(keyOf("job-1/chk-1/_metadata"));
+    assert.ok(info);
+    await f.jsm.streams.purge(`OBJ_${f.bucket}`, { filter: `$O.${f.bucket}.C.${info.nuid}` });
+    const read = f.storage.readMetadata("job-1", 1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await f.raw.delete(keyOf("job-1/chk-1/_metadata"));
+    await assert.rejects(
+      () => read,
+      (e: unknown) => e instanceof CheckpointStorageError && e.code === "NOT_FOUND",
+    );
+    assert.deepEqual(await f.storage.listCompleted("job-1"), []);
+  }, { readStallTimeoutMs: 20_000 });
+});
+
 Deno.test("ObjectStoreCheckpointStorage discards leave neither chunks nor tombstones, and finish a torn delete", async () => {
   await withFixture(async (f) => {
     const big = new Uint8Array(3 * 1024 * 1024 + 1);
