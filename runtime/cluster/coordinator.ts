@@ -15,7 +15,11 @@
  * every task of the old attempt is cancelled (their messages are fenced off
  * by the attempt number), and every subtask of the new attempt restores from
  * the latest checkpoint whose metadata this coordinator wrote (or the
- * checkpoint the job was started from, when it wrote none). The coordinator
+ * checkpoint the job was started from, when it wrote none). Before it
+ * deploys the next attempt, the coordinator waits (while the restart delay
+ * runs) until every live worker that ran subtasks of the failed attempt
+ * answered `attempt-cancelled`, i.e. those subtasks ended, up to
+ * `cancellationTimeoutMs`; see `cancellation_wait.ts`. The coordinator
  * remembers that id itself instead of asking storage for the latest
  * complete checkpoint: once a checkpoint's metadata is written, sinks may
  * commit its transactions, so restoring anything older would commit records
@@ -90,6 +94,7 @@ import {
   restoreTarget,
 } from "./restore_decision.ts";
 import type { CheckpointConfig, CoordinatorFaultPoint } from "../api/executor.ts";
+import { decideCancellationWait, DEFAULT_CANCELLATION_TIMEOUT_MS } from "./cancellation_wait.ts";
 
 const log = logger("coordinator");
 
@@ -120,6 +125,14 @@ export interface JobCoordinatorOptions {
    * are then `TaskFailureError`s, not `RemoteTaskError`s. Default false.
    */
   readonly local?: boolean;
+  /**
+   * How long a failover waits for the failed attempt's subtasks to end
+   * before it deploys the next attempt anyway (logging the workers and
+   * subtasks still running), in ms; like Flink's `task.cancellation.timeout`.
+   * Default 10 000.
+   * @throws {RangeError} (from the constructor) when negative or not finite.
+   */
+  readonly cancellationTimeoutMs?: number;
   /** Test hook: throwing fails the job at that point. */
   readonly faults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
@@ -154,6 +167,11 @@ export class JobCoordinator {
   #subscription: Subscription | undefined;
   #restarts = 0;
   #deployedOn = new Set<string>();
+  /** The subtasks (`vertex#subtask`) the current attempt deployed, by worker. */
+  #deployment = new Map<string, string[]>();
+  /** Workers that ran subtasks of the failed attempt and did not answer `attempt-cancelled` yet. */
+  #cancelPending = new Set<string>();
+  #cancelWake: (() => void) | undefined;
   #lastFailure: string | undefined;
   #restartedAfter: string | undefined;
   #waitingForSlots: string | undefined;
@@ -163,6 +181,14 @@ export class JobCoordinator {
 
   constructor(options: JobCoordinatorOptions) {
     this.#o = options;
+    const cancellationTimeoutMs = options.cancellationTimeoutMs ??
+      DEFAULT_CANCELLATION_TIMEOUT_MS;
+    if (!Number.isFinite(cancellationTimeoutMs) || cancellationTimeoutMs < 0) {
+      throw new RangeError(
+        `JobCoordinator option cancellationTimeoutMs must be a finite number >= 0: ` +
+          `current value is ${cancellationTimeoutMs}`,
+      );
+    }
     const cp = options.checkpointing;
     this.#tracker = new CheckpointTracker({
       intervalMs: cp.intervalMs,
@@ -323,9 +349,12 @@ export class JobCoordinator {
       },
     );
     this.#deployedOn = new Set();
+    this.#deployment = new Map();
     this.#tasks.forEach((t, i) => {
       const worker = workers[i % workers.length]!;
       this.#deployedOn.add(worker);
+      const names = this.#deployment.get(worker) ?? this.#deployment.set(worker, []).get(worker)!;
+      names.push(this.#key(t.vertexId, t.subtask));
       this.#toWorker(worker, {
         t: "deploy",
         vertex: t.vertexId,
@@ -378,6 +407,13 @@ export class JobCoordinator {
   }
 
   async #onMessage(msg: CoordinatorMessage): Promise<void> {
+    if (msg.t === "attempt-cancelled") {
+      if (msg.job === this.#o.jobId && msg.att === this.#current.number) {
+        this.#cancelPending.delete(msg.worker);
+        this.#cancelWake?.();
+      }
+      return;
+    }
     // While restarting, the failed attempt is being cancelled: nothing it reports counts.
     if (msg.job !== this.#o.jobId || this.#phase === "done" || this.#phase === "restarting") return;
     if (msg.att !== this.#current.number) return; // fenced: an older attempt
@@ -630,6 +666,7 @@ export class JobCoordinator {
     this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING);
     this.#tracker.stopScheduler();
     this.#cancelAttempt();
+    const cancelled = this.#awaitCancellation();
     let failure = error;
     let latest: RestorePoint | null;
     for (;;) {
@@ -645,7 +682,8 @@ export class JobCoordinator {
         );
         return;
       }
-      await delay(decision.delayMs);
+      // The restart delay and the wait for the failed attempt to end overlap.
+      await Promise.all([delay(decision.delayMs), cancelled]);
       if (this.#phase !== "restarting") return;
       await Promise.all([...this.#finalizing]);
       const facts = {
@@ -714,7 +752,67 @@ export class JobCoordinator {
   }
 
   #cancelAttempt(): void {
-    for (const w of this.#o.workers()) this.#toWorker(w, { t: "cancel-attempt" });
+    const workers = this.#o.workers();
+    this.#cancelPending = new Set(workers.filter((w) => this.#deployedOn.has(w)));
+    for (const w of workers) this.#toWorker(w, { t: "cancel-attempt" });
+  }
+
+  /**
+   * Resolves once every live worker that ran subtasks of the current
+   * (failed) attempt answered `attempt-cancelled`, or after
+   * `cancellationTimeoutMs` (then it logs who still runs what), or when the
+   * job ended meanwhile. Never rejects.
+   */
+  async #awaitCancellation(): Promise<void> {
+    const o = this.#o;
+    const attempt = this.#current.number;
+    const startedAtMs = Date.now();
+    const timeoutMs = o.cancellationTimeoutMs ?? DEFAULT_CANCELLATION_TIMEOUT_MS;
+    for (;;) {
+      if (this.#phase !== "restarting" || this.#current.number !== attempt) return;
+      const decision = decideCancellationWait({
+        pending: this.#cancelPending,
+        live: new Set(o.workers()),
+        startedAtMs,
+        nowMs: Date.now(),
+        timeoutMs,
+      });
+      if (decision.kind === "ended") {
+        log.debug(
+          `job ${o.jobId}: every subtask of attempt ${attempt} ended after ${
+            Date.now() - startedAtMs
+          } ms`,
+        );
+        return;
+      }
+      if (decision.kind === "timed-out") {
+        const running = decision.workers.map((w) =>
+          `${w} (ran ${(this.#deployment.get(w) ?? []).join(", ")})`
+        );
+        log.warn(
+          `job ${o.jobId}: subtasks of attempt ${attempt} have not all ended within ` +
+            `cancellationTimeoutMs ${timeoutMs} ms on workers ${running.join("; ")}; ` +
+            `deploying attempt ${attempt + 1} anyway (nothing can kill a stuck subtask: ` +
+            `sinks must fence the old attempt's writes)`,
+          {
+            name: "cancellation-timeout",
+            jobId: o.jobId,
+            attempt,
+            workers: decision.workers.join(","),
+          },
+        );
+        return;
+      }
+      // Re-check at least every 250 ms: a worker may be lost meanwhile.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(250, decision.deadlineMs - Date.now()));
+        this.#cancelWake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#cancelWake = undefined;
+    }
   }
 
   async #jobFinished(): Promise<void> {

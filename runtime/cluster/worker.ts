@@ -3,7 +3,11 @@
  * coordinators and runs each subtask as a {@linkcode StreamTask} actor. A
  * subtask that fails is reported to its coordinator; it never takes the
  * worker down. Cancelling an attempt cancels every subtask of that job from
- * that attempt or earlier.
+ * that attempt or earlier; once all of them have ended (run settled,
+ * operators closed: an in-flight snapshot or sink prepare finished), the
+ * worker answers its coordinator with `attempt-cancelled`, which the
+ * coordinator waits for before deploying the next attempt (Flink's
+ * RESTARTING state waits for every execution to be CANCELED).
  *
  * @module
  */
@@ -56,6 +60,7 @@ export class Worker {
       vertex: string;
       subtask: number;
       cancelled: boolean;
+      ended: Promise<void>;
     }
   >();
   #subscription: Subscription | undefined;
@@ -96,12 +101,25 @@ export class Worker {
 
   async #onMessage(msg: WorkerMessage): Promise<void> {
     if (msg.t === "cancel-attempt" || msg.t === "release") {
+      const ending: Promise<void>[] = [];
       for (const entry of this.#tasks.values()) {
         const fenced = msg.t === "release" || entry.attempt <= msg.att;
-        if (entry.job === msg.job && fenced && !entry.cancelled) {
+        if (entry.job !== msg.job || !fenced) continue;
+        ending.push(entry.ended);
+        if (!entry.cancelled) {
           entry.cancelled = true;
           entry.task.cancel();
         }
+      }
+      if (msg.t === "cancel-attempt") {
+        await Promise.all(ending);
+        const done: CoordinatorMessage = {
+          t: "attempt-cancelled",
+          worker: this.#o.workerId,
+          job: msg.job,
+          att: msg.att,
+        };
+        this.#o.transport.publish(coordinatorSubject(msg.job), encode(done));
       }
       return;
     }
@@ -140,6 +158,7 @@ export class Worker {
       faults: runtime.faults,
     });
     const key = `${msg.job}/${msg.att}/${msg.vertex}/${msg.subtask}`;
+    let ended!: () => void;
     const entry = {
       task,
       attempt: msg.att,
@@ -147,6 +166,7 @@ export class Worker {
       vertex: msg.vertex,
       subtask: msg.subtask,
       cancelled: false,
+      ended: new Promise<void>((resolve) => ended = resolve),
     };
     this.#tasks.set(key, entry);
     try {
@@ -158,6 +178,7 @@ export class Worker {
       }
     } finally {
       this.#tasks.delete(key);
+      ended();
     }
   }
 

@@ -206,7 +206,16 @@ export class WorkerProcess {
       return;
     }
     if (msg.t === "cancel-attempt") {
-      thread?.post(bytes);
+      if (thread && !thread.dead) return thread.post(bytes);
+      // No thread of this job here (never deployed, or ended): nothing of
+      // the attempt runs on this slot, so it is cancelled already.
+      const done: CoordinatorMessage = {
+        t: "attempt-cancelled",
+        worker: slotId,
+        job: msg.job,
+        att: msg.att,
+      };
+      this.#o.transport.publish(coordinatorSubject(msg.job), encode(done));
       return;
     }
     if (!thread) {

@@ -221,6 +221,12 @@ export type CoordinatorMessage =
       readonly subtask: number;
       readonly error: ErrorInfo;
     }
+    /**
+     * A worker's answer to `cancel-attempt`: every subtask of attempt `att`
+     * (or earlier) it ran has ended (its run settled, its operators closed).
+     * `worker` is the worker (slot, in cluster mode) id it was sent to.
+     */
+    | { readonly t: "attempt-cancelled"; readonly worker: string }
   );
 
 /**
