@@ -221,7 +221,7 @@ async function idleRestore(url: string, bucket: string, jobId: string): Promise<
       keyGroupRange: new KeyGroupRange(sub.keyGroupRange[0], sub.keyGroupRange[1]),
       maxParallelism: snapshot.maxParallelism,
     });
-    backend.restore([snapshot]);
+    backend.restoreCanonical([snapshot]);
     const t3 = performance.now();
     return {
       fileBytes: bytes.length,

@@ -111,7 +111,7 @@ Deno.test("composite-keyed state survives interner sweeps while keys come and go
     keyGroupRange: new KeyGroupRange(0, 127),
     maxParallelism: 128,
   });
-  restored.restore([structuredClone(backend.snapshot())]);
+  restored.restoreCanonical([structuredClone(backend.snapshotCanonical())]);
   const again = restored.getValueState(new ValueStateDescriptor<number>("v"));
   for (let i = 1; i < n; i += 2) {
     restored.setCurrentKey([i, "k"]);
@@ -139,7 +139,7 @@ Deno.test("a tuple and the string that encoded it before interning stay two keys
     keyGroupRange: new KeyGroupRange(0, 127),
     maxParallelism: 128,
   });
-  restored.restore([structuredClone(backend.snapshot())]);
+  restored.restoreCanonical([structuredClone(backend.snapshotCanonical())]);
   const again = restored.getValueState(new ValueStateDescriptor<string>("v"));
   const expected = ["value 0", "value 1", "value 2", "value 4", "value 4"]; // [-0, NaN] is [0, NaN]
   for (const [i, key] of keys.entries()) {

@@ -21,7 +21,7 @@
  * }
  * backend.setCurrentKey("a");
  * if (sum.value() !== 4) throw new Error("unreachable");
- * const checkpoint = backend.snapshot(); // plain object, MessagePack-encodable
+ * const checkpoint = backend.snapshotCanonical(); // plain object, MessagePack-encodable
  * ```
  *
  * Windows keep each window's state in a namespace of the same state object;
@@ -80,7 +80,7 @@
  * - Every stored entry's key belongs to a key group of this backend's range.
  * - No empty list or empty map is stored: clearing removes the key; no empty
  *   namespace map is stored: removing its last key removes it.
- * - `snapshot()` never shares a mutable container with the live state, and
+ * - `snapshotCanonical()` never shares a mutable container with the live state, and
  *   an accumulator it shares is never changed in place afterwards.
  * - A TTL cell's time is `-Infinity` only while event time has not started.
  *
@@ -156,6 +156,9 @@ import {
 import { convertTable, forEachCell, loadTable, snapshotTable } from "./_heap_snapshot.ts";
 import { stampUnstarted, TtlClocks } from "./_ttl_clocks.ts";
 import { countEntries, liveKeys, liveKeysAndNamespaces } from "./_heap_table_scan.ts";
+import type { KeyedStateBackend, StateReader } from "./keyed_state_backend.ts";
+import type { SnapshotResult, SnapshotType, StateHandle } from "../checkpoint/snapshot_contract.ts";
+import { decodeKeyedHandle, keyedSnapshotResult } from "./_heap_handles.ts";
 
 /** Options of {@linkcode HeapKeyedStateBackend}. */
 export interface HeapKeyedStateBackendOptions {
@@ -184,7 +187,7 @@ export interface HeapKeyedStateBackendOptions {
  * first {@linkcode HeapKeyedStateBackend.setCurrentKey} returns defaults;
  * writing throws.
  */
-export class HeapKeyedStateBackend {
+export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #range: KeyGroupRange;
   readonly #start: number;
   readonly #end: number;
@@ -553,7 +556,7 @@ export class HeapKeyedStateBackend {
    *
    * @returns a version 2 {@linkcode KeyedStateSnapshot}.
    */
-  snapshot(): KeyedStateSnapshot {
+  snapshotCanonical(): KeyedStateSnapshot {
     const states: Record<string, KeyedStateSnapshotState> = {};
     for (const table of this.#tables.values()) {
       defineEntry(
@@ -571,6 +574,64 @@ export class HeapKeyedStateBackend {
   }
 
   /**
+   * The synchronous part of a checkpoint or savepoint (Flink's
+   * `SnapshotStrategy.syncPrepareResources`): captures the state; the
+   * result's `write` MessagePack-encodes it (`runtime/actor/codec.ts`) into
+   * one private blob of kind `keyed` covering this backend's key-group range,
+   * in the canonical {@linkcode KeyedStateSnapshot} format every backend
+   * restores (so checkpoints and savepoints are the same here).
+   *
+   * @param checkpointId the checkpoint (or savepoint) id.
+   * @param type what the snapshot is for.
+   * @param uid the operator uid, written into the handle.
+   * @returns a {@linkcode SnapshotResult} whose `write` returns one handle.
+   */
+  snapshot(checkpointId: number, type: SnapshotType, uid: string): SnapshotResult {
+    return keyedSnapshotResult(this.snapshotCanonical(), checkpointId, type, uid);
+  }
+
+  /**
+   * Loads this backend's key groups from the `keyed` handles of one or more
+   * old subtasks (any old parallelism); handles whose key-group range does
+   * not overlap this backend's are not read. Call on a fresh backend, before
+   * processing.
+   *
+   * @param handles the handles of this operator's keyed state.
+   * @param read reads a handle's blob from checkpoint storage.
+   * @throws {Error} naming the handle's path when a handle is of another kind
+   * (`keyed-incremental` is not written by this backend), cannot be decoded,
+   * is not a keyed state snapshot, or is of another max parallelism; and
+   * whatever {@linkcode restoreCanonical} throws for its content.
+   */
+  async restore(handles: readonly StateHandle[], read: StateReader): Promise<void> {
+    for (const handle of handles) {
+      const range = handle.keyGroupRange;
+      if (range !== undefined && (range[1] < this.#start || range[0] > this.#end)) continue;
+      const snapshot = await decodeKeyedHandle(handle, read, this.#maxParallelism);
+      try {
+        this.restoreCanonical([snapshot]);
+      } catch (e) {
+        throw new Error(
+          `Cannot restore keyed state handle '${handle.path}': ${(e as Error).message}`,
+          {
+            cause: e,
+          },
+        );
+      }
+    }
+  }
+
+  /**
+   * Drops every state and entry (the operator closed). The backend must not
+   * be used afterwards; snapshots already taken still write what they
+   * captured.
+   */
+  dispose(): Promise<void> {
+    this.#tables.clear();
+    return Promise.resolve();
+  }
+
+  /**
    * Loads the key groups of this backend's range from `snapshots` (one per
    * old subtask, any old parallelism; key groups outside the range are
    * ignored), merging them, every namespace included. Call on a fresh
@@ -581,14 +642,14 @@ export class HeapKeyedStateBackend {
    * restore (registration) time as last-access time; one whose TTL was
    * disabled drops the timestamps.
    *
-   * @param snapshots snapshots from {@linkcode HeapKeyedStateBackend.snapshot}
+   * @param snapshots snapshots from {@linkcode HeapKeyedStateBackend.snapshotCanonical}
    * of format version 1 or 2 (possibly after a MessagePack round trip).
    * @throws {Error} when a snapshot has another version or max parallelism,
    * when a state's kind is unknown or differs from its registration or
    * between snapshots, or an entry is malformed (the message names state,
    * key group and namespace).
    */
-  restore(snapshots: readonly KeyedStateSnapshot[]): void {
+  restoreCanonical(snapshots: readonly KeyedStateSnapshot[]): void {
     for (const snap of snapshots) {
       const version = checkSnapshotHeader(snap, this.#maxParallelism);
       for (const [name, state] of Object.entries(snap.states)) {

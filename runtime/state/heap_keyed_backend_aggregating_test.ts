@@ -165,7 +165,7 @@ Deno.test("reducing and aggregating state snapshot as their kinds and restore", 
   avg.add(4);
   avg.add(8);
   const g = assignToKeyGroup("a", 128);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   assert.deepEqual(snap.states, {
     sum: { kind: "reducing", ttl: false, keyGroups: [{ keyGroup: g, keys: ["a"], values: [3] }] },
     avg: {
@@ -175,7 +175,7 @@ Deno.test("reducing and aggregating state snapshot as their kinds and restore", 
     },
   });
   const restored = backend();
-  restored.restore([structuredClone(snap)]);
+  restored.restoreCanonical([structuredClone(snap)]);
   const sum2 = restored.getReducingState(
     new ReducingStateDescriptor<number>("sum", (a, x) => a + x),
   );
@@ -189,11 +189,11 @@ Deno.test("reducing and aggregating state snapshot as their kinds and restore", 
   const asValue = backend();
   asValue.getValueState(new ValueStateDescriptor<number>("sum"));
   assert.throws(
-    () => asValue.restore([snap]),
+    () => asValue.restoreCanonical([snap]),
     /Cannot restore keyed state 'sum' as reducing state: it is already registered as value state/,
   );
   const restoredOnly = backend();
-  restoredOnly.restore([snap]);
+  restoredOnly.restoreCanonical([snap]);
   assert.throws(
     () => restoredOnly.getValueState(new ValueStateDescriptor<number>("avg")),
     /'avg' is already restored as aggregating state: cannot register it as value state/,
@@ -220,7 +220,7 @@ Deno.test("a snapshot keeps its accumulators when add() and merge() later change
     state.setCurrentNamespace("");
   }
   list.add([1]);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   const before = structuredClone(snap);
   avg.add(5);
   ttlAvg.add(5);
@@ -234,7 +234,7 @@ Deno.test("a snapshot keeps its accumulators when add() and merge() later change
 
   const restored = backend();
   const restoredFrom = structuredClone(snap);
-  restored.restore([restoredFrom]);
+  restored.restoreCanonical([restoredFrom]);
   const avg2 = restored.getAggregatingState(new AggregatingStateDescriptor("avg", inPlaceAverage));
   restored.setCurrentKey("k");
   avg2.add(100);
@@ -311,7 +311,7 @@ Deno.test("TTL reducing and aggregating state expire, restart and merge on the b
   assert.equal(sum.get(), 11, "the expired source is left out");
   now += 99;
   assert.equal(sum.get(), 11, "the merged value is stamped with the merge time");
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   assert.deepEqual(snap.states["sum"]!.keyGroups[0]!.namespaces, [
     { namespace: "target", keys: ["k"], values: [11], timestamps: [1_398] },
   ]);
@@ -330,7 +330,7 @@ Deno.test("restoring a TTL reducing state snapshot keeps its last-access times",
   sum.add(5);
   now = 6;
   const restored = backend({ clock: () => now });
-  restored.restore([b.snapshot() as KeyedStateSnapshot]);
+  restored.restoreCanonical([b.snapshotCanonical() as KeyedStateSnapshot]);
   const sum2 = restored.getReducingState(descriptor);
   restored.setCurrentKey("k");
   assert.equal(sum2.get(), 5);

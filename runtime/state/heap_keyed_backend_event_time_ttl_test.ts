@@ -58,7 +58,7 @@ Deno.test("before the first watermark nothing expires; earlier writes count from
   list.add("early");
   assert.equal(v.value(), 1);
   assert.deepEqual(
-    backend.snapshot().states["v"]!.keyGroups[0]!.timestamps,
+    backend.snapshotCanonical().states["v"]!.keyGroups[0]!.timestamps,
     [-Infinity],
     "a write before event time started carries -Infinity",
   );
@@ -80,11 +80,11 @@ Deno.test("a state registered after event time started stamps restored early ent
   );
   before.backend.setCurrentKey("k");
   v.update(1);
-  const snap = before.backend.snapshot();
+  const snap = before.backend.snapshotCanonical();
 
   const { time, backend } = timed();
   const other = backend.getValueState(new ValueStateDescriptor<number>("o", { ttl: EVENT_TTL }));
-  backend.restore([snap]);
+  backend.restoreCanonical([snap]);
   backend.setCurrentKey("k");
   time.watermark = 2_000;
   assert.equal(other.value(), undefined); // reads the clock: event time starts at 2000
@@ -146,7 +146,7 @@ Deno.test("snapshots record the TTL's clock, and restores keep event times", () 
   backend.setCurrentKey("k");
   time.watermark = 700;
   v.update(1);
-  const snap = backend.snapshot();
+  const snap = backend.snapshotCanonical();
   assert.deepEqual(snap.states["v"], {
     kind: "value",
     ttl: true,
@@ -159,7 +159,7 @@ Deno.test("snapshots record the TTL's clock, and restores keep event times", () 
     }],
   });
   const after = timed();
-  after.backend.restore([snap]);
+  after.backend.restoreCanonical([snap]);
   const v2 = after.backend.getValueState(
     new ValueStateDescriptor<number>("v", { ttl: EVENT_TTL }),
   );
@@ -177,9 +177,9 @@ Deno.test("moving a TTL to the other clock across a restore restarts every lifet
   backend.setCurrentKey("k");
   time.watermark = 5;
   v.update(1);
-  const snap: KeyedStateSnapshot = backend.snapshot();
+  const snap: KeyedStateSnapshot = backend.snapshotCanonical();
   const after = timed();
-  after.backend.restore([snap]);
+  after.backend.restoreCanonical([snap]);
   const v2 = after.backend.getValueState(
     new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 100 } }),
   );
@@ -188,7 +188,10 @@ Deno.test("moving a TTL to the other clock across a restore restarts every lifet
   assert.equal(v2.value(), 1, "a watermark of 5 is not a processing time");
   after.time.processing += 1;
   assert.equal(v2.value(), undefined);
-  assert.equal(after.backend.snapshot().states["v"]!.ttlTimeCharacteristic, "ProcessingTime");
+  assert.equal(
+    after.backend.snapshotCanonical().states["v"]!.ttlTimeCharacteristic,
+    "ProcessingTime",
+  );
 });
 
 Deno.test("an event-time TTL needs an event-time clock; a TTL's clock is part of its identity", () => {

@@ -140,7 +140,7 @@ Deno.test("clearing each kind of state in a namespace removes its entries", () =
   s.reducing.clear();
   s.aggregating.clear();
   assert.equal(b.numEntries(), 0);
-  assert.deepEqual(b.snapshot().states["list"]!.keyGroups, []);
+  assert.deepEqual(b.snapshotCanonical().states["list"]!.keyGroups, []);
 });
 
 Deno.test("mergeNamespaces() of list state appends the sources, in order, to the target", () => {
@@ -268,7 +268,7 @@ Deno.test("snapshot() writes version 2 with each key group's namespaces column-w
         namespaces: [{ namespace: "0:1000", keys: ["c"], values: [1] }],
       },
     ].sort((x, y) => x.keyGroup - y.keyGroup);
-  assert.deepEqual(b.snapshot(), {
+  assert.deepEqual(b.snapshotCanonical(), {
     version: 2,
     maxParallelism: 128,
     keyGroupRange: [0, 127],
@@ -300,13 +300,13 @@ Deno.test("a version 1 snapshot (no namespaces) restores into the default namesp
     maxParallelism: 128,
     clock: () => 10,
   });
-  b.restore([v1]);
+  b.restoreCanonical([v1]);
   const last = b.getValueState(new ValueStateDescriptor<number>("last"));
   const log = b.getListState(new ListStateDescriptor<string>("log", { ttl: { ttlMs: 6 } }));
   b.setCurrentKey("sensor_1");
   assert.equal(last.value(), 35.8);
   assert.deepEqual(log.get(), ["x"], "a version 1 TTL is processing time, times kept");
-  assert.deepEqual(b.snapshot().states["log"], {
+  assert.deepEqual(b.snapshotCanonical().states["log"], {
     kind: "list",
     ttl: true,
     ttlTimeCharacteristic: "ProcessingTime",
@@ -325,7 +325,7 @@ Deno.test("restore() rejects namespaces in version 1, kinds version 1 lacks, and
   const ns = [{ namespace: "w", keys: ["a"], values: [1] }];
   assert.throws(
     () =>
-      backend().restore([
+      backend().restoreCanonical([
         snap(1, {
           kind: "value",
           ttl: false,
@@ -335,16 +335,16 @@ Deno.test("restore() rejects namespaces in version 1, kinds version 1 lacks, and
     new RegExp(`keyed state 's', key group ${g}: a version 1 snapshot has no namespaces`),
   );
   assert.throws(
-    () => backend().restore([snap(1, { kind: "reducing", ttl: false, keyGroups: [] })]),
+    () => backend().restoreCanonical([snap(1, { kind: "reducing", ttl: false, keyGroups: [] })]),
     /Cannot restore keyed state 's': unknown kind for a version 1 snapshot, current value is "reducing"/,
   );
   assert.throws(
-    () => backend().restore([snap(2, { kind: "window", ttl: false, keyGroups: [] })]),
+    () => backend().restoreCanonical([snap(2, { kind: "window", ttl: false, keyGroups: [] })]),
     /unknown kind for a version 2 snapshot, current value is "window"/,
   );
   assert.throws(
     () =>
-      backend().restore([
+      backend().restoreCanonical([
         snap(2, {
           kind: "value",
           ttl: false,
@@ -360,7 +360,7 @@ Deno.test("restore() rejects namespaces in version 1, kinds version 1 lacks, and
   );
   assert.throws(
     () =>
-      backend().restore([
+      backend().restoreCanonical([
         snap(2, {
           kind: "list",
           ttl: false,
@@ -375,7 +375,7 @@ Deno.test("restore() rejects namespaces in version 1, kinds version 1 lacks, and
     new RegExp(`key group ${g}, namespace "w": a list must be a non-empty array`),
   );
   assert.throws(
-    () => backend().restore([{ ...snap(2, {}), version: 3 as 2 }]),
+    () => backend().restoreCanonical([{ ...snap(2, {}), version: 3 as 2 }]),
     /unsupported version \(this backend reads 1 and 2\), current value is 3/,
   );
 });
@@ -447,10 +447,10 @@ function checkAll(seed: number, step: string, backends: HeapKeyedStateBackend[],
 
 /** Snapshots `from`, restores at `parallelism` through MessagePack, returns the new backends. */
 function rescale(from: HeapKeyedStateBackend[], parallelism: number): HeapKeyedStateBackend[] {
-  const snapshots = from.map((b) => decode(encode(b.snapshot())) as KeyedStateSnapshot);
+  const snapshots = from.map((b) => decode(encode(b.snapshotCanonical())) as KeyedStateSnapshot);
   return Array.from({ length: parallelism }, (_, i) => {
     const b = backend(computeKeyGroupRangeForOperatorIndex(128, parallelism, i));
-    b.restore(snapshots);
+    b.restoreCanonical(snapshots);
     return b;
   });
 }

@@ -237,7 +237,7 @@ Deno.test("snapshot() gives a plain object grouped by key group, with original k
     { keyGroup: ga, keys: ["a"], values: [4] },
     { keyGroup: gb, keys: [["b", 1]], values: [2] },
   ].sort((x, y) => x.keyGroup - y.keyGroup);
-  assert.deepEqual(b.snapshot(), {
+  assert.deepEqual(b.snapshotCanonical(), {
     version: 2,
     maxParallelism: 128,
     keyGroupRange: [0, 127],
@@ -260,15 +260,15 @@ Deno.test("snapshot() gives a plain object grouped by key group, with original k
 Deno.test("snapshot() then restore() brings back every state of every key", () => {
   const b = backend();
   fill(b);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   const restored = backend();
-  restored.restore([snap]);
+  restored.restoreCanonical([snap]);
   for (const key of ["a", 7, ["Mary", 2024], "\u0000odd", true, 12n] as Key[]) {
     assert.deepEqual(read(restored, key), read(b, key), `key ${String(key)}`);
   }
   assert.deepEqual(sortKeys(restored.keys("sum")), sortKeys(b.keys("sum")));
   assert.equal(restored.numEntries(), 18);
-  assert.deepEqual(restored.snapshot(), snap);
+  assert.deepEqual(restored.snapshotCanonical(), snap);
 });
 
 Deno.test("a snapshot survives a MessagePack round trip and restores", () => {
@@ -280,10 +280,10 @@ Deno.test("a snapshot survives a MessagePack round trip and restores", () => {
     value.update({ n: 1 });
     map.put("k", [1, 2]);
   }
-  const decoded = decode(encode(b.snapshot())) as KeyedStateSnapshot;
+  const decoded = decode(encode(b.snapshotCanonical())) as KeyedStateSnapshot;
   const restored = backend();
-  restored.restore([decoded]);
-  assert.deepEqual(restored.snapshot(), b.snapshot());
+  restored.restoreCanonical([decoded]);
+  assert.deepEqual(restored.snapshotCanonical(), b.snapshotCanonical());
   const map2 = restored.getMapState(new MapStateDescriptor<string, number[]>("m"));
   restored.setCurrentKey(["t", 2]);
   assert.deepEqual(map2.get("k"), [1, 2]);
@@ -292,7 +292,7 @@ Deno.test("a snapshot survives a MessagePack round trip and restores", () => {
 Deno.test("a snapshot does not change when state changes afterwards", () => {
   const b = backend();
   fill(b);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   const copy = structuredClone(snap);
   const value = b.getValueState(new ValueStateDescriptor<number>("sum"));
   const list = b.getListState(new ListStateDescriptor<string>("log"));
@@ -310,10 +310,10 @@ Deno.test("a snapshot does not change when state changes afterwards", () => {
 Deno.test("restore() does not alias the snapshot's containers", () => {
   const b = backend();
   fill(b);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   const copy = structuredClone(snap);
   const restored = backend();
-  restored.restore([snap]);
+  restored.restoreCanonical([snap]);
   const list = restored.getListState(new ListStateDescriptor<string>("log"));
   const map = restored.getMapState(new MapStateDescriptor<string, number>("pages"));
   restored.setCurrentKey("a");
@@ -337,10 +337,10 @@ Deno.test("restoring 2 subtasks' snapshots over 3 subtasks puts every key in exa
     sum.update(sumOf(key));
     seen.add(key);
   }
-  const snapshots = old.map((b) => b.snapshot());
+  const snapshots = old.map((b) => b.snapshotCanonical());
   const fresh = [0, 1, 2].map((i) => {
     const b = backend({ keyGroupRange: computeKeyGroupRangeForOperatorIndex(128, 3, i) });
-    b.restore(snapshots);
+    b.restoreCanonical(snapshots);
     return b;
   });
   const owners = new Map<string, number>();
@@ -364,23 +364,23 @@ Deno.test("restoring 2 subtasks' snapshots over 3 subtasks puts every key in exa
 Deno.test("restore() rejects another max parallelism and a kind that differs", () => {
   const b = backend();
   fill(b);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   const other = new HeapKeyedStateBackend({
     keyGroupRange: new KeyGroupRange(0, 255),
     maxParallelism: 256,
   });
   assert.throws(
-    () => other.restore([snap]),
+    () => other.restoreCanonical([snap]),
     /taken with max parallelism 128 into a backend with max parallelism 256/,
   );
   const registered = backend();
   registered.getListState(new ListStateDescriptor<number>("sum"));
   assert.throws(
-    () => registered.restore([snap]),
+    () => registered.restoreCanonical([snap]),
     /Cannot restore keyed state 'sum' as value state: it is already registered as list state/,
   );
   const restored = backend();
-  restored.restore([snap]);
+  restored.restoreCanonical([snap]);
   assert.throws(
     () => restored.getMapState(new MapStateDescriptor<string, number>("sum")),
     /already restored as value state: cannot register it as map state/,
@@ -397,7 +397,7 @@ Deno.test("restore() rejects a malformed key group, naming state and key group",
     },
   };
   assert.throws(
-    () => backend().restore([snap]),
+    () => backend().restoreCanonical([snap]),
     /Malformed snapshot of keyed state 'sum', key group 5: 'keys' and 'values' must be arrays of equal length/,
   );
 });
@@ -405,11 +405,11 @@ Deno.test("restore() rejects a malformed key group, naming state and key group",
 Deno.test("a restored state that is never registered is kept in later snapshots", () => {
   const b = backend();
   fill(b);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   const restored = backend();
-  restored.restore([snap]);
+  restored.restoreCanonical([snap]);
   restored.getValueState(new ValueStateDescriptor<number>("sum"));
-  assert.deepEqual(restored.snapshot().states["pages"], snap.states["pages"]);
+  assert.deepEqual(restored.snapshotCanonical().states["pages"], snap.states["pages"]);
   assert.deepEqual(restored.stateNames().sort(), ["log", "pages", "sum"]);
 });
 
@@ -493,7 +493,7 @@ Deno.test("TTL ValueState", async (t) => {
     v.update(2);
     c.now += 50;
     assert.equal(b.numKeys("v"), 2);
-    const snap = b.snapshot();
+    const snap = b.snapshotCanonical();
     assert.equal(b.numKeys("v"), 1);
     assert.deepEqual(rows(snap, "v"), [["young", 2, 1_060]]);
     assert.deepEqual([...b.keys("v")], ["young"]);
@@ -509,7 +509,7 @@ Deno.test("TTL ValueState", async (t) => {
     v.update(1);
     c.now += 50;
     const restored = backend({ clock: c.clock });
-    restored.restore([b.snapshot()]);
+    restored.restoreCanonical([b.snapshotCanonical()]);
     const v2 = restored.getValueState(new ValueStateDescriptor<number>("v", { ttl }));
     restored.setCurrentKey("k");
     assert.equal(v2.value(), 1);
@@ -523,10 +523,10 @@ Deno.test("TTL ValueState", async (t) => {
     const v = b.getValueState(new ValueStateDescriptor<number>("v"));
     b.setCurrentKey("k");
     v.update(1);
-    const snap = b.snapshot();
+    const snap = b.snapshotCanonical();
     c.now += 1_000;
     const restored = backend({ clock: c.clock });
-    restored.restore([snap]);
+    restored.restoreCanonical([snap]);
     const v2 = restored.getValueState(
       new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 10 } }),
     );
@@ -543,12 +543,12 @@ Deno.test("TTL ValueState", async (t) => {
     b.setCurrentKey("k");
     v.update(1);
     const restored = backend({ clock: c.clock });
-    restored.restore([b.snapshot()]);
+    restored.restoreCanonical([b.snapshotCanonical()]);
     const v2 = restored.getValueState(new ValueStateDescriptor<number>("v"));
     c.now += 1_000;
     restored.setCurrentKey("k");
     assert.equal(v2.value(), 1);
-    assert.deepEqual(restored.snapshot().states["v"]!.ttl, false);
+    assert.deepEqual(restored.snapshotCanonical().states["v"]!.ttl, false);
   });
 });
 
@@ -563,7 +563,7 @@ Deno.test("TTL ListState expires each element on its own", () => {
   assert.deepEqual(list.get(), ["a", "b", "c"]);
   c.now += 50;
   assert.deepEqual(list.get(), ["b", "c"]);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   assert.deepEqual(rows(snap, "l"), [
     ["k", ["b", "c"], [1_050, 1_050]],
   ]);
@@ -571,7 +571,7 @@ Deno.test("TTL ListState expires each element on its own", () => {
   assert.deepEqual(list.get(), []);
   assert.equal(b.numKeys("l"), 0);
   const restored = backend({ clock: fakeClock(1_100).clock });
-  restored.restore([snap]);
+  restored.restoreCanonical([snap]);
   const list2 = restored.getListState(
     new ListStateDescriptor<string>("l", { ttl: { ttlMs: 100 } }),
   );
@@ -594,7 +594,7 @@ Deno.test("TTL MapState expires each entry on its own", () => {
   assert.ok(!map.contains("old"));
   assert.equal(map.get("young"), 2);
   assert.deepEqual(map.entries(), [["young", 2]]);
-  const snap = b.snapshot();
+  const snap = b.snapshotCanonical();
   assert.deepEqual(rows(snap, "m"), [
     ["k", [["young"], [2]], [1_050]],
   ]);

@@ -1,6 +1,6 @@
 /**
  * The snapshot format of keyed state (format version 2): what
- * `HeapKeyedStateBackend.snapshot()` writes and `restore()` reads, grouped
+ * `HeapKeyedStateBackend.snapshotCanonical()` writes and `restoreCanonical()` reads, grouped
  * by key group so that a restore at another parallelism takes exactly the
  * key groups it owns. The shapes are plain data (MessagePack-encodable), so
  * another backend can read and write the same format; this module also holds
@@ -121,7 +121,7 @@ export interface KeyedStateSnapshotState {
  * ```
  *
  * Version 2 added namespaces, the `reducing` and `aggregating` kinds and
- * `ttlTimeCharacteristic`; `snapshot()` writes version 2 and `restore()`
+ * `ttlTimeCharacteristic`; `snapshotCanonical()` writes version 2 and `restoreCanonical()`
  * reads versions 1 and 2.
  */
 export interface KeyedStateSnapshot {

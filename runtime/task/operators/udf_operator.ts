@@ -118,7 +118,7 @@ export abstract class UdfOperator<F> implements StreamOperator {
         keyGroupOf: (key) => assignToKeyGroup(key, maxParallelism),
       });
       if (restore) {
-        this.keyed.restore(restore.keyed);
+        this.keyed.restoreCanonical(restore.keyed);
         this.timers.restore(restore.timers, this.env.keyGroupRange);
         const next = this.timers.nextProcessingTime();
         if (next !== undefined) this.env.requestWakeup(next);
@@ -213,7 +213,7 @@ export abstract class UdfOperator<F> implements StreamOperator {
   async snapshotState(checkpointId: number, timestamp: number): Promise<OperatorSnapshot> {
     await this.hooks?.snapshotState?.({ checkpointId, checkpointTimestamp: timestamp });
     const snapshot: OperatorSnapshot = {};
-    if (this.keyed) snapshot.keyed = this.keyed.snapshot();
+    if (this.keyed) snapshot.keyed = this.keyed.snapshotCanonical();
     if (this.timers) snapshot.timers = this.timers.snapshot();
     if (this.operatorState) snapshot.operator = this.operatorState.snapshot();
     if (this.currentWatermark > MIN_WATERMARK) snapshot.watermark = this.currentWatermark;
