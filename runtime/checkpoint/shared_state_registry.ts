@@ -1,0 +1,370 @@
+/**
+ * The shared state registry: reference counts of the blobs in a job's shared
+ * namespace (`shared/<name>` in checkpoint storage), deciding which of them
+ * retention may delete (DESIGN §13; Flink's `SharedStateRegistryImpl`).
+ *
+ * Incremental checkpoints and changelog segments refer to shared blobs that
+ * earlier checkpoints wrote. A shared blob may be deleted only when no
+ * checkpoint that can still be restored, nor one still being taken, refers
+ * to it. This module decides that and performs no I/O: the coordinator feeds
+ * it the handles of every acknowledgement and tells it when a checkpoint
+ * completes, is aborted or is discarded by retention; it deletes the paths
+ * the registry returns (`CheckpointStorage.deleteShared`).
+ *
+ * ```ts
+ * import { SharedStateRegistry } from "./shared_state_registry.ts";
+ *
+ * const registry = new SharedStateRegistry();
+ * registry.register(1, [{ path: "shared/a", shared: true }, { path: "chk-1/x", shared: false }]);
+ * registry.complete(1);
+ * registry.register(2, [{ path: "shared/a", shared: true }, { path: "shared/b", shared: true }]);
+ * registry.complete(2);
+ * console.assert(registry.discard(1).length === 0); // checkpoint 2 still refers to shared/a
+ * console.assert(registry.discard(2).join() === "shared/a,shared/b");
+ * ```
+ *
+ * ## Design
+ *
+ * - **A reference is a (checkpoint, path) pair.** A checkpoint refers to a
+ *   path or it does not: the same path listed twice (two subtasks, a
+ *   duplicated ack) counts once. A path's reference count is the number of
+ *   registered checkpoints that refer to it.
+ * - **Pending references count.** A checkpoint registers its handles as its
+ *   acknowledgements arrive, before it completes (Flink registers at
+ *   completion; counting earlier protects a blob that a checkpoint in flight
+ *   refers to from the retention of an older one). A pending checkpoint is
+ *   later either completed ({@linkcode SharedStateRegistry.complete}) or
+ *   aborted ({@linkcode SharedStateRegistry.abort}). Aborting releases its
+ *   references: what only it referred to (the blobs it wrote, "registered but
+ *   never confirmed") is returned for deletion; what an earlier or a later
+ *   checkpoint also refers to is kept.
+ * - **Completed checkpoints** are released by retention
+ *   ({@linkcode SharedStateRegistry.discard}). Savepoints refer to no shared
+ *   blob (the snapshot contract), and retention never discards them; if one
+ *   is registered with shared handles anyway, its references protect them
+ *   like any checkpoint's until it is discarded.
+ * - **Owned or not.** A checkpoint restored in Flink's `NO_CLAIM` mode
+ *   belongs to the user, not to this job: rebuilt with `owned: false`, every
+ *   shared path it refers to is pinned and never returned for deletion, even
+ *   after its last reference is released.
+ * - **Private handles** (`chk-<n>/<name>`) are not counted: they belong to
+ *   their checkpoint alone and go with `CheckpointStorage.discard`. They are
+ *   only checked for form.
+ *
+ * ## Invariants
+ *
+ * - A path is returned for deletion only when no registered checkpoint
+ *   (pending or completed) refers to it, and only if no unowned checkpoint
+ *   ever referred to it.
+ * - Each path is returned at most once per registration: after it was
+ *   returned it is unknown to the registry until a checkpoint registers it
+ *   again (which would be the writer's bug: see below).
+ * - Once every checkpoint is released, every owned path ever registered was
+ *   returned exactly once (the property tests check both).
+ *
+ * ## What the registry cannot see
+ *
+ * - A shared blob written by a checkpoint that was aborted **before its
+ *   acknowledgement arrived** was never registered; nor was one whose
+ *   deletion a crash interrupted. {@linkcode SharedStateRegistry.unreferenced}
+ *   finds such leftovers in a storage listing; run it only when no
+ *   checkpoint is in flight (at start-up, before the first trigger), or it
+ *   would name blobs whose acknowledgement is still on its way.
+ * - A participant must refer only to shared blobs it wrote for this
+ *   checkpoint, or that a checkpoint it was notified complete refers to and
+ *   that is still retained (Flink's rule for placeholder handles). The
+ *   registry cannot tell a blob already deleted from one never seen, so a
+ *   reference to a blob it returned earlier is taken as new.
+ *
+ * @module
+ */
+
+import type { CheckpointId } from "./types.ts";
+import { isValidName } from "./storage.ts";
+
+/** Prefix of every path in a job's shared namespace: `shared/<name>`. */
+const SHARED_PREFIX = "shared/";
+
+/**
+ * What the registry reads of a state handle: its path and whether it is
+ * shared. The snapshot contract's `StateHandle` has this shape.
+ */
+export interface SharedStateReference {
+  /** `shared/<name>` when `shared`, else `chk-<n>/<name>`. */
+  readonly path: string;
+  /** Whether the blob is in the job's shared namespace. */
+  readonly shared: boolean;
+}
+
+/** Where a registered checkpoint stands: being taken, or complete (restorable). */
+export type RegisteredCheckpointStatus = "pending" | "completed";
+
+/**
+ * A completed checkpoint to rebuild the registry from, as its metadata lists
+ * it (see {@linkcode SharedStateRegistry.rebuild}).
+ */
+export interface RetainedCheckpoint {
+  /** The checkpoint (or savepoint) id. */
+  readonly checkpointId: CheckpointId;
+  /** Every handle of every subtask of it. */
+  readonly handles: readonly SharedStateReference[];
+  /**
+   * `false` for a checkpoint this job does not own (restored in `NO_CLAIM`
+   * mode, or a savepoint of another job): the shared paths it refers to are
+   * never returned for deletion. Default `true`.
+   */
+  readonly owned?: boolean;
+}
+
+interface Registration {
+  status: RegisteredCheckpointStatus;
+  readonly paths: Set<string>;
+}
+
+/**
+ * Reference counts of shared blobs by path, per registered checkpoint
+ * (Flink's `SharedStateRegistryImpl`, counting references instead of
+ * tracking the last checkpoint that used each entry). Pure: performs no
+ * I/O, and every method returns synchronously.
+ *
+ * Paths returned for deletion are sorted, so the caller's deletes and logs
+ * are deterministic.
+ */
+export class SharedStateRegistry {
+  readonly #checkpoints = new Map<CheckpointId, Registration>();
+  /** Path → number of registered checkpoints that refer to it (≥ 1). */
+  readonly #counts = new Map<string, number>();
+  /** Paths an unowned checkpoint referred to: never returned. */
+  readonly #pinned = new Set<string>();
+
+  /**
+   * A registry holding the completed checkpoints a job retains, e.g. read
+   * back from storage after the coordinator restarted or when a job resumes
+   * (Flink's `registerAllAfterRestored`).
+   *
+   * @param retained the retained checkpoints, each with every handle of its metadata.
+   * @returns the registry, every checkpoint `completed`.
+   * @throws {RangeError} for a duplicate or invalid checkpoint id, or a malformed handle.
+   */
+  static rebuild(retained: readonly RetainedCheckpoint[]): SharedStateRegistry {
+    const registry = new SharedStateRegistry();
+    for (const [i, checkpoint] of retained.entries()) {
+      const { checkpointId } = checkpoint;
+      if (registry.#checkpoints.has(checkpointId)) {
+        throw new RangeError(
+          `Cannot rebuild the shared state registry: checkpoint ${checkpointId} is listed twice (again at index ${i})`,
+        );
+      }
+      registry.register(checkpointId, checkpoint.handles);
+      registry.complete(checkpointId);
+      if (checkpoint.owned === false) {
+        for (const path of registry.#checkpoints.get(checkpointId)!.paths) {
+          registry.#pinned.add(path);
+        }
+      }
+    }
+    return registry;
+  }
+
+  /**
+   * Records that a checkpoint in flight refers to `handles` (one subtask's
+   * acknowledgement; call once per ack). The checkpoint becomes `pending` if
+   * it was unknown. Shared handles are counted; private ones only checked.
+   *
+   * @param checkpointId the checkpoint the handles belong to.
+   * @param handles the handles of one acknowledgement (any may repeat).
+   * @throws {RangeError} for an invalid checkpoint id, or a handle whose path
+   *   does not match its `shared` flag (`shared/<name>` or `chk-<n>/<name>`),
+   *   naming the handle; nothing is registered then.
+   * @throws {Error} when the checkpoint is already completed (its references are fixed).
+   */
+  register(checkpointId: CheckpointId, handles: readonly SharedStateReference[]): void {
+    checkId(checkpointId, "register");
+    const shared = sharedPathsOf(checkpointId, handles);
+    let registration = this.#checkpoints.get(checkpointId);
+    if (registration?.status === "completed") {
+      throw new Error(
+        `Cannot register state handles of checkpoint ${checkpointId}: it is already completed, so its references are fixed`,
+      );
+    }
+    if (registration === undefined) {
+      registration = { status: "pending", paths: new Set() };
+      this.#checkpoints.set(checkpointId, registration);
+    }
+    for (const path of shared) {
+      if (registration.paths.has(path)) continue;
+      registration.paths.add(path);
+      this.#counts.set(path, (this.#counts.get(path) ?? 0) + 1);
+    }
+  }
+
+  /**
+   * Marks a checkpoint completed: its metadata was written. A checkpoint
+   * none of whose acks had handles may be completed without a `register`.
+   * Completing a completed checkpoint again does nothing.
+   *
+   * @param checkpointId the checkpoint.
+   * @throws {RangeError} for an invalid checkpoint id.
+   */
+  complete(checkpointId: CheckpointId): void {
+    checkId(checkpointId, "complete");
+    const registration = this.#checkpoints.get(checkpointId);
+    if (registration === undefined) {
+      this.#checkpoints.set(checkpointId, { status: "completed", paths: new Set() });
+    } else {
+      registration.status = "completed";
+    }
+  }
+
+  /**
+   * Releases a pending checkpoint that will never complete (declined, timed
+   * out, subsumed, or its attempt failed): the shared blobs only it referred
+   * to, typically the ones it wrote, are returned for deletion. An unknown
+   * checkpoint (never registered, or already released) returns `[]`.
+   *
+   * @param checkpointId the aborted checkpoint.
+   * @returns the shared paths to delete (`shared/<name>`), sorted.
+   * @throws {RangeError} for an invalid checkpoint id.
+   * @throws {Error} when the checkpoint is completed: use {@linkcode SharedStateRegistry.discard}.
+   */
+  abort(checkpointId: CheckpointId): string[] {
+    checkId(checkpointId, "abort");
+    const registration = this.#checkpoints.get(checkpointId);
+    if (registration?.status === "completed") {
+      throw new Error(
+        `Cannot abort checkpoint ${checkpointId}: it is completed (retention releases it with discard)`,
+      );
+    }
+    return this.#release(checkpointId);
+  }
+
+  /**
+   * Releases a completed checkpoint that retention (or the user) discards:
+   * the shared blobs no other registered checkpoint refers to are returned
+   * for deletion. An unknown checkpoint (never registered, or already
+   * released) returns `[]`, so a retried retention is harmless.
+   *
+   * @param checkpointId the discarded checkpoint.
+   * @returns the shared paths to delete (`shared/<name>`), sorted.
+   * @throws {RangeError} for an invalid checkpoint id.
+   * @throws {Error} when the checkpoint is still pending: use {@linkcode SharedStateRegistry.abort}.
+   */
+  discard(checkpointId: CheckpointId): string[] {
+    checkId(checkpointId, "discard");
+    const registration = this.#checkpoints.get(checkpointId);
+    if (registration?.status === "pending") {
+      throw new Error(
+        `Cannot discard checkpoint ${checkpointId}: it is still pending (release it with abort)`,
+      );
+    }
+    return this.#release(checkpointId);
+  }
+
+  /**
+   * The status of a registered checkpoint, or `undefined` when it is not
+   * registered (never, or released).
+   *
+   * @param checkpointId the checkpoint.
+   * @returns `"pending"`, `"completed"` or `undefined`.
+   */
+  statusOf(checkpointId: CheckpointId): RegisteredCheckpointStatus | undefined {
+    return this.#checkpoints.get(checkpointId)?.status;
+  }
+
+  /**
+   * How many registered checkpoints refer to a shared path.
+   *
+   * @param path a shared path, `shared/<name>`.
+   * @returns the count; `0` when no registered checkpoint refers to it.
+   */
+  referenceCount(path: string): number {
+    return this.#counts.get(path) ?? 0;
+  }
+
+  /**
+   * The registered checkpoints, ascending.
+   *
+   * @returns their ids.
+   */
+  checkpoints(): CheckpointId[] {
+    return [...this.#checkpoints.keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * Every shared path some registered checkpoint refers to, sorted.
+   *
+   * @returns the paths.
+   */
+  referencedPaths(): string[] {
+    return [...this.#counts.keys()].sort();
+  }
+
+  /**
+   * The paths of a storage listing (`CheckpointStorage.listShared`) that no
+   * registered checkpoint refers to and that are not pinned: leftovers of
+   * checkpoints aborted before their acknowledgement arrived, or of a crash
+   * between a release and its deletion. Safe to delete only while no
+   * checkpoint is in flight (see the module docs).
+   *
+   * @param listed shared paths found in storage (`shared/<name>`).
+   * @returns the unreferenced ones, sorted, each once.
+   */
+  unreferenced(listed: Iterable<string>): string[] {
+    const out = new Set<string>();
+    for (const path of listed) {
+      if (!this.#counts.has(path) && !this.#pinned.has(path)) out.add(path);
+    }
+    return [...out].sort();
+  }
+
+  /** Drops a checkpoint's references; the paths reaching zero that are not pinned, sorted. */
+  #release(checkpointId: CheckpointId): string[] {
+    const registration = this.#checkpoints.get(checkpointId);
+    if (registration === undefined) return [];
+    this.#checkpoints.delete(checkpointId);
+    const unreferenced: string[] = [];
+    for (const path of registration.paths) {
+      const count = this.#counts.get(path)! - 1;
+      if (count > 0) {
+        this.#counts.set(path, count);
+        continue;
+      }
+      this.#counts.delete(path);
+      if (this.#pinned.has(path)) continue;
+      unreferenced.push(path);
+    }
+    return unreferenced.sort();
+  }
+}
+
+function checkId(checkpointId: CheckpointId, operation: string): void {
+  if (!Number.isSafeInteger(checkpointId) || checkpointId < 1) {
+    throw new RangeError(
+      `Shared state registry: cannot ${operation}: 'checkpointId' must be a positive integer: current value is ${checkpointId}`,
+    );
+  }
+}
+
+/** The shared paths of a handle list, each checked against its flag; throws before anything is counted. */
+function sharedPathsOf(
+  checkpointId: CheckpointId,
+  handles: readonly SharedStateReference[],
+): string[] {
+  const out: string[] = [];
+  for (const [i, handle] of handles.entries()) {
+    const path = handle?.path;
+    const isShared = typeof path === "string" && path.startsWith(SHARED_PREFIX) &&
+      isValidName(path.slice(SHARED_PREFIX.length));
+    const isPrivate = typeof path === "string" && /^chk-[1-9][0-9]*\/[^/]+$/.test(path) &&
+      isValidName(path.slice(path.indexOf("/") + 1));
+    if (handle?.shared === true ? !isShared : handle?.shared === false ? !isPrivate : true) {
+      throw new RangeError(
+        `Cannot register state handles of checkpoint ${checkpointId}: handles[${i}] must have ` +
+          `'shared: true' and a path "shared/<name>", or 'shared: false' and a path "chk-<n>/<name>": ` +
+          `current value is ${JSON.stringify(handle)}`,
+      );
+    }
+    if (handle.shared) out.push(path!);
+  }
+  return out;
+}

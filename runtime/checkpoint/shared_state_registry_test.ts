@@ -1,0 +1,354 @@
+import assert from "node:assert/strict";
+import fc from "npm:fast-check@4.11.0";
+import { fuzzRuns } from "../../tests/_fuzz.ts";
+import {
+  type RetainedCheckpoint,
+  type SharedStateReference,
+  SharedStateRegistry,
+} from "./shared_state_registry.ts";
+
+const shared = (name: string): SharedStateReference => ({ path: `shared/${name}`, shared: true });
+const own = (id: number, name: string): SharedStateReference => ({
+  path: `chk-${id}/${name}`,
+  shared: false,
+});
+
+Deno.test("SharedStateRegistry returns a shared path once no checkpoint refers to it", () => {
+  const r = new SharedStateRegistry();
+  r.register(1, [shared("a"), shared("b"), own(1, "x")]);
+  r.register(1, [shared("a")]); // a second subtask's ack, same blob: counted once
+  r.complete(1);
+  r.register(2, [shared("b"), shared("c")]);
+  r.complete(2);
+  assert.equal(r.referenceCount("shared/a"), 1);
+  assert.equal(r.referenceCount("shared/b"), 2);
+  assert.deepEqual(r.discard(1), ["shared/a"]);
+  assert.deepEqual(r.discard(1), [], "discarding again is harmless");
+  assert.deepEqual(r.referencedPaths(), ["shared/b", "shared/c"]);
+  assert.deepEqual(r.discard(2), ["shared/b", "shared/c"]);
+  assert.deepEqual(r.checkpoints(), []);
+});
+
+Deno.test("SharedStateRegistry keeps what a pending checkpoint refers to through retention", () => {
+  const r = new SharedStateRegistry();
+  r.register(1, [shared("a")]);
+  r.complete(1);
+  r.register(2, [shared("a"), shared("n2")]); // in flight, built on 1
+  assert.deepEqual(r.discard(1), [], "pending checkpoint 2 still refers to shared/a");
+  assert.equal(r.statusOf(2), "pending");
+  assert.deepEqual(r.abort(2), ["shared/a", "shared/n2"]);
+  assert.equal(r.statusOf(2), undefined);
+});
+
+Deno.test("SharedStateRegistry.abort returns the blobs only the aborted checkpoint wrote", () => {
+  const r = new SharedStateRegistry();
+  r.register(3, [shared("base")]);
+  r.complete(3);
+  r.register(4, [shared("base"), shared("delta-4")]);
+  r.register(5, [shared("base"), shared("delta-4"), shared("delta-5")]); // reused before 4 confirmed
+  assert.deepEqual(r.abort(4), [], "5 refers to delta-4 too");
+  assert.deepEqual(r.abort(5), ["shared/delta-4", "shared/delta-5"]);
+  assert.deepEqual(r.abort(77), [], "unknown checkpoint");
+  assert.deepEqual(r.referencedPaths(), ["shared/base"]);
+});
+
+Deno.test("SharedStateRegistry refuses state changes out of order", () => {
+  const r = new SharedStateRegistry();
+  r.register(1, [shared("a")]);
+  assert.throws(() => r.discard(1), /checkpoint 1: it is still pending \(release it with abort\)/);
+  r.complete(1);
+  r.complete(1);
+  assert.throws(() => r.abort(1), /Cannot abort checkpoint 1: it is completed/);
+  assert.throws(
+    () => r.register(1, [shared("b")]),
+    /checkpoint 1: it is already completed, so its references are fixed/,
+  );
+  assert.equal(r.referenceCount("shared/b"), 0);
+  r.complete(9); // no handles at all
+  assert.equal(r.statusOf(9), "completed");
+  assert.deepEqual(r.discard(9), []);
+});
+
+Deno.test("SharedStateRegistry rejects malformed handles and ids, registering nothing", () => {
+  const r = new SharedStateRegistry();
+  for (
+    const bad of [
+      { path: "chk-1/x", shared: true },
+      { path: "shared/x", shared: false },
+      { path: "shared/../x", shared: true },
+      { path: "shared/", shared: true },
+      { path: "shared/a/b", shared: true },
+      { path: "chk-01/x", shared: false },
+      { path: "/abs", shared: false },
+      { path: "shared/x" },
+    ]
+  ) {
+    assert.throws(
+      () => r.register(2, [shared("ok"), bad as SharedStateReference]),
+      (e: unknown) =>
+        e instanceof RangeError && e.message.includes("checkpoint 2: handles[1]") &&
+        e.message.includes(JSON.stringify(bad)),
+    );
+  }
+  assert.equal(r.referenceCount("shared/ok"), 0);
+  assert.equal(r.statusOf(2), undefined);
+  for (const id of [0, -1, 1.5, Number.NaN]) {
+    assert.throws(() => r.register(id, []), /'checkpointId' must be a positive integer/);
+    assert.throws(() => r.discard(id), /cannot discard: 'checkpointId'/);
+  }
+});
+
+Deno.test("SharedStateRegistry.rebuild restores retained checkpoints, and never returns what an unowned one refers to", () => {
+  const r = SharedStateRegistry.rebuild([
+    { checkpointId: 7, handles: [shared("old-a"), shared("old-b")], owned: false },
+    { checkpointId: 9, handles: [shared("old-b"), shared("new-9"), own(9, "p")] },
+  ]);
+  assert.deepEqual(r.checkpoints(), [7, 9]);
+  assert.equal(r.statusOf(9), "completed");
+  assert.deepEqual(r.discard(7), [], "NO_CLAIM: old-a belongs to the user");
+  assert.deepEqual(r.discard(9), ["shared/new-9"], "old-b is pinned");
+  assert.deepEqual(
+    r.unreferenced(["shared/old-a", "shared/old-b", "shared/orphan", "shared/orphan"]),
+    ["shared/orphan"],
+  );
+  assert.throws(
+    () =>
+      SharedStateRegistry.rebuild([
+        { checkpointId: 3, handles: [] },
+        { checkpointId: 3, handles: [] },
+      ]),
+    /checkpoint 3 is listed twice \(again at index 1\)/,
+  );
+});
+
+// ---------------------------------------------------------------------------
+// Properties
+
+/** One step of a random checkpoint history, interpreted against its state (see `run`). */
+type Step =
+  | { op: "register"; pick: number; fresh: number; reuse: number[] }
+  | { op: "complete"; pick: number }
+  | { op: "abort"; pick: number }
+  | { op: "discard"; pick: number }
+  | { op: "trigger" };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 2, arbitrary: fc.constant({ op: "trigger" as const }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant("register" as const),
+      pick: fc.nat(),
+      fresh: fc.nat({ max: 3 }),
+      reuse: fc.array(fc.nat(), { maxLength: 4 }),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("complete" as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("abort" as const), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("discard" as const), pick: fc.nat() }) },
+);
+
+/** The model: which checkpoints are registered, with what status and paths. */
+interface Model {
+  readonly checkpoints: Map<number, { status: "pending" | "completed"; paths: Set<string> }>;
+  /** How many times each path was returned for deletion. */
+  readonly returned: Map<string, number>;
+  /** Every shared path ever registered. */
+  readonly everRegistered: Set<string>;
+  nextId: number;
+  nextPath: number;
+}
+
+function referencedBy(model: Model): Set<string> {
+  const out = new Set<string>();
+  for (const c of model.checkpoints.values()) for (const p of c.paths) out.add(p);
+  return out;
+}
+
+/** Records what the registry returned, asserting no registered checkpoint still refers to it. */
+function released(model: Model, paths: string[], what: string): void {
+  const live = referencedBy(model);
+  for (const p of paths) {
+    assert.ok(!live.has(p), `${what} returned ${p} while a checkpoint still refers to it`);
+    model.returned.set(p, (model.returned.get(p) ?? 0) + 1);
+    assert.equal(model.returned.get(p), 1, `${p} returned twice`);
+  }
+}
+
+/**
+ * Runs a random history: checkpoints are triggered with increasing ids,
+ * register fresh blobs (as if written) plus blobs some live checkpoint refers
+ * to (as an incremental snapshot reuses them), complete, get aborted or
+ * discarded in any order the protocol allows.
+ */
+function run(
+  registry: SharedStateRegistry,
+  steps: readonly Step[],
+  restored: readonly RetainedCheckpoint[] = [],
+): Model {
+  const model: Model = {
+    checkpoints: new Map(
+      restored.map((c) => [c.checkpointId, {
+        status: "completed" as const,
+        paths: new Set(c.handles.map((h) => h.path)),
+      }]),
+    ),
+    returned: new Map(),
+    everRegistered: new Set(),
+    nextId: 1,
+    nextPath: 0,
+  };
+  const of = (status: "pending" | "completed", pick: number): number | undefined => {
+    const ids = [...model.checkpoints].filter(([, c]) => c.status === status).map(([id]) => id);
+    return ids.length === 0 ? undefined : ids[pick % ids.length];
+  };
+  for (const s of steps) {
+    switch (s.op) {
+      case "trigger": {
+        const id = model.nextId++;
+        model.checkpoints.set(id, { status: "pending", paths: new Set() });
+        registry.register(id, []);
+        break;
+      }
+      case "register": {
+        const id = of("pending", s.pick);
+        if (id === undefined) break;
+        const live = [...referencedBy(model)].sort();
+        const handles: SharedStateReference[] = [own(id, "private")];
+        for (let i = 0; i < s.fresh; i++) handles.push(shared(`b${model.nextPath++}`));
+        for (const r of s.reuse) {
+          if (live.length > 0) handles.push(shared(live[r % live.length]!.slice(7)));
+        }
+        registry.register(id, handles);
+        for (const h of handles) {
+          if (!h.shared) continue;
+          model.checkpoints.get(id)!.paths.add(h.path);
+          model.everRegistered.add(h.path);
+        }
+        break;
+      }
+      case "complete": {
+        const id = of("pending", s.pick);
+        if (id === undefined) break;
+        registry.complete(id);
+        model.checkpoints.get(id)!.status = "completed";
+        break;
+      }
+      case "abort": {
+        const id = of("pending", s.pick);
+        if (id === undefined) break;
+        model.checkpoints.delete(id);
+        released(model, registry.abort(id), `abort(${id})`);
+        break;
+      }
+      case "discard": {
+        const id = of("completed", s.pick);
+        if (id === undefined) break;
+        model.checkpoints.delete(id);
+        released(model, registry.discard(id), `discard(${id})`);
+        break;
+      }
+    }
+    for (const p of referencedBy(model)) {
+      let n = 0;
+      for (const c of model.checkpoints.values()) if (c.paths.has(p)) n++;
+      assert.equal(registry.referenceCount(p), n, `reference count of ${p}`);
+    }
+  }
+  return model;
+}
+
+/** Releases every checkpoint left, then checks every path was returned exactly once. */
+function releaseAll(registry: SharedStateRegistry, model: Model): void {
+  for (const [id, c] of [...model.checkpoints]) {
+    model.checkpoints.delete(id);
+    released(model, c.status === "pending" ? registry.abort(id) : registry.discard(id), `${id}`);
+  }
+  assert.deepEqual([...model.returned.keys()].sort(), [...model.everRegistered].sort());
+  assert.deepEqual(registry.referencedPaths(), []);
+  assert.deepEqual(registry.checkpoints(), []);
+}
+
+Deno.test("fuzz: SharedStateRegistry never returns a path a registered checkpoint refers to, and returns each exactly once in the end", () => {
+  fc.assert(
+    fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
+      const registry = new SharedStateRegistry();
+      const model = run(registry, steps);
+      releaseAll(registry, model);
+    }),
+    { numRuns: fuzzRuns(500) },
+  );
+});
+
+Deno.test("fuzz: a SharedStateRegistry rebuilt from the completed checkpoints decides as the original for them", () => {
+  fc.assert(
+    fc.property(
+      fc.array(step, { maxLength: 60 }),
+      fc.array(fc.nat(), { maxLength: 10 }),
+      (steps, order) => {
+        const original = new SharedStateRegistry();
+        const model = run(original, steps);
+        const retained: RetainedCheckpoint[] = [...model.checkpoints]
+          .filter(([, c]) => c.status === "completed")
+          .map(([checkpointId, c]) => ({
+            checkpointId,
+            handles: [...c.paths].map((path) => ({ path, shared: true })),
+          }));
+        // The coordinator restarted: pending checkpoints are gone.
+        const rebuilt = SharedStateRegistry.rebuild(retained);
+        const kept = new Set(retained.flatMap((c) => c.handles.map((h) => h.path)));
+        // What only pending checkpoints (or nothing any more) referred to is
+        // what a listing sweep finds.
+        assert.deepEqual(
+          rebuilt.unreferenced(model.everRegistered),
+          [...model.everRegistered].filter((p) => !kept.has(p)).sort(),
+        );
+        // Discard the retained ones in a random order: each kept path once, never early.
+        const remaining = retained.map((c) => c.checkpointId);
+        const returned: string[] = [];
+        for (let i = 0; remaining.length > 0; i++) {
+          const [id] = remaining.splice((order[i] ?? 0) % remaining.length, 1);
+          const live = new Set(
+            retained.filter((c) => remaining.includes(c.checkpointId))
+              .flatMap((c) => c.handles.map((h) => h.path)),
+          );
+          for (const p of rebuilt.discard(id!)) {
+            assert.ok(!live.has(p), `${p} returned while retained`);
+            returned.push(p);
+          }
+        }
+        assert.deepEqual(returned.sort(), [...kept].sort());
+      },
+    ),
+    { numRuns: fuzzRuns(300) },
+  );
+});
+
+Deno.test("fuzz: SharedStateRegistry never returns a path an unowned (NO_CLAIM) checkpoint referred to", () => {
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(fc.nat({ max: 20 }), { maxLength: 8 }),
+      fc.array(step, { maxLength: 40 }),
+      (restoredNames, steps) => {
+        const pinned = restoredNames.map((n) => `shared/b${n}`);
+        const restored: RetainedCheckpoint[] = [{
+          checkpointId: 1_000_000,
+          handles: pinned.map((path) => ({ path, shared: true })),
+          owned: false,
+        }];
+        const registry = SharedStateRegistry.rebuild(restored);
+        // Fresh blobs are named b0, b1, ...: later checkpoints refer to the
+        // restored blobs both by reuse and by name. The restored checkpoint
+        // may be discarded along the way (ids only name checkpoints).
+        const model = run(registry, steps, restored);
+        for (const [id, c] of [...model.checkpoints]) {
+          const paths = c.status === "pending" ? registry.abort(id) : registry.discard(id);
+          for (const p of paths) assert.ok(!pinned.includes(p), `pinned ${p} returned`);
+        }
+        assert.deepEqual(registry.referencedPaths(), []);
+        assert.deepEqual(registry.unreferenced(pinned), []);
+      },
+    ),
+    { numRuns: fuzzRuns(300) },
+  );
+});
