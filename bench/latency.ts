@@ -65,6 +65,9 @@ import { expectEqual, resultLine } from "./_result.ts";
 import { formatRate, median, runRounds, type Sample, type Variant } from "./_rounds.ts";
 import { addToChecksum, expectedUpdateChecksum, readReports } from "./jobs/_report.ts";
 import { newLatencyHistogram } from "./jobs/keyed_sum_job.ts";
+import type { LatencyTimeline } from "./latency_job.ts";
+import { describeGcPauses, parseGcTrace } from "./latency_gc.ts";
+import { checkpointTriggerTimes, describeOverlay, overlayTimeline } from "./latency_timeline.ts";
 
 const JOB = fileURLToPath(new URL("./latency_job.ts", import.meta.url));
 const KEYS = 10_000;
@@ -119,7 +122,14 @@ interface Run {
   readonly checkpoints: number;
   /** Lateness of a 1 ms timer in this (otherwise idle) process during the run, µs. */
   readonly timerLateness: hdr.Histogram;
+  /** Where the slow updates fall relative to checkpoint triggers (`latency_timeline.ts`). */
+  readonly overlay: string;
+  /** The workers' GC pauses during the run (`--gc-trace`), else `""`. */
+  readonly gc: string;
 }
+
+/** How long after a checkpoint trigger counts as "after a checkpoint" in the overlay, ms. */
+const OVERLAY_SPAN_MS = 250;
 
 /**
  * A control for the machine's scheduling noise: a 1 ms `setInterval` in
@@ -153,11 +163,16 @@ interface RunOptions {
   readonly mode: "exactly-once" | "at-least-once";
   /** Credits (buffers in flight) per channel. */
   readonly credits: number;
+  /** The coordinator's output so far (its checkpoint log lines give the trigger times). */
+  readonly coordinatorOutput: () => string;
+  /** The workers' output so far (`--trace-gc` lines), or `undefined` without `--gc-trace`. */
+  readonly workerOutput: (() => string[]) | undefined;
 }
 
 async function runJob(o: RunOptions): Promise<Run> {
   const dir = await Deno.makeTempDir({ prefix: "weir-bench-latency-" });
   const probe = new TimerProbe();
+  const workerOutputBefore = o.workerOutput?.().map((out) => out.length) ?? [];
   try {
     const out = await runDeno("latency job", [
       "run",
@@ -207,6 +222,16 @@ async function runJob(o: RunOptions): Promise<Run> {
     const lastMs = Math.max(...sinks.map((r) => r.lastMs));
     const histogram = newLatencyHistogram();
     for (const sink of sinks) histogram.add(hdr.decodeFromCompressedBase64(sink.histogram!));
+    const timelines: LatencyTimeline[] = [];
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.name.endsWith(".tl")) {
+        timelines.push(JSON.parse(await Deno.readTextFile(`${dir}/${entry.name}`)));
+      }
+    }
+    const overlay = describeOverlay(
+      overlayTimeline(timelines, checkpointTriggerTimes(o.coordinatorOutput()), OVERLAY_SPAN_MS),
+      OVERLAY_SPAN_MS,
+    );
     return {
       records: o.records,
       rate: o.rate,
@@ -214,6 +239,10 @@ async function runJob(o: RunOptions): Promise<Run> {
       histogram,
       checkpoints: result.checkpoints,
       timerLateness: probe.stop(),
+      overlay,
+      gc: o.workerOutput === undefined ? "" : describeGcPauses(parseGcTrace(
+        o.workerOutput().map((out, i) => out.slice(workerOutputBefore[i] ?? 0)).join("\n"),
+      )),
     };
   } finally {
     probe.stop();
@@ -285,6 +314,7 @@ async function main(): Promise<void> {
       workers: { type: "string", default: "2" },
       slots: { type: "string", default: "1" },
       "cpu-prof": { type: "string" },
+      "gc-trace": { type: "boolean", default: false },
     },
   });
   const maxRecords = positive("max-records", values["max-records"]);
@@ -300,8 +330,12 @@ async function main(): Promise<void> {
     workers,
     slots: Number(values.slots),
     cpuProfileDir,
+    env: values["gc-trace"] ? { DENO_V8_FLAGS: "--trace-gc" } : {},
   });
   let maxEps = 0;
+  const coordinatorOutput = () => cluster.coordinator?.output ?? "";
+  // Worker processes are started in order and never restarted: their outputs only grow.
+  const workerOutput = values["gc-trace"] ? () => cluster.workers.map((w) => w.output) : undefined;
   const variants: Variant<Run>[] = names.map((name) => {
     const settings = parseVariant(name);
     return {
@@ -309,7 +343,14 @@ async function main(): Promise<void> {
       run: () => {
         const rate = fraction * maxEps;
         const records = Math.max(1, Math.round(rate * durationS));
-        return runJob({ nats: nats.url, records, rate, ...settings });
+        return runJob({
+          nats: nats.url,
+          records,
+          rate,
+          ...settings,
+          coordinatorOutput,
+          workerOutput,
+        });
       },
     };
   });
@@ -319,7 +360,9 @@ async function main(): Promise<void> {
     const kept = r.rate === 0 || r.recordsPerSecond >= 0.95 * r.rate ? "" : " NOT SUSTAINED";
     return `round ${s.round} ${s.variant} (${target}): ${formatRate(r.recordsPerSecond)}${kept}, ` +
       `${r.checkpoints} checkpoints; ${latencies(r.histogram)}; timer lateness p99 ` +
-      `${(r.timerLateness.getValueAtPercentile(99) / 1000).toFixed(2)} ms`;
+      `${(r.timerLateness.getValueAtPercentile(99) / 1000).toFixed(2)} ms\n  ${r.overlay}${
+        r.gc === "" ? "" : `\n  ${r.gc}`
+      }`;
   };
   console.log(
     `latency: keyed running sum, ${KEYS} keys, parallelism ${PARALLELISM}, coordinator + ` +
@@ -335,7 +378,14 @@ async function main(): Promise<void> {
       variants: [{
         name: "max",
         run: () =>
-          runJob({ nats: nats.url, records: maxRecords, rate: 0, ...parseVariant("bt10") }),
+          runJob({
+            nats: nats.url,
+            records: maxRecords,
+            rate: 0,
+            ...parseVariant("bt10"),
+            coordinatorOutput,
+            workerOutput,
+          }),
       }],
       onSample: (s) => console.log(describe(s)),
     });

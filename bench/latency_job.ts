@@ -91,6 +91,26 @@ class StampEmission {
   }
 }
 
+/** Width of a {@linkcode LatencyTimeline} window, ms. */
+export const TIMELINE_WINDOW_MS = 50;
+
+/** Latencies above this count as slow in a {@linkcode LatencyTimeline}, µs (the 20 ms target). */
+export const SLOW_US = 20_000;
+
+/**
+ * One sink subtask's latencies over time, in windows of
+ * {@linkcode TIMELINE_WINDOW_MS} of arrival (wall-clock) time: the benchmark
+ * overlays it with the checkpoints' trigger times to show whether the slow
+ * updates cluster after checkpoints. Written as `timeline-<subtask>.tl`
+ * (JSON) beside the reports.
+ */
+export interface LatencyTimeline {
+  /** The sink subtask. */
+  readonly subtask: number;
+  /** Per window with updates: `[start (wall-clock ms), updates, max latency µs, updates slower than SLOW_US]`. */
+  readonly windows: [number, number, number, number][];
+}
+
 /** Records the end-to-end latency of every update (after the warm-up). */
 class LatencyRecorder implements SinkFunction<EmittedRecord> {
   readonly kind = "simple";
@@ -99,6 +119,7 @@ class LatencyRecorder implements SinkFunction<EmittedRecord> {
   private histogram: hdr.Histogram | undefined;
   private tally!: SubtaskTally;
   private recordFromMs = 0;
+  private windows!: Map<number, [number, number, number, number]>;
 
   constructor(reportDir: string, warmupMs: number) {
     this.reportDir = reportDir;
@@ -108,6 +129,7 @@ class LatencyRecorder implements SinkFunction<EmittedRecord> {
   open(ctx: RuntimeContext): void {
     this.tally = new SubtaskTally(ctx);
     this.histogram = newLatencyHistogram();
+    this.windows = new Map();
   }
 
   invoke(record: EmittedRecord): void {
@@ -120,7 +142,14 @@ class LatencyRecorder implements SinkFunction<EmittedRecord> {
     t.lastMs = now;
     t.checksum = addToChecksum(t.checksum, record.value);
     if (record.ts >= this.recordFromMs) {
-      this.histogram!.recordValue(Math.max(1, Math.round((now - record.ts) * 1000)));
+      const us = Math.max(1, Math.round((now - record.ts) * 1000));
+      this.histogram!.recordValue(us);
+      const start = Math.floor(now / TIMELINE_WINDOW_MS) * TIMELINE_WINDOW_MS;
+      let w = this.windows.get(start);
+      if (w === undefined) this.windows.set(start, w = [start, 0, 0, 0]);
+      w[1]++;
+      if (us > w[2]) w[2] = us;
+      if (us > SLOW_US) w[3]++;
     }
   }
 
@@ -128,6 +157,14 @@ class LatencyRecorder implements SinkFunction<EmittedRecord> {
     this.tally.write(this.reportDir, "sink", {
       histogram: hdr.encodeIntoCompressedBase64(this.histogram!),
     });
+    const timeline: LatencyTimeline = {
+      subtask: this.tally.subtask,
+      windows: [...this.windows.values()],
+    };
+    Deno.writeTextFileSync(
+      `${this.reportDir}/timeline-${this.tally.subtask}.tl`,
+      JSON.stringify(timeline),
+    );
   }
 }
 
