@@ -1,0 +1,37 @@
+/**
+ * {@linkcode ChangelogKeyedStateBackend} over the heap backend against the
+ * keyed state backend conformance suite (`backend_conformance.ts`), once
+ * materializing at every checkpoint and once never (every checkpoint a
+ * chain of changelog segments).
+ *
+ * @module
+ */
+
+import { keyedStateBackendConformanceSuite } from "../backend_conformance.ts";
+import { HeapKeyedStateBackend } from "../heap_keyed_backend.ts";
+import { ChangelogKeyedStateBackend } from "./changelog_keyed_backend.ts";
+import { fuzzRuns } from "../../../tests/_fuzz.ts";
+
+keyedStateBackendConformanceSuite(
+  "ChangelogKeyedStateBackend(heap, segments only)",
+  (options) =>
+    new ChangelogKeyedStateBackend({
+      inner: new HeapKeyedStateBackend(options),
+      materialization: { intervalMs: Infinity, maxChangelogRatio: Infinity },
+      clock: options.clock,
+      eventTimeClock: options.eventTimeClock,
+    }),
+  { propertyRuns: fuzzRuns(100) },
+);
+
+keyedStateBackendConformanceSuite(
+  "ChangelogKeyedStateBackend(heap, materialize every checkpoint)",
+  (options) =>
+    new ChangelogKeyedStateBackend({
+      inner: new HeapKeyedStateBackend(options),
+      materialization: { intervalMs: 0 },
+      clock: options.clock,
+      eventTimeClock: options.eventTimeClock,
+    }),
+  { propertyRuns: fuzzRuns(50) },
+);
