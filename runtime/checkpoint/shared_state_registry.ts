@@ -80,7 +80,7 @@
  */
 
 import type { CheckpointId } from "./types.ts";
-import { isValidName } from "./storage.ts";
+import { isValidName } from "./storage_rules.ts";
 
 /** Prefix of every path in a job's shared namespace: `shared/<name>`. */
 const SHARED_PREFIX = "shared/";
