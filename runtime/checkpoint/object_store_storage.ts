@@ -6,8 +6,9 @@
  * ## Layout
  *
  * ```text
- * <bucket>: <jobId>/chk-<id>/<name>       state blobs, one per writeState
+ * <bucket>: <jobId>/chk-<id>/<name>       private state blobs, one per writeState
  *           <jobId>/chk-<id>/_metadata    JSON CheckpointMetadata: the commit point
+ *           <jobId>/shared/<name>         shared state blobs, one per writeShared
  * ```
  *
  * An object is a metadata message on `$O.<bucket>.M.<base64url(name)>` and
@@ -39,14 +40,17 @@
  * ## Cost of listing
  *
  * Object names are base64 tokens of the subjects, so no subject filter
- * selects one job: `listAll`, `listCompleted`, `latestCompleted`, `discard`
- * and `discardJob` ask the server for every object subject of the bucket
+ * selects one job: `listAll`, `listCompleted`, `latestCompleted`, `discard`,
+ * `discardJob` and `listShared` ask the server for every object subject of the bucket
  * (one stream-info request with `subjects_filter`, paged by the client; no
  * message is read) and keep the job's. Their cost grows with the number of
  * objects in the bucket, of all jobs: keep retention low, or use one bucket
  * per busy job. (The Object Store's own `list()` would be dearer: it reads
  * every object's metadata message.) `listCompleted` and `latestCompleted`
- * then read each candidate `_metadata`.
+ * then read each candidate `_metadata`; `listShared` asks for the info of
+ * each shared object, to leave out tombstones. `deleteShared` costs three
+ * requests per object (tombstone, purge of its chunks, purge of the
+ * tombstone), two for an absent one.
  *
  * ```ts
  * import { connect, objApi } from "../actor/nats_deps.ts";
@@ -72,18 +76,20 @@ import { jetstreamApi, type NatsConnection, objApi } from "../actor/nats_deps.ts
 import {
   checkCheckpointId,
   checkName,
-  CHECKPOINT_DIR,
   CheckpointStorageError,
   type CheckpointStorageErrorCode,
   findCompleted,
   findLatestCompleted,
-  isValidName,
   METADATA,
   parseCheckpointMetadata,
+  parseStatePath,
+  SHARED_DIR,
+  sharedNameOf,
 } from "./storage.ts";
 import type { CheckpointStorage } from "./storage.ts";
-import type { CheckpointId, CheckpointMetadata, StateHandle } from "./types.ts";
-import { readWithin } from "./_chunk_reads.ts";
+import type { CheckpointId, CheckpointMetadata, StoredBlob } from "./types.ts";
+import { downloadObject } from "./_chunk_reads.ts";
+import { type JobObject, jobObjectOf, nameOfToken, storeKey } from "./_object_names.ts";
 
 /** The bucket {@linkcode ObjectStoreCheckpointStorage.open} uses unless told otherwise. */
 export const DEFAULT_CHECKPOINT_BUCKET = "weir-checkpoints";
@@ -112,22 +118,6 @@ const CHUNK_BYTES = 1024 * 1024;
 /** Objects deleted at once by `discard` and `discardJob`. */
 const DELETE_CONCURRENCY = 16;
 const BUCKET_NAME = /^[-\w]+$/;
-
-/** One object of a job, found by listing. */
-interface JobObject {
-  readonly checkpointId: CheckpointId;
-  /** The name within the checkpoint (`_metadata` or a state name). */
-  readonly name: string;
-  /** `<jobId>/chk-<id>/<name>`. */
-  readonly objectName: string;
-}
-
-/** What a download found. */
-type Download =
-  | { readonly kind: "ok"; readonly data: Uint8Array }
-  | { readonly kind: "missing" }
-  | { readonly kind: "size"; readonly actual: number }
-  | { readonly kind: "corrupt"; readonly cause: unknown };
 
 /**
  * {@linkcode CheckpointStorage} on a NATS Object Store bucket, shared by the
@@ -232,6 +222,20 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
   }
 
   /**
+   * The object name of a shared blob of a job: `<jobId>/shared/<name>`.
+   *
+   * @param jobId the job.
+   * @param name the blob's name.
+   * @returns the name.
+   * @throws {RangeError} for an invalid job id or name.
+   */
+  sharedObjectName(jobId: string, name: string): string {
+    checkName("jobId", jobId);
+    checkName("name", name);
+    return `${jobId}/${SHARED_DIR}/${name}`;
+  }
+
+  /**
    * The URL of an object, used as error path: `nats-object-store://<bucket>/<objectName>`.
    *
    * @param objectName the object's name.
@@ -268,7 +272,7 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
     checkpointId: CheckpointId,
     name: string,
     data: Uint8Array,
-  ): Promise<StateHandle> {
+  ): Promise<StoredBlob> {
     checkName("name", name);
     const objectName = this.objectName(jobId, checkpointId, name);
     try {
@@ -287,29 +291,23 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
     return { path: `chk-${checkpointId}/${name}`, bytes: data.byteLength };
   }
 
-  /** See {@linkcode CheckpointStorage.readState}. */
-  async readState(jobId: string, handle: StateHandle): Promise<Uint8Array> {
-    const segments = handle.path.split("/");
-    const match = CHECKPOINT_DIR.exec(segments[0] ?? "");
-    if (segments.length !== 2 || match === null || !isValidName(segments[1] ?? "")) {
-      throw new RangeError(
-        `Cannot read state of job ${
-          JSON.stringify(jobId)
-        }: 'handle.path' must be "chk-<id>/<name>": current value is ${
-          JSON.stringify(handle.path)
-        }`,
-      );
-    }
-    const checkpointId = Number(match[1]);
-    const objectName = this.objectName(jobId, checkpointId, segments[1]!);
-    const what = `Cannot read state ${
-      JSON.stringify(handle.path)
-    } of checkpoint ${checkpointId} of job ${JSON.stringify(jobId)}`;
+  /** See {@linkcode CheckpointStorage.readState}: a private blob or a shared one. */
+  async readState(jobId: string, handle: StoredBlob): Promise<Uint8Array> {
+    const parsed = parseStatePath(jobId, handle.path, "read state");
+    const objectName = parsed.namespace === "private"
+      ? this.objectName(jobId, parsed.checkpointId, parsed.name)
+      : this.sharedObjectName(jobId, parsed.name);
+    const at = parsed.namespace === "private" ? { checkpointId: parsed.checkpointId } : {};
+    const what = parsed.namespace === "private"
+      ? `Cannot read state ${
+        JSON.stringify(handle.path)
+      } of checkpoint ${parsed.checkpointId} of job ${JSON.stringify(jobId)}`
+      : `Cannot read shared state ${JSON.stringify(handle.path)} of job ${JSON.stringify(jobId)}`;
     const fail = (code: CheckpointStorageErrorCode, cause: unknown) =>
       new CheckpointStorageError(what, {
         code,
         jobId,
-        checkpointId,
+        ...at,
         path: this.objectUrl(objectName),
         cause,
       });
@@ -329,6 +327,73 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
       case "corrupt":
         throw fail("CORRUPT", got.cause);
     }
+  }
+
+  /** See {@linkcode CheckpointStorage.writeShared}: the object `<jobId>/shared/<name>`. */
+  async writeShared(jobId: string, name: string, data: Uint8Array): Promise<StoredBlob> {
+    const objectName = this.sharedObjectName(jobId, name);
+    try {
+      await this.#store.putBlob(
+        { name: storeKey(objectName), options: { max_chunk_size: CHUNK_BYTES } },
+        data,
+      );
+    } catch (cause) {
+      throw new CheckpointStorageError(
+        `Cannot write shared state ${JSON.stringify(name)} of job ${JSON.stringify(jobId)}`,
+        { code: "IO", jobId, path: this.objectUrl(objectName), cause },
+      );
+    }
+    return { path: `${SHARED_DIR}/${name}`, bytes: data.byteLength };
+  }
+
+  /**
+   * See {@linkcode CheckpointStorage.deleteShared}: each object is
+   * tombstoned, its chunks purged, then the tombstone, as `discard` does;
+   * {@linkcode DELETE_CONCURRENCY} at a time. An absent object costs one
+   * request and is no error.
+   */
+  async deleteShared(jobId: string, paths: readonly string[]): Promise<void> {
+    const objects = paths.map((p) => {
+      const name = sharedNameOf(jobId, p);
+      return { checkpointId: null, name, objectName: this.sharedObjectName(jobId, name) };
+    });
+    try {
+      await this.#deleteAll(objects);
+    } catch (cause) {
+      throw new CheckpointStorageError(
+        `Cannot delete shared state of job ${JSON.stringify(jobId)}`,
+        { code: "IO", jobId, path: this.objectUrl(`${jobId}/${SHARED_DIR}/`), cause },
+      );
+    }
+  }
+
+  /**
+   * See {@linkcode CheckpointStorage.listShared}: the job's shared objects
+   * from the bucket's metadata subjects (see "Cost of listing"), then one
+   * info request per object ({@linkcode DELETE_CONCURRENCY} at a time) to
+   * leave out the tombstone a crash in the middle of a deletion leaves.
+   */
+  async listShared(jobId: string): Promise<string[]> {
+    const objects = (await this.#objectsOf(jobId)).filter((o) => o.checkpointId === null);
+    const live: string[] = [];
+    try {
+      for (let i = 0; i < objects.length; i += DELETE_CONCURRENCY) {
+        const batch = objects.slice(i, i + DELETE_CONCURRENCY);
+        const infos = await Promise.all(batch.map((o) => this.#store.info(storeKey(o.objectName))));
+        batch.forEach((o, k) => {
+          const info = infos[k];
+          if (info !== null && info !== undefined && !info.deleted) {
+            live.push(`${SHARED_DIR}/${o.name}`);
+          }
+        });
+      }
+    } catch (cause) {
+      throw new CheckpointStorageError(
+        `Cannot list the shared state of job ${JSON.stringify(jobId)}`,
+        { code: "IO", jobId, path: this.objectUrl(`${jobId}/${SHARED_DIR}/`), cause },
+      );
+    }
+    return live.sort();
   }
 
   /**
@@ -416,11 +481,17 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
 
   /** See {@linkcode CheckpointStorage.listAll}; costs as in the module docs. */
   async listAll(jobId: string): Promise<CheckpointId[]> {
-    const ids = new Set((await this.#objectsOf(jobId)).map((o) => o.checkpointId));
+    const ids = new Set<CheckpointId>();
+    for (const o of await this.#objectsOf(jobId)) {
+      if (o.checkpointId !== null) ids.add(o.checkpointId);
+    }
     return [...ids].sort((a, b) => a - b);
   }
 
-  /** See {@linkcode CheckpointStorage.discard}: `_metadata` first, then the state objects. */
+  /**
+   * See {@linkcode CheckpointStorage.discard}: `_metadata` first, then the
+   * checkpoint's private state objects; shared objects stay.
+   */
   async discard(jobId: string, checkpointId: CheckpointId): Promise<void> {
     const location = this.checkpointLocation(jobId, checkpointId);
     const objects = (await this.#objectsOf(jobId)).filter((o) => o.checkpointId === checkpointId);
@@ -435,7 +506,7 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
     }
   }
 
-  /** See {@linkcode CheckpointStorage.discardJob}: every `_metadata` first, then the rest. */
+  /** See {@linkcode CheckpointStorage.discardJob}: every `_metadata` first, then the rest, shared objects included. */
   async discardJob(jobId: string): Promise<void> {
     const objects = await this.#objectsOf(jobId);
     try {
@@ -450,8 +521,9 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
   }
 
   /**
-   * The objects `<jobId>/chk-<id>/<name>` of a job, tombstones included, from
-   * the bucket's metadata subjects (see "Cost of listing").
+   * The objects `<jobId>/chk-<id>/<name>` and `<jobId>/shared/<name>` of a
+   * job, tombstones included, from the bucket's metadata subjects (see "Cost
+   * of listing").
    */
   async #objectsOf(jobId: string): Promise<JobObject[]> {
     const location = this.jobLocation(jobId);
@@ -469,16 +541,9 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
       );
     }
     const objects: JobObject[] = [];
-    const jobPrefix = `${jobId}/`;
     for (const subject of subjects) {
-      const objectName = nameOfToken(subject.slice(prefix.length));
-      if (objectName === undefined || !objectName.startsWith(jobPrefix)) continue;
-      const segments = objectName.slice(jobPrefix.length).split("/");
-      const match = CHECKPOINT_DIR.exec(segments[0] ?? "");
-      const name = segments[1] ?? "";
-      if (segments.length !== 2 || match === null) continue;
-      if (name !== METADATA && !isValidName(name)) continue;
-      objects.push({ checkpointId: Number(match[1]), name, objectName });
+      const object = jobObjectOf(jobId, nameOfToken(subject.slice(prefix.length)));
+      if (object !== undefined) objects.push(object);
     }
     return objects;
   }
@@ -501,6 +566,17 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
     });
   }
 
+  /** {@linkcode downloadObject} of an object of this bucket. */
+  #download(
+    objectName: string,
+    expectedBytes: number | undefined,
+  ): ReturnType<typeof downloadObject> {
+    return downloadObject(this.#store, objectName, expectedBytes, {
+      stallMs: this.#stallMs,
+      gone: () => this.#gone(objectName),
+    });
+  }
+
   /**
    * Whether `objectName` was deleted (or never existed) by now. An error
    * asking the server counts as "not known to be gone".
@@ -513,90 +589,4 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
       return false;
     }
   }
-
-  /**
-   * Reads an object whole into one buffer. Rejects (for `IO`) when the
-   * server cannot be asked or no chunk arrives for the stall timeout.
-   *
-   * @param expectedBytes the size the caller expects; a differing object is
-   *   reported as `size` before its chunks are fetched.
-   */
-  async #download(objectName: string, expectedBytes: number | undefined): Promise<Download> {
-    let result: objApi.ObjectResult | null;
-    try {
-      result = await this.#store.get(storeKey(objectName));
-    } catch (cause) {
-      if (isDigestError(cause)) return { kind: "corrupt", cause };
-      throw cause;
-    }
-    if (result === null) return { kind: "missing" };
-    const size = result.info.size;
-    if (expectedBytes !== undefined && size !== expectedBytes) {
-      await result.data.cancel().catch(() => {});
-      return { kind: "size", actual: size };
-    }
-    const data = new Uint8Array(size);
-    let offset = 0;
-    const reader = result.data.getReader();
-    try {
-      for (;;) {
-        const read = await readWithin(reader, {
-          stallMs: this.#stallMs,
-          objectName,
-          gone: () => this.#gone(objectName),
-        });
-        if (read === "deleted") {
-          // Discarded while being read (a subsumed checkpoint, or another
-          // process's cleanup): its remaining chunks will never arrive.
-          await reader.cancel().catch(() => {});
-          return { kind: "missing" };
-        }
-        const { done, value } = read;
-        if (done) break;
-        if (offset + value.byteLength > size) {
-          await reader.cancel().catch(() => {});
-          return { kind: "corrupt", cause: chunksDiffer(offset + value.byteLength, size) };
-        }
-        data.set(value, offset);
-        offset += value.byteLength;
-      }
-      const error = await result.error;
-      if (error) throw error;
-    } catch (cause) {
-      if (isDigestError(cause)) return { kind: "corrupt", cause };
-      await reader.cancel().catch(() => {});
-      throw cause;
-    }
-    return offset === size
-      ? { kind: "ok", data }
-      : { kind: "corrupt", cause: chunksDiffer(offset, size) };
-  }
-}
-
-/**
- * The name handed to the Object Store client: the UTF-8 bytes of `objectName`
- * as a binary string, because the client base64-encodes names with `btoa`,
- * which takes Latin-1 only. Identical to `objectName` when it is ASCII.
- */
-function storeKey(objectName: string): string {
-  return String.fromCharCode(...new TextEncoder().encode(objectName));
-}
-
-/** The object name of a metadata-subject token, or `undefined` if it is not one. */
-function nameOfToken(token: string): string | undefined {
-  try {
-    const bytes = objApi.Base64UrlPaddedCodec.decode(token, true) as Uint8Array;
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    return undefined;
-  }
-}
-
-function chunksDiffer(received: number, size: number): string {
-  return `its chunks hold ${received}+ bytes, its metadata says ${size}`;
-}
-
-/** Whether the Object Store client rejected an object for its SHA-256 digest. */
-function isDigestError(error: unknown): boolean {
-  return error instanceof Error && /digest/i.test(error.message);
 }

@@ -59,6 +59,7 @@ async function openFixture(
       bucket,
       raw,
       jsm,
+      sharedPathOf: (jobId, name) => `nats-object-store://${bucket}/${jobId}/shared/${name}`,
       pathOf: (jobId, checkpointId, name) =>
         `nats-object-store://${bucket}/${jobId}/chk-${checkpointId}/${name}`,
       locationOf: (jobId, checkpointId) =>
@@ -267,6 +268,27 @@ Deno.test("ObjectStoreCheckpointStorage discards leave neither chunks nor tombst
     assert.deepEqual(await f.storage.listCompleted("job-1"), []);
     await f.storage.discardJob("job-1");
     assert.deepEqual(await f.storage.listAll("job-1"), []);
+    assert.equal(await messagesIn(f), 0);
+  });
+});
+
+Deno.test("ObjectStoreCheckpointStorage shared deletes leave neither chunks nor tombstones, and finish a torn delete", async () => {
+  await withFixture(async (f) => {
+    const big = new Uint8Array(2 * 1024 * 1024 + 1);
+    for (const n of ["a", "b", "c"]) await f.storage.writeShared("job-1", n, big);
+    await f.storage.deleteShared("job-1", ["shared/a"]);
+    // A crash after the tombstone of a delete: gone for readers, its subject still there.
+    await f.raw.delete(keyOf("job-1/shared/b"));
+    assert.deepEqual(await f.storage.listShared("job-1"), ["shared/c"], "no tombstone listed");
+    await assert.rejects(
+      () => f.storage.readState("job-1", { path: "shared/b", bytes: big.byteLength }),
+      (e: unknown) => e instanceof CheckpointStorageError && e.code === "NOT_FOUND",
+    );
+    await f.storage.deleteShared("job-1", ["shared/b"]); // retention repeats the deletion
+    await f.storage.writeShared("job-1", "d", new Uint8Array([1]));
+    await f.raw.delete(keyOf("job-1/shared/d"));
+    await f.storage.discardJob("job-1");
+    assert.deepEqual(await f.storage.listShared("job-1"), []);
     assert.equal(await messagesIn(f), 0);
   });
 });

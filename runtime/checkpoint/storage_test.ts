@@ -15,6 +15,7 @@ checkpointStorageConformanceSuite("LocalDirectoryCheckpointStorage", async () =>
   return {
     storage: new LocalDirectoryCheckpointStorage({ directory: root }),
     pathOf: blob,
+    sharedPathOf: (jobId, name) => join(root, jobId, "shared", name),
     locationOf: (jobId, checkpointId) => join(root, jobId, `chk-${checkpointId}`),
     async corrupt(jobId, checkpointId, name, content) {
       await Deno.mkdir(join(root, jobId, `chk-${checkpointId}`), { recursive: true });
@@ -149,23 +150,127 @@ Deno.test("parseCheckpointMetadata names the first malformed field", () => {
     /'metadata' must be an object: current value is null/,
   );
   assert.throws(
-    () => parseCheckpointMetadata({ ...metadata(1), version: 2 }),
-    /'metadata.version' must be 1: current value is 2/,
+    () => parseCheckpointMetadata({ ...metadata(1), version: 3 }),
+    /'metadata.version' must be 1 or 2: current value is 3/,
   );
-  const badHandle = metadata(1);
-  const v = badHandle.vertices[0]!;
+  const withHandle = (handle: Record<string, unknown>, kind = "checkpoint") => {
+    const m = metadata(1);
+    const v = m.vertices[0]!;
+    return {
+      ...m,
+      kind,
+      vertices: [{ ...v, subtasks: [{ subtask: 0, handles: [handle], stateUids: [] }] }],
+    };
+  };
+  const good = { path: "chk-1/a", bytes: 1, kind: "timers", shared: false, uid: "u" };
+  assert.throws(
+    () => parseCheckpointMetadata(withHandle({ ...good, path: 5 })),
+    /'metadata.vertices\[0\].subtasks\[0\].handles\[0\].path' must be a string: current value is 5/,
+  );
+  assert.throws(
+    () => parseCheckpointMetadata(withHandle({ ...good, kind: "blob" })),
+    /'metadata.vertices\[0\].subtasks\[0\].handles\[0\].kind' must be one of keyed, .*: current value is "blob"/,
+  );
+  assert.throws(
+    () => parseCheckpointMetadata(withHandle({ ...good, path: "shared/a" })),
+    /handles\[0\].path' must be a path under 'chk-<n>\/'.*current value is "shared\/a"/,
+  );
+  assert.throws(
+    () => parseCheckpointMetadata(withHandle({ ...good, path: "chk-1/../../etc" })),
+    /handles\[0\].path' must be a path under 'chk-<n>\/' without '..'/,
+  );
+  assert.throws(
+    () => parseCheckpointMetadata(withHandle({ ...good, keyGroupRange: [9, 3] })),
+    /handles\[0\].keyGroupRange' must be \[first, last\] with 0 <= first <= last: current value is \[9,3\]/,
+  );
+  const shared = { ...good, path: "shared/a", shared: true };
+  assert.equal(
+    parseCheckpointMetadata(withHandle(shared)).vertices[0]!.subtasks[0]!.handles[0]!.shared,
+    true,
+  );
+  assert.throws(
+    () => parseCheckpointMetadata(withHandle(shared, "savepoint")),
+    /handles\[0\].shared' must be false in a savepoint \(self-contained\): current value is true/,
+  );
+});
+
+/** A version-1 `_metadata`, as Weir wrote it before state handles had kinds. */
+const V1_METADATA = {
+  version: 1,
+  jobId: "job-old",
+  jobName: "demo",
+  checkpointId: 7,
+  kind: "checkpoint",
+  triggeredAt: 1000,
+  completedAt: 1200,
+  attempt: 2,
+  vertices: [
+    {
+      vertexId: "v1",
+      operatorUids: ["count", "print"],
+      parallelism: 2,
+      maxParallelism: 128,
+      subtasks: [
+        {
+          subtask: 0,
+          keyedHandle: { path: "chk-7/v1-0-a2.keyed", bytes: 40 },
+          operatorHandle: { path: "chk-7/v1-0-a2.op", bytes: 12 },
+          keyGroupRange: [0, 63],
+          stateUids: ["count"],
+        },
+        {
+          subtask: 1,
+          keyedHandle: null,
+          operatorHandle: null,
+          keyGroupRange: null,
+          stateUids: [],
+        },
+      ],
+    },
+  ],
+  totalBytes: 52,
+};
+
+Deno.test("parseCheckpointMetadata reads version 1 as version 2 with legacy handles", () => {
+  const meta = parseCheckpointMetadata(structuredClone(V1_METADATA));
+  assert.equal(meta.version, 2);
+  assert.deepEqual(meta.vertices[0]!.subtasks, [
+    {
+      subtask: 0,
+      handles: [
+        {
+          path: "chk-7/v1-0-a2.keyed",
+          bytes: 40,
+          kind: "keyed",
+          shared: false,
+          uid: "",
+          keyGroupRange: [0, 63],
+          legacyV1: true,
+        },
+        {
+          path: "chk-7/v1-0-a2.op",
+          bytes: 12,
+          kind: "operator",
+          shared: false,
+          uid: "",
+          legacyV1: true,
+        },
+      ],
+      stateUids: ["count"],
+    },
+    { subtask: 1, handles: [], stateUids: [] },
+  ]);
+  // Written back, it stays version 2 and reads the same.
+  assert.deepEqual(parseCheckpointMetadata(JSON.parse(JSON.stringify(meta))), meta);
   assert.throws(
     () =>
       parseCheckpointMetadata({
-        ...badHandle,
+        ...V1_METADATA,
         vertices: [{
-          ...v,
+          ...V1_METADATA.vertices[0]!,
           subtasks: [{
-            subtask: 0,
+            ...V1_METADATA.vertices[0]!.subtasks[0]!,
             keyedHandle: { path: 5, bytes: 1 },
-            operatorHandle: null,
-            keyGroupRange: null,
-            stateUids: [],
           }],
         }],
       }),
