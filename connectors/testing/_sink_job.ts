@@ -28,10 +28,8 @@ import {
   type OperatorStateSnapshot,
   redistributeOperatorState,
 } from "../../runtime/state/operator_state.ts";
-import type {
-  OperatorEnvironment,
-  OperatorSnapshot,
-} from "../../runtime/task/operators/operator.ts";
+import type { OperatorEnvironment } from "../../runtime/task/operators/operator.ts";
+import { operatorRestore, takeSnapshot } from "../../runtime/task/operators/_snapshot_kit.ts";
 import {
   SinkWriterOperator,
   subtaskSinkV2,
@@ -46,7 +44,7 @@ export interface TakenCheckpoint {
   readonly offset: number;
   /** The parallelism of the incarnation that took it. */
   readonly parallelism: number;
-  /** Each subtask's snapshot, MessagePack-encoded. */
+  /** Each subtask's operator state (as its sink-committables blob held it), MessagePack-encoded. */
   readonly snapshots: readonly Uint8Array[];
 }
 
@@ -119,9 +117,7 @@ export class Incarnation<T extends { readonly id: number }> {
   ): Promise<Incarnation<T>> {
     const { parallelism, restore } = options;
     const incarnation = new Incarnation<T>(parallelism);
-    const old = restore?.snapshots.map((bytes) =>
-      ((decode(bytes) as OperatorSnapshot).operator ?? {}) as OperatorStateSnapshot
-    );
+    const old = restore?.snapshots.map((bytes) => decode(bytes) as OperatorStateSnapshot);
     try {
       for (let i = 0; i < parallelism; i++) {
         const env: OperatorEnvironment = {
@@ -156,12 +152,10 @@ export class Incarnation<T extends { readonly id: number }> {
         });
         incarnation.operators.push(operator);
         await operator.initializeState(
-          restore === undefined ? undefined : {
-            checkpointId: restore.id,
-            keyed: [],
-            timers: [],
-            operator: redistributeOperatorState(old!, parallelism, i),
-          },
+          restore === undefined ? undefined : operatorRestore(
+            redistributeOperatorState(old!, parallelism, i),
+            { checkpointId: restore.id },
+          ),
         );
         await operator.open();
       }
@@ -183,7 +177,10 @@ export class Incarnation<T extends { readonly id: number }> {
   /** Every subtask's part of checkpoint `id`'s barrier (pre-commit), encoded as stored. */
   async snapshot(id: number): Promise<Uint8Array[]> {
     const out: Uint8Array[] = [];
-    for (const operator of this.operators) out.push(encode(await operator.snapshotState(id, 0)));
+    for (const operator of this.operators) {
+      const taken = await takeSnapshot(await operator.snapshotState(id, 0), id);
+      out.push(encode(taken.operator ?? {}));
+    }
     return out;
   }
 

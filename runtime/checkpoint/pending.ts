@@ -52,6 +52,7 @@ import { CheckpointFailureReason, subtaskKey } from "./types.ts";
 import type {
   CheckpointId,
   CheckpointMetadata,
+  SnapshotType,
   SubtaskAck,
   SubtaskRef,
   SubtaskStateMetadata,
@@ -71,7 +72,7 @@ import type {
 export type TaskAcknowledgeResult = "SUCCESS" | "DUPLICATE" | "UNKNOWN" | "DISCARDED";
 
 /** What kind of checkpoint is taken. Savepoints are user-triggered and kept until deleted. */
-export type CheckpointKind = "checkpoint" | "savepoint";
+export type CheckpointKind = SnapshotType;
 
 /** The tasks that must acknowledge a checkpoint, and under which attempt. */
 export interface CheckpointPlan {
@@ -165,8 +166,8 @@ export interface FailedCheckpointStats extends CheckpointStats {
  *   tasks: [{ vertexId: "src", subtask: 0 }],
  * });
  * const ack = {
- *   vertexId: "src", subtask: 0, attempt: 0, checkpointId: 1, keyedHandle: null, operatorHandle: null,
- *   keyGroupRange: null, stateUids: [], syncDurationMs: 1, asyncDurationMs: 2,
+ *   vertexId: "src", subtask: 0, attempt: 0, checkpointId: 1, handles: [],
+ *   stateUids: [], syncDurationMs: 1, asyncDurationMs: 2,
  *   alignmentDurationMs: 0, stateBytes: 0,
  * };
  * console.assert(p.acknowledge(ack) === "SUCCESS");
@@ -309,8 +310,9 @@ export class PendingCheckpoint {
    *
    * @param options job id and name, completion time and every vertex of the job.
    * @returns the metadata to write with the checkpoint storage.
-   * @throws {Error} when the checkpoint is not fully acknowledged, or an ack
-   *   names a vertex missing from `options.vertices`.
+   * @throws {Error} when the checkpoint is not fully acknowledged, an ack
+   *   names a vertex missing from `options.vertices`, or a savepoint's ack
+   *   lists a shared handle (savepoints are self-contained).
    */
   toMetadata(options: ToMetadataOptions): CheckpointMetadata {
     if (!this.isFullyAcknowledged) {
@@ -333,11 +335,17 @@ export class PendingCheckpoint {
             } acknowledged, but vertex ${a.vertexId} is not among the job's vertices`,
         );
       }
+      const shared = a.handles.find((h) => h.shared);
+      if (this.kind === "savepoint" && shared !== undefined) {
+        throw new Error(
+          `Cannot build the metadata of savepoint ${this.checkpointId} of job ${options.jobId}: ` +
+            `subtask ${subtaskKey(a.vertexId, a.subtask)} acknowledged shared state ` +
+            `'${shared.path}' (kind ${shared.kind}, uid ${shared.uid}); a savepoint must be self-contained`,
+        );
+      }
       list.push({
         subtask: a.subtask,
-        keyedHandle: a.keyedHandle,
-        operatorHandle: a.operatorHandle,
-        keyGroupRange: a.keyGroupRange,
+        handles: [...a.handles],
         stateUids: a.stateUids,
       });
     }
@@ -351,7 +359,7 @@ export class PendingCheckpoint {
         subtasks: (byVertex.get(v.vertexId) ?? []).sort((a, b) => a.subtask - b.subtask),
       }));
     return {
-      version: 1,
+      version: 2,
       jobId: options.jobId,
       jobName: options.jobName,
       checkpointId: this.checkpointId,

@@ -3,7 +3,7 @@ import { PendingCheckpoint } from "./pending.ts";
 import { CheckpointTracker } from "./tracker.ts";
 import type { CheckpointPlan, VertexInfo } from "./pending.ts";
 import { CheckpointFailureReason } from "./types.ts";
-import type { SubtaskAck, SubtaskRef } from "./types.ts";
+import type { StateHandle, SubtaskAck, SubtaskRef } from "./types.ts";
 
 const TASKS: SubtaskRef[] = [
   { vertexId: "src", subtask: 0 },
@@ -16,6 +16,10 @@ const VERTICES: VertexInfo[] = [
   { vertexId: "map", operatorUids: ["count", "filter"], parallelism: 2, maxParallelism: 128 },
 ];
 
+function keyedHandle(path: string, keyGroupRange: [number, number]): StateHandle {
+  return { path, bytes: 10, kind: "keyed", shared: false, uid: "count", keyGroupRange };
+}
+
 function ack(
   vertexId: string,
   subtask: number,
@@ -27,9 +31,7 @@ function ack(
     subtask,
     attempt: 0,
     checkpointId,
-    keyedHandle: { path: `chk-${checkpointId}/${vertexId}#${subtask}`, bytes: 10 },
-    operatorHandle: null,
-    keyGroupRange: null,
+    handles: [keyedHandle(`chk-${checkpointId}/${vertexId}#${subtask}`, [0, 127])],
     stateUids: [],
     syncDurationMs: 1,
     asyncDurationMs: 2,
@@ -117,9 +119,17 @@ Deno.test("PendingCheckpoint sums bytes and takes the longest durations", () => 
 
 Deno.test("PendingCheckpoint builds metadata sorted by vertex and subtask", () => {
   const p = pending(4);
-  p.acknowledge(ack("map", 1, 4, { keyGroupRange: [64, 127], stateBytes: 3 }));
-  p.acknowledge(ack("src", 0, 4, { keyedHandle: null, operatorHandle: null, stateBytes: 0 }));
-  p.acknowledge(ack("map", 0, 4, { keyGroupRange: [0, 63], stateBytes: 4 }));
+  p.acknowledge(
+    ack("map", 1, 4, { handles: [keyedHandle("chk-4/map#1", [64, 127])], stateBytes: 3 }),
+  );
+  p.acknowledge(ack("src", 0, 4, { handles: [], stateBytes: 0 }));
+  p.acknowledge(
+    ack("map", 0, 4, {
+      handles: [keyedHandle("chk-4/map#0", [0, 63])],
+      stateUids: ["count"],
+      stateBytes: 4,
+    }),
+  );
   const meta = p.toMetadata({
     jobId: "j1",
     jobName: "demo",
@@ -127,7 +137,7 @@ Deno.test("PendingCheckpoint builds metadata sorted by vertex and subtask", () =
     vertices: VERTICES,
   });
   assert.deepEqual(meta, {
-    version: 1,
+    version: 2,
     jobId: "j1",
     jobName: "demo",
     checkpointId: 4,
@@ -145,16 +155,12 @@ Deno.test("PendingCheckpoint builds metadata sorted by vertex and subtask", () =
         subtasks: [
           {
             subtask: 0,
-            keyedHandle: { path: "chk-4/map#0", bytes: 10 },
-            operatorHandle: null,
-            keyGroupRange: [0, 63],
-            stateUids: [],
+            handles: [keyedHandle("chk-4/map#0", [0, 63])],
+            stateUids: ["count"],
           },
           {
             subtask: 1,
-            keyedHandle: { path: "chk-4/map#1", bytes: 10 },
-            operatorHandle: null,
-            keyGroupRange: [64, 127],
+            handles: [keyedHandle("chk-4/map#1", [64, 127])],
             stateUids: [],
           },
         ],
@@ -164,13 +170,7 @@ Deno.test("PendingCheckpoint builds metadata sorted by vertex and subtask", () =
         operatorUids: ["source"],
         parallelism: 1,
         maxParallelism: 128,
-        subtasks: [{
-          subtask: 0,
-          keyedHandle: null,
-          operatorHandle: null,
-          keyGroupRange: null,
-          stateUids: [],
-        }],
+        subtasks: [{ subtask: 0, handles: [], stateUids: [] }],
       },
     ],
   });
@@ -193,6 +193,31 @@ Deno.test("PendingCheckpoint refuses to build metadata before full acknowledgeme
   assert.throws(
     () => p.toMetadata({ jobId: "j1", jobName: "x", completedAt: 0, vertices: VERTICES }),
     /it was aborted \(JOB_FAILING\)/,
+  );
+});
+
+Deno.test("PendingCheckpoint refuses the metadata of a savepoint whose ack lists shared state", () => {
+  const p = new PendingCheckpoint({
+    checkpointId: 5,
+    triggeredAt: 1000,
+    attempt: 0,
+    tasks: TASKS,
+    kind: "savepoint",
+  });
+  p.acknowledge(ack("src", 0, 5));
+  p.acknowledge(ack("map", 0, 5));
+  const shared: StateHandle = {
+    path: "shared/v1-1-a0.keyed-count-3",
+    bytes: 10,
+    kind: "keyed-incremental",
+    shared: true,
+    uid: "count",
+    keyGroupRange: [64, 127],
+  };
+  p.acknowledge(ack("map", 1, 5, { handles: [shared] }));
+  assert.throws(
+    () => p.toMetadata({ jobId: "j1", jobName: "demo", completedAt: 1, vertices: VERTICES }),
+    /savepoint 5 of job j1: subtask map#1 acknowledged shared state 'shared\/v1-1-a0.keyed-count-3'.*self-contained/,
   );
 });
 

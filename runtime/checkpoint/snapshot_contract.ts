@@ -78,6 +78,16 @@ export interface StateHandle {
   readonly uid: string;
   /** Key groups it covers (inclusive `[first, last]`), for keyed kinds; absent otherwise. */
   readonly keyGroupRange?: readonly [number, number];
+  /**
+   * Set only on handles converted from version-1 checkpoint metadata
+   * (`runtime/checkpoint/metadata.ts`): the blob is a version-1 subtask
+   * file holding the state of every operator of the subtask by uid, and
+   * `uid` is `""`. Kind `keyed`: `{ [uid]: { keyed?, timers? } }` (keyed
+   * state and timers); kind `operator`: `{ [uid]: OperatorStateSnapshot }`
+   * plus the watermark floors. Only the restore path reads them
+   * (`runtime/task/subtask_state.ts`); nothing writes them any more.
+   */
+  readonly legacyV1?: true;
 }
 
 /** Where a participant's asynchronous write puts its blobs; given by the checkpointer. */

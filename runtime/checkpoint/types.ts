@@ -3,7 +3,8 @@
  * acknowledgements, the completed-checkpoint metadata and the reasons a
  * checkpoint fails.
  *
- * This is a leaf module: it imports nothing, so the coordinator side
+ * This is a leaf module: it imports only the types of the leaf
+ * `snapshot_contract.ts` (state handles, snapshot types), so the coordinator side
  * (`pending.ts`), the task side (`../task/barrier_handler.ts`) and the
  * storages (`storage.ts`) can all depend on it without cycles.
  *
@@ -20,6 +21,10 @@
  * @module
  */
 
+import type { SnapshotType, StateHandle } from "./snapshot_contract.ts";
+
+export type { SnapshotType, StateHandle, StateHandleKind } from "./snapshot_contract.ts";
+
 /**
  * Identifier of one checkpoint or savepoint of a job: a positive integer,
  * strictly increasing across all attempts of the job (Flink's
@@ -28,16 +33,17 @@
 export type CheckpointId = number;
 
 /**
- * Reference to one blob of snapshotted state in a checkpoint storage
- * (`storage.ts`).
- *
- * Flink's `StreamStateHandle`, reduced to what Weir needs.
+ * Reference to one blob as a checkpoint storage wrote it (`storage.ts`):
+ * where it is and how big. Flink's `StreamStateHandle`, reduced to what Weir
+ * needs. What the blob holds, and whose state it is, is said by the
+ * {@linkcode StateHandle} a state participant's write returns (it extends
+ * this shape).
  */
-export interface StateHandle {
+export interface StoredBlob {
   /**
    * Location of the blob, relative to the storage's directory of the job,
-   * with `/` separators, e.g. `"chk-7/map-1#0-a2"`. Never absolute, never
-   * containing `..`.
+   * with `/` separators, e.g. `"chk-7/v1-0-a2.keyed-count"`. Never absolute,
+   * never containing `..`.
    */
   readonly path: string;
   /** Size of the blob, in bytes. */
@@ -66,13 +72,16 @@ export interface SubtaskAck {
   readonly attempt: number;
   /** The checkpoint this acknowledges. */
   readonly checkpointId: CheckpointId;
-  /** The written keyed state (and timers), or `null` when the subtask has none. */
-  readonly keyedHandle: StateHandle | null;
-  /** The written operator state, or `null` when the subtask has none. */
-  readonly operatorHandle: StateHandle | null;
-  /** Key groups covered by `keyedHandle` (inclusive `[first, last]`), or `null` when not keyed. */
-  readonly keyGroupRange: readonly [number, number] | null;
-  /** Uids of the operators of this subtask that had state (keyed, timers or operator state). */
+  /**
+   * Every blob its state participants wrote or (incremental snapshots)
+   * still refer to, each tagged with its kind, operator uid, shared flag and,
+   * for keyed kinds, key-group range; empty when the subtask holds no state.
+   */
+  readonly handles: readonly StateHandle[];
+  /**
+   * Uids of the operators of this subtask that had state (any handle but a
+   * watermark floor), for the `allowNonRestoredState` check of a resume.
+   */
   readonly stateUids: readonly string[];
   /** Duration of the synchronous part of the snapshot, in ms. */
   readonly syncDurationMs: number;
@@ -80,7 +89,7 @@ export interface SubtaskAck {
   readonly asyncDurationMs: number;
   /** Time the subtask spent aligning barriers for this checkpoint, in ms (0 when not aligned). */
   readonly alignmentDurationMs: number;
-  /** Size of the snapshotted state, in bytes. */
+  /** Size of the blobs this snapshot wrote (shared blobs written earlier excluded), in bytes. */
   readonly stateBytes: number;
 }
 
@@ -88,13 +97,9 @@ export interface SubtaskAck {
 export interface SubtaskStateMetadata {
   /** The subtask index within its vertex. */
   readonly subtask: number;
-  /** Its keyed state (and timers), or `null` when it had none. */
-  readonly keyedHandle: StateHandle | null;
-  /** Its operator state, or `null` when it had none. */
-  readonly operatorHandle: StateHandle | null;
-  /** Key groups covered by `keyedHandle` (inclusive), or `null` when not keyed. */
-  readonly keyGroupRange: readonly [number, number] | null;
-  /** Uids of the operators of this subtask that had state (keyed, timers or operator state). */
+  /** Its state handles, as its ack listed them (see {@linkcode SubtaskAck.handles}). */
+  readonly handles: readonly StateHandle[];
+  /** Uids of the operators of this subtask that had state (any handle but a watermark floor). */
   readonly stateUids: readonly string[];
 }
 
@@ -118,16 +123,23 @@ export interface VertexStateMetadata {
  * a checkpoint without a readable `_metadata` does not exist.
  */
 export interface CheckpointMetadata {
-  /** Format version; this module defines version 1. */
-  readonly version: 1;
+  /**
+   * Format version: 2 (a list of kind-tagged handles per subtask). Version 1
+   * (one keyed and one operator file per subtask) is still read, and
+   * converted to version 2 by `parseCheckpointMetadata` (`metadata.ts`).
+   */
+  readonly version: 2;
   /** The job the checkpoint belongs to. */
   readonly jobId: string;
   /** The job's human-readable name. */
   readonly jobName: string;
   /** The checkpoint's id. */
   readonly checkpointId: CheckpointId;
-  /** Periodic checkpoint, or user-triggered savepoint (never discarded by retention). */
-  readonly kind: "checkpoint" | "savepoint";
+  /**
+   * Periodic checkpoint, or user-triggered savepoint (canonical and
+   * self-contained: it refers to no shared blob; never discarded by retention).
+   */
+  readonly kind: SnapshotType;
   /** When the coordinator triggered it, in epoch ms. */
   readonly triggeredAt: number;
   /** When the last acknowledgement arrived and the metadata was built, in epoch ms. */
@@ -136,7 +148,7 @@ export interface CheckpointMetadata {
   readonly attempt: number;
   /** Per-vertex state, sorted by vertex id. */
   readonly vertices: readonly VertexStateMetadata[];
-  /** Sum of all subtasks' `stateBytes`, in bytes. */
+  /** Sum of all subtasks' `stateBytes` (blobs written for this checkpoint), in bytes. */
   readonly totalBytes: number;
 }
 

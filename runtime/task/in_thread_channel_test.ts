@@ -148,7 +148,7 @@ Deno.test("an in-thread keyBy channel hands the collected objects over, unencode
     assert.equal(ch.writer.inThread, true);
     const sent: Rec[] = Array.from({ length: 30 }, (_, n) => ({ key: `k${n % 7}`, n }));
     for (const r of sent.slice(0, 20)) ch.writer.emit(r, r.n * 10);
-    ch.writer.broadcastEvent({ k: "barrier", id: 1, ts: 123 });
+    ch.writer.broadcastEvent({ k: "barrier", type: "checkpoint", id: 1, ts: 123 });
     for (const r of sent.slice(20)) ch.writer.emit(r, undefined);
     ch.writer.flush();
     const seen = ch.gates.map(() => [] as (ReceivedBufferMessage | EventMessage)[]);

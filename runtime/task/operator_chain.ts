@@ -198,4 +198,29 @@ export class OperatorChain {
   get head(): StreamOperator {
     return this.operators[0]!;
   }
+
+  /** Awaits every operator's queued asynchronous work, head first. @throws its first error. */
+  async quiesce(): Promise<void> {
+    for (const op of this.operators) await op.quiesce();
+  }
+
+  /** The counters of operators that keep their own, by uid (`StreamOperator.metrics`). */
+  metrics(): Record<string, Readonly<Record<string, number>>> {
+    return Object.fromEntries(
+      this.operators.flatMap((op) => op.metrics ? [[op.uid, op.metrics()]] : []),
+    );
+  }
+
+  /** Closes every operator, even after one throws. @throws the first error. */
+  async close(): Promise<void> {
+    let first: unknown;
+    for (const op of this.operators) {
+      try {
+        await op.close();
+      } catch (error) {
+        first ??= error;
+      }
+    }
+    if (first !== undefined) throw first;
+  }
 }

@@ -1,25 +1,33 @@
 /**
- * A subtask's part of a checkpoint, in both directions:
- * {@linkcode splitSubtaskSnapshot} turns the operators' synchronous captures
- * into the two files a subtask writes (keyed state with timers, grouped by
- * key group; and operator state), and {@linkcode readSubtaskRestore} reads a
- * subtask's share back from a completed checkpoint, also at another
- * parallelism: keyed parts of every old subtask whose key groups overlap,
- * operator state redistributed (split lists evenly, union lists whole).
+ * A subtask's share of a completed checkpoint, read back for a restore
+ * (Flink's `StateAssignmentOperation` and `TaskStateManager`, for one
+ * subtask): {@linkcode readSubtaskRestore} reads the metadata and gives each
+ * chained operator its {@linkcode OperatorRestore}, also at another
+ * parallelism; {@linkcode operatorRestoreFrom} does that for one operator
+ * from the old subtasks' handles.
  *
  * Operators are matched by uid, not by vertex, so a chain may change
  * between the checkpoint and the restore.
  *
- * ## Files
+ * ## Assignment by kind (metadata version 2)
  *
- * - `<vertex>-<subtask>-a<attempt>.keyed`: `{ [uid]: KeyedPart }`.
- * - `<vertex>-<subtask>-a<attempt>.op`: `{ [uid]: OperatorStateSnapshot }`,
- *   plus, under the reserved key {@linkcode WATERMARK_FLOORS_KEY}, each
- *   operator's watermark floor (`{ [uid]: ms }`, see
- *   `runtime/time/watermark.ts`). A subtask whose operators hold only
- *   watermarks writes an operator file, but its uids are not in `stateUids`:
- *   a floor alone is not state, and never blocks an `allowNonRestoredState`
- *   resume.
+ * | kind                                            | goes to the new subtask                          |
+ * | ----------------------------------------------- | ------------------------------------------------ |
+ * | `keyed`, `keyed-incremental`                    | as handles, from every old subtask whose key-group range overlaps its own; its backend reads them |
+ * | `timers`                                        | decoded, from every overlapping old subtask      |
+ * | `operator`, `source-splits`, `sink-committables` | merged per old subtask, then redistributed: split lists evenly, union lists whole |
+ * | `watermark`                                     | the floor, see below                             |
+ * | `channel`                                       | refused: unaligned checkpoints are not restorable yet |
+ *
+ * ## Version-1 checkpoints
+ *
+ * Their handles (marked `legacyV1`, see `runtime/checkpoint/metadata.ts`)
+ * are whole-subtask files: the keyed file `{ [uid]: { keyed?, timers? } }`,
+ * the operator file `{ [uid]: OperatorStateSnapshot }` with the watermark
+ * floors under {@linkcode WATERMARK_FLOORS_KEY}. Each is read and decoded
+ * once; an operator's keyed part is handed to its backend as a `keyed`
+ * handle whose reader returns that part re-encoded, so backends only ever
+ * see version-2 handles.
  *
  * ## Watermark floors on restore
  *
@@ -31,66 +39,19 @@
  * @module
  */
 
-import { decode } from "../actor/codec.ts";
+import { decode, encode } from "../actor/codec.ts";
 import type { JobVertex } from "../graph/job_graph.ts";
-import type { CheckpointStorage } from "../checkpoint/storage.ts";
-import type { StateHandle } from "../checkpoint/types.ts";
+import type { CheckpointMetadata, StateHandle } from "../checkpoint/types.ts";
 import { KeyGroupRange } from "../state/key_group.ts";
-import type { KeyedStateSnapshot } from "../state/heap_keyed_backend.ts";
+import type { StateReader } from "../state/keyed_state_backend.ts";
 import type { TimerServiceSnapshot } from "../state/timer_service.ts";
-import { type OperatorStateSnapshot, redistributeOperatorState } from "../state/operator_state.ts";
-import type { OperatorRestore, OperatorSnapshot } from "./operators/operator.ts";
-import type { RestorePoint } from "./messages.ts";
+import {
+  type OperatorStateSnapshot,
+  type OperatorStateSnapshotEntry,
+  redistributeOperatorState,
+} from "../state/operator_state.ts";
+import type { OperatorRestore } from "./operators/operator.ts";
 import { MIN_WATERMARK, WATERMARK_FLOORS_KEY } from "../time/watermark.ts";
-
-/**
- * An operator's watermark floor in an old subtask's operator file (`-Infinity` when none).
- * @throws {Error} naming the file when the entry is not a number.
- */
-function watermarkOf(
-  file: Record<string, unknown> | undefined,
-  uid: string,
-  path: string | undefined,
-): number {
-  const floors = file?.[WATERMARK_FLOORS_KEY] as Record<string, unknown> | undefined;
-  const value = floors?.[uid];
-  if (value === undefined) return MIN_WATERMARK;
-  if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new Error(
-      `state file ${path} holds a watermark of operator ${uid} that is not a number: ${
-        JSON.stringify(value)
-      }`,
-    );
-  }
-  return value;
-}
-
-/** One operator's entry in a subtask's keyed-state file. */
-export interface KeyedPart {
-  /** Keyed state, grouped by key group. */
-  keyed?: KeyedStateSnapshot;
-  /** Timers, grouped by key group. */
-  timers?: TimerServiceSnapshot;
-}
-
-/**
- * The operator-state file's content: operator state by uid, and the
- * watermark floors under {@linkcode WATERMARK_FLOORS_KEY}.
- */
-export type OperatorPart = Record<string, OperatorStateSnapshot | Record<string, number>>;
-
-/** What a subtask writes for one checkpoint. */
-export interface SubtaskSnapshotParts {
-  /** The keyed-state file's content by operator uid, or `undefined` when no operator is keyed. */
-  readonly keyedPart: Record<string, KeyedPart> | undefined;
-  /**
-   * The operator-state file's content, or `undefined` when no operator has
-   * operator state or a watermark.
-   */
-  readonly operatorPart: OperatorPart | undefined;
-  /** Uids of the operators that hold any state (for the resume check of `allowNonRestoredState`). */
-  readonly stateUids: string[];
-}
 
 /**
  * The watermark floor of new subtask `subtask` of `parallelism` from the
@@ -108,80 +69,129 @@ export function watermarkFloor(
   return floor === MIN_WATERMARK || old.length === 0 ? undefined : floor;
 }
 
-/** Whether an operator's snapshot holds any state (keyed entries, timers or operator state). */
-function hasState(snapshot: OperatorSnapshot): boolean {
-  const keyed = snapshot.keyed?.states;
-  if (keyed && Object.values(keyed).some((st) => st.keyGroups.length > 0)) return true;
-  const timers = snapshot.timers;
-  if (timers && (timers.eventTime.length > 0 || timers.processingTime.length > 0)) return true;
-  const operator = snapshot.operator;
-  return operator !== undefined && Object.values(operator).some((e) => e.items.length > 0);
+/** Options of {@linkcode operatorRestoreFrom}. */
+export interface OperatorRestoreOptions {
+  /** The operator's uid. */
+  readonly uid: string;
+  /** The checkpoint restored from. */
+  readonly checkpointId: number;
+  /** Each old subtask's handles, index = old subtask index (all uids; the operator's are picked). */
+  readonly oldSubtasks: readonly (readonly StateHandle[])[];
+  /** The new parallelism. */
+  readonly parallelism: number;
+  /** The new subtask's index. */
+  readonly subtask: number;
+  /** The new subtask's key groups. */
+  readonly keyGroupRange: KeyGroupRange;
+  /** Reads a handle's blob (private or shared). */
+  readonly read: StateReader;
 }
 
 /**
- * Splits the operators' captures into the subtask's keyed and operator files.
- * @throws {Error} when an operator's uid is {@linkcode WATERMARK_FLOORS_KEY}.
+ * One operator's restore from the old subtasks' handles (see the module
+ * docs for the assignment by kind).
+ * @throws {Error} naming the handle when a blob does not decode or holds the
+ *   wrong shape, two operator-state handles of one old subtask name the same
+ *   state, or a handle is of kind `channel`; whatever `read` throws.
  */
-export function splitSubtaskSnapshot(
-  snapshots: Readonly<Record<string, OperatorSnapshot>>,
-): SubtaskSnapshotParts {
-  let keyedPart: Record<string, KeyedPart> | undefined;
-  let operatorPart: OperatorPart | undefined;
-  let watermarks: Record<string, number> | undefined;
-  const stateUids: string[] = [];
-  for (const [uid, s] of Object.entries(snapshots)) {
-    if (uid === WATERMARK_FLOORS_KEY) {
-      throw new Error(
-        `The uid '${uid}' is reserved for watermark floors: give the operator another`,
-      );
+export async function operatorRestoreFrom(
+  options: OperatorRestoreOptions,
+): Promise<OperatorRestore> {
+  const { uid, oldSubtasks, keyGroupRange } = options;
+  const legacy = legacyFiles(options.read);
+  const keyedHandles: StateHandle[] = [];
+  const timers: TimerServiceSnapshot[] = [];
+  const operatorParts: OperatorStateSnapshot[] = [];
+  const watermarks: number[] = [];
+  for (const handles of oldSubtasks) {
+    const operator: Record<string, OperatorStateSnapshotEntry> = {};
+    let watermark = MIN_WATERMARK;
+    for (const handle of handles) {
+      if (handle.legacyV1) {
+        const file = await legacy.file(handle);
+        if (handle.kind === "keyed") {
+          if (!overlaps(handle, keyGroupRange)) continue;
+          const part = file[uid] as { keyed?: unknown; timers?: TimerServiceSnapshot } | undefined;
+          if (part?.keyed !== undefined) {
+            keyedHandles.push(legacy.keyedPart(handle, uid, part.keyed));
+          }
+          if (part?.timers !== undefined) timers.push(part.timers);
+        } else {
+          const entries = file[uid] as OperatorStateSnapshot | undefined;
+          if (entries !== undefined) mergeOperatorState(operator, entries, handle);
+          watermark = legacyWatermark(file, uid, handle.path);
+        }
+        continue;
+      }
+      if (handle.uid !== uid) continue;
+      switch (handle.kind) {
+        case "keyed":
+        case "keyed-incremental":
+          if (overlaps(handle, keyGroupRange)) keyedHandles.push(handle);
+          break;
+        case "timers":
+          if (overlaps(handle, keyGroupRange)) {
+            timers.push(await decoded(handle, options.read) as TimerServiceSnapshot);
+          }
+          break;
+        case "operator":
+        case "source-splits":
+        case "sink-committables":
+          mergeOperatorState(
+            operator,
+            await decoded(handle, options.read) as OperatorStateSnapshot,
+            handle,
+          );
+          break;
+        case "watermark": {
+          const value = await decoded(handle, options.read);
+          if (typeof value !== "number" || Number.isNaN(value)) {
+            throw new Error(
+              `state file ${handle.path} holds a watermark of operator ${uid} that is not a number: ${
+                JSON.stringify(value)
+              }`,
+            );
+          }
+          watermark = value;
+          break;
+        }
+        case "channel":
+          throw new Error(
+            `state file ${handle.path} holds channel state (in-flight data of an unaligned ` +
+              `checkpoint), which this version cannot restore`,
+          );
+      }
     }
-    if (s.watermark !== undefined) (watermarks ??= {})[uid] = s.watermark;
-    if (hasState(s)) stateUids.push(uid);
-    if (s.keyed || s.timers) {
-      const part: KeyedPart = {};
-      if (s.keyed) part.keyed = s.keyed;
-      if (s.timers) part.timers = s.timers;
-      (keyedPart ??= {})[uid] = part;
-    }
-    if (s.operator && Object.keys(s.operator).length > 0) (operatorPart ??= {})[uid] = s.operator;
+    operatorParts.push(operator);
+    watermarks.push(watermark);
   }
-  if (watermarks) (operatorPart ??= {})[WATERMARK_FLOORS_KEY] = watermarks;
-  return { keyedPart, operatorPart, stateUids };
+  return {
+    checkpointId: options.checkpointId,
+    keyedHandles,
+    read: legacy.read,
+    timers,
+    operator: redistributeOperatorState(operatorParts, options.parallelism, options.subtask),
+    watermark: watermarkFloor(watermarks, options.parallelism, options.subtask),
+  };
 }
 
 /**
  * Reads subtask `subtask` of `vertex`'s share of a completed checkpoint, per
  * operator uid (operators the checkpoint does not know start empty).
- * @throws {CheckpointStorageError} when a file is missing or has the wrong size.
- * @throws {Error} when a file does not decode, or the metadata lists the wrong subtasks.
+ * @param options.meta the checkpoint's metadata (version 2, as storages return it).
+ * @param options.read reads a handle's blob from checkpoint storage.
+ * @throws {Error} when the metadata lists the wrong subtasks of a vertex, and
+ *   what {@linkcode operatorRestoreFrom} throws.
  */
 export async function readSubtaskRestore(options: {
-  readonly storage: CheckpointStorage;
-  readonly point: RestorePoint;
+  readonly meta: CheckpointMetadata;
+  readonly read: StateReader;
   readonly vertex: JobVertex;
   readonly subtask: number;
   readonly keyGroupRange: KeyGroupRange;
 }): Promise<Map<string, OperatorRestore>> {
-  const { storage, point, vertex, subtask, keyGroupRange } = options;
-  const { jobId, checkpointId } = point;
-  const meta = await storage.readMetadata(jobId, checkpointId);
-  const files = new Map<string, Promise<Record<string, unknown>>>();
-  const read = (handle: StateHandle) => {
-    let p = files.get(handle.path);
-    if (!p) {
-      p = storage.readState(jobId, handle).then((bytes) => {
-        try {
-          return decode(bytes) as Record<string, unknown>;
-        } catch (error) {
-          throw new Error(`state file ${handle.path} (${handle.bytes} bytes) is corrupt`, {
-            cause: error,
-          });
-        }
-      });
-      files.set(handle.path, p);
-    }
-    return p;
-  };
+  const { meta, vertex, subtask, keyGroupRange } = options;
+  const read = cachedReader(options.read);
   const result = new Map<string, OperatorRestore>();
   for (const op of vertex.operators) {
     const vertexMeta = meta.vertices.find((v) => v.operatorUids.includes(op.uid));
@@ -197,33 +207,123 @@ export async function readSubtaskRestore(options: {
           `which has parallelism ${vertexMeta.parallelism}`,
       );
     }
-    const keyed: KeyedStateSnapshot[] = [];
-    const timers: TimerServiceSnapshot[] = [];
-    const operatorParts: OperatorStateSnapshot[] = [];
-    const watermarks: number[] = [];
-    for (const s of subtasks) {
-      if (s.keyedHandle && s.keyGroupRange) {
-        const old = new KeyGroupRange(s.keyGroupRange[0], s.keyGroupRange[1]);
-        if (old.intersect(keyGroupRange).size > 0) {
-          const part = (await read(s.keyedHandle))[op.uid] as
-            | { keyed?: KeyedStateSnapshot; timers?: TimerServiceSnapshot }
-            | undefined;
-          if (part?.keyed) keyed.push(part.keyed);
-          if (part?.timers) timers.push(part.timers);
-        }
-      }
-      const file = s.operatorHandle ? await read(s.operatorHandle) : undefined;
-      operatorParts.push((file?.[op.uid] as OperatorStateSnapshot | undefined) ?? {});
-      watermarks.push(watermarkOf(file, op.uid, s.operatorHandle?.path));
-    }
-    const watermark = watermarkFloor(watermarks, vertex.parallelism, subtask);
-    result.set(op.uid, {
-      checkpointId,
-      keyed,
-      timers,
-      operator: redistributeOperatorState(operatorParts, vertex.parallelism, subtask),
-      watermark,
-    });
+    result.set(
+      op.uid,
+      await operatorRestoreFrom({
+        uid: op.uid,
+        checkpointId: meta.checkpointId,
+        oldSubtasks: subtasks.map((s) => s.handles),
+        parallelism: vertex.parallelism,
+        subtask,
+        keyGroupRange,
+        read,
+      }),
+    );
   }
   return result;
+}
+
+/** Whether a handle's key groups (all, when it names none) overlap `range`. */
+function overlaps(handle: StateHandle, range: KeyGroupRange): boolean {
+  const r = handle.keyGroupRange;
+  return r === undefined || new KeyGroupRange(r[0], r[1]).intersect(range).size > 0;
+}
+
+/** A reader that reads each path once (several operators share a version-1 file). */
+function cachedReader(read: StateReader): StateReader {
+  const blobs = new Map<string, Promise<Uint8Array>>();
+  return (handle) => {
+    let p = blobs.get(handle.path);
+    if (!p) blobs.set(handle.path, p = read(handle));
+    return p;
+  };
+}
+
+async function decoded(handle: StateHandle, read: StateReader): Promise<unknown> {
+  const bytes = await read(handle);
+  try {
+    return decode(bytes);
+  } catch (error) {
+    throw new Error(`state file ${handle.path} (${handle.bytes} bytes) is corrupt`, {
+      cause: error,
+    });
+  }
+}
+
+/** Adds one operator-state handle's entries, refusing a name seen in another handle. */
+function mergeOperatorState(
+  into: Record<string, OperatorStateSnapshotEntry>,
+  entries: OperatorStateSnapshot,
+  handle: StateHandle,
+): void {
+  if (typeof entries !== "object" || entries === null || Array.isArray(entries)) {
+    throw new Error(`state file ${handle.path} does not hold operator state: ${typeof entries}`);
+  }
+  for (const [name, entry] of Object.entries(entries)) {
+    if (Object.hasOwn(into, name)) {
+      throw new Error(
+        `state file ${handle.path} holds operator state '${name}' of operator ${handle.uid}, ` +
+          `which another of its state files holds too`,
+      );
+    }
+    Object.defineProperty(into, name, { value: entry, enumerable: true, writable: true });
+  }
+}
+
+/** An operator's watermark floor in a version-1 operator file (`-Infinity` when none). */
+function legacyWatermark(file: Record<string, unknown>, uid: string, path: string): number {
+  const floors = file[WATERMARK_FLOORS_KEY] as Record<string, unknown> | undefined;
+  const value = floors?.[uid];
+  if (value === undefined) return MIN_WATERMARK;
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new Error(
+      `state file ${path} holds a watermark of operator ${uid} that is not a number: ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Version-1 files decoded once, and the version-2 `keyed` handles standing
+ * for an operator's part of one (see the module docs), with the reader that
+ * serves both them and ordinary handles.
+ */
+function legacyFiles(read: StateReader) {
+  const files = new Map<string, Promise<Record<string, unknown>>>();
+  const parts = new Map<StateHandle, Uint8Array>();
+  return {
+    file(handle: StateHandle): Promise<Record<string, unknown>> {
+      let p = files.get(handle.path);
+      if (!p) {
+        p = decoded(handle, read).then((value) => {
+          if (typeof value !== "object" || value === null || Array.isArray(value)) {
+            throw new Error(`state file ${handle.path} is not a version-1 subtask state file`);
+          }
+          return value as Record<string, unknown>;
+        });
+        files.set(handle.path, p);
+      }
+      return p;
+    },
+    keyedPart(handle: StateHandle, uid: string, keyed: unknown): StateHandle {
+      const bytes = encode(keyed);
+      const part: StateHandle = {
+        path: `${handle.path}#${uid}`,
+        bytes: bytes.byteLength,
+        kind: "keyed",
+        shared: false,
+        uid,
+        ...(handle.keyGroupRange === undefined ? {} : { keyGroupRange: handle.keyGroupRange }),
+      };
+      parts.set(part, bytes);
+      return part;
+    },
+    read:
+      ((handle) =>
+        parts.get(handle) !== undefined
+          ? Promise.resolve(parts.get(handle)!)
+          : read(handle)) as StateReader,
+  };
 }

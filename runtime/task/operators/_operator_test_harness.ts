@@ -1,26 +1,22 @@
 /**
  * Internal test kit: runs one operator subtask outside a task, with a
- * `ManualClock`, a recording output and checkpoints that go through the
- * MessagePack codec (Flink's `OneInputStreamOperatorTestHarness`). Used by
+ * `ManualClock`, a recording output and checkpoints whose participants
+ * write real blobs into memory (`_snapshot_kit.ts`; Flink's
+ * `OneInputStreamOperatorTestHarness`). Used by
  * operator tests; not part of the public API.
  *
  * @module
  */
 
-import { decode, encode } from "../../actor/codec.ts";
+import { restoreOf, type TakenSnapshot, takeSnapshot } from "./_snapshot_kit.ts";
+import type { SnapshotType } from "../../checkpoint/snapshot_contract.ts";
 import {
   computeKeyGroupRangeForOperatorIndex,
   DEFAULT_MAX_PARALLELISM,
 } from "../../state/key_group.ts";
 import { ManualClock } from "../../time/manual_clock.ts";
 import type { CheckpointingMode } from "../../api/sink_v2.ts";
-import type {
-  OperatorEnvironment,
-  OperatorRestore,
-  OperatorSnapshot,
-  Output,
-  StreamOperator,
-} from "./operator.ts";
+import type { OperatorEnvironment, OperatorRestore, Output, StreamOperator } from "./operator.ts";
 
 /** A record the operator emitted. */
 export interface EmittedRecord {
@@ -131,22 +127,15 @@ export class OperatorTestHarness<O extends StreamOperator> {
     return this.records.map((r) => r.value);
   }
 
-  /** Takes checkpoint `checkpointId` and returns it as it would be stored (a MessagePack round trip). */
-  async snapshot(checkpointId = 1): Promise<OperatorSnapshot> {
-    const snap = await this.operator.snapshotState(checkpointId, 0);
-    return decode(encode(snap)) as OperatorSnapshot;
+  /** Takes checkpoint `checkpointId`: its participants write into memory; returns what they wrote, decoded. */
+  async snapshot(checkpointId = 1, type: SnapshotType = "checkpoint"): Promise<TakenSnapshot> {
+    const results = await this.operator.snapshotState(checkpointId, 0, type);
+    return await takeSnapshot(results, checkpointId, type);
   }
 
-  /** The restore of `snapshots` (one per old subtask) for a new subtask. */
-  static restoreFrom(snapshots: readonly OperatorSnapshot[], checkpointId = 1): OperatorRestore {
-    const watermarks = snapshots.map((s) => s.watermark).filter((w) => w !== undefined);
-    return {
-      checkpointId,
-      keyed: snapshots.flatMap((s) => s.keyed ? [s.keyed] : []),
-      timers: snapshots.flatMap((s) => s.timers ? [s.timers] : []),
-      operator: undefined,
-      watermark: watermarks.length === 0 ? undefined : Math.min(...watermarks),
-    };
+  /** The restore of `snapshots` (one per old subtask) for a new subtask: keyed state, timers, watermark. */
+  static restoreFrom(snapshots: readonly TakenSnapshot[], checkpointId = 1): OperatorRestore {
+    return restoreOf(snapshots, checkpointId);
   }
 
   /** Closes the operator. */

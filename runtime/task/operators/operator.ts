@@ -17,7 +17,12 @@
  * @module
  */
 
-import type { KeyedStateSnapshot } from "../../state/heap_keyed_backend.ts";
+import type {
+  SnapshotResult,
+  SnapshotType,
+  StateHandle,
+} from "../../checkpoint/snapshot_contract.ts";
+import type { StateReader } from "../../state/keyed_state_backend.ts";
 import type { OperatorStateSnapshot } from "../../state/operator_state.ts";
 import type { TimerServiceSnapshot } from "../../state/timer_service.ts";
 import type { KeyGroupRange } from "../../state/key_group.ts";
@@ -41,31 +46,37 @@ export interface Output {
   emitWatermarkStatus(status: WatermarkStatus): void;
 }
 
-/** One operator's part of a subtask snapshot: plain, MessagePack-encodable data. */
-export interface OperatorSnapshot {
-  /** Keyed state, grouped by key group. */
-  keyed?: KeyedStateSnapshot;
-  /** Event- and processing-time timers, grouped by key group. */
-  timers?: TimerServiceSnapshot;
-  /** Operator (non-keyed) state. */
-  operator?: OperatorStateSnapshot;
-  /**
-   * The operator's current watermark (ms), kept as its floor after a
-   * restore (beyond Flink, see `runtime/time/watermark.ts`). Not state: it
-   * does not make the operator stateful for `allowNonRestoredState`.
-   */
-  watermark?: number;
-}
+/**
+ * One operator's answer to a snapshot request: a {@linkcode SnapshotResult}
+ * per state participant (keyed state, timers, operator state, source splits,
+ * sink committables, watermark floor), each already captured; the subtask
+ * checkpointer runs their `write`s off the record path.
+ */
+export type OperatorSnapshotResults = SnapshotResult[];
 
-/** What an operator restores from: the old subtasks' parts for this operator's uid. */
+/**
+ * What an operator restores from: the handles of the restored checkpoint
+ * that concern this operator's uid, keyed ones still to be read by its
+ * backend, the small kinds already decoded.
+ */
 export interface OperatorRestore {
   /** The checkpoint restored from. */
   readonly checkpointId: number;
-  /** Keyed parts of every old subtask whose key groups overlap this subtask's. */
-  readonly keyed: KeyedStateSnapshot[];
-  /** Timer parts likewise. */
+  /**
+   * Keyed-state handles (`keyed`, `keyed-incremental`) of every old subtask
+   * whose key groups overlap this subtask's, for
+   * `KeyedStateBackend.restore(handles, read)`.
+   */
+  readonly keyedHandles: readonly StateHandle[];
+  /** Reads a handle's blob from checkpoint storage (for {@linkcode keyedHandles}). */
+  readonly read: StateReader;
+  /** Timer parts of every old subtask whose key groups overlap this subtask's. */
   readonly timers: TimerServiceSnapshot[];
-  /** This subtask's share of the operator state, already redistributed. */
+  /**
+   * This subtask's share of the operator state (kinds `operator`,
+   * `source-splits`, `sink-committables`), already redistributed: split lists
+   * evenly, union lists whole.
+   */
   readonly operator: OperatorStateSnapshot | undefined;
   /**
    * The watermark floor (ms): this subtask's own watermark at the checkpoint
@@ -120,9 +131,19 @@ export interface StreamOperator {
   /**
    * Processes one record. Synchronous; throws on user-code errors.
    * @param keyGroup the record's key group when it arrived on a hash edge
-   *   (the producer computed it), so a keyed operator need not hash its key.
+   *   keyed by this operator's key selector (the producer computed it), so a
+   *   keyed operator need not hash its key.
+   * @param key the record's key, as that same key selector returned it,
+   *   when the producer handed it over in-thread (`buffer_dispatch.ts`), so
+   *   a keyed operator need not run its key selector again; `undefined`
+   *   when not known. Given only with `keyGroup`.
    */
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void;
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void;
   /** Advances event time; fires due event-time timers, then forwards the watermark. */
   processWatermark(watermark: number): void;
   /**
@@ -144,8 +165,20 @@ export interface StreamOperator {
   quiesce(): Promise<void>;
   /** End of bounded input: flush what is buffered. */
   endInput(): Promise<void>;
-  /** The synchronous capture of checkpoint `checkpointId`'s state. */
-  snapshotState(checkpointId: number, timestamp: number): Promise<OperatorSnapshot>;
+  /**
+   * The synchronous part of checkpoint (or savepoint) `checkpointId`: runs
+   * the operator's own hooks (a sink pre-commits here), then captures every
+   * state participant and returns their results; writing them is the
+   * checkpointer's. A savepoint's results must be canonical and
+   * self-contained (no shared blobs).
+   * @param timestamp the checkpoint's trigger time, epoch ms.
+   * @throws whatever the operator's hooks throw; the subtask then fails.
+   */
+  snapshotState(
+    checkpointId: number,
+    timestamp: number,
+    type: SnapshotType,
+  ): Promise<OperatorSnapshotResults>;
   /** Checkpoint `checkpointId` completed. */
   notifyCheckpointComplete(checkpointId: number): Promise<void>;
   /** Checkpoint `checkpointId` was aborted. */

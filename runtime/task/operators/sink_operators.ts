@@ -12,15 +12,24 @@
 
 import type { SinkContext, SinkFunction } from "../../api/sink.ts";
 import { OrderedCalls } from "./_ordered_calls.ts";
-import type { OperatorSnapshot } from "./operator.ts";
+import type { OperatorSnapshotResults } from "./operator.ts";
+import type { SnapshotType } from "../../checkpoint/snapshot_contract.ts";
 import { UdfOperator } from "./udf_operator.ts";
+import type { Key } from "../../state/key_group.ts";
 
 /** Calls `invoke` per record (at-least-once at best; see the sink's docs). */
 export class SimpleSinkOperator extends UdfOperator<SinkFunction<unknown>> {
   #calls = new OrderedCalls();
   /** Invokes the sink for `value`, in order with pending asynchronous invocations. */
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    if (this.keySelector) {
+      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+    }
     const fn = this.fn;
     const context: SinkContext = { timestamp };
     // The common case, a synchronous sink, allocates no closure.
@@ -37,9 +46,13 @@ export class SimpleSinkOperator extends UdfOperator<SinkFunction<unknown>> {
     await this.fn.finish?.();
   }
   /** Awaits pending invocations, then snapshots the function's state. */
-  override async snapshotState(checkpointId: number, timestamp: number): Promise<OperatorSnapshot> {
+  override async snapshotState(
+    checkpointId: number,
+    timestamp: number,
+    type: SnapshotType,
+  ): Promise<OperatorSnapshotResults> {
     await this.quiesce();
-    return await super.snapshotState(checkpointId, timestamp);
+    return await super.snapshotState(checkpointId, timestamp, type);
   }
   /** Sinks ignore watermarks. */
   override processWatermark(): void {}

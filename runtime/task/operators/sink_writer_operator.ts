@@ -55,10 +55,11 @@ import { SuppressRestartsError } from "../../failure.ts";
 import { DefaultOperatorStateStore } from "../../state/operator_state.ts";
 import { OrderedCalls } from "./_ordered_calls.ts";
 import { instantiate } from "./udf_operator.ts";
+import { operatorStateSnapshot } from "./state_participants.ts";
 import type {
   OperatorEnvironment,
   OperatorRestore,
-  OperatorSnapshot,
+  OperatorSnapshotResults,
   StreamOperator,
 } from "./operator.ts";
 import {
@@ -304,7 +305,7 @@ export class SinkWriterOperator implements StreamOperator {
    * pending list, which goes into the snapshot with the writer state.
    * @throws {Error} when the writer returns committables and the sink has no committer.
    */
-  async snapshotState(checkpointId: number, _timestamp?: number): Promise<OperatorSnapshot> {
+  async snapshotState(checkpointId: number, _timestamp?: number): Promise<OperatorSnapshotResults> {
     await this.quiesce();
     const writer = this.#writer!;
     if (!this.#endOfInput) await writer.flush(false);
@@ -324,7 +325,7 @@ export class SinkWriterOperator implements StreamOperator {
     this.#writerState.update(
       writer.snapshotState !== undefined ? await writer.snapshotState(checkpointId) : [],
     );
-    return { operator: this.#store.snapshot() };
+    return [operatorStateSnapshot("sink-committables", this.uid, this.#store.snapshot())];
   }
 
   /**

@@ -15,6 +15,7 @@ import { SinkStateError } from "../../api/sink_v2.ts";
 import type { OperatorStateSnapshot } from "../../state/operator_state.ts";
 import { fuzzRuns } from "../../../tests/_fuzz.ts";
 import { OperatorTestHarness } from "./_operator_test_harness.ts";
+import { operatorRestore } from "./_snapshot_kit.ts";
 import {
   PENDING_COMMITTABLES_STATE,
   SinkWriterOperator,
@@ -58,12 +59,7 @@ async function restore(operatorState: unknown): Promise<void> {
         return op;
       },
       {
-        restore: {
-          checkpointId: 9,
-          keyed: [],
-          timers: [],
-          operator: operatorState as OperatorStateSnapshot,
-        },
+        restore: operatorRestore(operatorState as OperatorStateSnapshot, { checkpointId: 9 }),
       },
     );
     const pending = h.operator.pendingCommittables();

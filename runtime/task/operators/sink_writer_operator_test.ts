@@ -13,7 +13,8 @@ import {
   redistributeOperatorState,
 } from "../../state/operator_state.ts";
 import { OperatorTestHarness } from "./_operator_test_harness.ts";
-import type { OperatorRestore, OperatorSnapshot } from "./operator.ts";
+import type { OperatorRestore } from "./operator.ts";
+import { operatorRestore, type TakenSnapshot } from "./_snapshot_kit.ts";
 import {
   PENDING_COMMITTABLES_STATE,
   SinkWriterOperator,
@@ -145,21 +146,19 @@ function open(
 }
 
 function restoreOf(
-  snapshots: readonly OperatorSnapshot[],
+  snapshots: readonly TakenSnapshot[],
   checkpointId: number,
   parallelism: number,
   index: number,
 ): OperatorRestore {
-  return {
-    checkpointId,
-    keyed: [],
-    timers: [],
-    operator: redistributeOperatorState(
+  return operatorRestore(
+    redistributeOperatorState(
       snapshots.map((s) => (s.operator ?? {}) as OperatorStateSnapshot),
       parallelism,
       index,
     ),
-  };
+    { checkpointId },
+  );
 }
 
 /** A committer decision that commits into `sink.committed` unless it signals otherwise. */
@@ -314,7 +313,7 @@ Deno.test("SinkWriterOperator fails the attempt when the committer throws, keepi
 
 Deno.test("SinkWriterOperator commits restored committables before it creates the writer, spread over the new subtasks", async () => {
   const before = new RecordingSink();
-  const snapshots: OperatorSnapshot[] = [];
+  const snapshots: TakenSnapshot[] = [];
   for (const subtask of [0, 1]) {
     const h = await open(before, { subtaskIndex: subtask, parallelism: 2 });
     h.processElement(subtask * 10, undefined);
@@ -350,12 +349,8 @@ Deno.test("SinkWriterOperator commits restored committables before it creates th
 
 Deno.test("SinkWriterOperator refuses a corrupt checkpoint with a SinkStateError, which stops restarts", async (t) => {
   const sink = new RecordingSink();
-  const restoreWith = (operator: OperatorStateSnapshot): OperatorRestore => ({
-    checkpointId: 3,
-    keyed: [],
-    timers: [],
-    operator,
-  });
+  const restoreWith = (operator: OperatorStateSnapshot): OperatorRestore =>
+    operatorRestore(operator, { checkpointId: 3 });
   const cases: [string, OperatorStateSnapshot, RegExp][] = [
     [
       "a pending entry that is not an object",
@@ -414,7 +409,7 @@ Deno.test("SinkWriterOperator refuses restored committables when the sink has no
     },
   };
   await assert.rejects(
-    open(noCommitter, { restore: { checkpointId: 1, keyed: [], timers: [], operator } }),
+    open(noCommitter, { restore: operatorRestore(operator) }),
     /the checkpoint holds committables but the sink has no committer and checkCommittable/,
   );
 });

@@ -8,7 +8,6 @@
  */
 
 import assert from "node:assert/strict";
-import { decode, encode } from "../../actor/codec.ts";
 import type {
   InputStatus,
   ReaderOutput,
@@ -27,7 +26,8 @@ import {
 } from "../../state/operator_state.ts";
 import { ManualClock } from "../../time/manual_clock.ts";
 import { WatermarkStrategy } from "../../time/watermark.ts";
-import type { OperatorEnvironment, OperatorSnapshot, Output } from "./operator.ts";
+import type { OperatorEnvironment, Output } from "./operator.ts";
+import { operatorRestore, takeSnapshot } from "./_snapshot_kit.ts";
 import { SourceOperator } from "./source_operator.ts";
 
 /** A split that counts up from `next` to `end` (exclusive), one record per poll. */
@@ -140,9 +140,7 @@ async function open(
     autoWatermarkIntervalMs: 200,
   });
   await op.initializeState(
-    options.restore === undefined
-      ? undefined
-      : { checkpointId: 1, keyed: [], timers: [], operator: options.restore },
+    options.restore === undefined ? undefined : operatorRestore(options.restore),
   );
   await op.open();
   return { op, records, wakeups, clock };
@@ -243,8 +241,8 @@ Deno.test("discovered splits are checkpointed and a resume at another parallelis
     }
     const snapshots: OperatorStateSnapshot[] = [];
     for (let i = 0; i < from; i++) {
-      const snap = decode(encode(await old[i]!.op.snapshotState(1))) as OperatorSnapshot;
-      snapshots.push(snap.operator!);
+      const snap = await takeSnapshot(await old[i]!.op.snapshotState(1));
+      snapshots.push(snap.operator ?? {});
       await old[i]!.op.close();
     }
     const emitted = old.flatMap((s) => s.records);

@@ -72,10 +72,11 @@ import {
 import type {
   OperatorEnvironment,
   OperatorRestore,
-  OperatorSnapshot,
+  OperatorSnapshotResults,
   Output,
   StreamOperator,
 } from "./operator.ts";
+import { operatorStateSnapshot } from "./state_participants.ts";
 
 /** One item of the `_splits` operator state. Plain data, MessagePack-encodable. */
 export interface SourceSplitState {
@@ -388,13 +389,20 @@ export class SourceOperator implements StreamOperator {
     return Promise.resolve();
   }
 
-  snapshotState(checkpointId: number): Promise<OperatorSnapshot> {
+  /**
+   * Captures the reader's splits, each with its generator's highest
+   * timestamp (the per-split watermark floor), as one `source-splits`
+   * participant.
+   */
+  snapshotState(checkpointId: number): Promise<OperatorSnapshotResults> {
     const splits = this.#reader!.snapshotState(checkpointId);
     this.#splitsState!.update(splits.map((split) => ({
       split,
       watermark: this.#watermarks.snapshotSplit(split.splitId) ?? null,
     })));
-    return Promise.resolve({ operator: this.#store!.snapshot() });
+    return Promise.resolve([
+      operatorStateSnapshot("source-splits", this.uid, this.#store!.snapshot()),
+    ]);
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { decode, encode } from "../../actor/codec.ts";
 import type {
   InputStatus,
   ReaderOutput,
@@ -11,7 +10,8 @@ import type {
 import { computeKeyGroupRangeForOperatorIndex } from "../../state/key_group.ts";
 import { ManualClock } from "../../time/manual_clock.ts";
 import { MAX_WATERMARK, WatermarkStrategy } from "../../time/watermark.ts";
-import type { OperatorEnvironment, OperatorSnapshot, Output } from "./operator.ts";
+import type { OperatorEnvironment, Output } from "./operator.ts";
+import { operatorRestore, type TakenSnapshot, takeSnapshot } from "./_snapshot_kit.ts";
 import { SourceOperator, type SourceSplitState } from "./source_operator.ts";
 
 interface ListSplit extends SourceSplit {
@@ -97,7 +97,7 @@ async function open(
     subtaskIndex?: number;
     parallelism?: number;
     clock?: ManualClock;
-    restore?: OperatorSnapshot;
+    restore?: Pick<TakenSnapshot, "operator">;
   } = {},
 ) {
   const clock = options.clock ?? new ManualClock();
@@ -113,12 +113,7 @@ async function open(
     autoWatermarkIntervalMs: 200,
   });
   await op.initializeState(
-    options.restore === undefined ? undefined : {
-      checkpointId: 1,
-      keyed: [],
-      timers: [],
-      operator: options.restore.operator,
-    },
+    options.restore === undefined ? undefined : operatorRestore(options.restore.operator),
   );
   await op.open();
   return { op, out, wakeups, clock };
@@ -198,7 +193,7 @@ Deno.test("a checkpoint keeps each split with its watermark state, and a restore
   first.clock.setTime(200);
   first.op.onProcessingTime(200); // wm 899
   await first.op.poll(); // 3 000, not yet in a watermark
-  const snapshot = decode(encode(await first.op.snapshotState(1))) as OperatorSnapshot;
+  const snapshot = await takeSnapshot(await first.op.snapshotState(1));
   const items = snapshot.operator!["_splits"]!.items as SourceSplitState[];
   assert.deepEqual(items, [{
     split: { splitId: "a", timestamps: [2_000] },

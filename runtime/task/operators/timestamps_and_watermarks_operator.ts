@@ -34,7 +34,8 @@ import {
 } from "../../time/watermark.ts";
 import { WatermarkEmitter } from "../../time/watermark_emitter.ts";
 import type { KeySelector } from "../../graph/stream_graph.ts";
-import type { OperatorEnvironment, OperatorSnapshot, Output } from "./operator.ts";
+import type { Key } from "../../state/key_group.ts";
+import type { OperatorEnvironment, Output } from "./operator.ts";
 import { UdfOperator } from "./udf_operator.ts";
 
 /** Assigns timestamps and generates watermarks mid-stream; see the module docs. */
@@ -81,8 +82,15 @@ export class TimestampsAndWatermarksOperator extends UdfOperator<WatermarkStrate
     await super.open();
   }
 
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    if (this.keySelector) {
+      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+    }
     const ts = this.#assigner === undefined ? timestamp : this.#assigner(value, timestamp);
     const emitter = this.#emitter;
     if (emitter.idle) emitter.markActive();
@@ -122,11 +130,8 @@ export class TimestampsAndWatermarksOperator extends UdfOperator<WatermarkStrate
   }
 
   /** Checkpoints the last emitted watermark as the floor (see the module docs). */
-  override async snapshotState(checkpointId: number, timestamp: number): Promise<OperatorSnapshot> {
-    const snapshot = await super.snapshotState(checkpointId, timestamp);
+  protected override watermarkFloor(): number | undefined {
     const watermark = this.#emitter.watermark;
-    if (watermark > Number.NEGATIVE_INFINITY) snapshot.watermark = watermark;
-    else delete snapshot.watermark;
-    return snapshot;
+    return watermark > Number.NEGATIVE_INFINITY ? watermark : undefined;
   }
 }

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { decode, encode } from "../../actor/codec.ts";
 import { computeKeyGroupRangeForOperatorIndex } from "../../state/key_group.ts";
 import { ManualClock } from "../../time/manual_clock.ts";
 import { MAX_WATERMARK, WatermarkStrategy } from "../../time/watermark.ts";
-import type { OperatorEnvironment, OperatorSnapshot, Output } from "./operator.ts";
+import type { OperatorEnvironment, Output } from "./operator.ts";
+import { operatorRestore, takeSnapshot } from "./_snapshot_kit.ts";
 import { TimestampsAndWatermarksOperator } from "./timestamps_and_watermarks_operator.ts";
 
 interface Reading {
@@ -51,7 +51,7 @@ async function open(
   await op.initializeState(
     options.floor === undefined
       ? undefined
-      : { checkpointId: 1, keyed: [], timers: [], operator: undefined, watermark: options.floor },
+      : operatorRestore(undefined, { watermark: options.floor }),
   );
   await op.open();
   const tick = (t: number) => {
@@ -98,7 +98,7 @@ Deno.test("assignTimestampsAndWatermarks checkpoints its last watermark and emit
   const before = await open();
   before.op.processElement({ id: "a", at: 1_000 }, undefined);
   before.tick(1_100);
-  const snapshot = decode(encode(await before.op.snapshotState(1, 0))) as OperatorSnapshot;
+  const snapshot = await takeSnapshot(await before.op.snapshotState(1, 0, "checkpoint"));
   assert.equal(snapshot.watermark, 989);
 
   const after = await open({ floor: snapshot.watermark! });
@@ -115,5 +115,7 @@ Deno.test("assignTimestampsAndWatermarks emits a last periodic watermark at the 
   await op.endInput();
   assert.deepEqual(seen, ["a@70", "wm 59"]);
   const fresh = await open();
-  assert.equal((await fresh.op.snapshotState(1, 0)).watermark, undefined, "no watermark, no floor");
+  const none = await takeSnapshot(await fresh.op.snapshotState(1, 0, "checkpoint"));
+  assert.equal(none.watermark, undefined, "no watermark, no floor");
+  assert.deepEqual(none.handles, [], "nothing to keep, nothing written");
 });

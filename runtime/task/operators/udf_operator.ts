@@ -36,10 +36,12 @@ import { MIN_WATERMARK, type WatermarkStatus } from "../../time/watermark.ts";
 import type {
   OperatorEnvironment,
   OperatorRestore,
-  OperatorSnapshot,
+  OperatorSnapshotResults,
   Output,
   StreamOperator,
 } from "./operator.ts";
+import type { SnapshotType } from "../../checkpoint/snapshot_contract.ts";
+import { operatorStateSnapshot, timersSnapshot, watermarkSnapshot } from "./state_participants.ts";
 
 /**
  * A per-subtask copy of a function object: same prototype, own fields
@@ -118,7 +120,7 @@ export abstract class UdfOperator<F> implements StreamOperator {
         keyGroupOf: (key) => assignToKeyGroup(key, maxParallelism),
       });
       if (restore) {
-        this.keyed.restoreCanonical(restore.keyed);
+        await this.keyed.restore(restore.keyedHandles, restore.read);
         this.timers.restore(restore.timers, this.env.keyGroupRange);
         const next = this.timers.nextProcessingTime();
         if (next !== undefined) this.env.requestWakeup(next);
@@ -210,14 +212,35 @@ export abstract class UdfOperator<F> implements StreamOperator {
 
   async endInput(): Promise<void> {}
 
-  async snapshotState(checkpointId: number, timestamp: number): Promise<OperatorSnapshot> {
+  /**
+   * Runs the function's `snapshotState` hook, then captures the
+   * participants: keyed state (its backend's snapshot), timers, operator
+   * state and the watermark floor ({@linkcode watermarkFloor}).
+   */
+  async snapshotState(
+    checkpointId: number,
+    timestamp: number,
+    type: SnapshotType,
+  ): Promise<OperatorSnapshotResults> {
     await this.hooks?.snapshotState?.({ checkpointId, checkpointTimestamp: timestamp });
-    const snapshot: OperatorSnapshot = {};
-    if (this.keyed) snapshot.keyed = this.keyed.snapshotCanonical();
-    if (this.timers) snapshot.timers = this.timers.snapshot();
-    if (this.operatorState) snapshot.operator = this.operatorState.snapshot();
-    if (this.currentWatermark > MIN_WATERMARK) snapshot.watermark = this.currentWatermark;
-    return snapshot;
+    const results: OperatorSnapshotResults = [];
+    if (this.keyed) results.push(this.keyed.snapshot(checkpointId, type, this.uid));
+    if (this.timers) {
+      results.push(timersSnapshot(this.uid, this.timers.snapshot(), this.env.keyGroupRange));
+    }
+    if (this.operatorState) {
+      results.push(operatorStateSnapshot("operator", this.uid, this.operatorState.snapshot()));
+    }
+    results.push(watermarkSnapshot(this.uid, this.watermarkFloor()));
+    return results;
+  }
+
+  /**
+   * The watermark kept as this operator's floor after a restore (ms), or
+   * `undefined` for none: by default the current input watermark.
+   */
+  protected watermarkFloor(): number | undefined {
+    return this.currentWatermark > MIN_WATERMARK ? this.currentWatermark : undefined;
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {

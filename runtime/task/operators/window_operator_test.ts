@@ -36,7 +36,7 @@ import type { TimeWindow, Window } from "../../time/windows/window.ts";
 import { MAX_WATERMARK } from "../../time/watermark.ts";
 import { type HarnessOptions, OperatorTestHarness } from "./_operator_test_harness.ts";
 import { WindowOperator } from "./window_operator.ts";
-import type { OperatorSnapshot } from "./operator.ts";
+import type { TakenSnapshot } from "./_snapshot_kit.ts";
 import { mulberry32 } from "../../../tests/_job_kit.ts";
 
 /** An event: key, event time (ms), value. */
@@ -71,13 +71,13 @@ function openWindow<O>(
 }
 
 /** The window namespaces holding entries of keyed state `name` in a snapshot. */
-function stateNamespaces(snap: OperatorSnapshot, name: string): string[] {
+function stateNamespaces(snap: TakenSnapshot, name: string): string[] {
   const state = snap.keyed?.states[name];
   return (state?.keyGroups ?? []).flatMap((g) => (g.namespaces ?? []).map((n) => n.namespace));
 }
 
 /** The pending event-time timers of a snapshot, as `namespace@timestamp`. */
-function eventTimers(snap: OperatorSnapshot): string[] {
+function eventTimers(snap: TakenSnapshot): string[] {
   return (snap.timers?.eventTime ?? []).flatMap((g) =>
     g.namespaces.map((ns, i) => `${ns}@${g.timestamps[i]}`)
   ).sort();

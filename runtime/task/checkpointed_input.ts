@@ -1,0 +1,178 @@
+/**
+ * The input side of a non-source subtask (Flink's `CheckpointedInputGate`
+ * with `StreamTaskNetworkInput`): takes the next buffer or event from the
+ * input gate, hands records to the head operator, and turns in-band events
+ * into their effects.
+ *
+ * - **Barriers** go to the barrier handler: aligned in exactly-once mode
+ *   (channels that delivered barrier *n* are blocked until every channel
+ *   did, see `barrier_handler.ts`), counted without blocking in
+ *   at-least-once mode (`barrier_tracker.ts`). When the handler says so,
+ *   checkpoint *n* is taken with the barrier's trigger time and type.
+ * - **Watermarks and watermark status** go through a
+ *   `StatusWatermarkValve`; the head operator gets the combined watermark
+ *   and status changes.
+ * - **End of data** on every channel ends the subtask's input (FLIP-147).
+ *
+ * Performs no I/O itself: the subtask gives the callbacks that checkpoint,
+ * decline and end the input.
+ *
+ * @module
+ */
+
+import type { CheckpointingMode } from "../api/sink_v2.ts";
+import type { CheckpointFailureCode, SnapshotType } from "../checkpoint/types.ts";
+import {
+  AlignedBarrierHandler,
+  type BarrierAction,
+  type CheckpointBarrierHandler,
+} from "./barrier_handler.ts";
+import { CheckpointBarrierTracker } from "./barrier_tracker.ts";
+import { dispatchBuffer } from "./buffer_dispatch.ts";
+import type { InputChannel, InputGate } from "./input_gate.ts";
+import type { ChannelEvent } from "./messages.ts";
+import type { StreamOperator } from "./operators/operator.ts";
+import type { CheckpointRequest } from "./subtask_checkpointer.ts";
+import { StatusWatermarkValve, type ValveAction } from "../time/status_watermark_valve.ts";
+
+/** Options of {@linkcode CheckpointedInput}. */
+export interface CheckpointedInputOptions {
+  /** The subtask's input gate (its channels, sequence checks and credits). */
+  readonly gate: InputGate;
+  /** The job's checkpointing mode: at-least-once tracks barriers, anything else aligns. */
+  readonly checkpointingMode: CheckpointingMode | "none";
+  /** The head operator's key selector: an edge keyed by the same one passes its key groups and keys. */
+  readonly headKeySelector: unknown;
+  /** Awaits the chained operators' queued asynchronous work. */
+  readonly quiesce: () => Promise<void>;
+  /** Takes a checkpoint whose barriers all arrived (or were counted). */
+  readonly checkpoint: (request: CheckpointRequest) => Promise<void>;
+  /** Declines checkpoint `id` to the coordinator. */
+  readonly decline: (id: number, code: CheckpointFailureCode, reason: string) => void;
+  /** Every channel delivered end of data. */
+  readonly endOfInput: () => Promise<void>;
+  /** Test hook: called once per checkpoint when alignment first blocks a channel. */
+  readonly alignmentFault?: ((checkpointId: number) => void) | undefined;
+}
+
+/** A non-source subtask's input (see the module docs). */
+export class CheckpointedInput {
+  readonly #o: CheckpointedInputOptions;
+  readonly #barriers: CheckpointBarrierHandler;
+  readonly #valve: StatusWatermarkValve | undefined;
+  /** Trigger time and type of each checkpoint whose barrier arrived and which was not taken yet. */
+  readonly #pending = new Map<number, { readonly ts: number; readonly type: SnapshotType }>();
+  #alignmentFaultFor = 0;
+  /** Records handed to the head operator. */
+  recordsIn = 0;
+
+  /** Makes the input over `options.gate` (a source's gate has no channel). */
+  constructor(options: CheckpointedInputOptions) {
+    this.#o = options;
+    const channels = Math.max(1, options.gate.size);
+    // Flink's InputProcessorUtil: at-least-once tracks barriers without
+    // alignment; exactly-once (and no checkpointing, for savepoints) aligns.
+    this.#barriers = options.checkpointingMode === "at-least-once"
+      ? new CheckpointBarrierTracker(channels)
+      : new AlignedBarrierHandler(channels);
+    this.#valve = options.gate.size > 0 ? new StatusWatermarkValve(options.gate.size) : undefined;
+  }
+
+  /**
+   * Processes the next buffer or event of the gate, into `head`.
+   * @returns `false` when nothing was available.
+   * @throws whatever the head operator, a checkpoint or a callback throws.
+   */
+  async processNext(head: StreamOperator): Promise<boolean> {
+    const o = this.#o;
+    const item = o.gate.poll();
+    if (!item) return false;
+    const { channel, message } = item;
+    if (message.t === "buf") {
+      // Buffers are queued decoded (or as handed over in-thread). A
+      // producer's key groups and keys are those of the edge's key selector;
+      // they are the head's only when it keys by that same selector.
+      dispatchBuffer(head, message, channel.edge.keySelector === o.headKeySelector);
+      this.recordsIn += message.v.length;
+      await o.quiesce();
+      o.gate.consumed(channel);
+    } else {
+      await this.#handleEvent(head, channel, message.e);
+    }
+    return true;
+  }
+
+  /** Checkpoint `checkpointId` was aborted by the coordinator: alignment for it ends. */
+  async abort(checkpointId: number): Promise<void> {
+    await this.#runBarrierActions(this.#barriers.onAbort(checkpointId));
+  }
+
+  async #handleEvent(head: StreamOperator, channel: InputChannel, event: ChannelEvent) {
+    switch (event.k) {
+      case "barrier":
+        this.#pending.set(event.id, { ts: event.ts, type: event.type });
+        await this.#runBarrierActions(
+          this.#barriers.onBarrier(channel.index, event.id, performance.now()),
+        );
+        return;
+      case "wm":
+        this.#runValveActions(head, this.#valve!.inputWatermark(channel.index, event.wm));
+        return;
+      case "status":
+        this.#runValveActions(head, this.#valve!.inputWatermarkStatus(channel.index, event.s));
+        return;
+      case "eod":
+        channel.endOfData = true;
+        this.#runValveActions(head, this.#valve!.endOfData(channel.index));
+        if (this.#o.gate.allEndOfData) await this.#o.endOfInput();
+        return;
+    }
+  }
+
+  /** Hands what the valve decided to the head operator, in order. */
+  #runValveActions(head: StreamOperator, actions: readonly ValveAction[]): void {
+    for (const action of actions) {
+      if (action.kind === "watermark") head.processWatermark(action.watermark);
+      else head.processWatermarkStatus?.(action.status);
+    }
+  }
+
+  async #runBarrierActions(actions: BarrierAction[]): Promise<void> {
+    const o = this.#o;
+    for (const action of actions) {
+      switch (action.kind) {
+        case "block": {
+          o.gate.channels[action.channel]!.blocked = true;
+          const id = this.#barriers.pendingCheckpointId ?? 0;
+          if (o.alignmentFault && this.#alignmentFaultFor !== id) {
+            this.#alignmentFaultFor = id;
+            o.alignmentFault(id);
+          }
+          break;
+        }
+        case "unblockAll":
+          o.gate.unblockAll();
+          break;
+        case "triggerCheckpoint": {
+          const id = action.checkpointId;
+          const barrier = this.#pending.get(id);
+          for (const pending of this.#pending.keys()) {
+            if (pending <= id) this.#pending.delete(pending);
+          }
+          await o.checkpoint({
+            checkpointId: id,
+            timestamp: barrier?.ts ?? Date.now(),
+            type: barrier?.type ?? "checkpoint",
+            alignmentDurationMs: action.alignmentDurationMs,
+          });
+          break;
+        }
+        case "abort":
+          if (action.decline) {
+            o.decline(action.checkpointId, action.reason.code, action.reason.message);
+          }
+          break;
+      }
+    }
+  }
+}

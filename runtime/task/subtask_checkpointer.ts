@@ -1,0 +1,351 @@
+/**
+ * A subtask's side of checkpoints and savepoints (Flink's
+ * `SubtaskCheckpointCoordinatorImpl` with its `AsyncCheckpointRunnable`).
+ *
+ * ## Checkpoint *n*, in order
+ *
+ * 1. **Synchronous part**, on the mailbox thread, nothing else running:
+ *    every chained operator's queued asynchronous work is awaited
+ *    (`quiesce`), barrier *n* is forwarded on every output (Flink's order:
+ *    downstream starts aligning while this subtask captures, and no record
+ *    is emitted in between), then every operator is asked for its
+ *    participants' {@linkcode SnapshotResult}s (keyed state, timers,
+ *    operator state, source splits, sink committables, watermark floors;
+ *    two-phase-commit sinks pre-commit here). Its duration is the
+ *    checkpoint's `syncDurationMs`.
+ * 2. **Asynchronous part**, while the subtask keeps processing: every
+ *    result's `write` runs with a {@linkcode StateWriter} of this subtask,
+ *    which names blobs `<vertex>-<subtask>-a<attempt>.<name>`: private ones
+ *    under `chk-<n>/`, shared ones (never for a savepoint) in the job's
+ *    shared namespace. Then the subtask acknowledges with every handle, the
+ *    uids that hold state, the bytes written and the durations; or, when a
+ *    write failed, declines (code `DECLINED`, naming the error).
+ *
+ * ## Abort and cancellation
+ *
+ * Once the coordinator aborted *n*, or the subtask is done (finished or
+ * cancelled), the writer's `cancelled` is `true`: participants stop, the
+ * results' captures are discarded, nothing is acknowledged, and the blobs
+ * already written are removed (the checkpoint's directory, and this
+ * subtask's shared blobs of *n*), since the checkpoint can no longer
+ * complete and late files would leave (or re-create) its directory.
+ *
+ * ## Invariants
+ *
+ * - A blob name is written at most once per checkpoint and subtask attempt:
+ *   a second write of it is refused (two participants would overwrite each
+ *   other).
+ * - An ack lists exactly the handles the results returned; `stateBytes`
+ *   counts the blobs written for this checkpoint only (a shared blob an
+ *   incremental snapshot refers to again was paid for earlier).
+ * - `stateUids` are the uids of handles of any kind but `watermark` (a floor
+ *   alone is not state, and never blocks an `allowNonRestoredState` resume).
+ *
+ * @module
+ */
+
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import type { StoredBlob, SubtaskAck } from "../checkpoint/types.ts";
+import type {
+  SnapshotResult,
+  SnapshotType,
+  StateHandle,
+  StateHandleKind,
+  StateWriter,
+} from "../checkpoint/snapshot_contract.ts";
+import type { StreamOperator } from "./operators/operator.ts";
+import type { ChannelEvent, CoordinatorMessage, MessageBody } from "./messages.ts";
+
+/** Where the synchronous part can be failed by a test (chaos hooks). */
+export type CheckpointFaultPoint = "before-snapshot" | "after-snapshot";
+
+/** The storage a checkpointer writes to: private blobs, shared blobs, and their removal. */
+export type CheckpointerStorage = Pick<
+  CheckpointStorage,
+  "writeState" | "writeShared" | "discard" | "deleteShared"
+>;
+
+/** Options of {@linkcode SubtaskCheckpointer}. */
+export interface SubtaskCheckpointerOptions {
+  /** The job whose checkpoint storage is written. */
+  readonly jobId: string;
+  /** The subtask's execution attempt (in blob names and acks). */
+  readonly attempt: number;
+  /** The subtask's vertex id (`v<n>`). */
+  readonly vertexId: string;
+  /** The subtask's index. */
+  readonly subtask: number;
+  /** Where state is written. */
+  readonly storage: CheckpointerStorage;
+  /** The subtask's name, for messages. */
+  readonly taskName: string;
+  /** Sends a message to the job's coordinator. */
+  readonly report: (body: MessageBody<CoordinatorMessage>) => void;
+  /** Whether the subtask is done (finished or cancelled): then nothing more is written or sent. */
+  readonly isDone: () => boolean;
+  /** Test hook called at each {@linkcode CheckpointFaultPoint}; throwing fails the subtask. */
+  readonly faults?: ((point: CheckpointFaultPoint, checkpointId: number) => void) | undefined;
+}
+
+/** One checkpoint (or savepoint) to take, as its barrier or trigger said. */
+export interface CheckpointRequest {
+  /** The checkpoint id. */
+  readonly checkpointId: number;
+  /** Its trigger time, epoch ms. */
+  readonly timestamp: number;
+  /** Checkpoint or savepoint (Flink's `CheckpointOptions` in the barrier). */
+  readonly type: SnapshotType;
+  /** Time this subtask spent aligning barriers for it, in ms (0 for a source or when not aligned). */
+  readonly alignmentDurationMs: number;
+}
+
+/** What the synchronous part acts on: the chain's operators and the outputs that carry the barrier. */
+export interface CheckpointTargets {
+  /** The chained operators, head first. */
+  readonly operators: readonly StreamOperator[];
+  /** The subtask's record writers. */
+  readonly writers: readonly { broadcastEvent(event: ChannelEvent): void }[];
+}
+
+/** The checkpoints of one subtask attempt (see the module docs). */
+export class SubtaskCheckpointer {
+  readonly #o: SubtaskCheckpointerOptions;
+  readonly #prefix: string;
+  readonly #parts = new Set<Promise<void>>();
+  /** Checkpoints the coordinator aborted; their asynchronous parts write nothing more. */
+  readonly #aborted = new Set<number>();
+
+  /** Makes the checkpointer of one subtask attempt (nothing in flight). */
+  constructor(options: SubtaskCheckpointerOptions) {
+    this.#o = options;
+    this.#prefix = `${options.vertexId}-${options.subtask}-a${options.attempt}`;
+  }
+
+  /**
+   * Takes checkpoint `request.checkpointId`: the synchronous part now, the
+   * asynchronous part started (see the module docs).
+   * @throws whatever an operator's `quiesce` or `snapshotState`, or the fault
+   *   hook, throws: the subtask fails (results already captured are discarded).
+   */
+  async checkpointState(request: CheckpointRequest, targets: CheckpointTargets): Promise<void> {
+    const { checkpointId, timestamp, type } = request;
+    this.#o.faults?.("before-snapshot", checkpointId);
+    const t0 = performance.now();
+    for (const op of targets.operators) await op.quiesce();
+    for (const w of targets.writers) {
+      w.broadcastEvent({ k: "barrier", id: checkpointId, ts: timestamp, type });
+    }
+    const results: SnapshotResult[] = [];
+    try {
+      for (const op of targets.operators) {
+        results.push(...await op.snapshotState(checkpointId, timestamp, type));
+      }
+      this.#o.faults?.("after-snapshot", checkpointId);
+    } catch (error) {
+      for (const r of results) r.discard?.();
+      throw error;
+    }
+    const syncDurationMs = performance.now() - t0;
+    this.#start(request, results, syncDurationMs);
+  }
+
+  /** Checkpoint `checkpointId` was aborted: its asynchronous part writes nothing more. */
+  abort(checkpointId: number): void {
+    this.#aborted.add(checkpointId);
+  }
+
+  /** Checkpoint `checkpointId` completed: aborts of it and earlier ones need no more tracking. */
+  completed(checkpointId: number): void {
+    for (const id of this.#aborted) if (id <= checkpointId) this.#aborted.delete(id);
+  }
+
+  /** Resolves when every asynchronous part started so far has ended. Never rejects. */
+  async waitForAll(): Promise<void> {
+    await Promise.all([...this.#parts]);
+  }
+
+  #cancelled(checkpointId: number): boolean {
+    return this.#aborted.has(checkpointId) || this.#o.isDone();
+  }
+
+  /** Starts the asynchronous part; it acknowledges or declines, and never throws. */
+  #start(request: CheckpointRequest, results: SnapshotResult[], syncDurationMs: number): void {
+    const o = this.#o;
+    const { checkpointId } = request;
+    const writer = new SubtaskStateWriter({
+      jobId: o.jobId,
+      checkpointId,
+      type: request.type,
+      prefix: this.#prefix,
+      storage: o.storage,
+      cancelled: () => this.#cancelled(checkpointId),
+    });
+    const part = this.#write(request, results, writer, syncDurationMs)
+      .catch(async (error) => {
+        for (const r of results) r.discard?.();
+        await writer.removeWritten();
+        if (o.isDone()) return;
+        o.report({
+          t: "decline",
+          vertex: o.vertexId,
+          subtask: o.subtask,
+          id: checkpointId,
+          code: "DECLINED",
+          reason: `Asynchronous part of ${request.type} ${checkpointId} failed in ${o.taskName}: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        });
+      })
+      .finally(() => this.#parts.delete(part));
+    this.#parts.add(part);
+  }
+
+  async #write(
+    request: CheckpointRequest,
+    results: SnapshotResult[],
+    writer: SubtaskStateWriter,
+    syncDurationMs: number,
+  ): Promise<void> {
+    const o = this.#o;
+    const { checkpointId } = request;
+    await Promise.resolve(); // let the mailbox loop go on before encoding
+    const t0 = performance.now();
+    if (writer.cancelled) {
+      for (const r of results) r.discard?.();
+      return;
+    }
+    const handles = (await Promise.all(results.map((r) => r.write(writer)))).flat();
+    if (writer.cancelled) {
+      // Aborted, or this attempt was cancelled, while we wrote: the
+      // checkpoint can never complete without our ack, and our late files
+      // would leave (or re-create) its directory. Remove them.
+      for (const r of results) r.discard?.();
+      await writer.removeWritten();
+      return;
+    }
+    const stateUids = new Set<string>();
+    for (const h of handles) if (h.kind !== "watermark" && h.uid !== "") stateUids.add(h.uid);
+    const ack: SubtaskAck = {
+      vertexId: o.vertexId,
+      subtask: o.subtask,
+      attempt: o.attempt,
+      checkpointId,
+      handles,
+      stateUids: [...stateUids],
+      syncDurationMs,
+      asyncDurationMs: performance.now() - t0,
+      alignmentDurationMs: request.alignmentDurationMs,
+      stateBytes: writer.bytesWritten,
+    };
+    o.report({ t: "ack", ack });
+  }
+}
+
+/** Options of {@linkcode SubtaskStateWriter}. */
+interface SubtaskStateWriterOptions {
+  readonly jobId: string;
+  readonly checkpointId: number;
+  readonly type: SnapshotType;
+  /** `<vertex>-<subtask>-a<attempt>`. */
+  readonly prefix: string;
+  readonly storage: CheckpointerStorage;
+  readonly cancelled: () => boolean;
+}
+
+/** The {@linkcode StateWriter} of one subtask attempt's checkpoint: names, tracks and removes its blobs. */
+class SubtaskStateWriter implements StateWriter {
+  readonly checkpointId: number;
+  readonly type: SnapshotType;
+  readonly #o: SubtaskStateWriterOptions;
+  readonly #names = new Set<string>();
+  readonly #shared: string[] = [];
+  #wrotePrivate = false;
+  /** Bytes written so far, over private and shared blobs. */
+  bytesWritten = 0;
+
+  constructor(options: SubtaskStateWriterOptions) {
+    this.#o = options;
+    this.checkpointId = options.checkpointId;
+    this.type = options.type;
+  }
+
+  get cancelled(): boolean {
+    return this.#o.cancelled();
+  }
+
+  async writePrivate(
+    name: string,
+    bytes: Uint8Array,
+    kind: StateHandleKind,
+    uid: string,
+    keyGroupRange?: readonly [number, number],
+  ): Promise<StateHandle> {
+    const o = this.#o;
+    const full = this.#claim(name, "private");
+    this.#wrotePrivate = true;
+    const blob = await o.storage.writeState(o.jobId, o.checkpointId, full, bytes);
+    this.bytesWritten += blob.bytes;
+    return handleOf(blob, kind, false, uid, keyGroupRange);
+  }
+
+  async writeShared(
+    name: string,
+    bytes: Uint8Array,
+    kind: StateHandleKind,
+    uid: string,
+    keyGroupRange?: readonly [number, number],
+  ): Promise<StateHandle> {
+    const o = this.#o;
+    if (o.type === "savepoint") {
+      throw new Error(
+        `Savepoint ${o.checkpointId} cannot write shared blob '${name}' of operator ${uid} ` +
+          `(kind ${kind}): a savepoint must be self-contained`,
+      );
+    }
+    const full = this.#claim(name, "shared");
+    const blob = await o.storage.writeShared(o.jobId, full, bytes);
+    this.#shared.push(blob.path);
+    this.bytesWritten += blob.bytes;
+    return handleOf(blob, kind, true, uid, keyGroupRange);
+  }
+
+  /** Removes what this writer wrote: the checkpoint's directory and its shared blobs. Never throws. */
+  async removeWritten(): Promise<void> {
+    const o = this.#o;
+    const removals: Promise<void>[] = [];
+    if (this.#wrotePrivate) removals.push(o.storage.discard(o.jobId, o.checkpointId));
+    if (this.#shared.length > 0) removals.push(o.storage.deleteShared(o.jobId, this.#shared));
+    await Promise.allSettled(removals);
+  }
+
+  /** The blob's full name; refuses a name already written in this checkpoint. */
+  #claim(name: string, where: "private" | "shared"): string {
+    const full = `${this.#o.prefix}.${name}`;
+    const key = `${where}:${full}`;
+    if (this.#names.has(key)) {
+      throw new Error(
+        `${this.type === "savepoint" ? "Savepoint" : "Checkpoint"} ${this.checkpointId}: ` +
+          `${where} blob '${full}' is written twice (two state participants use the name '${name}')`,
+      );
+    }
+    this.#names.add(key);
+    return full;
+  }
+}
+
+function handleOf(
+  blob: StoredBlob,
+  kind: StateHandleKind,
+  shared: boolean,
+  uid: string,
+  keyGroupRange: readonly [number, number] | undefined,
+): StateHandle {
+  return {
+    path: blob.path,
+    bytes: blob.bytes,
+    kind,
+    shared,
+    uid,
+    ...(keyGroupRange === undefined ? {} : { keyGroupRange: [keyGroupRange[0], keyGroupRange[1]] }),
+  };
+}

@@ -1,0 +1,266 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { LocalDirectoryCheckpointStorage } from "../checkpoint/storage.ts";
+import type { SnapshotResult, StateWriter } from "../checkpoint/snapshot_contract.ts";
+import { EMPTY_SNAPSHOT } from "../checkpoint/snapshot_contract.ts";
+import type { SubtaskAck } from "../checkpoint/types.ts";
+import type { StreamOperator } from "./operators/operator.ts";
+import type { ChannelEvent, CoordinatorMessage, MessageBody } from "./messages.ts";
+import { type CheckpointRequest, SubtaskCheckpointer } from "./subtask_checkpointer.ts";
+
+/** A participant writing `bytes` under `name` (privately or shared), after `gate` resolves. */
+function participant(
+  name: string,
+  options: {
+    shared?: boolean;
+    gate?: Promise<void>;
+    fail?: Error;
+    kind?: "operator" | "watermark" | "keyed-incremental";
+    uid?: string;
+  } = {},
+): SnapshotResult & { discarded: boolean } {
+  const result = {
+    discarded: false,
+    async write(writer: StateWriter) {
+      await options.gate;
+      if (options.fail) throw options.fail;
+      if (writer.cancelled) return [];
+      const bytes = new TextEncoder().encode(name);
+      const write = options.shared ? writer.writeShared : writer.writePrivate;
+      return [
+        await write.call(writer, name, bytes, options.kind ?? "operator", options.uid ?? "op"),
+      ];
+    },
+    discard() {
+      result.discarded = true;
+    },
+  };
+  return result;
+}
+
+/** An operator whose snapshot returns `results`, recording the call order. */
+function operator(
+  uid: string,
+  results: SnapshotResult[] | (() => never),
+  log: string[],
+): StreamOperator {
+  return {
+    uid,
+    quiesce: () => {
+      log.push(`quiesce ${uid}`);
+      return Promise.resolve();
+    },
+    snapshotState: (id: number, _ts: number, type: string) => {
+      log.push(`snapshot ${uid} ${id} ${type}`);
+      return Promise.resolve(typeof results === "function" ? results() : results);
+    },
+  } as unknown as StreamOperator;
+}
+
+async function withCheckpointer(
+  fn: (ctx: {
+    checkpointer: SubtaskCheckpointer;
+    storage: LocalDirectoryCheckpointStorage;
+    dir: string;
+    reports: MessageBody<CoordinatorMessage>[];
+    done: { value: boolean };
+  }) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "weir-checkpointer-" });
+  const storage = new LocalDirectoryCheckpointStorage({ directory: dir });
+  const reports: MessageBody<CoordinatorMessage>[] = [];
+  const done = { value: false };
+  const checkpointer = new SubtaskCheckpointer({
+    jobId: "job-1",
+    attempt: 2,
+    vertexId: "v3",
+    subtask: 1,
+    storage,
+    taskName: "Map (2/2)",
+    report: (body) => reports.push(body),
+    isDone: () => done.value,
+  });
+  try {
+    await fn({ checkpointer, storage, dir, reports, done });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const request = (checkpointId: number, type: "checkpoint" | "savepoint" = "checkpoint") =>
+  ({ checkpointId, timestamp: 1_000, type, alignmentDurationMs: 3 }) satisfies CheckpointRequest;
+
+Deno.test("SubtaskCheckpointer quiesces, forwards the barrier, captures every operator, then acks every handle", async () => {
+  await withCheckpointer(async ({ checkpointer, storage, reports }) => {
+    const log: string[] = [];
+    const barriers: ChannelEvent[] = [];
+    const writers = [{
+      broadcastEvent: (e: ChannelEvent) => (log.push("barrier"), barriers.push(e)),
+    }];
+    await checkpointer.checkpointState(request(4), {
+      operators: [
+        operator("src", [participant("splits", { uid: "src" })], log),
+        operator(
+          "map",
+          [EMPTY_SNAPSHOT, participant("wm", { kind: "watermark", uid: "map" })],
+          log,
+        ),
+      ],
+      writers,
+    });
+    assert.deepEqual(log, [
+      "quiesce src",
+      "quiesce map",
+      "barrier",
+      "snapshot src 4 checkpoint",
+      "snapshot map 4 checkpoint",
+    ]);
+    assert.deepEqual(barriers, [{ k: "barrier", id: 4, ts: 1_000, type: "checkpoint" }]);
+    await checkpointer.waitForAll();
+    assert.equal(reports.length, 1);
+    const ack = (reports[0] as { t: "ack"; ack: SubtaskAck }).ack;
+    assert.deepEqual(ack.handles.map((h) => [h.path, h.kind, h.uid, h.shared]), [
+      ["chk-4/v3-1-a2.splits", "operator", "src", false],
+      ["chk-4/v3-1-a2.wm", "watermark", "map", false],
+    ]);
+    assert.deepEqual(ack.stateUids, ["src"], "a watermark floor alone is no state");
+    assert.equal(ack.stateBytes, "splits".length + "wm".length);
+    assert.equal(ack.alignmentDurationMs, 3);
+    assert.equal(ack.attempt, 2);
+    assert.ok(ack.syncDurationMs >= 0 && ack.asyncDurationMs >= 0);
+    const bytes = await storage.readState("job-1", ack.handles[0]!);
+    assert.equal(new TextDecoder().decode(bytes), "splits");
+  });
+});
+
+Deno.test("SubtaskCheckpointer writes shared blobs into the shared namespace and refuses them in a savepoint", async () => {
+  await withCheckpointer(async ({ checkpointer, storage, reports }) => {
+    const writers: { broadcastEvent(e: ChannelEvent): void }[] = [];
+    const incremental = () => participant("delta-1", { shared: true, kind: "keyed-incremental" });
+    await checkpointer.checkpointState(request(5), {
+      operators: [operator("count", [incremental()], [])],
+      writers,
+    });
+    await checkpointer.waitForAll();
+    const ack = (reports[0] as { t: "ack"; ack: SubtaskAck }).ack;
+    assert.deepEqual(ack.handles.map((h) => [h.path, h.shared]), [[
+      "shared/v3-1-a2.delta-1",
+      true,
+    ]]);
+    assert.deepEqual(await storage.listShared("job-1"), ["shared/v3-1-a2.delta-1"]);
+
+    await checkpointer.checkpointState(request(6, "savepoint"), {
+      operators: [operator("count", [incremental()], [])],
+      writers,
+    });
+    await checkpointer.waitForAll();
+    const decline = reports[1] as { t: "decline"; id: number; code: string; reason: string };
+    assert.equal(decline.t, "decline");
+    assert.equal(decline.id, 6);
+    assert.equal(decline.code, "DECLINED");
+    assert.match(
+      decline.reason,
+      /Asynchronous part of savepoint 6 failed in Map \(2\/2\): Savepoint 6 cannot write shared blob 'delta-1' of operator op \(kind keyed-incremental\): a savepoint must be self-contained/,
+    );
+  });
+});
+
+Deno.test("SubtaskCheckpointer declines when a write fails, discarding every capture and removing what was written", async () => {
+  await withCheckpointer(async ({ checkpointer, dir, reports }) => {
+    const ok = participant("fine");
+    let release!: () => void;
+    const gate = new Promise<void>((r) => release = r);
+    const failing = participant("broken", { gate, fail: new Error("disk on fire") });
+    await checkpointer.checkpointState(request(7), {
+      operators: [operator("a", [ok, failing], [])],
+      writers: [],
+    });
+    await new Promise((r) => setTimeout(r, 50)); // "fine" is written meanwhile
+    release();
+    await checkpointer.waitForAll();
+    assert.equal(reports.length, 1);
+    const decline = reports[0] as { t: "decline"; reason: string };
+    assert.equal(decline.t, "decline");
+    assert.match(decline.reason, /checkpoint 7 failed in Map \(2\/2\): disk on fire/);
+    assert.ok(ok.discarded && failing.discarded);
+    await assert.rejects(Deno.stat(join(dir, "job-1", "chk-7")), Deno.errors.NotFound);
+  });
+});
+
+Deno.test("SubtaskCheckpointer acks nothing for an aborted checkpoint, and removes its late private and shared files", async () => {
+  await withCheckpointer(async ({ checkpointer, storage, dir, reports }) => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => release = r);
+    // Written before the abort arrives; the slow one finishes after it.
+    const early = participant("early");
+    const earlyShared = participant("early-shared", { shared: true, kind: "keyed-incremental" });
+    const late = participant("late", { gate });
+    await checkpointer.checkpointState(request(8), {
+      operators: [operator("a", [early, earlyShared, late], [])],
+      writers: [],
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    checkpointer.abort(8);
+    release();
+    await checkpointer.waitForAll();
+    assert.deepEqual(reports, [], "no ack, no decline: the coordinator aborted it");
+    await assert.rejects(Deno.stat(join(dir, "job-1", "chk-8")), Deno.errors.NotFound);
+    assert.deepEqual(await storage.listShared("job-1"), []);
+    assert.ok(early.discarded && late.discarded);
+  });
+});
+
+Deno.test("SubtaskCheckpointer writes nothing once the subtask is done", async () => {
+  await withCheckpointer(async ({ checkpointer, dir, reports, done }) => {
+    const p = participant("x");
+    await checkpointer.checkpointState(request(9), {
+      operators: [operator("a", [p], [])],
+      writers: [],
+    });
+    done.value = true;
+    await checkpointer.waitForAll();
+    assert.deepEqual(reports, []);
+    assert.ok(p.discarded);
+    await assert.rejects(Deno.stat(join(dir, "job-1", "chk-9")), Deno.errors.NotFound);
+  });
+});
+
+Deno.test("SubtaskCheckpointer refuses a blob name written twice in one checkpoint, naming it", async () => {
+  await withCheckpointer(async ({ checkpointer, reports }) => {
+    await checkpointer.checkpointState(request(10), {
+      operators: [
+        operator("a", [participant("same")], []),
+        operator("b", [participant("same")], []),
+      ],
+      writers: [],
+    });
+    await checkpointer.waitForAll();
+    const decline = reports[0] as { t: "decline"; reason: string };
+    assert.equal(decline.t, "decline");
+    assert.match(
+      decline.reason,
+      /Checkpoint 10: private blob 'v3-1-a2.same' is written twice \(two state participants use the name 'same'\)/,
+    );
+  });
+});
+
+Deno.test("SubtaskCheckpointer discards the captures taken so far when an operator's snapshot throws, and rethrows", async () => {
+  await withCheckpointer(async ({ checkpointer, reports }) => {
+    const first = participant("first");
+    await assert.rejects(
+      checkpointer.checkpointState(request(11), {
+        operators: [
+          operator("a", [first], []),
+          operator("b", () => {
+            throw new Error("pre-commit failed");
+          }, []),
+        ],
+        writers: [],
+      }),
+      /pre-commit failed/,
+    );
+    assert.ok(first.discarded);
+    await checkpointer.waitForAll();
+    assert.deepEqual(reports, []);
+  });
+});

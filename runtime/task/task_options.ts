@@ -1,0 +1,123 @@
+/**
+ * What a `StreamTask` (`stream_task.ts`) is given: the data plane and time tuning
+ * ({@linkcode TaskConfig}), its options, the chaos hooks of tests
+ * ({@linkcode FaultInjector}) and the error a failed subtask ends with.
+ *
+ * @module
+ */
+
+import type { Transport } from "../actor/types.ts";
+import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import type { Clock } from "../time/clock.ts";
+import type { CheckpointingMode } from "../api/sink_v2.ts";
+import type { RestorePoint } from "./messages.ts";
+
+/** Tuning of the data plane and of time. */
+export interface TaskConfig {
+  /** Records per network buffer. */
+  readonly bufferSize: number;
+  /** Longest a partially filled buffer waits while the task is busy, in ms. */
+  readonly bufferTimeoutMs: number;
+  /** Buffers in flight per channel (credits granted at start). */
+  readonly initialCredits: number;
+  /** Period of source watermark generation, in ms. */
+  readonly autoWatermarkIntervalMs: number;
+  /**
+   * The job's checkpointing mode (`"none"` when checkpointing is off). It
+   * picks the barrier handler (aligned for exactly-once and none, a tracker
+   * without alignment for at-least-once) and reaches every operator as
+   * `OperatorEnvironment.checkpointingMode`.
+   */
+  readonly checkpointingMode: CheckpointingMode | "none";
+  /**
+   * Whether a network edge whose consumer shares the producer's thread hands
+   * records over as they are (default `true`; Flink's `enableObjectReuse`):
+   * records must then not be changed after `collect`. `false` encodes every
+   * buffer, as a cross-thread edge does (see `record_writer.ts`).
+   */
+  readonly objectReuse?: boolean;
+}
+
+/** Where a fault can be injected in tests (chaos hooks; no effect unless an injector is set). */
+export type FaultPoint =
+  | "before-snapshot"
+  | "after-snapshot"
+  | "alignment"
+  | "before-commit";
+
+/** Where a fault point was reached. */
+export interface FaultSite {
+  /** Vertex id (`v<n>`). */
+  readonly vertexId: string;
+  /** Vertex name (its chained operators). */
+  readonly vertexName: string;
+  /** Subtask index. */
+  readonly subtask: number;
+  /** Execution attempt. */
+  readonly attempt: number;
+  /** The checkpoint concerned (0 when none). */
+  readonly checkpointId: number;
+}
+
+/** Where subtask `o` is, at checkpoint `checkpointId` (0 when none), for a {@linkcode FaultInjector}. */
+export function faultSite(o: StreamTaskOptions, checkpointId: number): FaultSite {
+  return {
+    vertexId: o.vertex.id,
+    vertexName: o.vertex.name,
+    subtask: o.subtask,
+    attempt: o.attempt,
+    checkpointId,
+  };
+}
+
+/** A test hook called at each {@linkcode FaultPoint}; it fails the subtask by throwing. */
+export type FaultInjector = (point: FaultPoint, site: FaultSite) => void;
+
+/** A subtask failed (`StreamTask.run`); the message names job, vertex, subtask and attempt. */
+export class TaskFailedError extends Error {
+  /** The error class name. */
+  override name = "TaskFailedError";
+
+  /**
+   * `error` as the failure of subtask `where` (`Subtask <name> of job <id>`),
+   * the cause attached; a `TaskFailedError` is returned as it is. A
+   * `TypeError` about a private member gets a hint: function objects are
+   * copied per subtask, and `#private` fields cannot be copied.
+   */
+  static of(error: unknown, where: string): TaskFailedError {
+    if (error instanceof TaskFailedError) return error;
+    let message = error instanceof Error ? error.message : String(error);
+    if (error instanceof TypeError && /private member/.test(message)) {
+      message += " (function objects are copied per subtask, and ECMAScript #private fields " +
+        "cannot be copied: use TypeScript `private` fields in function classes)";
+    }
+    return new TaskFailedError(`${where} failed: ${message}`, { cause: error });
+  }
+}
+
+/** Options of `StreamTask` (`stream_task.ts`). */
+export interface StreamTaskOptions {
+  /** Carries the subtask's mailbox, its channels and its reports. */
+  readonly transport: Transport;
+  /** The job's id. */
+  readonly jobId: string;
+  /** The execution attempt; messages of other attempts are fenced off. */
+  readonly attempt: number;
+  /** The job graph. */
+  readonly graph: JobGraph;
+  /** The vertex this subtask belongs to. */
+  readonly vertex: JobVertex;
+  /** The subtask's index, `0 <= subtask < vertex.parallelism`. */
+  readonly subtask: number;
+  /** Data plane and time tuning. */
+  readonly config: TaskConfig;
+  /** Where checkpoints are read and written. */
+  readonly storage: CheckpointStorage;
+  /** Checkpoint to restore from, or `null` for a fresh start. */
+  readonly restore: RestorePoint | null;
+  /** Processing time. */
+  readonly clock: Clock;
+  /** Test hook: fails the subtask at fault points. */
+  readonly faults?: FaultInjector | undefined;
+}
