@@ -18,9 +18,11 @@
  * registry.register(1, [{ path: "shared/a", shared: true }, { path: "chk-1/x", shared: false }]);
  * registry.complete(1);
  * registry.register(2, [{ path: "shared/a", shared: true }, { path: "shared/b", shared: true }]);
- * registry.complete(2);
- * console.assert(registry.discard(1).length === 0); // checkpoint 2 still refers to shared/a
- * console.assert(registry.discard(2).join() === "shared/a,shared/b");
+ * registry.abort(2); // shared/b is held: a later checkpoint may reuse it
+ * registry.register(3, [{ path: "shared/a", shared: true }, { path: "shared/c", shared: true }]);
+ * console.assert(registry.complete(3).join() === "shared/b"); // 3 did not reuse it
+ * console.assert(registry.discard(1).length === 0); // checkpoint 3 still refers to shared/a
+ * console.assert(registry.discard(3).join() === "shared/a,shared/c");
  * ```
  *
  * ## Design
@@ -34,10 +36,19 @@
  *   completion; counting earlier protects a blob that a checkpoint in flight
  *   refers to from the retention of an older one). A pending checkpoint is
  *   later either completed ({@linkcode SharedStateRegistry.complete}) or
- *   aborted ({@linkcode SharedStateRegistry.abort}). Aborting releases its
- *   references: what only it referred to (the blobs it wrote, "registered but
- *   never confirmed") is returned for deletion; what an earlier or a later
- *   checkpoint also refers to is kept.
+ *   aborted ({@linkcode SharedStateRegistry.abort}).
+ * - **Aborted checkpoints are held, not released** (Flink's "registered but
+ *   not yet confirmed" shared state). A backend may reuse a blob as soon as
+ *   it wrote it (the changelog backend's segments and materializations), so
+ *   the checkpoints after an aborted one, whose acks may not have arrived
+ *   yet, can refer to what it wrote. Its references are therefore kept
+ *   until a later checkpoint completes: every subtask's later snapshot is
+ *   then registered, and whatever still refers to the aborted checkpoint's
+ *   blobs counts. `complete(m)` releases every aborted checkpoint with a
+ *   smaller id and returns what only they referred to.
+ *   {@linkcode SharedStateRegistry.releaseAborted} releases them all when no
+ *   checkpoint can be in flight (the attempt's subtasks were cancelled for a
+ *   failover, or the job ended).
  * - **Completed checkpoints** are released by retention
  *   ({@linkcode SharedStateRegistry.discard}). Savepoints refer to no shared
  *   blob (the snapshot contract), and retention never discards them; if one
@@ -54,8 +65,8 @@
  * ## Invariants
  *
  * - A path is returned for deletion only when no registered checkpoint
- *   (pending or completed) refers to it, and only if no unowned checkpoint
- *   ever referred to it.
+ *   (pending, completed or aborted and held) refers to it, and only if no
+ *   unowned checkpoint ever referred to it.
  * - Each path is returned at most once per registration: after it was
  *   returned it is unknown to the registry until a checkpoint registers it
  *   again (which would be the writer's bug: see below).
@@ -96,8 +107,11 @@ export interface SharedStateReference {
   readonly shared: boolean;
 }
 
-/** Where a registered checkpoint stands: being taken, or complete (restorable). */
-export type RegisteredCheckpointStatus = "pending" | "completed";
+/**
+ * Where a registered checkpoint stands: being taken, complete (restorable),
+ * or aborted and held until a later checkpoint completes.
+ */
+export type RegisteredCheckpointStatus = "pending" | "completed" | "aborted";
 
 /**
  * A completed checkpoint to rebuild the registry from, as its metadata lists
@@ -182,9 +196,9 @@ export class SharedStateRegistry {
     checkId(checkpointId, "register");
     const shared = sharedPathsOf(checkpointId, handles);
     let registration = this.#checkpoints.get(checkpointId);
-    if (registration?.status === "completed") {
+    if (registration !== undefined && registration.status !== "pending") {
       throw new Error(
-        `Cannot register state handles of checkpoint ${checkpointId}: it is already completed, so its references are fixed`,
+        `Cannot register state handles of checkpoint ${checkpointId}: it is already ${registration.status}, so its references are fixed`,
       );
     }
     if (registration === undefined) {
@@ -199,35 +213,44 @@ export class SharedStateRegistry {
   }
 
   /**
-   * Marks a checkpoint completed: its metadata was written. A checkpoint
-   * none of whose acks had handles may be completed without a `register`.
-   * Completing a completed checkpoint again does nothing.
+   * Marks a checkpoint completed (its metadata was written), and releases
+   * every aborted checkpoint with a smaller id (see the module docs). A
+   * checkpoint none of whose acks had handles may be completed without a
+   * `register`. Completing a completed checkpoint again does nothing.
    *
    * @param checkpointId the checkpoint.
+   * @returns the shared paths only the released aborted checkpoints referred
+   *   to, to delete, sorted.
    * @throws {RangeError} for an invalid checkpoint id.
+   * @throws {Error} when the checkpoint was aborted.
    */
-  complete(checkpointId: CheckpointId): void {
+  complete(checkpointId: CheckpointId): string[] {
     checkId(checkpointId, "complete");
     const registration = this.#checkpoints.get(checkpointId);
     if (registration === undefined) {
       this.#checkpoints.set(checkpointId, { status: "completed", paths: new Set() });
+    } else if (registration.status === "aborted") {
+      throw new Error(`Cannot complete checkpoint ${checkpointId}: it was aborted`);
     } else {
       registration.status = "completed";
     }
+    return this.#releaseAbortedBelow(checkpointId);
   }
 
   /**
-   * Releases a pending checkpoint that will never complete (declined, timed
-   * out, subsumed, or its attempt failed): the shared blobs only it referred
-   * to, typically the ones it wrote, are returned for deletion. An unknown
-   * checkpoint (never registered, or already released) returns `[]`.
+   * Aborts a pending checkpoint that will never complete (declined, timed
+   * out, subsumed, or its attempt failed). Its references are held until a
+   * later checkpoint completes ({@linkcode SharedStateRegistry.complete}) or
+   * {@linkcode SharedStateRegistry.releaseAborted} is called, because a
+   * later checkpoint may reuse the blobs it wrote. A checkpoint never
+   * registered is recorded as aborted with no references; aborting an
+   * aborted checkpoint again does nothing.
    *
    * @param checkpointId the aborted checkpoint.
-   * @returns the shared paths to delete (`shared/<name>`), sorted.
    * @throws {RangeError} for an invalid checkpoint id.
    * @throws {Error} when the checkpoint is completed: use {@linkcode SharedStateRegistry.discard}.
    */
-  abort(checkpointId: CheckpointId): string[] {
+  abort(checkpointId: CheckpointId): void {
     checkId(checkpointId, "abort");
     const registration = this.#checkpoints.get(checkpointId);
     if (registration?.status === "completed") {
@@ -235,7 +258,23 @@ export class SharedStateRegistry {
         `Cannot abort checkpoint ${checkpointId}: it is completed (retention releases it with discard)`,
       );
     }
-    return this.#release(checkpointId);
+    if (registration === undefined) {
+      this.#checkpoints.set(checkpointId, { status: "aborted", paths: new Set() });
+    } else {
+      registration.status = "aborted";
+    }
+  }
+
+  /**
+   * Releases every aborted checkpoint, whatever its id. Call it only when no
+   * checkpoint can be in flight: after a failover cancelled every subtask
+   * of the attempt (the next attempt restores from a completed checkpoint,
+   * whose references are registered), or when the job ended.
+   *
+   * @returns the shared paths only the aborted checkpoints referred to, to delete, sorted.
+   */
+  releaseAborted(): string[] {
+    return this.#releaseAbortedBelow(Number.POSITIVE_INFINITY);
   }
 
   /**
@@ -247,17 +286,18 @@ export class SharedStateRegistry {
    * @param checkpointId the discarded checkpoint.
    * @returns the shared paths to delete (`shared/<name>`), sorted.
    * @throws {RangeError} for an invalid checkpoint id.
-   * @throws {Error} when the checkpoint is still pending: use {@linkcode SharedStateRegistry.abort}.
+   * @throws {Error} when the checkpoint is pending or aborted (see
+   *   {@linkcode SharedStateRegistry.abort}).
    */
   discard(checkpointId: CheckpointId): string[] {
     checkId(checkpointId, "discard");
     const registration = this.#checkpoints.get(checkpointId);
-    if (registration?.status === "pending") {
+    if (registration !== undefined && registration.status !== "completed") {
       throw new Error(
-        `Cannot discard checkpoint ${checkpointId}: it is still pending (release it with abort)`,
+        `Cannot discard checkpoint ${checkpointId}: it is ${registration.status}, not completed (an aborted checkpoint is released by a later completion or releaseAborted)`,
       );
     }
-    return this.#release(checkpointId);
+    return this.#release([checkpointId]);
   }
 
   /**
@@ -265,7 +305,7 @@ export class SharedStateRegistry {
    * registered (never, or released).
    *
    * @param checkpointId the checkpoint.
-   * @returns `"pending"`, `"completed"` or `undefined`.
+   * @returns `"pending"`, `"completed"`, `"aborted"` or `undefined`.
    */
   statusOf(checkpointId: CheckpointId): RegisteredCheckpointStatus | undefined {
     return this.#checkpoints.get(checkpointId)?.status;
@@ -317,13 +357,27 @@ export class SharedStateRegistry {
     return [...out].sort();
   }
 
-  /** Drops a checkpoint's references; the paths reaching zero that are not pinned, sorted. */
-  #release(checkpointId: CheckpointId): string[] {
-    const registration = this.#checkpoints.get(checkpointId);
-    if (registration === undefined) return [];
-    this.#checkpoints.delete(checkpointId);
+  /** Releases the aborted checkpoints with an id below `bound`. */
+  #releaseAbortedBelow(bound: number): string[] {
+    const ids: CheckpointId[] = [];
+    for (const [id, r] of this.#checkpoints) if (r.status === "aborted" && id < bound) ids.push(id);
+    return this.#release(ids);
+  }
+
+  /** Drops checkpoints' references; the paths reaching zero that are not pinned, sorted. */
+  #release(checkpointIds: readonly CheckpointId[]): string[] {
     const unreferenced: string[] = [];
-    for (const path of registration.paths) {
+    for (const checkpointId of checkpointIds) {
+      const registration = this.#checkpoints.get(checkpointId);
+      if (registration === undefined) continue;
+      this.#checkpoints.delete(checkpointId);
+      this.#releasePaths(registration.paths, unreferenced);
+    }
+    return unreferenced.sort();
+  }
+
+  #releasePaths(paths: ReadonlySet<string>, unreferenced: string[]): void {
+    for (const path of paths) {
       const count = this.#counts.get(path)! - 1;
       if (count > 0) {
         this.#counts.set(path, count);
@@ -333,7 +387,6 @@ export class SharedStateRegistry {
       if (this.#pinned.has(path)) continue;
       unreferenced.push(path);
     }
-    return unreferenced.sort();
   }
 }
 

@@ -36,26 +36,38 @@ Deno.test("SharedStateRegistry keeps what a pending checkpoint refers to through
   r.register(2, [shared("a"), shared("n2")]); // in flight, built on 1
   assert.deepEqual(r.discard(1), [], "pending checkpoint 2 still refers to shared/a");
   assert.equal(r.statusOf(2), "pending");
-  assert.deepEqual(r.abort(2), ["shared/a", "shared/n2"]);
+  r.abort(2);
+  assert.equal(r.statusOf(2), "aborted");
+  assert.deepEqual(r.releaseAborted(), ["shared/a", "shared/n2"]);
   assert.equal(r.statusOf(2), undefined);
 });
 
-Deno.test("SharedStateRegistry.abort returns the blobs only the aborted checkpoint wrote", () => {
+Deno.test("SharedStateRegistry holds an aborted checkpoint's blobs until a later checkpoint completes", () => {
   const r = new SharedStateRegistry();
   r.register(3, [shared("base")]);
   r.complete(3);
   r.register(4, [shared("base"), shared("delta-4")]);
-  r.register(5, [shared("base"), shared("delta-4"), shared("delta-5")]); // reused before 4 confirmed
-  assert.deepEqual(r.abort(4), [], "5 refers to delta-4 too");
-  assert.deepEqual(r.abort(5), ["shared/delta-4", "shared/delta-5"]);
-  assert.deepEqual(r.abort(77), [], "unknown checkpoint");
-  assert.deepEqual(r.referencedPaths(), ["shared/base"]);
+  r.register(5, [shared("base"), shared("delta-5")]);
+  r.abort(4);
+  r.abort(5);
+  // Checkpoint 6's ack arrives after 4 was aborted, reusing the segment 4 wrote.
+  r.register(6, [shared("base"), shared("delta-4"), shared("delta-6")]);
+  assert.equal(r.referenceCount("shared/delta-4"), 2, "held by aborted 4, and 6");
+  assert.deepEqual(r.complete(6), ["shared/delta-5"], "4 and 5 released; 6 refers to delta-4");
+  assert.deepEqual(r.checkpoints(), [3, 6]);
+  r.register(7, [shared("delta-7")]);
+  r.abort(7);
+  r.abort(77); // never registered
+  assert.deepEqual(r.complete(8), ["shared/delta-7"], "8 > 7 and 77 is still held");
+  assert.equal(r.statusOf(77), "aborted");
+  assert.deepEqual(r.releaseAborted(), []);
+  assert.deepEqual(r.referencedPaths(), ["shared/base", "shared/delta-4", "shared/delta-6"]);
 });
 
 Deno.test("SharedStateRegistry refuses state changes out of order", () => {
   const r = new SharedStateRegistry();
   r.register(1, [shared("a")]);
-  assert.throws(() => r.discard(1), /checkpoint 1: it is still pending \(release it with abort\)/);
+  assert.throws(() => r.discard(1), /checkpoint 1: it is pending, not completed/);
   r.complete(1);
   r.complete(1);
   assert.throws(() => r.abort(1), /Cannot abort checkpoint 1: it is completed/);
@@ -63,6 +75,12 @@ Deno.test("SharedStateRegistry refuses state changes out of order", () => {
     () => r.register(1, [shared("b")]),
     /checkpoint 1: it is already completed, so its references are fixed/,
   );
+  r.register(2, [shared("c")]);
+  r.abort(2);
+  r.abort(2);
+  assert.throws(() => r.complete(2), /Cannot complete checkpoint 2: it was aborted/);
+  assert.throws(() => r.discard(2), /checkpoint 2: it is aborted, not completed/);
+  assert.throws(() => r.register(2, [shared("d")]), /checkpoint 2: it is already aborted/);
   assert.equal(r.referenceCount("shared/b"), 0);
   r.complete(9); // no handles at all
   assert.equal(r.statusOf(9), "completed");
@@ -150,7 +168,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 
 /** The model: which checkpoints are registered, with what status and paths. */
 interface Model {
-  readonly checkpoints: Map<number, { status: "pending" | "completed"; paths: Set<string> }>;
+  readonly checkpoints: Map<
+    number,
+    { status: "pending" | "completed" | "aborted"; paths: Set<string> }
+  >;
   /** How many times each path was returned for deletion. */
   readonly returned: Map<string, number>;
   /** Every shared path ever registered. */
@@ -199,6 +220,7 @@ function run(
     nextPath: 0,
   };
   const of = (status: "pending" | "completed", pick: number): number | undefined => {
+    // (aborted checkpoints are never picked: they only wait for release)
     const ids = [...model.checkpoints].filter(([, c]) => c.status === status).map(([id]) => id);
     return ids.length === 0 ? undefined : ids[pick % ids.length];
   };
@@ -230,15 +252,19 @@ function run(
       case "complete": {
         const id = of("pending", s.pick);
         if (id === undefined) break;
-        registry.complete(id);
+        const paths = registry.complete(id);
         model.checkpoints.get(id)!.status = "completed";
+        for (const [other, c] of [...model.checkpoints]) {
+          if (c.status === "aborted" && other < id) model.checkpoints.delete(other);
+        }
+        released(model, paths, `complete(${id})`);
         break;
       }
       case "abort": {
         const id = of("pending", s.pick);
         if (id === undefined) break;
-        model.checkpoints.delete(id);
-        released(model, registry.abort(id), `abort(${id})`);
+        registry.abort(id);
+        model.checkpoints.get(id)!.status = "aborted";
         break;
       }
       case "discard": {
@@ -261,9 +287,16 @@ function run(
 /** Releases every checkpoint left, then checks every path was returned exactly once. */
 function releaseAll(registry: SharedStateRegistry, model: Model): void {
   for (const [id, c] of [...model.checkpoints]) {
-    model.checkpoints.delete(id);
-    released(model, c.status === "pending" ? registry.abort(id) : registry.discard(id), `${id}`);
+    if (c.status === "completed") {
+      model.checkpoints.delete(id);
+      released(model, registry.discard(id), `discard(${id})`);
+    } else if (c.status === "pending") {
+      registry.abort(id);
+      c.status = "aborted";
+    }
   }
+  model.checkpoints.clear();
+  released(model, registry.releaseAborted(), "releaseAborted()");
   assert.deepEqual([...model.returned.keys()].sort(), [...model.everRegistered].sort());
   assert.deepEqual(registry.referencedPaths(), []);
   assert.deepEqual(registry.checkpoints(), []);
@@ -341,10 +374,13 @@ Deno.test("fuzz: SharedStateRegistry never returns a path an unowned (NO_CLAIM) 
         // restored blobs both by reuse and by name. The restored checkpoint
         // may be discarded along the way (ids only name checkpoints).
         const model = run(registry, steps, restored);
+        const paths: string[] = [];
         for (const [id, c] of [...model.checkpoints]) {
-          const paths = c.status === "pending" ? registry.abort(id) : registry.discard(id);
-          for (const p of paths) assert.ok(!pinned.includes(p), `pinned ${p} returned`);
+          if (c.status === "completed") paths.push(...registry.discard(id));
+          if (c.status === "pending") registry.abort(id);
         }
+        paths.push(...registry.releaseAborted());
+        for (const p of paths) assert.ok(!pinned.includes(p), `pinned ${p} returned`);
         assert.deepEqual(registry.referencedPaths(), []);
         assert.deepEqual(registry.unreferenced(pinned), []);
       },

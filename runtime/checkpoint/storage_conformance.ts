@@ -516,14 +516,16 @@ export function checkpointStorageConformanceSuite(
   test("retention driven by the SharedStateRegistry never deletes a referenced blob and leaves none behind", async (f) => {
     // Incremental checkpoints: each writes one new shared delta and refers to
     // the base and every delta since; checkpoint 4 rebases. Checkpoint 3 is
-    // aborted after writing its delta. Retain the latest 2 completed.
+    // aborted after writing its delta (held until 4 completes). Retain the
+    // latest 2 completed.
     const { storage } = f;
     const registry = new SharedStateRegistry();
     const retained: { id: number; handles: { path: string; bytes: number }[] }[] = [];
     let refs: { path: string; bytes: number }[] = [];
     const retain = async (id: number) => {
-      registry.complete(id);
       await storage.writeMetadata(metadata(id));
+      // Completing releases the aborted checkpoints before it.
+      await storage.deleteShared("job-1", registry.complete(id));
       retained.push({ id, handles: refs });
       while (retained.length > 2) {
         const old = retained.shift()!;
@@ -544,7 +546,7 @@ export function checkpointStorageConformanceSuite(
       registry.register(id, handles.map((h) => ({ path: h.path, shared: true })));
       if (id === 3) {
         await storage.discard("job-1", 3);
-        await storage.deleteShared("job-1", registry.abort(3));
+        registry.abort(3); // delta-3 is held until checkpoint 4 completes
         continue;
       }
       refs = handles;
