@@ -40,8 +40,11 @@ import type { JobExecutionResult } from "./job_execution_result.ts";
 import {
   type CheckpointConfig,
   type CoordinatorFaultPoint,
+  type JobClient,
+  type JobExecutionRequest,
   jobExecutor,
   type ResumeOptions,
+  type SavepointRestoreSettings,
 } from "./executor.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
 import type { CheckpointingMode } from "./sink_v2.ts";
@@ -99,7 +102,7 @@ export interface CheckpointingOptions {
   readonly tolerableCheckpointFailures?: number;
 }
 
-export type { ResumeOptions };
+export type { JobClient, ResumeOptions, SavepointRestoreSettings };
 
 /** The known keys of {@linkcode CheckpointingOptions} and the kinds of their values. */
 const CHECKPOINTING_OPTIONS: OptionsShape<CheckpointingOptions> = {
@@ -152,6 +155,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   };
   #clock: Clock = systemClock;
   #resume: ResumeOptions | undefined;
+  #savepoint: SavepointRestoreSettings | undefined;
   #faults: FaultInjector | undefined;
   #coordinatorFaults:
     | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
@@ -328,7 +332,41 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    */
   resumeFrom(options: ResumeOptions): this {
     if (options.checkpointId !== undefined) positiveInteger("checkpointId", options.checkpointId);
+    checkRestoreMode(options.restoreMode);
     this.#resume = options;
+    this.#savepoint = undefined;
+    return this;
+  }
+
+  /**
+   * Makes `execute()` restore the savepoint at `path` (Flink's
+   * `SavepointRestoreSettings.forPath`, `flink run -s <path>`): the path
+   * `triggerSavepoint` or `stopWithSavepoint` returned. Operators are matched
+   * by uid; the job may run at another parallelism, and even another max
+   * parallelism (keys are re-hashed into the new key groups). The savepoint is
+   * never deleted. Replaces an earlier `resumeFrom`.
+   *
+   * @param path the savepoint's path, e.g. `.weir/savepoints/savepoint-count-1a2b3c4d-7`.
+   * @param options `allowNonRestoredState` (default false) drops state of
+   *   uids this job lacks instead of failing with a `ResumeError`;
+   *   `restoreMode` (default `"NO_CLAIM"`).
+   * @throws {TypeError} when `path` is not a non-empty string.
+   * @throws {RangeError} when `restoreMode` is neither `"CLAIM"` nor `"NO_CLAIM"`.
+   */
+  fromSavepoint(
+    path: string,
+    options: Omit<SavepointRestoreSettings, "path"> = {},
+  ): this {
+    if (typeof path !== "string" || path.length === 0) {
+      throw new TypeError(
+        `fromSavepoint: 'path' must be a non-empty string: current value is ${
+          JSON.stringify(path)
+        }`,
+      );
+    }
+    checkRestoreMode(options.restoreMode);
+    this.#savepoint = { ...options, path };
+    this.#resume = undefined;
     return this;
   }
 
@@ -452,8 +490,36 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    *   module was imported without `mod.ts`; see `executor.ts`).
    */
   async execute(name: string = "Weir job"): Promise<JobExecutionResult> {
-    const graph = this.getJobGraph(name);
     const executor = jobExecutor();
+    return await executor.execute(this.#request(name, executor.role()));
+  }
+
+  /**
+   * Starts the job and returns at once with a {@linkcode JobClient} (Flink's
+   * `executeAsync`): its id, `triggerSavepoint`, `stopWithSavepoint`,
+   * `cancel` and `result()`. Local mode runs the job in this process; with
+   * `--nats` it is submitted to the cluster.
+   *
+   * @param name the job's name.
+   * @returns a client of the running job.
+   * @throws as {@linkcode StreamExecutionEnvironment.execute} does before the job runs.
+   * @throws {Error} when the registered executor cannot start jobs
+   *   asynchronously (a worker's slot thread).
+   */
+  async executeAsync(name: string = "Weir job"): Promise<JobClient> {
+    const executor = jobExecutor();
+    if (executor.submit === undefined || executor.role() === "slot") {
+      throw new Error(
+        `executeAsync('${name}'): the job executor cannot start jobs asynchronously in role ` +
+          `'${executor.role()}'`,
+      );
+    }
+    return await executor.submit(this.#request(name, executor.role()));
+  }
+
+  #request(name: string, role: string): JobExecutionRequest {
+    const graph = this.getJobGraph(name);
+    const executor = { role: () => role };
     if (executor.role() !== "slot") {
       // A worker's slot thread skips these: the job's client already made them.
       for (const warning of graph.warnings) log.warn(warning);
@@ -479,7 +545,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       retainOnFinish: this.#checkpointing.retainOnFinish,
       tolerableCheckpointFailures: this.#checkpointing.tolerableCheckpointFailures,
     };
-    return await executor.execute({
+    return {
       graph,
       checkpointing,
       checkpointDirectory: this.#checkpointing.directory,
@@ -488,8 +554,17 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       taskConfig: { ...this.#task },
       clock: this.#clock,
       resume: this.#resume,
+      savepoint: this.#savepoint,
       faults: this.#faults,
       coordinatorFaults: this.#coordinatorFaults,
-    });
+    };
+  }
+}
+
+function checkRestoreMode(mode: unknown): void {
+  if (mode !== undefined && mode !== "CLAIM" && mode !== "NO_CLAIM") {
+    throw new RangeError(
+      `'restoreMode' must be "CLAIM" or "NO_CLAIM": current value is ${JSON.stringify(mode)}`,
+    );
   }
 }

@@ -64,6 +64,79 @@ export interface ResumeOptions {
    * Default false: such a resume fails with a `ResumeError` naming the uids.
    */
   readonly allowNonRestoredState?: boolean;
+  /**
+   * Who owns the restored checkpoint's files (Flink's `RestoreMode`,
+   * FLIP-193). Default `"NO_CLAIM"`, as in Flink 1.15+.
+   */
+  readonly restoreMode?: RestoreMode;
+}
+
+/**
+ * Who owns a restored snapshot's files (Flink's `RestoreMode`, FLIP-193):
+ *
+ * - `"NO_CLAIM"` (the default, as in Flink 1.15+): the new job never deletes
+ *   them, and its first checkpoint is a full one (every Weir checkpoint is
+ *   full today);
+ * - `"CLAIM"`: the new job owns a restored *checkpoint* and discards it by
+ *   its retention, once it completed `retainedCheckpoints` checkpoints of its
+ *   own. A savepoint is never deleted, claimed or not.
+ */
+export type RestoreMode = "NO_CLAIM" | "CLAIM";
+
+/**
+ * Which savepoint `execute()` restores (Flink's `SavepointRestoreSettings`,
+ * `flink run -s <path> [--allowNonRestoredState]`).
+ */
+export interface SavepointRestoreSettings {
+  /** The savepoint path `triggerSavepoint` / `stopWithSavepoint` returned. */
+  readonly path: string;
+  /**
+   * Drop state of operator uids this job does not have instead of refusing
+   * to start (Flink's `--allowNonRestoredState`). Default false.
+   */
+  readonly allowNonRestoredState?: boolean;
+  /** See {@linkcode RestoreMode}; a savepoint is never deleted either way. Default `"NO_CLAIM"`. */
+  readonly restoreMode?: RestoreMode;
+}
+
+/**
+ * A handle on a running job (Flink's `JobClient`, from `executeAsync`).
+ */
+export interface JobClient {
+  /** The job's id. */
+  readonly jobId: string;
+  /**
+   * Triggers a savepoint (Flink's `JobClient.triggerSavepoint`): a forced
+   * checkpoint in the canonical, self-contained format, stored in its own
+   * directory and never deleted by retention.
+   *
+   * @param directory the savepoint directory; default: local mode
+   *   `.weir/savepoints`, cluster mode the cluster's checkpoint bucket
+   *   (`nats-object-store://<bucket>`, the only target a cluster accepts).
+   * @returns the savepoint's path, to restore with `fromSavepoint(path)` or `weir run -s path`.
+   * @throws {Error} (rejects) when the job is not running, the savepoint
+   *   fails or expires, the job fails over meanwhile, or the target is refused.
+   */
+  triggerSavepoint(directory?: string): Promise<string>;
+  /**
+   * Stops the job with a final savepoint (Flink's `stopWithSavepoint`,
+   * FLIP-34): sources stop (with `drain`, they first emit `MAX_WATERMARK` so
+   * event-time windows fire), the savepoint is taken, sinks commit it, and
+   * the job ends FINISHED.
+   *
+   * @returns the savepoint's path.
+   * @throws {Error} (rejects) when the job is not running, a stop is already
+   *   in progress, or the savepoint fails (the job then keeps running or
+   *   restarts by its restart strategy).
+   */
+  stopWithSavepoint(options?: { directory?: string; drain?: boolean }): Promise<string>;
+  /** Cancels the job; its result then rejects with a `JobFailedError`. */
+  cancel(): Promise<void>;
+  /**
+   * The job's result once it ended (Flink's `getJobExecutionResult`).
+   * @throws {Error} (rejects) as `execute()` throws.
+   */
+  result(): Promise<JobExecutionResult>;
 }
 
 /** Everything an executor needs to run one job, as the environment configured it. */
@@ -87,6 +160,8 @@ export interface JobExecutionRequest {
   readonly clock: Clock;
   /** The checkpoint to resume from, if any. */
   readonly resume?: ResumeOptions | undefined;
+  /** The savepoint to restore, if any (exclusive with `resume`). */
+  readonly savepoint?: SavepointRestoreSettings | undefined;
   /** Task-side fault hooks (chaos tests). */
   readonly faults?: FaultInjector | undefined;
   /** Coordinator-side fault hooks (chaos tests). */
@@ -113,6 +188,14 @@ export interface JobExecutor {
    *   `ClusterRequestError`, … (see `StreamExecutionEnvironment.execute`).
    */
   execute(request: JobExecutionRequest): Promise<JobExecutionResult>;
+  /**
+   * Starts the job and returns at once with a handle on it (Flink's
+   * `PipelineExecutor.execute`, which returns a `JobClient`).
+   *
+   * @returns a client of the running job.
+   * @throws what starting throws (`ResumeError`, `ClusterRequestError`, …).
+   */
+  submit?(request: JobExecutionRequest): Promise<JobClient>;
 }
 
 let registered: JobExecutor | undefined;

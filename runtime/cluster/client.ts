@@ -23,6 +23,11 @@ import {
   type JobStatus,
   type JobStatusReply,
   LIST_SUBJECT,
+  SAVEPOINT_SUBJECT,
+  type SavepointReply,
+  type SavepointRequest,
+  STOP_SUBJECT,
+  type StopRequest,
   SUBMIT_SUBJECT,
   type SubmitReply,
   type SubmitRequest,
@@ -34,6 +39,7 @@ import { ClusterRequestError, type JobExecutionResult, JobFailedError } from "./
 import { connectNats, natsOptionsFromArgs } from "../actor/nats_connect.ts";
 import { NatsTransport } from "../actor/nats_transport.ts";
 import { logger } from "../log.ts";
+import type { JobClient } from "../api/executor.ts";
 
 const log = logger("client");
 
@@ -92,6 +98,15 @@ export async function submitToCluster(
   graph: JobGraph,
   options: SubmitOptions,
 ): Promise<JobExecutionResult> {
+  const jobId = await submitJob(graph, options);
+  return await awaitJob(options.transport, jobId, options.pollIntervalMs ?? 250);
+}
+
+/**
+ * Submits `graph` and returns its job id once the coordinator accepted it.
+ * @throws {ClusterRequestError} when no coordinator answers or it refuses the job.
+ */
+export async function submitJob(graph: JobGraph, options: SubmitOptions): Promise<string> {
   const request: SubmitRequest = {
     jobId: newJobId(graph.name),
     moduleUrl: options.moduleUrl,
@@ -108,9 +123,98 @@ export async function submitToCluster(
   // Always shown (Flink's client prints the JobID too): it is what `cli.ts cancel` needs.
   console.error(
     `weir: submitted job ${reply.jobId} '${graph.name}' from ${options.moduleUrl}; ` +
-      `cancel it with: cli.ts cancel ${reply.jobId} --nats <url>`,
+      `cancel it with: cli.ts cancel ${reply.jobId} --nats <url>; stop it with a savepoint ` +
+      `with: cli.ts stop ${reply.jobId} --savepoint --nats <url>`,
   );
-  return await awaitJob(options.transport, reply.jobId, options.pollIntervalMs ?? 250);
+  return reply.jobId;
+}
+
+/** How long a savepoint or stop request waits for the coordinator's answer, in ms. */
+export const SAVEPOINT_REQUEST_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * Triggers a savepoint of a running job and waits until it is stored.
+ * @returns the savepoint's path.
+ * @throws {ClusterRequestError} when no coordinator answers, the job is not
+ *   running, or the savepoint fails (the message says why).
+ */
+export async function triggerSavepointOnCluster(
+  transport: Transport,
+  jobId: string,
+  directory?: string,
+  timeoutMs: number = SAVEPOINT_REQUEST_TIMEOUT_MS,
+): Promise<string> {
+  const reply = await askCoordinator<SavepointReply>(
+    transport,
+    SAVEPOINT_SUBJECT,
+    { jobId, directory } satisfies SavepointRequest,
+    timeoutMs,
+  );
+  if (!reply.ok) {
+    throw new ClusterRequestError(`Cannot take a savepoint of job ${jobId}: ${reply.error}`);
+  }
+  return reply.path;
+}
+
+/**
+ * Stops a running job with a savepoint (FLIP-34) and waits until the
+ * savepoint is stored; the job then ends FINISHED.
+ * @returns the savepoint's path.
+ * @throws {ClusterRequestError} when no coordinator answers, the job is not
+ *   running, or the stop fails (the job then keeps running).
+ */
+export async function stopWithSavepointOnCluster(
+  transport: Transport,
+  jobId: string,
+  options: { readonly directory?: string | undefined; readonly drain?: boolean | undefined } = {},
+  timeoutMs: number = SAVEPOINT_REQUEST_TIMEOUT_MS,
+): Promise<string> {
+  const reply = await askCoordinator<SavepointReply>(
+    transport,
+    STOP_SUBJECT,
+    { jobId, directory: options.directory, drain: options.drain ?? false } satisfies StopRequest,
+    timeoutMs,
+  );
+  if (!reply.ok) {
+    throw new ClusterRequestError(`Cannot stop job ${jobId} with a savepoint: ${reply.error}`);
+  }
+  return reply.path;
+}
+
+/**
+ * `executeAsync()` in the client role: connects as {@linkcode executeOnCluster}
+ * does, submits, and returns a {@linkcode JobClient}; the connection closes
+ * once the job ended (its result settled).
+ * @throws {ClusterRequestError} when NATS or the coordinator cannot be reached.
+ */
+export async function submitOnCluster(
+  graph: JobGraph,
+  options: Omit<SubmitOptions, "transport">,
+): Promise<JobClient> {
+  const nats = natsOptionsFromArgs([...options.args], Deno.env);
+  if (nats === undefined) {
+    throw new ClusterRequestError("cluster mode needs --nats <url> or WEIR_NATS_URL");
+  }
+  const nc = await connectNats({ ...nats, name: `weir-client-${graph.name}` });
+  const transport = new NatsTransport(nc, { ownsConnection: true });
+  let jobId: string;
+  try {
+    jobId = await submitJob(graph, { ...options, transport });
+  } catch (error) {
+    await transport.close();
+    throw error;
+  }
+  const result = awaitJob(transport, jobId, options.pollIntervalMs ?? 250).finally(() =>
+    transport.close()
+  );
+  result.catch(() => {}); // observed through result()
+  return {
+    jobId,
+    triggerSavepoint: (directory) => triggerSavepointOnCluster(transport, jobId, directory),
+    stopWithSavepoint: (o = {}) => stopWithSavepointOnCluster(transport, jobId, o),
+    cancel: () => cancelJob(transport, jobId),
+    result: () => result,
+  };
 }
 
 /**

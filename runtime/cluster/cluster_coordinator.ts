@@ -25,7 +25,13 @@ import { decode, encode } from "../actor/codec.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import { JobCoordinator } from "./coordinator.ts";
 import { JobFailedError } from "./job_result.ts";
-import { resolveResume } from "./local_executor.ts";
+import { checkRestorable, resolveResume, ResumeError } from "./local_executor.ts";
+import {
+  OBJECT_STORE_SAVEPOINT_SCHEME,
+  parseSavepointPath,
+  readSavepointMetadata,
+} from "../checkpoint/savepoint_storage.ts";
+import type { RestorePoint } from "../task/messages.ts";
 import { errorInfo } from "../task/messages.ts";
 import {
   CANCEL_SUBJECT,
@@ -40,6 +46,11 @@ import {
   type JobStatus,
   type JobStatusReply,
   LIST_SUBJECT,
+  SAVEPOINT_SUBJECT,
+  type SavepointReply,
+  type SavepointRequest,
+  STOP_SUBJECT,
+  type StopRequest,
   SUBMIT_SUBJECT,
   type SubmitReply,
   type SubmitRequest,
@@ -107,6 +118,8 @@ export class ClusterCoordinator {
     on(LIST_SUBJECT, (m) => this.#reply(m, this.overview()));
     on(CANCEL_SUBJECT, (m) => this.#onCancel(m));
     on(JOB_SPEC_SUBJECT, (m) => this.#onJobSpec(m));
+    on(SAVEPOINT_SUBJECT, (m) => this.#onSavepoint(m, false));
+    on(STOP_SUBJECT, (m) => this.#onSavepoint(m, true));
     on(JOB_STATUS_SUBJECT, (m) => this.#onJobStatus(m));
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, this.#heartbeatTimeoutMs / 4));
   }
@@ -249,9 +262,11 @@ export class ClusterCoordinator {
       return;
     }
     const o = this.#o;
-    let restoreFrom = null;
+    let restoreFrom: RestorePoint | null = null;
     try {
-      if (request.resume) {
+      if (request.resume?.savepointPath !== undefined) {
+        restoreFrom = await this.#resolveSavepoint(request);
+      } else if (request.resume) {
         restoreFrom = await resolveResume(o.storage, request.resume, request.graph);
       }
     } catch (error) {
@@ -268,6 +283,11 @@ export class ClusterCoordinator {
       workers: () => this.slots(),
       restoreFrom,
       deployTimeoutMs: o.deployTimeoutMs ?? 60_000,
+      savepointStorage: (directory) => this.#savepointStorage(directory),
+      restoreSettings: {
+        kind: request.resume?.savepointPath !== undefined ? "savepoint" : "checkpoint",
+        mode: request.resume?.restoreMode ?? "NO_CLAIM",
+      },
     });
     const entry: JobEntry = {
       request,
@@ -329,6 +349,78 @@ export class ClusterCoordinator {
     log.info(`job ${jobId}: cancel requested`);
     job.coordinator.cancel();
     this.#reply(m, { ok: true } satisfies CancelReply);
+  }
+
+  /**
+   * The storage of a savepoint directory: the checkpoint bucket, the only one
+   * every slot thread reads (so a savepoint can be restored on any worker).
+   * @throws {RangeError} for any other directory.
+   */
+  #savepointStorage(directory: string | undefined): CheckpointStorage {
+    const bucket = `${OBJECT_STORE_SAVEPOINT_SCHEME}${this.#o.checkpointBucket}`;
+    if (directory === undefined || directory.replace(/\/+$/, "") === bucket) {
+      return this.#o.storage;
+    }
+    throw new RangeError(
+      `a cluster stores savepoints in its checkpoint bucket, which every worker reads: ` +
+        `give no directory, or ${bucket}`,
+    );
+  }
+
+  /** Finds and checks the savepoint a submission restores (it must be in the checkpoint bucket). */
+  async #resolveSavepoint(request: SubmitRequest): Promise<RestorePoint> {
+    const path = request.resume!.savepointPath!;
+    let where;
+    try {
+      where = parseSavepointPath(path);
+    } catch (error) {
+      throw new ResumeError(`Cannot restore savepoint: ${(error as Error).message}`);
+    }
+    if (where.kind !== "object-store" || where.bucket !== this.#o.checkpointBucket) {
+      throw new ResumeError(
+        `Cannot restore savepoint ${path} on this cluster: it restores savepoints in its ` +
+          `checkpoint bucket (${OBJECT_STORE_SAVEPOINT_SCHEME}${this.#o.checkpointBucket}/…), ` +
+          `which every worker reads`,
+      );
+    }
+    let meta;
+    try {
+      meta = await readSavepointMetadata(this.#o.storage, where.savepointId);
+    } catch (error) {
+      throw new ResumeError(`Cannot restore savepoint ${path}: ${(error as Error).message}`);
+    }
+    checkRestorable(meta, request.graph, {
+      what: `savepoint ${path}`,
+      allowNonRestoredState: request.resume?.allowNonRestoredState ?? false,
+    });
+    return { jobId: where.savepointId, checkpointId: meta.checkpointId };
+  }
+
+  /** Serves a savepoint trigger or a stop-with-savepoint; replies once the savepoint is stored. */
+  async #onSavepoint(m: TransportMessage, stop: boolean): Promise<void> {
+    const request = decode(m.data) as StopRequest | SavepointRequest;
+    const job = this.#jobs.get(request.jobId);
+    if (!job || job.status.status !== "RUNNING") {
+      const error = job
+        ? `job ${request.jobId} is ${job.status.status}`
+        : `no job ${request.jobId}`;
+      return this.#reply(m, { ok: false, error } satisfies SavepointReply);
+    }
+    log.info(
+      `job ${request.jobId}: ${stop ? "stop with savepoint" : "savepoint"} requested` +
+        (request.directory === undefined ? "" : ` into ${request.directory}`),
+    );
+    try {
+      const path = stop
+        ? await job.coordinator.stopWithSavepoint({
+          directory: request.directory,
+          drain: (request as StopRequest).drain === true,
+        })
+        : await job.coordinator.triggerSavepoint(request.directory);
+      this.#reply(m, { ok: true, path } satisfies SavepointReply);
+    } catch (error) {
+      this.#reply(m, { ok: false, error: describe(error) } satisfies SavepointReply);
+    }
   }
 
   #onJobSpec(m: TransportMessage): void {

@@ -7,6 +7,8 @@
  * | `weir.cluster.submit` | request | client → coordinator | {@linkcode SubmitRequest} → {@linkcode SubmitReply} |
  * | `weir.cluster.list` | request | CLI → coordinator | `{}` → {@linkcode ClusterOverview} |
  * | `weir.cluster.cancel` | request | CLI → coordinator | `{ jobId }` → {@linkcode CancelReply} |
+ * | `weir.cluster.savepoint` | request | CLI, client → coordinator | {@linkcode SavepointRequest} → {@linkcode SavepointReply} |
+ * | `weir.cluster.stop` | request | CLI, client → coordinator | {@linkcode StopRequest} → {@linkcode SavepointReply} |
  * | `weir.cluster.job-spec` | request | worker → coordinator | `{ jobId }` → {@linkcode JobSpecReply} |
  * | `weir.cluster.job-status` | request | client → coordinator | `{ jobId }` → {@linkcode JobStatusReply} |
  * | `weir.cluster.heartbeat` | publish | worker → coordinator | {@linkcode Heartbeat}, every interval |
@@ -32,6 +34,10 @@ export const SUBMIT_SUBJECT = "weir.cluster.submit";
 export const LIST_SUBJECT = "weir.cluster.list";
 /** Subject of cancellations. */
 export const CANCEL_SUBJECT = "weir.cluster.cancel";
+/** Subject of savepoint triggers (Flink's `POST /jobs/:id/savepoints`). */
+export const SAVEPOINT_SUBJECT = "weir.cluster.savepoint";
+/** Subject of stop-with-savepoint requests (Flink's `POST /jobs/:id/stop`). */
+export const STOP_SUBJECT = "weir.cluster.stop";
 /** Subject where slot threads fetch what they need to load a job. */
 export const JOB_SPEC_SUBJECT = "weir.cluster.job-spec";
 /** Subject where a client polls its job's status and outcome. */
@@ -173,4 +179,26 @@ export type JobOutcome =
  */
 export type JobStatusReply =
   | { readonly ok: true; readonly status: JobStatus; readonly outcome?: JobOutcome | undefined }
+  | { readonly ok: false; readonly error: string };
+
+/** Triggers a savepoint of a running job. */
+export interface SavepointRequest {
+  /** The job. */
+  readonly jobId: string;
+  /**
+   * The savepoint directory; absent: the cluster's checkpoint bucket, the
+   * only one a cluster accepts (`nats-object-store://<bucket>`).
+   */
+  readonly directory?: string | undefined;
+}
+
+/** Stops a running job with a savepoint (FLIP-34). */
+export interface StopRequest extends SavepointRequest {
+  /** Emit `MAX_WATERMARK` first, so event-time windows fire (Flink's `--drain`). */
+  readonly drain: boolean;
+}
+
+/** The answer to a {@linkcode SavepointRequest} or {@linkcode StopRequest}, once the savepoint is stored. */
+export type SavepointReply =
+  | { readonly ok: true; readonly path: string }
   | { readonly ok: false; readonly error: string };

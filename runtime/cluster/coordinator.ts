@@ -95,6 +95,16 @@ import {
 } from "./restore_decision.ts";
 import type { CheckpointConfig, CoordinatorFaultPoint } from "../api/executor.ts";
 import { decideCancellationWait, DEFAULT_CANCELLATION_TIMEOUT_MS } from "./cancellation_wait.ts";
+import {
+  decideClaimedDiscard,
+  discardAfterCompleted,
+  refuseSavepoint,
+  SavepointError,
+  SavepointRequests,
+  type StopWithSavepointOptions,
+  storeSavepoint,
+} from "./savepoints.ts";
+import type { RestoreMode } from "../api/executor.ts";
 
 const log = logger("coordinator");
 
@@ -133,6 +143,20 @@ export interface JobCoordinatorOptions {
    * @throws {RangeError} (from the constructor) when negative or not finite.
    */
   readonly cancellationTimeoutMs?: number;
+  /**
+   * The storage rooted at a savepoint directory (`undefined`: the default
+   * one), for `triggerSavepoint` and `stopWithSavepoint`; it throws for a
+   * directory this deployment cannot serve. Without it, savepoints are refused.
+   */
+  readonly savepointStorage?: ((directory: string | undefined) => CheckpointStorage) | undefined;
+  /**
+   * How `restoreFrom` was restored: its kind and the restore mode (see
+   * `RestoreMode`). Default `{ kind: "checkpoint", mode: "NO_CLAIM" }`.
+   */
+  readonly restoreSettings?: {
+    readonly kind: "checkpoint" | "savepoint";
+    readonly mode: RestoreMode;
+  } | undefined;
   /** Test hook: throwing fails the job at that point. */
   readonly faults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
@@ -157,6 +181,11 @@ export class JobCoordinator {
   #current: ExecutionAttempt;
   #phase: Phase = "deploying";
   readonly #subtaskMetrics = new Map<string, SubtaskMetrics>();
+  /** Pending savepoint and stop-with-savepoint requests (`savepoints.ts`). */
+  readonly #savepoints = new SavepointRequests();
+  /** Checkpoints (not savepoints) completed by this job, for the CLAIM restore mode. */
+  #completedCheckpoints = 0;
+  #claimedDiscarded = false;
   /**
    * The latest checkpoint whose `_metadata` this coordinator wrote, in any
    * attempt: the one a failover restores. Set as soon as the write resolves.
@@ -304,6 +333,104 @@ export class JobCoordinator {
     if (this.#phase === "done") return;
     this.#cancelAttempt();
     this.#end(new JobFailedError(`Job ${this.#o.jobId} was cancelled`));
+  }
+
+  /**
+   * Triggers a savepoint now (Flink's `CheckpointCoordinator.triggerSavepoint`):
+   * a forced checkpoint of type `"savepoint"`, stored once complete in its
+   * own location under `directory` (see `savepoints.ts`).
+   *
+   * @param directory the savepoint directory; `undefined`: the default one.
+   * @returns the savepoint's path.
+   * @throws {SavepointError} (rejects) when the job is not running, a stop
+   *   is in progress, no savepoint storage is configured or it refuses the
+   *   directory, the savepoint fails or expires, or the job fails over.
+   */
+  triggerSavepoint(directory?: string): Promise<string> {
+    const refused = this.#refuseSavepoint(directory);
+    if (refused !== undefined) return Promise.reject(refused);
+    const id = this.#trigger(true, "savepoint");
+    if (id === undefined) {
+      return Promise.reject(
+        new SavepointError(`job ${this.#o.jobId}: the savepoint was not triggered`),
+      );
+    }
+    log.info(`job ${this.#o.jobId}: triggered savepoint ${id}`, {
+      name: "savepoint-triggered",
+      jobId: this.#o.jobId,
+      checkpointId: id,
+    });
+    this.#schedule();
+    return this.#savepoints.add(id, directory);
+  }
+
+  /**
+   * Stops the job with a final savepoint (FLIP-34; see `savepoints.ts`):
+   * sources stop (draining with `drain`), the final checkpoint is the
+   * savepoint, sinks commit it and the job ends FINISHED; `run()` resolves.
+   *
+   * @returns the savepoint's path.
+   * @throws {SavepointError} (rejects) as `triggerSavepoint`, or when a stop
+   *   is already in progress.
+   */
+  stopWithSavepoint(options: StopWithSavepointOptions = {}): Promise<string> {
+    const refused = this.#refuseSavepoint(options.directory);
+    if (refused !== undefined) return Promise.reject(refused);
+    const done = this.#savepoints.requestStop(options);
+    const drain = options.drain ?? false;
+    log.info(
+      `job ${this.#o.jobId}: stopping with a savepoint (${drain ? "draining" : "no drain"})`,
+      { name: "stop-with-savepoint", jobId: this.#o.jobId, drain },
+    );
+    for (const s of this.#sources) this.#toTask(s, { t: "stop-source", drain });
+    return done;
+  }
+
+  #refuseSavepoint(directory: string | undefined): SavepointError | undefined {
+    return refuseSavepoint({
+      jobId: this.#o.jobId,
+      phase: this.#phase,
+      stopping: this.#savepoints.stopping !== undefined,
+      finishing: this.#current.finalCheckpointId !== undefined,
+      storage: this.#o.savepointStorage,
+      directory,
+    });
+  }
+
+  /** Copies completed savepoint `checkpointId` to its own location; returns its path. */
+  #storeSavepoint(checkpointId: number, directory: string | undefined): Promise<string> {
+    const o = this.#o;
+    return storeSavepoint({
+      storage: o.storage,
+      jobId: o.jobId,
+      checkpointId,
+      target: o.savepointStorage!(directory),
+    });
+  }
+
+  /**
+   * After checkpoint `checkpointId` completed: discards the job-storage
+   * copies of earlier savepoints, and a claimed restored checkpoint once the
+   * restore mode says so (see `savepoints.ts`).
+   */
+  #afterCompleted(checkpointId: number, kind: "checkpoint" | "savepoint"): void {
+    const o = this.#o;
+    if (kind === "checkpoint") this.#completedCheckpoints++;
+    const claimed = !this.#claimedDiscarded && o.restoreFrom !== null &&
+      decideClaimedDiscard({
+          restoreMode: o.restoreSettings?.mode ?? "NO_CLAIM",
+          restoredKind: o.restoreSettings?.kind ?? "checkpoint",
+          otherJob: o.restoreFrom.jobId !== o.jobId,
+          completedCheckpoints: this.#completedCheckpoints,
+          retainedCheckpoints: o.checkpointing.retainedCheckpoints,
+        }) === "discard";
+    if (claimed) this.#claimedDiscarded = true;
+    discardAfterCompleted({
+      storage: o.storage,
+      jobId: o.jobId,
+      savepointCopies: this.#savepoints.laterCheckpointCompleted(checkpointId),
+      claimed: claimed ? o.restoreFrom : null,
+    });
   }
 
   #key(vertexId: string, subtask: number): string {
@@ -503,7 +630,7 @@ export class JobCoordinator {
     if (this.#current.finalCheckpointId === undefined) {
       const decision = this.#tracker.decideTrigger(now);
       if (decision.kind === "trigger") {
-        this.#trigger(false);
+        this.#trigger(false, "checkpoint");
         return this.#schedule();
       }
       if (decision.kind === "wait") {
@@ -523,24 +650,30 @@ export class JobCoordinator {
     this.#schedule();
   }
 
-  #trigger(force: boolean): number | undefined {
+  #trigger(force: boolean, kind: "checkpoint" | "savepoint"): number | undefined {
     const now = Date.now();
     const decision = this.#tracker.decideTrigger(now, { force });
     if (decision.kind !== "trigger") return undefined;
     this.#tracker.startCheckpoint(decision.checkpointId, now, {
       attempt: this.#current.number,
       tasks: this.#tasks,
+      kind,
     });
-    log.debug(`job ${this.#o.jobId}: triggering checkpoint ${decision.checkpointId}`);
+    log.debug(`job ${this.#o.jobId}: triggering ${kind} ${decision.checkpointId}`);
     for (const s of this.#sources) {
-      this.#toTask(s, { t: "trigger", id: decision.checkpointId, ts: now });
+      this.#toTask(s, { t: "trigger", id: decision.checkpointId, ts: now, type: kind });
     }
     return decision.checkpointId;
   }
 
   #triggerFinal(): void {
     this.#tracker.stopScheduler();
-    this.#current.finalCheckpointId = this.#trigger(true);
+    // A stop-with-savepoint's final checkpoint is its savepoint.
+    const stopping = this.#savepoints.stopping !== undefined;
+    this.#current.finalCheckpointId = this.#trigger(true, stopping ? "savepoint" : "checkpoint");
+    if (stopping && this.#current.finalCheckpointId !== undefined) {
+      this.#savepoints.assignStop(this.#current.finalCheckpointId);
+    }
     log.info(
       `job ${this.#o.jobId}: all sources ended; final checkpoint ${this.#current.finalCheckpointId}`,
     );
@@ -558,6 +691,7 @@ export class JobCoordinator {
     const o = this.#o;
     const reason = pending.failureReason ?? CheckpointFailureReason.ABORTED_BY_COORDINATOR;
     this.#toAllTasks({ t: "abort", id: pending.checkpointId, reason: reason.message });
+    this.#savepoints.failed(pending.checkpointId, `${reason.code}: ${detail ?? reason.message}`);
     o.storage.discard(o.jobId, pending.checkpointId).catch(() => {});
     if (this.#phase === "running" && pending.attempt === this.#current.number) {
       const verdict = this.#failures.onFailure({
@@ -625,6 +759,14 @@ export class JobCoordinator {
       this.#finalizing.delete(tracked);
     }
     if (attempt !== this.#current.number || this.#phase !== "running") return;
+    if (this.#savepoints.isSavepoint(pending.checkpointId)) {
+      // Stored in its own location before anyone is told it completed.
+      await this.#savepoints.completed(
+        pending.checkpointId,
+        (directory) => this.#storeSavepoint(pending.checkpointId, directory),
+      );
+      if (attempt !== this.#current.number || this.#phase !== "running") return;
+    }
     o.faults?.("before-notify-complete", pending.checkpointId, attempt);
     const outcome = this.#tracker.completed(pending.checkpointId, location, Date.now());
     const stats = this.#tracker.latestCompleted;
@@ -644,6 +786,7 @@ export class JobCoordinator {
       );
     }
     for (const s of outcome.subsumed) this.#aborted(s);
+    this.#afterCompleted(pending.checkpointId, pending.kind);
     this.#toAllTasks({ t: "complete", id: pending.checkpointId });
     if (
       this.#current.finalCheckpointId !== undefined &&
@@ -663,6 +806,9 @@ export class JobCoordinator {
     clearTimeout(this.#deployTimer);
     this.#lastFailure = describe(error);
     log.warn(`job ${o.jobId}: attempt ${this.#current.number} failed: ${this.#lastFailure}`);
+    this.#savepoints.failAll(
+      `attempt ${this.#current.number} of job ${o.jobId} failed (${this.#lastFailure})`,
+    );
     this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING);
     this.#tracker.stopScheduler();
     this.#cancelAttempt();
@@ -872,6 +1018,7 @@ export class JobCoordinator {
   #end(outcome: JobExecutionResult | Error): void {
     if (this.#phase === "done") return;
     this.#phase = "done";
+    this.#savepoints.failAll(`job ${this.#o.jobId} ended`);
     clearTimeout(this.#timer);
     clearTimeout(this.#deployTimer);
     if (outcome instanceof Error) this.#reject(outcome);

@@ -23,6 +23,19 @@ import {
 import type { JobExecutionResult } from "./job_result.ts";
 import { Worker } from "./worker.ts";
 import type { RestorePoint } from "../task/messages.ts";
+import type { RestoreMode } from "../api/executor.ts";
+import {
+  localSavepointStorage,
+  parseSavepointPath,
+  readSavepointMetadata,
+  savepointReadingStorage,
+} from "../checkpoint/savepoint_storage.ts";
+import type { CheckpointMetadata } from "../checkpoint/types.ts";
+import type { StopWithSavepointOptions } from "./savepoints.ts";
+import { join } from "node:path";
+
+/** Where local mode stores savepoints unless told otherwise. */
+export const DEFAULT_LOCAL_SAVEPOINT_DIRECTORY = ".weir/savepoints";
 
 /** Everything a local run needs besides the graph. */
 export interface LocalExecutionOptions {
@@ -44,6 +57,11 @@ export interface LocalExecutionOptions {
    * restored checkpoint is left as it is.
    */
   readonly resume?: ResumeRequest | undefined;
+  /**
+   * Default directory of savepoints; default `savepoints` beside the
+   * checkpoint directory (`.weir/savepoints` for the default one).
+   */
+  readonly savepointDirectory?: string | undefined;
   readonly faults?: FaultInjector | undefined;
   readonly coordinatorFaults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
@@ -67,14 +85,24 @@ export function newJobId(name: string): string {
   return `${slug}-${[...random].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
-/** Which checkpoint a local run resumes from (see `ResumeOptions` of the environment). */
+/**
+ * Which checkpoint or savepoint a run resumes from (see `ResumeOptions` and
+ * `SavepointRestoreSettings` of the environment).
+ */
 export interface ResumeRequest {
-  /** The earlier job's id. */
+  /** The earlier job's id; for a savepoint, its savepoint id (`savepoint-<job>-<id>`). */
   readonly jobId: string;
   /** The completed checkpoint; default the latest one. */
   readonly checkpointId?: number | undefined;
   /** Drop state of operators whose uid is not in the new job, instead of refusing to resume. */
   readonly allowNonRestoredState?: boolean | undefined;
+  /**
+   * Restore the savepoint at this path (`jobId` and `checkpointId` are then
+   * taken from it). See `savepoint_storage.ts` for the paths.
+   */
+  readonly savepointPath?: string | undefined;
+  /** Who owns the restored checkpoint's files; default `"NO_CLAIM"` (see `RestoreMode`). */
+  readonly restoreMode?: RestoreMode | undefined;
 }
 
 /** A resume request names a checkpoint that does not exist or cannot be read. */
@@ -120,21 +148,119 @@ export async function resolveResume(
     );
   }
   const meta = await storage.readMetadata(resume.jobId, id); // fails early, naming the path
-  // Like Flink, refuse to drop state silently: every operator that had state
-  // must find an operator with its uid, unless the user allows it.
+  checkRestorable(meta, graph, {
+    what: `job ${resume.jobId} from checkpoint ${id}`,
+    allowNonRestoredState: resume.allowNonRestoredState ?? false,
+  });
+  return { jobId: resume.jobId, checkpointId: id };
+}
+
+/**
+ * Checks a snapshot against the job restoring it. Like Flink, it refuses to
+ * drop state silently: every operator that had state must find an operator
+ * with its uid, unless `allowNonRestoredState`. A checkpoint must have been
+ * taken with the job's max parallelism of each vertex; a savepoint may not
+ * (its keys are re-hashed, `runtime/state/rehash.ts`).
+ * @throws {ResumeError} naming the uids or the vertex and both max parallelisms.
+ */
+export function checkRestorable(
+  meta: CheckpointMetadata,
+  graph: JobGraphShape,
+  options: { readonly what: string; readonly allowNonRestoredState: boolean },
+): void {
   const uids = new Set(graph.vertices.flatMap((v) => v.operators.map((o) => o.uid)));
   const orphaned = [
     ...new Set(meta.vertices.flatMap((v) => v.subtasks.flatMap((s) => s.stateUids))),
   ].filter((uid) => !uids.has(uid)).sort();
-  if (orphaned.length > 0 && !resume.allowNonRestoredState) {
+  if (orphaned.length > 0 && !options.allowNonRestoredState) {
     throw new ResumeError(
-      `Cannot resume job ${resume.jobId} from checkpoint ${id}: it holds state of operator uids ` +
+      `Cannot resume ${options.what}: it holds state of operator uids ` +
         `[${orphaned.join(", ")}] that no operator of this job has. Give the operators their ` +
         `former uids, or resume with allowNonRestoredState: true to drop that state ` +
         `(Flink's --allowNonRestoredState)`,
     );
   }
-  return { jobId: resume.jobId, checkpointId: id };
+  if (meta.kind === "savepoint") return;
+  for (const old of meta.vertices) {
+    const now = graph.vertices.find((v) =>
+      v.operators.some((o) => old.operatorUids.includes(o.uid))
+    );
+    if (now !== undefined && now.maxParallelism !== old.maxParallelism) {
+      throw new ResumeError(
+        `Cannot resume ${options.what}: vertex ${now.id} has max parallelism ${now.maxParallelism}, ` +
+          `the checkpoint was taken with ${old.maxParallelism}; only a savepoint can be restored ` +
+          `with another max parallelism (take one with triggerSavepoint, or keep ${old.maxParallelism})`,
+      );
+    }
+  }
+}
+
+/** A resolved savepoint restore: where to restore from, and the storage to read it with. */
+export interface SavepointRestore {
+  /** The restore point (`jobId` is the savepoint id). */
+  readonly point: RestorePoint;
+  /** The job's storage combined with the savepoint's (reads of the savepoint go there). */
+  readonly storage: CheckpointStorage;
+}
+
+/**
+ * Finds and checks the savepoint at `path` for a local run (a directory
+ * path). The job's `storage` is combined with the savepoint directory's, so
+ * subtasks read the savepoint where it is and never write or delete it.
+ * @throws {ResumeError} when the path names no readable savepoint (a
+ *   `nats-object-store://` path needs cluster mode), or as {@linkcode checkRestorable}.
+ */
+export async function resolveLocalSavepoint(
+  storage: CheckpointStorage,
+  resume: ResumeRequest & { readonly savepointPath: string },
+  graph: JobGraphShape,
+): Promise<SavepointRestore> {
+  let where;
+  try {
+    where = parseSavepointPath(resume.savepointPath);
+  } catch (error) {
+    throw new ResumeError(`Cannot restore savepoint: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  if (where.kind !== "directory") {
+    throw new ResumeError(
+      `Cannot restore savepoint ${resume.savepointPath} in local mode: it is in a NATS Object ` +
+        `Store bucket; run the job on the cluster (--nats <url>), or give a directory path`,
+    );
+  }
+  const spStorage = localSavepointStorage(where.directory);
+  let meta: CheckpointMetadata;
+  try {
+    meta = await readSavepointMetadata(spStorage, where.savepointId);
+  } catch (error) {
+    throw new ResumeError(
+      `Cannot restore savepoint ${resume.savepointPath}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  checkRestorable(meta, graph, {
+    what: `savepoint ${resume.savepointPath}`,
+    allowNonRestoredState: resume.allowNonRestoredState ?? false,
+  });
+  return {
+    point: { jobId: where.savepointId, checkpointId: meta.checkpointId },
+    storage: savepointReadingStorage(storage, where.savepointId, spStorage),
+  };
+}
+
+/** A job started in this process (see {@linkcode startLocally}). */
+export interface LocalJob {
+  /** The job's id. */
+  readonly jobId: string;
+  /** Settles when the job ended, as `executeLocally`. */
+  readonly result: Promise<JobExecutionResult>;
+  /** See `JobCoordinator.triggerSavepoint`. */
+  triggerSavepoint(directory?: string): Promise<string>;
+  /** See `JobCoordinator.stopWithSavepoint`. */
+  stopWithSavepoint(options?: StopWithSavepointOptions): Promise<string>;
+  /** Cancels the job; `result` rejects. */
+  cancel(): void;
 }
 
 /**
@@ -146,9 +272,34 @@ export async function executeLocally(
   graph: JobGraph,
   options: LocalExecutionOptions,
 ): Promise<JobExecutionResult> {
-  const storage = options.storage ??
+  return await (await startLocally(graph, options)).result;
+}
+
+/**
+ * Starts `graph` in this process and returns once it is deploying, with a
+ * handle on it (savepoints, stop, cancel, the result).
+ * @throws {ResumeError} when `resume` names no readable completed checkpoint or savepoint.
+ */
+export async function startLocally(
+  graph: JobGraph,
+  options: LocalExecutionOptions,
+): Promise<LocalJob> {
+  const jobStorage = options.storage ??
     new LocalDirectoryCheckpointStorage({ directory: options.checkpointDirectory });
-  const restoreFrom = options.resume ? await resolveResume(storage, options.resume, graph) : null;
+  let storage = jobStorage;
+  let restoreFrom: RestorePoint | null = null;
+  const resume = options.resume;
+  if (resume?.savepointPath !== undefined) {
+    const restore = await resolveLocalSavepoint(
+      jobStorage,
+      { ...resume, savepointPath: resume.savepointPath },
+      graph,
+    );
+    restoreFrom = restore.point;
+    storage = restore.storage;
+  } else if (resume) {
+    restoreFrom = await resolveResume(jobStorage, resume, graph);
+  }
   const jobId = newJobId(graph.name);
   const bus = options.bus ?? new InProcessBus();
   const makeTransport = options.transports ?? (() => bus.connect());
@@ -182,15 +333,33 @@ export async function executeLocally(
     deployTimeoutMs: 60_000,
     local: true,
     faults: options.coordinatorFaults,
+    savepointStorage: (directory) =>
+      localSavepointStorage(
+        directory ?? options.savepointDirectory ??
+          join(options.checkpointDirectory, "..", "savepoints"),
+      ),
+    restoreSettings: {
+      kind: resume?.savepointPath !== undefined ? "savepoint" : "checkpoint",
+      mode: resume?.restoreMode ?? "NO_CLAIM",
+    },
   });
-  try {
-    // Over NATS, the server must know the worker's subscription before the
-    // coordinator (another connection) deploys to it.
-    await workerTransport.flush();
-    return await coordinator.run();
-  } finally {
-    worker.close();
-    await coordinatorTransport.close();
-    await workerTransport.close();
-  }
+  const run = async () => {
+    try {
+      // Over NATS, the server must know the worker's subscription before the
+      // coordinator (another connection) deploys to it.
+      await workerTransport.flush();
+      return await coordinator.run();
+    } finally {
+      worker.close();
+      await coordinatorTransport.close();
+      await workerTransport.close();
+    }
+  };
+  return {
+    jobId,
+    result: run(),
+    triggerSavepoint: (directory) => coordinator.triggerSavepoint(directory),
+    stopWithSavepoint: (o) => coordinator.stopWithSavepoint(o),
+    cancel: () => coordinator.cancel(),
+  };
 }
