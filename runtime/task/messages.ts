@@ -45,7 +45,7 @@
  * @module
  */
 
-import type { CheckpointFailureCode, SubtaskAck } from "../checkpoint/types.ts";
+import type { CheckpointFailureCode, SnapshotType, SubtaskAck } from "../checkpoint/types.ts";
 import { SuppressRestartsError } from "../failure.ts";
 import { chainMessage } from "../error_chain.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
@@ -53,10 +53,18 @@ import type { WatermarkStatus } from "../time/watermark.ts";
 /**
  * An in-band control event of a channel: a checkpoint barrier, a watermark
  * (ms), a watermark status change (Flink's `WatermarkStatus`: the producer
- * subtask turned idle or active again) or the end of data.
+ * subtask turned idle or active again) or the end of data. A barrier carries
+ * the checkpoint id, its trigger time (epoch ms) and what it is for
+ * (`type`; Flink's `CheckpointOptions` travel in the barrier), so every
+ * participant knows when a savepoint must be canonical and self-contained.
  */
 export type ChannelEvent =
-  | { readonly k: "barrier"; readonly id: number; readonly ts: number }
+  | {
+    readonly k: "barrier";
+    readonly id: number;
+    readonly ts: number;
+    readonly type: SnapshotType;
+  }
   | { readonly k: "wm"; readonly wm: number }
   | { readonly k: "status"; readonly s: WatermarkStatus }
   | { readonly k: "eod" };
@@ -115,6 +123,14 @@ export interface ReceivedBufferMessage extends Envelope {
   readonly ts: readonly (number | null)[] | undefined;
   /** On hash-partitioned edges: each record's key group (see {@linkcode BufferMessage.kg}). */
   readonly kg?: Uint16Array | readonly number[];
+  /**
+   * On hash-partitioned edges handed over in-thread only: each record's key,
+   * as the edge's key selector returned it (`undefined` for a record whose
+   * key the consumer must compute itself), so the consumer's keyed operator
+   * does not run the key selector again. Shared with the producer: never
+   * change them.
+   */
+  readonly k?: readonly unknown[];
 }
 
 /** An in-band event on a channel. */
