@@ -90,7 +90,7 @@
  * @module
  */
 
-import type { CheckpointId } from "./types.ts";
+import type { CheckpointId, CheckpointMetadata } from "./types.ts";
 import { isValidName } from "./storage_rules.ts";
 
 /** Prefix of every path in a job's shared namespace: `shared/<name>`. */
@@ -128,6 +128,27 @@ export interface RetainedCheckpoint {
    * never returned for deletion. Default `true`.
    */
   readonly owned?: boolean;
+}
+
+/**
+ * A completed checkpoint's metadata as {@linkcode SharedStateRegistry.rebuild}
+ * takes it: every handle of every subtask of every vertex.
+ *
+ * @param meta the checkpoint's (or savepoint's) metadata, as read back from storage.
+ * @param owned `false` for a checkpoint restored in `NO_CLAIM` mode (see
+ *   {@linkcode RetainedCheckpoint.owned}). Default `true`.
+ * @returns the retained checkpoint.
+ *
+ * @example
+ * ```ts ignore
+ * const ids = await storage.listCompleted(jobId);
+ * const metas = await Promise.all(ids.map((id) => storage.readMetadata(jobId, id)));
+ * const registry = SharedStateRegistry.rebuild(metas.map((m) => retainedCheckpointOf(m)));
+ * ```
+ */
+export function retainedCheckpointOf(meta: CheckpointMetadata, owned = true): RetainedCheckpoint {
+  const handles = meta.vertices.flatMap((v) => v.subtasks.flatMap((s) => s.handles));
+  return { checkpointId: meta.checkpointId, handles, owned };
 }
 
 interface Registration {

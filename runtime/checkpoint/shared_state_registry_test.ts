@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.11.0";
 import { fuzzRuns } from "../../tests/_fuzz.ts";
+import { metadata } from "./storage_conformance.ts";
 import {
   type RetainedCheckpoint,
+  retainedCheckpointOf,
   type SharedStateReference,
   SharedStateRegistry,
 } from "./shared_state_registry.ts";
@@ -137,6 +139,36 @@ Deno.test("SharedStateRegistry.rebuild restores retained checkpoints, and never 
       ]),
     /checkpoint 3 is listed twice \(again at index 1\)/,
   );
+});
+
+Deno.test("retainedCheckpointOf lists every handle of a checkpoint's metadata", () => {
+  const base = metadata(5);
+  const v = base.vertices[0]!;
+  const keyed = { bytes: 1, kind: "keyed-incremental" as const, uid: "count" };
+  const meta = {
+    ...base,
+    vertices: [{
+      ...v,
+      parallelism: 2,
+      subtasks: [
+        { subtask: 0, handles: [{ ...keyed, path: "shared/a", shared: true }], stateUids: [] },
+        {
+          subtask: 1,
+          handles: [
+            { ...keyed, path: "shared/b", shared: true },
+            { ...keyed, path: "chk-5/p", shared: false },
+          ],
+          stateUids: [],
+        },
+      ],
+    }],
+  };
+  const retained = retainedCheckpointOf(meta, false);
+  assert.equal(retained.checkpointId, 5);
+  assert.equal(retained.owned, false);
+  assert.deepEqual(retained.handles.map((h) => h.path), ["shared/a", "shared/b", "chk-5/p"]);
+  const r = SharedStateRegistry.rebuild([retainedCheckpointOf(meta)]);
+  assert.deepEqual(r.discard(5), ["shared/a", "shared/b"]);
 });
 
 // ---------------------------------------------------------------------------
