@@ -100,11 +100,6 @@ export function parseCheckpointMetadata(value: unknown): CheckpointMetadata {
   };
 }
 
-/** Every handle of a checkpoint, over all vertices and subtasks, in metadata order. */
-export function allHandles(meta: CheckpointMetadata): StateHandle[] {
-  return meta.vertices.flatMap((v) => v.subtasks.flatMap((s) => [...s.handles]));
-}
-
 function subtaskV2(s: unknown, at: string, kind: "checkpoint" | "savepoint"): SubtaskStateMetadata {
   const sub = record(s, at);
   return {

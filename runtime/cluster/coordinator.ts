@@ -55,6 +55,7 @@ import type { JobGraphShape } from "../graph/job_graph_summary.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import type { PendingCheckpoint, VertexInfo } from "../checkpoint/pending.ts";
 import { CheckpointTracker } from "../checkpoint/tracker.ts";
+import { CheckpointRetention } from "./checkpoint_retention.ts";
 import { CheckpointFailureManager } from "../checkpoint/failure_manager.ts";
 import {
   CheckpointFailureReason,
@@ -175,6 +176,8 @@ export class JobCoordinator {
   readonly #sources: SubtaskRef[] = [];
   readonly #vertexInfos: VertexInfo[];
   readonly #finalizing = new Set<Promise<void>>();
+  /** Deletes what retention and aborts release, shared blobs by reference count (set by `run`). */
+  #retention!: CheckpointRetention;
   /** Fully acknowledged checkpoints are finalized one at a time, in the order they completed. */
   #finalizeQueue: Promise<void> = Promise.resolve();
   /** The current attempt; failover replaces it with the next one. */
@@ -299,6 +302,11 @@ export class JobCoordinator {
         return;
       }
       this.#onMessage(msg).catch((error) => this.#failover(error));
+    });
+    this.#retention = new CheckpointRetention({
+      jobId: o.jobId,
+      storage: o.storage,
+      retained: o.restoreFrom?.jobId === o.jobId ? [o.restoreFrom.checkpointId] : [],
     });
     if (o.restoreFrom !== null) {
       // Ids continue after the restored checkpoint, also when resuming another
@@ -554,7 +562,8 @@ export class JobCoordinator {
         return;
       case "ack": {
         const outcome = this.#tracker.acknowledge(msg.ack);
-        if (outcome.result !== "SUCCESS") {
+        if (outcome.result === "SUCCESS") this.#retention.acknowledged(msg.ack);
+        else {
           log.debug(
             `job ${this.#o.jobId}: ack of checkpoint ${msg.ack.checkpointId} from ${msg.ack.vertexId}#${msg.ack.subtask}: ${outcome.result}`,
           );
@@ -692,7 +701,7 @@ export class JobCoordinator {
     const reason = pending.failureReason ?? CheckpointFailureReason.ABORTED_BY_COORDINATOR;
     this.#toAllTasks({ t: "abort", id: pending.checkpointId, reason: reason.message });
     this.#savepoints.failed(pending.checkpointId, `${reason.code}: ${detail ?? reason.message}`);
-    o.storage.discard(o.jobId, pending.checkpointId).catch(() => {});
+    this.#retention.aborted(pending.checkpointId);
     if (this.#phase === "running" && pending.attempt === this.#current.number) {
       const verdict = this.#failures.onFailure({
         checkpointId: pending.checkpointId,
@@ -744,6 +753,7 @@ export class JobCoordinator {
       // Written: the commit point. Even if a failover started meanwhile, this
       // is now the checkpoint to restore (sinks may commit its transactions).
       this.#latestWritten = Math.max(this.#latestWritten ?? 0, pending.checkpointId);
+      this.#retention.written(pending.checkpointId);
       this.#failures.onSuccess(pending.checkpointId);
     } catch (error) {
       log.error(
@@ -780,11 +790,7 @@ export class JobCoordinator {
       asyncMs: Math.round(stats?.maxAsyncDurationMs ?? NaN),
       alignmentMs: Math.round(stats?.maxAlignmentDurationMs ?? NaN),
     });
-    for (const id of outcome.discard) {
-      o.storage.discard(o.jobId, id).catch((e) =>
-        log.warn(`job ${o.jobId}: cannot discard checkpoint ${id}: ${e}`)
-      );
-    }
+    this.#retention.discard(outcome.discard);
     for (const s of outcome.subsumed) this.#aborted(s);
     this.#afterCompleted(pending.checkpointId, pending.kind);
     this.#toAllTasks({ t: "complete", id: pending.checkpointId });
@@ -809,10 +815,15 @@ export class JobCoordinator {
     this.#savepoints.failAll(
       `attempt ${this.#current.number} of job ${o.jobId} failed (${this.#lastFailure})`,
     );
-    this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING);
+    const abortedIds = this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING)
+      .map((p) => p.checkpointId);
     this.#tracker.stopScheduler();
     this.#cancelAttempt();
     const cancelled = this.#awaitCancellation();
+    // Once no subtask of the attempt runs and every metadata write settled,
+    // the checkpoints it aborted can release their shared blobs.
+    void Promise.all([cancelled, ...this.#finalizing])
+      .then(() => this.#retention.failedOver(abortedIds));
     let failure = error;
     let latest: RestorePoint | null;
     for (;;) {

@@ -1,0 +1,190 @@
+/**
+ * The coordinator's retention of checkpoint state with shared blobs
+ * (DESIGN §13; Flink's `CompletedCheckpointStore` subsumption with its
+ * `SharedStateRegistry`): the I/O around the pure
+ * {@linkcode SharedStateRegistry}.
+ *
+ * - Every accepted acknowledgement registers its handles, so a shared blob
+ *   a checkpoint in flight refers to is protected from the retention of an
+ *   older one.
+ * - When a checkpoint's metadata is written it is completed; checkpoints
+ *   the tracker's retention drops are then discarded: their private folder
+ *   first (`_metadata` first, so a crash leaves an incomplete checkpoint,
+ *   never a complete one missing blobs), then the shared blobs whose count
+ *   reached zero.
+ * - An aborted checkpoint's folder is discarded at once; the shared blobs
+ *   only it wrote are deleted when a later checkpoint completes, or when a
+ *   failover cancelled every subtask of the attempt (a later checkpoint may
+ *   reuse them until then).
+ * - Savepoints are never discarded by retention (the tracker retains
+ *   checkpoints only) and refer to no shared blob.
+ * - A coordinator that resumes the job from one of its own checkpoints
+ *   rebuilds the registry from that checkpoint's metadata. A checkpoint of
+ *   another job is not registered: its shared blobs live in that job's
+ *   namespace and belong to it (Flink's `NO_CLAIM`), so this job never
+ *   deletes them.
+ *
+ * Every operation runs in call order on one queue (the rebuild first);
+ * deletes that fail are logged and left behind (a leftover blob is
+ * garbage, never a loss), and `SharedStateRegistry.unreferenced` can find
+ * them later.
+ *
+ * @module
+ */
+
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import { retainedCheckpointOf, SharedStateRegistry } from "../checkpoint/shared_state_registry.ts";
+import type { CheckpointId, SubtaskAck } from "../checkpoint/types.ts";
+import { logger } from "../log.ts";
+
+const log = logger("coordinator");
+
+/** Options of {@linkcode CheckpointRetention}. */
+export interface CheckpointRetentionOptions {
+  /** The job whose checkpoints are retained. */
+  readonly jobId: string;
+  /** Its checkpoint storage. */
+  readonly storage: Pick<
+    CheckpointStorage,
+    "discard" | "deleteShared" | "readMetadata"
+  >;
+  /**
+   * The completed checkpoints of this job the tracker retains at start (a
+   * resume of the job's own checkpoint), whose metadata rebuilds the
+   * registry; empty for a fresh start or another job's checkpoint.
+   */
+  readonly retained: readonly CheckpointId[];
+}
+
+/** One job's retention (see the module docs). */
+export class CheckpointRetention {
+  readonly #o: CheckpointRetentionOptions;
+  #registry = new SharedStateRegistry();
+  #queue: Promise<void>;
+  /** Checkpoints whose metadata was written (never aborted afterwards). */
+  readonly #written = new Set<CheckpointId>();
+
+  /** Starts rebuilding the registry from `options.retained`'s metadata. */
+  constructor(options: CheckpointRetentionOptions) {
+    this.#o = options;
+    this.#queue = options.retained.length === 0 ? Promise.resolve() : this.#rebuild();
+  }
+
+  /** Resolves when every operation queued so far, deletes included, has ended. Never rejects. */
+  settled(): Promise<void> {
+    return this.#queue;
+  }
+
+  /** An acknowledgement the tracker accepted: its handles are referenced by its checkpoint. */
+  acknowledged(ack: SubtaskAck): void {
+    this.#run(() => this.#registry.register(ack.checkpointId, ack.handles), "register");
+  }
+
+  /**
+   * Checkpoint `checkpointId`'s metadata was written (the commit point):
+   * its references are fixed, whatever happens to the attempt; shared blobs
+   * only earlier aborted checkpoints referred to are deleted.
+   */
+  written(checkpointId: CheckpointId): void {
+    this.#written.add(checkpointId);
+    this.#run(async () => {
+      const released = this.#registry.complete(checkpointId);
+      await this.#deleteShared(released, `aborted before checkpoint ${checkpointId} completed`);
+    }, "complete");
+  }
+
+  /**
+   * Retention dropped completed checkpoints `ids`: each one's private folder
+   * is discarded, then the shared blobs no retained checkpoint refers to.
+   */
+  discard(ids: readonly CheckpointId[]): void {
+    if (ids.length === 0) return;
+    this.#run(async () => {
+      for (const id of ids) {
+        const paths = this.#registry.discard(id);
+        try {
+          await this.#o.storage.discard(this.#o.jobId, id);
+        } catch (error) {
+          // Its private folder (and metadata) may stay: its shared blobs leak
+          // rather than leave a checkpoint that looks complete without them.
+          log.warn(`job ${this.#o.jobId}: cannot discard checkpoint ${id}: ${error}`);
+          continue;
+        }
+        await this.#deleteShared(paths, `of discarded checkpoint ${id}`);
+      }
+    }, "discard");
+  }
+
+  /**
+   * Checkpoint `checkpointId` was aborted: its folder goes now, its shared
+   * blobs when nothing can reuse them. A checkpoint whose metadata was
+   * written is not aborted: it is the one a failover restores.
+   */
+  aborted(checkpointId: CheckpointId): void {
+    if (this.#written.has(checkpointId)) return;
+    this.#run(async () => {
+      this.#registry.abort(checkpointId);
+      await this.#o.storage.discard(this.#o.jobId, checkpointId).catch(() => {});
+    }, "abort");
+  }
+
+  /**
+   * A failover aborted `ids` and every subtask of the failed attempt was
+   * cancelled, every metadata write in flight settled: the ones not written
+   * are aborted, and no aborted checkpoint can be reused any more, so the
+   * shared blobs only they referred to go.
+   */
+  failedOver(ids: readonly CheckpointId[]): void {
+    for (const id of ids) this.aborted(id);
+    this.#run(
+      () => this.#deleteShared(this.#registry.releaseAborted(), "of aborted checkpoints"),
+      "release",
+    );
+  }
+
+  /** The registry, for tests and metrics: read it after {@linkcode settled}. */
+  get registry(): SharedStateRegistry {
+    return this.#registry;
+  }
+
+  #run(op: () => void | Promise<void>, what: string): void {
+    this.#queue = this.#queue.then(op).catch((error) => {
+      log.warn(`job ${this.#o.jobId}: checkpoint retention (${what}) failed: ${error}`);
+    });
+  }
+
+  async #deleteShared(paths: readonly string[], what: string): Promise<void> {
+    if (paths.length === 0) return;
+    try {
+      await this.#o.storage.deleteShared(this.#o.jobId, paths);
+      log.debug(`job ${this.#o.jobId}: deleted ${paths.length} shared blobs ${what}`);
+    } catch (error) {
+      log.warn(
+        `job ${this.#o.jobId}: cannot delete ${paths.length} shared blobs ${what} ` +
+          `(left behind as garbage): ${error}`,
+      );
+    }
+  }
+
+  async #rebuild(): Promise<void> {
+    const o = this.#o;
+    try {
+      const retained = [];
+      for (const id of o.retained) {
+        retained.push(retainedCheckpointOf(await o.storage.readMetadata(o.jobId, id)));
+      }
+      this.#registry = SharedStateRegistry.rebuild(retained);
+    } catch (error) {
+      // Without the metadata nothing can tell which shared blobs the
+      // retained checkpoints use: none of them is ever deleted (garbage,
+      // never a loss). The restore itself reports the unreadable checkpoint.
+      log.warn(
+        `job ${o.jobId}: cannot rebuild the shared state registry from checkpoints ` +
+          `${o.retained.join(", ")}: their shared blobs will not be deleted: ${error}`,
+      );
+      this.#registry = SharedStateRegistry.rebuild(
+        o.retained.map((checkpointId) => ({ checkpointId, handles: [], owned: false })),
+      );
+    }
+  }
+}

@@ -1,0 +1,146 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { LocalDirectoryCheckpointStorage } from "../checkpoint/storage.ts";
+import type { CheckpointMetadata, StateHandle, SubtaskAck } from "../checkpoint/types.ts";
+import { CheckpointRetention } from "./checkpoint_retention.ts";
+
+const JOB = "job-r";
+
+async function withStorage(
+  fn: (storage: LocalDirectoryCheckpointStorage, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "weir-retention-" });
+  try {
+    await fn(new LocalDirectoryCheckpointStorage({ directory: dir }), dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Writes checkpoint `id`'s private blob and the shared blobs `writes`; returns its ack (referring to `refs` too). */
+async function take(
+  storage: LocalDirectoryCheckpointStorage,
+  id: number,
+  writes: string[],
+  refs: string[] = [],
+): Promise<SubtaskAck> {
+  const own = await storage.writeState(JOB, id, "v1-0-a0.keyed", new Uint8Array([id]));
+  const handles: StateHandle[] = [{ ...own, kind: "keyed", shared: false, uid: "count" }];
+  for (const name of writes) {
+    const blob = await storage.writeShared(JOB, name, new Uint8Array([id]));
+    handles.push({ ...blob, kind: "keyed-incremental", shared: true, uid: "count" });
+  }
+  for (const name of refs) {
+    handles.push({
+      path: `shared/${name}`,
+      bytes: 1,
+      kind: "keyed-incremental",
+      shared: true,
+      uid: "count",
+    });
+  }
+  return {
+    vertexId: "v1",
+    subtask: 0,
+    attempt: 0,
+    checkpointId: id,
+    handles,
+    stateUids: ["count"],
+    syncDurationMs: 0,
+    asyncDurationMs: 0,
+    alignmentDurationMs: 0,
+    stateBytes: 1,
+  };
+}
+
+function metadataOf(ack: SubtaskAck): CheckpointMetadata {
+  return {
+    version: 2,
+    jobId: JOB,
+    jobName: "retention",
+    checkpointId: ack.checkpointId,
+    kind: "checkpoint",
+    triggeredAt: 1,
+    completedAt: 2,
+    attempt: 0,
+    totalBytes: 1,
+    vertices: [{
+      vertexId: "v1",
+      operatorUids: ["count"],
+      parallelism: 1,
+      maxParallelism: 128,
+      subtasks: [{ subtask: 0, handles: ack.handles, stateUids: ack.stateUids }],
+    }],
+  };
+}
+
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+
+Deno.test("CheckpointRetention deletes a shared blob only when no retained checkpoint refers to it, and an aborted checkpoint's once a later one completes", async () => {
+  await withStorage(async (storage, dir) => {
+    const retention = new CheckpointRetention({ jobId: JOB, storage, retained: [] });
+    // 1 writes a; 2 refers to a and writes b; 3 writes c and is aborted; 4 refers to b.
+    for (const [id, writes, refs] of [[1, ["a"], []], [2, ["b"], ["a"]]] as const) {
+      const ack = await take(storage, id, [...writes], [...refs]);
+      retention.acknowledged(ack);
+      await storage.writeMetadata(metadataOf(ack));
+      retention.written(id);
+    }
+    retention.discard([1]);
+    await retention.settled();
+    assert.equal(await exists(join(dir, JOB, "chk-1")), false, "checkpoint 1's folder is gone");
+    assert.deepEqual(
+      await storage.listShared(JOB),
+      ["shared/a", "shared/b"],
+      "2 still refers to a",
+    );
+
+    retention.acknowledged(await take(storage, 3, ["c"]));
+    retention.aborted(3);
+    await retention.settled();
+    assert.equal(await exists(join(dir, JOB, "chk-3")), false);
+    assert.deepEqual(await storage.listShared(JOB), ["shared/a", "shared/b", "shared/c"]);
+
+    const four = await take(storage, 4, [], ["b"]);
+    retention.acknowledged(four);
+    await storage.writeMetadata(metadataOf(four));
+    retention.written(4);
+    retention.discard([2]);
+    await retention.settled();
+    assert.deepEqual(await storage.listShared(JOB), ["shared/b"], "a and the aborted c are gone");
+    assert.deepEqual(await storage.listAll(JOB), [4]);
+  });
+});
+
+Deno.test("CheckpointRetention never aborts a checkpoint whose metadata was written, and releases a failover's aborted ones", async () => {
+  await withStorage(async (storage) => {
+    const retention = new CheckpointRetention({ jobId: JOB, storage, retained: [] });
+    const five = await take(storage, 5, ["d"]);
+    const six = await take(storage, 6, ["e"], ["d"]);
+    retention.acknowledged(five);
+    retention.acknowledged(six);
+    await storage.writeMetadata(metadataOf(five));
+    retention.written(5); // written while the failover aborted both
+    retention.failedOver([5, 6]);
+    await retention.settled();
+    assert.equal(retention.registry.statusOf(5), "completed");
+    assert.deepEqual(await storage.listShared(JOB), ["shared/d"], "6's own blob e goes, d stays");
+    assert.deepEqual(await storage.listCompleted(JOB), [5]);
+  });
+});
+
+Deno.test("CheckpointRetention rebuilds its registry from the resumed checkpoint's metadata", async () => {
+  await withStorage(async (storage) => {
+    const seven = await take(storage, 7, ["f", "g"]);
+    await storage.writeMetadata(metadataOf(seven));
+    const retention = new CheckpointRetention({ jobId: JOB, storage, retained: [7] });
+    const eight = await take(storage, 8, ["h"], ["g"]);
+    retention.acknowledged(eight);
+    await storage.writeMetadata(metadataOf(eight));
+    retention.written(8);
+    retention.discard([7]);
+    await retention.settled();
+    assert.deepEqual(await storage.listShared(JOB), ["shared/g", "shared/h"], "f only 7 used");
+    assert.equal(retention.registry.referenceCount("shared/g"), 1);
+  });
+});
