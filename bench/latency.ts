@@ -4,7 +4,7 @@
  *
  *     deno task bench:latency [--max-records 3000000] [--max-runs 3] [--duration-s 10] [--rounds 2]
  *         [--fraction 0.5] [--variants bt10,bt10-cr32]
- *         [--workers 2] [--slots 1] [--nats URL] [--cpu-prof DIR]
+ *         [--workers 2] [--slots 1] [--nats URL] [--cpu-prof DIR] [--gc-trace] [--max-eps R]
  *
  * The job is `bench/latency_job.ts`: a rate-limited sequence source, a
  * chained map stamping each record with its emission time, `keyBy` over the
@@ -22,6 +22,9 @@
  *    (records / (last update sunk - first record made)) is the maximum
  *    sustainable load: a faster source only waits for credit (back
  *    pressure), it cannot push more through.
+ *    `--max-eps R` skips these runs and takes R records/s as the maximum:
+ *    to compare two trees at one and the same rate, in separate invocations
+ *    (the figure is then not this run's maximum, and the output says so).
  * 2. **fixed**, `--rounds` rounds of every variant of `--variants`: the
  *    source limited to `--fraction` (0.5) of that maximum for `--duration-s`
  *    seconds, latencies recorded after a 1 s warm-up. A variant's name says
@@ -39,6 +42,16 @@
  * once (count and sum), and the sinks' count and checksum of running sums
  * equal `expectedUpdateChecksum()` (`jobs/_report.ts`), so a lost or
  * duplicated record fails the benchmark.
+ *
+ * Each fixed run also prints where its slow (> 20 ms) updates fall: the
+ * sinks' latencies per 50-ms window (`latency_job.ts`) overlaid on the
+ * trigger times of the checkpoints the coordinator logged
+ * (`latency_timeline.ts`: the share of slow updates in the 250 ms after a
+ * trigger against the share of time those windows cover, and the worst
+ * windows with their distance to the latest trigger). With `--gc-trace` the
+ * workers run with `DENO_V8_FLAGS=--trace-gc` and each run prints the GC
+ * pauses of every isolate (main and slot threads) during it
+ * (`latency_gc.ts`).
  *
  * With `--cpu-prof DIR`, the worker processes write V8 CPU profiles there
  * (one per thread) and the top self-time functions of each are printed.
@@ -307,6 +320,7 @@ async function main(): Promise<void> {
       nats: { type: "string" },
       "max-records": { type: "string", default: "3000000" },
       "max-runs": { type: "string", default: "3" },
+      "max-eps": { type: "string" },
       "duration-s": { type: "string", default: "10" },
       rounds: { type: "string", default: "2" },
       fraction: { type: "string", default: "0.5" },
@@ -373,27 +387,35 @@ async function main(): Promise<void> {
   let rounds;
   try {
     await cluster.start();
-    const max = await runRounds<Run>({
-      rounds: positive("max-runs", values["max-runs"]),
-      variants: [{
-        name: "max",
-        run: () =>
-          runJob({
-            nats: nats.url,
-            records: maxRecords,
-            rate: 0,
-            ...parseVariant("bt10"),
-            coordinatorOutput,
-            workerOutput,
-          }),
-      }],
-      onSample: (s) => console.log(describe(s)),
-    });
-    maxEps = max.median("max", (s) => s.value.recordsPerSecond);
-    console.log(
-      `maximum sustainable load: ${formatRate(maxEps)} (median of ${max.count} runs); ` +
-        `the variants run at ${formatRate(fraction * maxEps)}`,
-    );
+    if (values["max-eps"] !== undefined) {
+      maxEps = positive("max-eps", values["max-eps"]);
+      console.log(
+        `maximum load given (--max-eps, not measured): ${formatRate(maxEps)}; the variants run ` +
+          `at ${formatRate(fraction * maxEps)}`,
+      );
+    } else {
+      const max = await runRounds<Run>({
+        rounds: positive("max-runs", values["max-runs"]),
+        variants: [{
+          name: "max",
+          run: () =>
+            runJob({
+              nats: nats.url,
+              records: maxRecords,
+              rate: 0,
+              ...parseVariant("bt10"),
+              coordinatorOutput,
+              workerOutput,
+            }),
+        }],
+        onSample: (s) => console.log(describe(s)),
+      });
+      maxEps = max.median("max", (s) => s.value.recordsPerSecond);
+      console.log(
+        `maximum sustainable load: ${formatRate(maxEps)} (median of ${max.count} runs); ` +
+          `the variants run at ${formatRate(fraction * maxEps)}`,
+      );
+    }
     rounds = await runRounds<Run>({
       rounds: positive("rounds", values.rounds),
       variants,

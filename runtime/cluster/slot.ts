@@ -8,6 +8,11 @@
  * Its transport keeps messages between this thread's subtasks in the
  * thread (`thread_local.ts`): their network edges pass records unencoded.
  *
+ * The subtasks' checkpoint state is uploaded by a thread of the slot's own
+ * (`checkpoint_uploads.ts`: a Web Worker with its own NATS connection), not
+ * on this thread, so uploads do not hold up the records in flight through
+ * it; restore reads and discards use this thread's connection.
+ *
  * Exchanges with the subtasks of this job in the process's other slot
  * threads go through `MessagePort`s the parent brokers (`port_transport.ts`):
  * the parent posts `{ t: "peer", slotId, port }` for each other slot thread
@@ -29,6 +34,7 @@ import { NatsTransport } from "../actor/nats_transport.ts";
 import { isTaskSubject, PortTransport, type PortTransportStats } from "../actor/port_transport.ts";
 import { ThreadLocalTransport } from "../actor/thread_local.ts";
 import { ObjectStoreCheckpointStorage } from "../checkpoint/object_store_storage.ts";
+import { CheckpointUploadThread, uploadingOffThread } from "./checkpoint_uploads.ts";
 import type { JobGraph } from "../graph/job_graph.ts";
 import { jobGraphFingerprint } from "../graph/job_graph_summary.ts";
 import type { WorkerMessage } from "../task/messages.ts";
@@ -93,10 +99,15 @@ export async function runSlot(
     const transport = new ThreadLocalTransport(ports, {
       name: `weir-slot-${launch.slotId} in-thread`,
     });
-    const storage = await ObjectStoreCheckpointStorage.open({
-      connection: nc,
-      bucket: launch.checkpointBucket,
-    });
+    // State uploads run in a thread of their own (checkpoint_uploads.ts); the rest here.
+    const storage = uploadingOffThread(
+      await ObjectStoreCheckpointStorage.open({ connection: nc, bucket: launch.checkpointBucket }),
+      new CheckpointUploadThread({
+        nats: launch.nats,
+        bucket: launch.checkpointBucket,
+        slotId: launch.slotId,
+      }),
+    );
     const runtime: JobRuntime = { graph, storage, ...settings };
     const worker = new Worker({ transport, workerId: launch.slotId, resolveJob: () => runtime });
     (self as unknown as Worker_).onmessage = (e) => {

@@ -1,0 +1,213 @@
+/**
+ * Checkpoint uploads off the mailbox thread, in cluster mode: a slot thread
+ * writes its subtasks' state blobs through a {@linkcode CheckpointUploadThread}
+ * (a Web Worker with its own NATS connection, `checkpoint_upload_thread.ts`)
+ * instead of writing them itself. Flink's asynchronous checkpoint part
+ * likewise runs on a thread pool beside the task thread
+ * (`AsyncCheckpointRunnable` on `asyncOperationsThreadPool`), never on the
+ * mailbox thread that processes records.
+ *
+ * ## Why (issue 13, end-to-end latency)
+ *
+ * An Object Store put of a subtask's state (~100 KiB in
+ * `deno task bench:latency`) is not only I/O: the client chunks the bytes,
+ * hashes them, publishes each chunk and the metadata to JetStream and parses
+ * the acknowledgements, and an overwrite adds an info request and a purge.
+ * On the slot thread, that work runs between the mailbox loops' slices, so
+ * every record in flight through the thread waits for it. Measured with a
+ * stream of 4 KiB messages every 1 ms between two connections of one
+ * process while a 128 KiB blob was put every ~100 ms (four modes
+ * interleaved every 2 s, 64 s, 2-core machine at load average 12-14): p99
+ * of the messages' latency 17.9 ms without puts, 74.4 ms with the puts on
+ * the publisher's connection, 52.8 ms on another connection of the same
+ * thread, 27.4 ms with the puts in a Web Worker. The connection matters
+ * little; the thread does.
+ *
+ * ## Contract
+ *
+ * - {@linkcode uploadingOffThread} wraps a slot's `CheckpointStorage`:
+ *   `writeState` goes to the upload thread, every other method (restore
+ *   reads, discards) to the wrapped storage, so both must name the same
+ *   bucket.
+ * - `writeState` copies `data` (it may be a view into an encoder's reused
+ *   buffer) and transfers the copy; its handle and errors are those of
+ *   `ObjectStoreCheckpointStorage.writeState`, a `CheckpointStorageError`
+ *   keeping its code, job, checkpoint and path.
+ * - The thread starts on the first write and connects once. When it fails
+ *   to start, or dies, every write waiting for it fails (its checkpoint is
+ *   declined by the subtask, DESIGN.md §6) and the next write starts a new
+ *   thread: a broken thread never loses a write silently, nor stops later
+ *   checkpoints.
+ *
+ * @module
+ */
+
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import type { StoredBlob } from "../checkpoint/types.ts";
+import { logger } from "../log.ts";
+import {
+  fromUploadError,
+  type UploadReply,
+  type UploadRequest,
+} from "./checkpoint_upload_thread.ts";
+import type { SlotLaunch } from "./role.ts";
+
+const log = logger("worker");
+
+/** Options of {@linkcode CheckpointUploadThread}. */
+export interface CheckpointUploadThreadOptions {
+  /** How to reach NATS (the slot's launch options). */
+  readonly nats: SlotLaunch["nats"];
+  /** The checkpoint bucket. */
+  readonly bucket: string;
+  /** The slot, for the connection's name and messages. */
+  readonly slotId: string;
+  /** The thread's module (default: `checkpoint_upload_thread.ts` beside this one). */
+  readonly moduleUrl?: string | URL;
+}
+
+interface Waiting {
+  readonly resolve: (handle: StoredBlob) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** One slot's upload thread (see the module docs). */
+export class CheckpointUploadThread {
+  readonly #o: CheckpointUploadThreadOptions;
+  #worker: Worker | undefined;
+  readonly #waiting = new Map<number, Waiting>();
+  #nextId = 1;
+  #closed = false;
+
+  /** Keeps the options; the thread starts on the first write. */
+  constructor(options: CheckpointUploadThreadOptions) {
+    this.#o = options;
+  }
+
+  /** Writes that have not been answered yet. */
+  get pendingWrites(): number {
+    return this.#waiting.size;
+  }
+
+  /**
+   * Writes one state blob in the upload thread.
+   * @param jobId the job.
+   * @param checkpointId the checkpoint.
+   * @param name the blob's name within the checkpoint.
+   * @param data the bytes (copied before they are handed over).
+   * @returns the handle the storage returned.
+   * @throws {CheckpointStorageError} as `ObjectStoreCheckpointStorage.writeState` throws it.
+   * @throws {RangeError} for an invalid job id, checkpoint id or name.
+   * @throws {Error} naming the slot when the thread cannot start or dies, or after `close()`.
+   */
+  writeState(
+    jobId: string,
+    checkpointId: number,
+    name: string,
+    data: Uint8Array,
+  ): Promise<StoredBlob> {
+    if (this.#closed) {
+      return Promise.reject(
+        new Error(`The checkpoint upload thread of slot ${this.#o.slotId} is closed`),
+      );
+    }
+    const worker = this.#start();
+    const id = this.#nextId++;
+    const copy = data.slice();
+    const done = new Promise<StoredBlob>((resolve, reject) => {
+      this.#waiting.set(id, { resolve, reject });
+    });
+    const req: UploadRequest = { t: "write", id, jobId, checkpointId, name, data: copy };
+    worker.postMessage(req, [copy.buffer]);
+    return done;
+  }
+
+  /** Stops the thread; waiting writes fail. */
+  close(): void {
+    this.#closed = true;
+    this.#stop(new Error(`The checkpoint upload thread of slot ${this.#o.slotId} was closed`));
+  }
+
+  #start(): Worker {
+    if (this.#worker !== undefined) return this.#worker;
+    const o = this.#o;
+    const url = o.moduleUrl ?? new URL("./checkpoint_upload_thread.ts", import.meta.url);
+    const worker = new Worker(url, { type: "module", name: `weir-slot-${o.slotId}-uploads` });
+    this.#worker = worker;
+    worker.onmessage = (e: MessageEvent<UploadReply>) => this.#onReply(worker, e.data);
+    worker.onerror = (e) => {
+      e.preventDefault(); // the slot thread lives on; only the uploads fail
+      if (this.#worker !== worker) return;
+      this.#stop(
+        new Error(
+          `The checkpoint upload thread of slot ${o.slotId} failed: ${e.message}; the writes ` +
+            `it had fail, and the next write starts a new thread`,
+        ),
+      );
+    };
+    const open: UploadRequest = {
+      t: "open",
+      nats: o.nats,
+      bucket: o.bucket,
+      name: `weir-slot-${o.slotId}-uploads`,
+    };
+    worker.postMessage(open);
+    return worker;
+  }
+
+  #onReply(worker: Worker, reply: UploadReply): void {
+    if (this.#worker !== worker) return;
+    switch (reply.t) {
+      case "opened":
+        return;
+      case "open-failed":
+        this.#stop(
+          new Error(
+            `The checkpoint upload thread of slot ${this.#o.slotId} cannot open bucket ` +
+              `"${this.#o.bucket}": ${reply.message}; the next write tries again`,
+          ),
+        );
+        return;
+      case "written":
+        this.#waiting.get(reply.id)?.resolve(reply.handle);
+        this.#waiting.delete(reply.id);
+        return;
+      case "write-failed":
+        this.#waiting.get(reply.id)?.reject(fromUploadError(reply.error));
+        this.#waiting.delete(reply.id);
+        return;
+    }
+  }
+
+  /** Terminates the current thread and fails every waiting write with `error`. */
+  #stop(error: Error): void {
+    const worker = this.#worker;
+    this.#worker = undefined;
+    worker?.terminate();
+    if (this.#waiting.size > 0) log.warn(error.message);
+    for (const w of this.#waiting.values()) w.reject(error);
+    this.#waiting.clear();
+  }
+}
+
+/**
+ * `storage` with its `writeState` done by `uploads` (see the module docs);
+ * every other member is `storage`'s own, called on `storage`. A proxy, so
+ * members the `CheckpointStorage` interface gains later are forwarded too.
+ * @param storage the slot's storage, on the same bucket as `uploads`.
+ * @param uploads the slot's upload thread.
+ */
+export function uploadingOffThread(
+  storage: CheckpointStorage,
+  uploads: CheckpointUploadThread,
+): CheckpointStorage {
+  const writeState: CheckpointStorage["writeState"] = (jobId, checkpointId, name, data) =>
+    uploads.writeState(jobId, checkpointId, name, data);
+  return new Proxy(storage, {
+    get(target, prop) {
+      if (prop === "writeState") return writeState;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
