@@ -126,6 +126,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapState<ACC>
   /** Folds `value` in; returns whether the entry held an accumulator before (for the window operator). */
   add(value: IN): boolean {
     checkAdded(this.name, value);
+    this.touch(); // before owned(): a snapshot in flight keeps the accumulator, the fold gets a copy
     const sk = this.ctx.stateKey;
     const m = this.current();
     const acc = m?.get(sk);
@@ -186,7 +187,10 @@ export class TtlHeapAggregatingState<IN, ACC, OUT> extends TtlHeapState<TtlCell<
     const now = this.clock();
     const cell = this.#live(now);
     if (cell === undefined) return undefined;
-    if (this.onRead) cell.t = now;
+    if (this.onRead) {
+      this.touch(); // the cell changes in place
+      cell.t = now;
+    }
     return result(this.#shared, this.#folding, cell.v);
   }
 
@@ -194,6 +198,7 @@ export class TtlHeapAggregatingState<IN, ACC, OUT> extends TtlHeapState<TtlCell<
   add(value: IN): boolean {
     checkAdded(this.name, value);
     const now = this.clock();
+    this.touch(); // before owned() and the in-place change of the cell
     const cell = this.#live(now);
     const next = this.#folding.add(
       value,

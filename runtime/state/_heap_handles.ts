@@ -8,9 +8,83 @@
  */
 
 import { decode, encode } from "../actor/codec.ts";
-import type { SnapshotResult, SnapshotType, StateHandle } from "../checkpoint/snapshot_contract.ts";
+import type { SnapshotResult, StateHandle } from "../checkpoint/snapshot_contract.ts";
 import type { StateReader } from "./keyed_state_backend.ts";
 import { checkSnapshotHeader, type KeyedStateSnapshot } from "./keyed_state_snapshot.ts";
+import type { TableCapture } from "./_heap_cow.ts";
+import { concatSliced, recordHeader } from "./_msgpack_splice.ts";
+import { yieldToEventLoop } from "../actor/async.ts";
+
+/** How long one slice of a snapshot's asynchronous part runs before it yields to the event loop, ms. */
+export const SNAPSHOT_SLICE_MS = 1;
+
+/** Entries copied between two looks at the slice's clock. */
+const ENTRIES_PER_CHECK = 256;
+
+/** What a copy-on-write snapshot writes besides the states. */
+export interface CaptureHeader {
+  /** The backend's max parallelism. */
+  readonly maxParallelism: number;
+  /** The backend's key-group range, inclusive. */
+  readonly keyGroupRange: readonly [number, number];
+}
+
+/**
+ * The {@linkcode SnapshotResult} of a copy-on-write snapshot: `write` copies
+ * and encodes the captured tables (`_heap_cow.ts`) in slices of about
+ * {@linkcode SNAPSHOT_SLICE_MS}, yielding to the event loop between them,
+ * into one canonical `keyed` blob (the same bytes `encode` makes of the
+ * {@linkcode KeyedStateSnapshot}); `discard` releases the captures. A
+ * failed write releases them too.
+ */
+export function cowSnapshotResult(
+  captures: readonly TableCapture[],
+  header: CaptureHeader,
+  uid: string,
+): SnapshotResult {
+  let released = false;
+  const release = () => {
+    released = true;
+    for (const c of captures) c.release();
+  };
+  return {
+    async write(writer) {
+      if (released) throw new Error(`Keyed state snapshot of '${uid}' was discarded`);
+      try {
+        let sliceStart = performance.now();
+        for (const capture of captures) {
+          while (!capture.step(ENTRIES_PER_CHECK)) {
+            if (performance.now() - sliceStart < SNAPSHOT_SLICE_MS) continue;
+            await yieldToEventLoop();
+            if (writer.cancelled) {
+              release();
+              return [];
+            }
+            sliceStart = performance.now();
+          }
+        }
+        const parts: Uint8Array[] = [
+          recordHeader(["version", "maxParallelism", "keyGroupRange", "states"]),
+          encode(2),
+          encode(header.maxParallelism),
+          encode(header.keyGroupRange),
+          recordHeader(captures.map((c) => c.table.name)),
+        ];
+        for (const capture of captures) parts.push(...capture.parts);
+        released = true;
+        const bytes = await concatSliced(parts, SNAPSHOT_SLICE_MS);
+        if (writer.cancelled) return [];
+        return [
+          await writer.writePrivate(keyedBlobName(uid), bytes, "keyed", uid, header.keyGroupRange),
+        ];
+      } catch (e) {
+        release();
+        throw e;
+      }
+    },
+    discard: release,
+  };
+}
 
 /**
  * The private blob name of an operator's keyed state within a checkpoint
@@ -18,34 +92,6 @@ import { checkSnapshotHeader, type KeyedStateSnapshot } from "./keyed_state_snap
  */
 export function keyedBlobName(uid: string): string {
   return `keyed-${encodeURIComponent(uid)}`;
-}
-
-/**
- * A {@linkcode SnapshotResult} that encodes an already captured canonical
- * snapshot into one `keyed` handle covering the snapshot's key-group range.
- * `checkpointId` and `type` are the caller's; the writer carries them too.
- */
-export function keyedSnapshotResult(
-  snapshot: KeyedStateSnapshot,
-  _checkpointId: number,
-  _type: SnapshotType,
-  uid: string,
-): SnapshotResult {
-  let captured: KeyedStateSnapshot | undefined = snapshot;
-  return {
-    async write(writer) {
-      if (captured === undefined) throw new Error(`Keyed state snapshot of '${uid}' was discarded`);
-      const bytes = encode(captured);
-      captured = undefined;
-      if (writer.cancelled) return [];
-      return [
-        await writer.writePrivate(keyedBlobName(uid), bytes, "keyed", uid, snapshot.keyGroupRange),
-      ];
-    },
-    discard() {
-      captured = undefined;
-    },
-  };
 }
 
 /**

@@ -29,6 +29,7 @@ import type { Key } from "./key_group.ts";
 import type { InternedKey } from "./_key_interner.ts";
 import { type InternalKvState, VOID_NAMESPACE } from "./internal_state.ts";
 import type { TtlTime } from "./keyed_state_snapshot.ts";
+import type { TableCapture } from "./_heap_cow.ts";
 
 /** The key the next state access applies to; shared by the backend and its states. */
 export class KeyContext {
@@ -103,6 +104,11 @@ export interface StateTable {
    * user function may change them in place (copy-on-write).
    */
   readonly shared: WeakSet<object>;
+  /**
+   * The copy-on-write snapshots of this table in flight (`_heap_cow.ts`);
+   * changed in place, never replaced. Empty when no snapshot is in flight.
+   */
+  readonly captures: TableCapture[];
 }
 
 /** Creates the empty table of a state, for a range of `size` key groups. */
@@ -123,6 +129,7 @@ export function newTable(
     nsMaps: new Array(size).fill(undefined),
     state: undefined,
     shared: new WeakSet(),
+    captures: [],
   };
 }
 
@@ -204,6 +211,8 @@ export abstract class HeapState<S> implements InternalKvState {
   readonly #nsMaps: NamespaceMaps<S>;
   /** The state's name, for messages. */
   protected readonly name: string;
+  /** The table's snapshots in flight (the same array as `table.captures`). */
+  readonly #captures: TableCapture[];
   #namespace: string = VOID_NAMESPACE;
 
   /** Binds the state to `table` and the backend's key context. */
@@ -212,6 +221,21 @@ export abstract class HeapState<S> implements InternalKvState {
     this.maps = table.maps as Maps<S>;
     this.#nsMaps = table.nsMaps as NamespaceMaps<S>;
     this.name = table.name;
+    this.#captures = table.captures;
+  }
+
+  /**
+   * Call before changing the current key's entry in `namespace` (default:
+   * the current one) in any way, in place included: while snapshots are in
+   * flight, each saves the entry's value before its first change
+   * (copy-on-write, `_heap_cow.ts`). One length check otherwise.
+   */
+  protected touch(namespace: string = this.#namespace): void {
+    const captures = this.#captures;
+    if (captures.length === 0 || this.ctx.index < 0) return;
+    for (let c = 0; c < captures.length; c++) {
+      captures[c]!.saveOld(this.ctx.index, namespace, this.ctx.stateKey);
+    }
   }
 
   setCurrentNamespace(namespace: string): void {
@@ -243,6 +267,7 @@ export abstract class HeapState<S> implements InternalKvState {
   /** The current key group and namespace's map, created if missing. */
   protected writable(): Map<InternedKey, S> {
     const ns = this.#namespace;
+    if (this.#captures.length !== 0) this.touch(ns);
     if (ns === VOID_NAMESPACE) {
       const m = this.maps[this.ctx.index];
       if (m !== undefined) return m;
@@ -258,6 +283,7 @@ export abstract class HeapState<S> implements InternalKvState {
         `Cannot write keyed state '${this.name}' before setCurrentKey() set a current key`,
       );
     }
+    this.touch(namespace);
     if (namespace === VOID_NAMESPACE) {
       const m = this.maps[i];
       if (m !== undefined) return m;
@@ -277,6 +303,7 @@ export abstract class HeapState<S> implements InternalKvState {
    * default the current one), and drops the namespace's map once empty.
    */
   protected deleteIn(m: Map<InternedKey, S>, namespace: string = this.#namespace): void {
+    this.touch(namespace);
     m.delete(this.ctx.stateKey);
     if (m.size === 0 && namespace !== VOID_NAMESPACE) {
       const byNamespace = this.#nsMaps[this.ctx.index];

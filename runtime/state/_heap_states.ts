@@ -72,7 +72,10 @@ export class TtlHeapValueState<T> extends TtlHeapState<TtlCell<T>> implements Va
       this.deleteIn(m!);
       return this.#defaultValue;
     }
-    if (this.onRead) cell.t = now;
+    if (this.onRead) {
+      this.touch(); // the cell changes in place
+      cell.t = now;
+    }
     return cell.v;
   }
 
@@ -155,6 +158,7 @@ export class TtlHeapListState<T> extends TtlHeapState<TtlCell<T>[]>
     const m = this.current();
     const cells = m?.get(this.ctx.stateKey);
     if (cells === undefined) return EMPTY_LIST;
+    this.touch(); // expired cells are dropped and read ones refreshed in place
     const out: T[] = [];
     let live = 0;
     for (const cell of cells) {
@@ -254,7 +258,9 @@ export class HeapMapState<UK, UV> extends HeapState<Map<UK, UV>> implements MapS
 
   remove(key: UK): void {
     const inner = this.#inner();
-    if (inner !== undefined && inner.delete(key) && inner.size === 0) this.clear();
+    if (inner === undefined) return;
+    this.touch();
+    if (inner.delete(key) && inner.size === 0) this.clear();
   }
 
   contains(key: UK): boolean {
@@ -290,6 +296,7 @@ export class TtlHeapMapState<UK, UV> extends TtlHeapState<Map<UK, TtlCell<UV>>>
     const m = this.current();
     const inner = m?.get(this.ctx.stateKey);
     if (inner === undefined) return undefined;
+    this.touch(); // expired entries are dropped and read ones refreshed in place
     const touch = refresh && this.onRead;
     for (const [k, cell] of inner) {
       if (isExpired(cell.t, now, this.ttlMs)) inner.delete(k);
@@ -307,6 +314,7 @@ export class TtlHeapMapState<UK, UV> extends TtlHeapState<Map<UK, TtlCell<UV>>>
     const inner = m?.get(this.ctx.stateKey);
     const cell = inner?.get(key);
     if (cell === undefined) return undefined;
+    if (isExpired(cell.t, now, this.ttlMs) || (refresh && this.onRead)) this.touch();
     if (isExpired(cell.t, now, this.ttlMs)) {
       inner!.delete(key);
       if (inner!.size === 0) this.deleteIn(m!);
@@ -344,7 +352,9 @@ export class TtlHeapMapState<UK, UV> extends TtlHeapState<Map<UK, TtlCell<UV>>>
 
   remove(key: UK): void {
     const inner = this.current()?.get(this.ctx.stateKey);
-    if (inner !== undefined && inner.delete(key) && inner.size === 0) this.clear();
+    if (inner === undefined) return;
+    this.touch();
+    if (inner.delete(key) && inner.size === 0) this.clear();
   }
 
   contains(key: UK): boolean {

@@ -158,7 +158,8 @@ import { stampUnstarted, TtlClocks } from "./_ttl_clocks.ts";
 import { countEntries, liveKeys, liveKeysAndNamespaces } from "./_heap_table_scan.ts";
 import type { KeyedStateBackend, StateReader } from "./keyed_state_backend.ts";
 import type { SnapshotResult, SnapshotType, StateHandle } from "../checkpoint/snapshot_contract.ts";
-import { decodeKeyedHandle, keyedSnapshotResult } from "./_heap_handles.ts";
+import { cowSnapshotResult, decodeKeyedHandle } from "./_heap_handles.ts";
+import { TableCapture } from "./_heap_cow.ts";
 
 /** Options of {@linkcode HeapKeyedStateBackend}. */
 export interface HeapKeyedStateBackendOptions {
@@ -221,7 +222,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     this.#maxParallelism = maxParallelism;
     this.#clocks = new TtlClocks(options.clock ?? Date.now, options.eventTimeClock, (start) => {
       for (const table of this.#tables.values()) {
-        if (table.ttl?.time === "EventTime") stampUnstarted(table, start);
+        if (table.ttl?.time !== "EventTime") continue;
+        drainCaptures(table); // the stamps change cells in place
+        stampUnstarted(table, start);
       }
     });
   }
@@ -463,10 +466,12 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       table = newTable(name, kind, this.#range.size, ttl !== undefined, time);
       this.#tables.set(name, table);
     } else if (table.cells !== (ttl !== undefined)) {
+      drainCaptures(table);
       convertTable(table, ttl !== undefined, this.#clocks.now(time));
     } else if (table.cells && table.cellTime !== time) {
       // Times of the other clock mean nothing here: lifetimes restart now.
       const now = this.#clocks.now(time);
+      drainCaptures(table);
       forEachCell(table, (cell) => cell.t = now);
     }
     table.cellTime = time;
@@ -474,7 +479,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const state = create(table, ttl, this.#clocks.clockOf(time));
     table.state = state;
     const start = this.#clocks.eventTimeStart;
-    if (time === "EventTime" && start !== undefined) stampUnstarted(table, start);
+    if (time === "EventTime" && start !== undefined) {
+      drainCaptures(table);
+      stampUnstarted(table, start);
+    }
     return state;
   }
 
@@ -559,6 +567,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   snapshotCanonical(): KeyedStateSnapshot {
     const states: Record<string, KeyedStateSnapshotState> = {};
     for (const table of this.#tables.values()) {
+      drainCaptures(table); // this pass removes expired entries
       defineEntry(
         states,
         table.name,
@@ -586,8 +595,15 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * @param uid the operator uid, written into the handle.
    * @returns a {@linkcode SnapshotResult} whose `write` returns one handle.
    */
-  snapshot(checkpointId: number, type: SnapshotType, uid: string): SnapshotResult {
-    return keyedSnapshotResult(this.snapshotCanonical(), checkpointId, type, uid);
+  snapshot(_checkpointId: number, _type: SnapshotType, uid: string): SnapshotResult {
+    const tables = [...this.#tables.values()];
+    // Reading the clocks first: event time may start, which stamps (and drains) tables.
+    const expiries = tables.map((table) => this.#clocks.expiry(table.ttl));
+    const captures = tables.map((table, i) => new TableCapture(table, this.#start, expiries[i]));
+    return cowSnapshotResult(captures, {
+      maxParallelism: this.#maxParallelism,
+      keyGroupRange: [this.#start, this.#end],
+    }, uid);
   }
 
   /**
@@ -678,8 +694,14 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       keepTimes: state.ttl && snapTime === table.cellTime,
       interner: this.#interner,
     };
+    drainCaptures(table);
     loadTable(table, state, [this.#start, this.#end], stamping, version);
     const start = this.#clocks.eventTimeStart;
     if (table.ttl?.time === "EventTime" && start !== undefined) stampUnstarted(table, start);
   }
+}
+
+/** Finishes every snapshot in flight of `table` synchronously, before a change of the whole table. */
+function drainCaptures(table: StateTable): void {
+  for (const capture of [...table.captures]) capture.drain();
 }
