@@ -142,6 +142,14 @@ export class CheckpointRetention {
     );
   }
 
+  /**
+   * The job finished: nothing is in flight, so the shared blobs only aborted
+   * checkpoints referred to go (retained checkpoints keep theirs).
+   */
+  ended(): void {
+    this.failedOver([]);
+  }
+
   /** The registry, for tests and metrics: read it after {@linkcode settled}. */
   get registry(): SharedStateRegistry {
     return this.#registry;

@@ -126,6 +126,15 @@ Deno.test("CheckpointRetention never aborts a checkpoint whose metadata was writ
     assert.equal(retention.registry.statusOf(5), "completed");
     assert.deepEqual(await storage.listShared(JOB), ["shared/d"], "6's own blob e goes, d stays");
     assert.deepEqual(await storage.listCompleted(JOB), [5]);
+
+    // An aborted checkpoint's blob outlives it until the job ends.
+    retention.acknowledged(await take(storage, 9, ["x"]));
+    retention.aborted(9);
+    await retention.settled();
+    assert.deepEqual(await storage.listShared(JOB), ["shared/d", "shared/x"]);
+    retention.ended();
+    await retention.settled();
+    assert.deepEqual(await storage.listShared(JOB), ["shared/d"]);
   });
 });
 

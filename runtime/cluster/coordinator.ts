@@ -984,6 +984,9 @@ export class JobCoordinator {
       summary: `${this.#tracker.summary()}; restarts: ${this.#restarts}`,
       metrics: this.#vertexMetrics(),
     };
+    // Nothing is in flight any more: aborted checkpoints' shared blobs go.
+    this.#retention.ended();
+    await this.#retention.settled();
     if (!o.checkpointing.retainOnFinish) {
       await o.storage.discardJob(o.jobId).catch((e) =>
         log.warn(`job ${o.jobId}: cannot discard checkpoints: ${e}`)
