@@ -80,7 +80,12 @@ import { addToChecksum, expectedUpdateChecksum, readReports } from "./jobs/_repo
 import { newLatencyHistogram } from "./jobs/keyed_sum_job.ts";
 import type { LatencyTimeline } from "./latency_job.ts";
 import { describeGcPauses, parseGcTrace } from "./latency_gc.ts";
-import { checkpointTriggerTimes, describeOverlay, overlayTimeline } from "./latency_timeline.ts";
+import {
+  checkpointTriggerTimes,
+  describeOverlay,
+  overlayTimeline,
+  steadyRate,
+} from "./latency_timeline.ts";
 
 const JOB = fileURLToPath(new URL("./latency_job.ts", import.meta.url));
 const KEYS = 10_000;
@@ -130,6 +135,8 @@ interface Run {
   readonly rate: number;
   /** Records per second, first record made to last update sunk. */
   readonly recordsPerSecond: number;
+  /** Updates per second the sinks received after the warm-up (`steadyRate`), 0 when unknown. */
+  readonly steadyRecordsPerSecond: number;
   /** End-to-end latencies, µs. */
   readonly histogram: hdr.Histogram;
   readonly checkpoints: number;
@@ -249,6 +256,7 @@ async function runJob(o: RunOptions): Promise<Run> {
       records: o.records,
       rate: o.rate,
       recordsPerSecond: o.records / ((lastMs - firstMs) / 1000),
+      steadyRecordsPerSecond: steadyRate(timelines) ?? 0,
       histogram,
       checkpoints: result.checkpoints,
       timerLateness: probe.stop(),
@@ -372,7 +380,8 @@ async function main(): Promise<void> {
     const r = s.value;
     const target = r.rate === 0 ? "as fast as it goes" : `target ${formatRate(r.rate)}`;
     const kept = r.rate === 0 || r.recordsPerSecond >= 0.95 * r.rate ? "" : " NOT SUSTAINED";
-    return `round ${s.round} ${s.variant} (${target}): ${formatRate(r.recordsPerSecond)}${kept}, ` +
+    return `round ${s.round} ${s.variant} (${target}): ${formatRate(r.recordsPerSecond)}${kept} ` +
+      `(after the warm-up ${formatRate(r.steadyRecordsPerSecond)}), ` +
       `${r.checkpoints} checkpoints; ${latencies(r.histogram)}; timer lateness p99 ` +
       `${(r.timerLateness.getValueAtPercentile(99) / 1000).toFixed(2)} ms\n  ${r.overlay}${
         r.gc === "" ? "" : `\n  ${r.gc}`
@@ -411,9 +420,11 @@ async function main(): Promise<void> {
         onSample: (s) => console.log(describe(s)),
       });
       maxEps = max.median("max", (s) => s.value.recordsPerSecond);
+      const steady = max.median("max", (s) => s.value.steadyRecordsPerSecond);
       console.log(
-        `maximum sustainable load: ${formatRate(maxEps)} (median of ${max.count} runs); ` +
-          `the variants run at ${formatRate(fraction * maxEps)}`,
+        `maximum sustainable load: ${formatRate(maxEps)} (median of ${max.count} runs; after ` +
+          `the warm-up alone ${formatRate(steady)}); the variants run at ` +
+          `${formatRate(fraction * maxEps)}`,
       );
     }
     rounds = await runRounds<Run>({

@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { LatencyTimeline } from "./latency_job.ts";
+import { type LatencyTimeline, TIMELINE_WINDOW_MS } from "./latency_job.ts";
 
 /** The merged timeline of one run and how its slow updates relate to checkpoints. */
 export interface TimelineOverlay {
@@ -138,4 +138,26 @@ export function describeOverlay(o: TimelineOverlay, spanMs: number): string {
       pct(o.windowsAfterCheckpoint, o.windows)
     } of the time, ${pct(o.slowAfterCheckpoint, o.slow)} of the slow updates; worst 50-ms ` +
     `windows (ms after the latest trigger: slow/updates max ms): ${worst || "none"}`;
+}
+
+/**
+ * The rate at which the sinks received updates after their warm-up, in
+ * updates (records) per second: the updates of every window strictly
+ * between the first and the last (both partial) over the time between
+ * them. Unlike a run's overall rate (records over first record made to last
+ * update sunk), it leaves out deployment, JIT warm-up and the drain at the
+ * end; `undefined` with fewer than three windows.
+ */
+export function steadyRate(timelines: readonly LatencyTimeline[]): number | undefined {
+  const counts = new Map<number, number>();
+  for (const t of timelines) {
+    for (const [start, n] of t.windows) counts.set(start, (counts.get(start) ?? 0) + n);
+  }
+  const starts = [...counts.keys()].sort((a, b) => a - b);
+  if (starts.length < 3) return undefined;
+  const first = starts[0]!, last = starts[starts.length - 1]!;
+  let updates = 0;
+  for (const s of starts) if (s > first && s < last) updates += counts.get(s)!;
+  const spanMs = last - first - TIMELINE_WINDOW_MS;
+  return spanMs > 0 ? updates / (spanMs / 1000) : undefined;
 }

@@ -8,7 +8,12 @@
 
 import assert from "node:assert/strict";
 import { describeGcPauses, parseGcTrace } from "./latency_gc.ts";
-import { checkpointTriggerTimes, describeOverlay, overlayTimeline } from "./latency_timeline.ts";
+import {
+  checkpointTriggerTimes,
+  describeOverlay,
+  overlayTimeline,
+  steadyRate,
+} from "./latency_timeline.ts";
 
 const COORDINATOR_LOG = [
   "2026-12-01T17:47:39.778Z INFO coordinator job latency-bench-43cde4ae: checkpoints: 1 " +
@@ -75,4 +80,14 @@ Deno.test("parseGcTrace() sums V8 --trace-gc pauses per isolate and kind, skippi
     /GC 11665:0x564f964c6000: Scavenge 2x, 30 ms, max 27\.7 ms, 1 > 10 ms/,
   );
   assert.equal(describeGcPauses([]), "GC: no --trace-gc lines");
+});
+
+Deno.test("steadyRate() counts the updates between the first and last windows over the time between them", () => {
+  const rate = steadyRate([
+    { subtask: 0, windows: [[1000, 999, 1, 0], [1050, 40, 1, 0], [1100, 60, 1, 0]] },
+    // a window with no update (1150) still counts as time; 1200 is the last (partial) one
+    { subtask: 1, windows: [[1050, 10, 1, 0], [1200, 5, 1, 0]] },
+  ]);
+  assert.equal(rate, (40 + 60 + 10) / 0.15);
+  assert.equal(steadyRate([{ subtask: 0, windows: [[0, 5, 1, 0], [50, 5, 1, 0]] }]), undefined);
 });
