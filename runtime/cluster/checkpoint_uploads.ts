@@ -39,6 +39,18 @@
  *   thread: a broken thread never loses a write silently, nor stops later
  *   checkpoints.
  *
+ * ## Not moved (yet)
+ *
+ * - Encoding the captured state into bytes (`encode` of the keyed and
+ *   operator parts in the subtask's asynchronous checkpoint part) still runs
+ *   on the mailbox thread, before `writeState`: moving it needs the
+ *   snapshot itself to cross the thread boundary (structured clone costs
+ *   about what encoding does, FACTS.md).
+ * - Restore reads, discards of aborted checkpoints, and the coordinator's
+ *   metadata writes are rare or off the data path, and stay where they were.
+ * - Local mode (one process) writes on the mailbox thread as before; only
+ *   cluster mode's slot threads use an upload thread.
+ *
  * @module
  */
 

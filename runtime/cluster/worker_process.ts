@@ -14,7 +14,9 @@
  * slot (`slot.ts`). The process hands the slot's messages to the thread in
  * order. Subtasks of one job on one slot share a thread; each slot thread
  * has its own NATS connection, so a process uses as many cores as it has
- * busy slots.
+ * busy slots. A slot thread uploads its checkpoint state through a thread
+ * of its own with another connection (`checkpoint_uploads.ts`), off the
+ * thread that processes records.
  *
  * ## Exchanges between slot threads
  *
