@@ -136,7 +136,7 @@ import { replayChangelog } from "./replay.ts";
 import { readCanonical, syntheticHandles } from "./_canonical_blobs.ts";
 
 export type { MaterializationDecision, MaterializationOptions } from "./materialization_policy.ts";
-export type { AggregateFunction, FunctionHooks, ReduceFunction } from "../../api/functions.ts";
+export type { AggregateFunction, ReduceFunction } from "../../api/functions.ts";
 export type { KeyedStateBackend, StateReader } from "../keyed_state_backend.ts";
 export type { Key, KeyGroupRange, KeyPart } from "../key_group.ts";
 export type { InternalKvState, InternalMergingState } from "../internal_state.ts";
