@@ -6,9 +6,10 @@
  * `Transport.publishValue` (DESIGN.md §15: inside a thread, records pass as
  * values). The input side of Flink's network stack, without the I/O.
  *
- * An in-thread buffer is taken as it is (its records are the producer's
- * objects, shared under the object-reuse contract of `record_writer.ts`);
- * only its shape is checked, as a decoded one's is.
+ * An in-thread buffer is taken as it is (its records, and on a hash edge
+ * their keys, are the producer's objects, shared under the object-reuse
+ * contract of `record_writer.ts`); only its shape is checked, as a decoded
+ * one's is.
  *
  * @module
  */
@@ -63,7 +64,15 @@ function checkInThread(value: unknown, subject: string): InboundMessage {
   if (!Array.isArray(msg.v)) {
     throw new CodecError(`The records of in-thread ${describe(msg)} on '${subject}' are missing`);
   }
-  checkColumns(msg.v.length, msg.ts, msg.kg, `in-thread ${describe(msg)} on '${subject}'`);
+  const where = `in-thread ${describe(msg)} on '${subject}'`;
+  checkColumns(msg.v.length, msg.ts, msg.kg, where);
+  if (msg.k !== undefined && (!Array.isArray(msg.k) || msg.k.length !== msg.v.length)) {
+    throw new CodecError(
+      `Cannot take ${where}: its keys do not match its ${msg.v.length} records (${
+        Array.isArray(msg.k) ? msg.k.length : typeof msg.k
+      } keys)`,
+    );
+  }
   return msg;
 }
 

@@ -41,17 +41,35 @@
  *
  * ## Per-record costs
  *
- * Two measures keep the per-record path of a keyed edge short (issue 13;
- * `deno task bench`'s keyed running sum):
+ * These measures keep the per-record path of a keyed edge short (issue 13;
+ * `deno task bench`'s keyed running sum, `bench:peers`' dedup and count):
  *
- * - The key group of a number or string key is remembered per writer
- *   (integer keys in `[0, 16384)` in a typed array indexed by the key,
- *   others in a `Map` of at most {@linkcode KEY_GROUP_MEMO_SIZE} keys,
- *   cleared when full). It is `assignToKeyGroup`'s result, memoized: the
- *   key group, so state placement and rescaling, is unchanged.
- * - A buffer's records and key groups go into arrays allocated at its first
- *   record for a full buffer (up to 4096 records; a `Uint16Array` for the
- *   key groups), not grown by `push`; a buffer sealed early is truncated.
+ * - The key group of an integer key in `[0, 16384)` is remembered per
+ *   writer in a typed array indexed by the key, that of a string key in a
+ *   `Map` of at most {@linkcode KEY_GROUP_MEMO_SIZE} keys, cleared when
+ *   full. It is `assignToKeyGroup`'s result, memoized: the key group, so
+ *   state placement and rescaling, is unchanged. Other numbers are hashed
+ *   each time: with many distinct keys (Nexmark's auction ids, 180k in 3M
+ *   events) the memo missed and was refilled, and its lookups cost more
+ *   than the hash (`#keyGroupOf` was 5.5% of the keyed count's profile).
+ * - A buffer's records, key groups and (once a record has one) timestamps
+ *   go into arrays allocated at its first record for a full buffer (up to
+ *   4096 records; a `Uint16Array` for the key groups), not grown by `push`;
+ *   a buffer sealed early is truncated.
+ * - On an in-thread hash edge each record's key travels with it (the
+ *   message's `k` column, never encoded), and a consumer keyed by the same
+ *   selector takes it (`buffer_dispatch.ts`) instead of running the key
+ *   selector again: a tuple key (dedup's `[bidder, auction]`) is built once
+ *   per record, not twice. The key is the record's own under the
+ *   object-reuse contract; a record copied through the codec (lone
+ *   surrogate) goes without one, and its consumer selects the key of the
+ *   copy.
+ *
+ * Measured for these three (the tree before beside the tree after in one
+ * process, 7 interleaved rounds, 1.5M events, a checkpoint every 1 s, median
+ * of the per-round CPU ratios; load 15-24 on the shared 2-core machine, so
+ * single rounds ranged 0.70-1.60): keyed count CPU time 1.145x less, dedup
+ * 1.126x less; the keyed running sum showed no change above the noise.
  *
  * Measured (keyed sum, 3M records, a checkpoint every 1 s, the tree before
  * beside the tree after in one process, 7 interleaved rounds, median of the
@@ -84,8 +102,7 @@ import type { WatermarkStatus } from "../time/watermark.ts";
 const ENVELOPE_BYTES = 1024;
 
 /**
- * Most number and string keys whose key group a hash-partitioning writer
- * remembers; past it the memo is cleared and refilled (a bounded memo,
+ * Most string keys whose key group a hash-partitioning writer remembers; past it the memo is cleared and refilled (a bounded memo,
  * never an unbounded one, for streams with many distinct keys).
  */
 export const KEY_GROUP_MEMO_SIZE = 1 << 16;
@@ -117,6 +134,8 @@ type Pending =
     readonly v: unknown[];
     readonly ts: (number | null)[] | undefined;
     readonly kg: Uint16Array | undefined;
+    /** The records' keys (in-thread hash edges), for the consumer's keyed operator. */
+    readonly k: unknown[] | undefined;
   }
   | { readonly kind: "evt"; readonly e: ChannelEvent };
 
@@ -146,6 +165,12 @@ class ChannelWriter {
   hasTimestamps = false;
   /** Key groups of the open buffer's records (hash edges only), `count` of them. */
   keyGroups: Uint16Array = EMPTY_KEY_GROUPS;
+  /**
+   * Keys of the open buffer's records (hash edges handed over in-thread
+   * only), `count` of them; `undefined` for a record whose key the consumer
+   * must compute itself (a record copied through the codec).
+   */
+  keys: unknown[] = [];
   openedAt = 0;
   readonly queue: Pending[] = [];
   constructor(target: number, subject: string) {
@@ -162,7 +187,15 @@ class ChannelWriter {
 function isWellFormedKey(key: unknown): boolean {
   if (typeof key === "string") return key.isWellFormed();
   if (typeof key !== "object" || key === null) return true;
-  if (Array.isArray(key)) return key.every(isWellFormedKey);
+  if (Array.isArray(key)) {
+    // A loop, not `every`: tuple keys (dedup's `[bidder, auction]`) pass
+    // here once per record.
+    for (let i = 0; i < key.length; i++) {
+      const part: unknown = key[i];
+      if (typeof part === "string" ? !part.isWellFormed() : !isWellFormedKey(part)) return false;
+    }
+    return true;
+  }
   if (Object.getPrototypeOf(key) !== Object.prototype) return true;
   return Object.entries(key).every(([k, v]) => k.isWellFormed() && isWellFormedKey(v));
 }
@@ -216,12 +249,12 @@ export class RecordWriter {
   /** For `hash`: the channel of each key group (Flink's operator index of the key group). */
   readonly #byKeyGroup: ChannelWriter[] = [];
   /**
-   * For `hash`: the key group of number and string keys seen lately
+   * For `hash`: the key group of string keys seen lately
    * (`assignToKeyGroup` memoized; a `Map` lookup costs less than murmur3
-   * over the key's canonical encoding). Equal keys under `SameValueZero`
+   * over a string's canonical encoding). Equal keys under `SameValueZero`
    * have one key group, so the `Map`'s key equality is the right one.
    */
-  readonly #keyGroupMemo = new Map<number | string, number>();
+  readonly #keyGroupMemo = new Map<string, number>();
   /** For `hash`: the key group of each integer key in `[0, DENSE_KEYS)` seen, -1 for none yet. */
   #denseKeyGroups: Int16Array | undefined;
   #roundRobin: number;
@@ -286,15 +319,13 @@ export class RecordWriter {
         const key = this.#keySelector!(value);
         const keyGroup = this.#keyGroupOf(key);
         const ch = this.#byKeyGroup[keyGroup]!;
+        if (!this.inThread) this.#addKeyed(ch, value, timestamp, keyGroup, undefined);
+        else if (isWellFormedKey(key)) this.#addKeyed(ch, value, timestamp, keyGroup, key);
         // A key the codec would change (a lone surrogate becomes U+FFFD) is
         // given to the consumer as the codec delivers it, so its keyed state
-        // holds the key a restore or a cross-thread edge would give.
-        this.#add(
-          ch,
-          this.inThread && !isWellFormedKey(key) ? copyRecord(value) : value,
-          timestamp,
-          keyGroup,
-        );
+        // holds the key a restore or a cross-thread edge would give; the
+        // consumer computes that record's key itself.
+        else this.#addKeyed(ch, copyRecord(value), timestamp, keyGroup, undefined);
         return;
       }
       case "broadcast":
@@ -308,7 +339,7 @@ export class RecordWriter {
     }
   }
 
-  /** `assignToKeyGroup(key, consumerMaxParallelism)`, memoized for number and string keys. */
+  /** `assignToKeyGroup(key, consumerMaxParallelism)`, memoized for small integer and string keys. */
   #keyGroupOf(key: Key): number {
     if (typeof key === "number") {
       // -0 reads index 0: it has the key group of 0.
@@ -321,6 +352,9 @@ export class RecordWriter {
         }
         return keyGroup;
       }
+      // Other numbers are hashed: murmur over two words costs less than a
+      // lookup in a memo of many keys (ids that grow, as Nexmark's auctions).
+      return assignToKeyGroup(key, this.#options.consumerMaxParallelism);
     } else if (typeof key !== "string") {
       return assignToKeyGroup(key, this.#options.consumerMaxParallelism);
     }
@@ -333,36 +367,69 @@ export class RecordWriter {
     return keyGroup;
   }
 
-  /** Appends a record (with its key group on a hash edge, else `keyGroup` -1) to the channel's open buffer. */
-  #add(ch: ChannelWriter, value: unknown, timestamp: number | undefined, keyGroup = -1): void {
-    const n = ch.count;
-    if (n === 0) {
-      ch.openedAt = this.#options.now();
-      const capacity = Math.min(this.#options.bufferSize, PREALLOCATED_RECORDS);
-      ch.values = new Array(capacity);
-      if (keyGroup >= 0) ch.keyGroups = new Uint16Array(capacity);
+  /** Opens `ch`'s buffer at its first record: arrays with room for a full buffer. */
+  #open(ch: ChannelWriter, keyed: boolean): void {
+    ch.openedAt = this.#options.now();
+    const capacity = Math.min(this.#options.bufferSize, PREALLOCATED_RECORDS);
+    ch.values = new Array(capacity);
+    if (keyed) {
+      ch.keyGroups = new Uint16Array(capacity);
+      if (this.inThread) ch.keys = new Array(capacity);
     }
-    // Timestamps are kept only once a record of this buffer has one (then
-    // the earlier records get null), so untimed streams pay nothing.
+  }
+
+  /**
+   * Records `timestamp` as record `n`'s. Timestamps are kept only once a
+   * record of the buffer has one (then the earlier records get null), so
+   * untimed streams pay one branch per record; the array is allocated with
+   * room for a full buffer, as the records' is.
+   */
+  #stamp(ch: ChannelWriter, n: number, timestamp: number | undefined): void {
     if (timestamp !== undefined) {
       if (!ch.hasTimestamps) {
         ch.hasTimestamps = true;
-        ch.timestamps = new Array(n).fill(null);
+        ch.timestamps = new Array(Math.max(ch.values.length, n + 1));
+        ch.timestamps.fill(null, 0, n);
       }
-      ch.timestamps.push(timestamp);
+      ch.timestamps[n] = timestamp;
     } else if (ch.hasTimestamps) {
-      ch.timestamps.push(null);
+      ch.timestamps[n] = null;
     }
+  }
+
+  /** Appends a record to the channel's open buffer (not a hash edge). */
+  #add(ch: ChannelWriter, value: unknown, timestamp: number | undefined): void {
+    const n = ch.count;
+    if (n === 0) this.#open(ch, false);
+    if (timestamp !== undefined || ch.hasTimestamps) this.#stamp(ch, n, timestamp);
     ch.values[n] = value;
-    if (keyGroup >= 0) {
-      let keyGroups = ch.keyGroups;
-      if (n === keyGroups.length) {
-        keyGroups = new Uint16Array(2 * n);
-        keyGroups.set(ch.keyGroups);
-        ch.keyGroups = keyGroups;
-      }
-      keyGroups[n] = keyGroup;
+    ch.count = n + 1;
+    if (n + 1 >= this.#options.bufferSize) this.#seal(ch);
+  }
+
+  /**
+   * Appends a record of a hash edge with its key group and, on an in-thread
+   * channel, its key (`undefined`: the consumer computes it).
+   */
+  #addKeyed(
+    ch: ChannelWriter,
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup: number,
+    key: unknown,
+  ): void {
+    const n = ch.count;
+    if (n === 0) this.#open(ch, true);
+    if (timestamp !== undefined || ch.hasTimestamps) this.#stamp(ch, n, timestamp);
+    ch.values[n] = value;
+    let keyGroups = ch.keyGroups;
+    if (n === keyGroups.length) {
+      keyGroups = new Uint16Array(2 * n);
+      keyGroups.set(ch.keyGroups);
+      ch.keyGroups = keyGroups;
     }
+    keyGroups[n] = keyGroup;
+    if (this.inThread) ch.keys[n] = key;
     ch.count = n + 1;
     if (n + 1 >= this.#options.bufferSize) this.#seal(ch);
   }
@@ -373,16 +440,27 @@ export class RecordWriter {
     if (n === 0) return;
     const values = ch.values;
     values.length = n; // a buffer sealed before it filled: drop the room left
-    const ts = ch.hasTimestamps ? ch.timestamps : undefined;
-    const kg = this.edge.partitioner === "hash"
+    let ts: (number | null)[] | undefined;
+    if (ch.hasTimestamps) {
+      ts = ch.timestamps;
+      ts.length = n;
+    }
+    const hashed = this.edge.partitioner === "hash";
+    const kg = hashed
       ? (n === ch.keyGroups.length ? ch.keyGroups : ch.keyGroups.subarray(0, n))
       : undefined;
+    let keys: unknown[] | undefined;
+    if (hashed && this.inThread) {
+      keys = ch.keys;
+      keys.length = n;
+    }
     ch.count = 0;
     ch.keyGroups = EMPTY_KEY_GROUPS;
     ch.values = [];
+    ch.keys = [];
     ch.timestamps = [];
     ch.hasTimestamps = false;
-    if (this.inThread) ch.queue.push({ kind: "vals", v: values, ts, kg });
+    if (this.inThread) ch.queue.push({ kind: "vals", v: values, ts, kg, k: keys });
     else this.#encodeInto(ch.queue, values, ts, kg);
     this.#drain(ch);
   }
@@ -436,6 +514,7 @@ export class RecordWriter {
           v: item.v,
           ts: item.ts,
           ...(item.kg ? { kg: item.kg } : {}),
+          ...(item.k ? { k: item.k } : {}),
         };
         ch.queue.shift();
         if (transport.publishValue!(ch.subject, msg)) {
@@ -444,7 +523,8 @@ export class RecordWriter {
           this.buffersOut++;
         } else {
           // The consumer is not in this thread: encode (perhaps into
-          // several buffers) in the buffer's place, and send those.
+          // several buffers) in the buffer's place, and send those (the
+          // keys stay behind: the consumer computes them).
           const encoded: Pending[] = [];
           this.#encodeInto(encoded, item.v, item.ts, item.kg);
           ch.queue.unshift(...encoded);

@@ -35,8 +35,15 @@ export class MapOperator extends UdfOperator<MapFunction<unknown, unknown>> {
     this.#call = typeof fn === "function" ? fn : (v) => fn.map(v);
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    if (this.keySelector) {
+      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+    }
     this.output.collect(this.#call(value), timestamp);
   }
 }
@@ -49,8 +56,15 @@ export class FilterOperator extends UdfOperator<FilterFunction<unknown>> {
     this.#call = typeof fn === "function" ? fn : (v) => fn.filter(v);
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    if (this.keySelector) {
+      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+    }
     if (this.#call(value)) this.output.collect(value, timestamp);
   }
 }
@@ -64,8 +78,15 @@ export class FlatMapOperator extends UdfOperator<FlatMapFunction<unknown, unknow
     this.#call = typeof fn === "function" ? fn : (v, out) => fn.flatMap(v, out);
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    if (this.keySelector) {
+      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+    }
     this.currentTimestamp = timestamp;
     this.#call(value, this.#out);
   }
@@ -75,8 +96,15 @@ export class FlatMapOperator extends UdfOperator<FlatMapFunction<unknown, unknow
 export class ProcessOperator extends UdfOperator<ProcessFunction<unknown, unknown>> {
   #ctx = this.processContext();
   #out = this.collector();
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    if (this.keySelector) this.setKey(this.keySelector(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    if (this.keySelector) {
+      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+    }
     this.currentTimestamp = timestamp;
     this.fn.processElement(value, this.#ctx, this.#out);
   }
@@ -87,8 +115,13 @@ export class KeyedProcessOperator extends UdfOperator<KeyedProcessFunction<Key, 
   #domain: "event-time" | "processing-time" = "event-time";
   #ctx: OnTimerContext<Key> = this.processContext(() => this.#domain);
   #out = this.collector();
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    this.setKey(this.keySelector!(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    this.setKey(key === undefined ? this.keySelector!(value) : key as Key, keyGroup);
     this.currentTimestamp = timestamp;
     this.fn.processElement(value, this.#ctx, this.#out);
   }
@@ -115,8 +148,13 @@ export class ReduceOperator extends UdfOperator<ReduceFunction<unknown>> {
     this.#state = this.keyed!.getValueState(new ValueStateDescriptor<unknown>("_reduce"));
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    this.setKey(this.keySelector!(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    this.setKey(key === undefined ? this.keySelector!(value) : key as Key, keyGroup);
     const acc = this.#state.value();
     const next = acc === undefined ? value : this.#call(acc, value);
     this.#state.update(next);
@@ -138,8 +176,13 @@ export class AggregateOperator extends UdfOperator<AggregateFunction<unknown, un
     );
     await super.open();
   }
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    this.setKey(this.keySelector!(value), keyGroup);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    this.setKey(key === undefined ? this.keySelector!(value) : key as Key, keyGroup);
     this.#state.add(value);
     this.output.collect(this.#state.get(), timestamp);
   }

@@ -342,8 +342,13 @@ export class WindowOperator extends UdfOperator<unknown> {
     };
   }
 
-  processElement(value: unknown, timestamp: number | undefined, keyGroup?: number): void {
-    const key = this.keySelector!(value);
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    knownKey?: unknown,
+  ): void {
+    const key = knownKey === undefined ? this.keySelector!(value) : knownKey as Key;
     this.setKey(key, keyGroup);
     const windows = this.#assigner.assignWindows(value, timestamp, this.#assignerContext);
     const skipped = this.#merging === undefined
