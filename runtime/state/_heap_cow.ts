@@ -87,10 +87,15 @@ interface ColumnsOut {
 /** The copy of one (key group, namespace) in progress. */
 interface Job {
   readonly namespace: string;
-  readonly map: Map<InternedKey, unknown> | undefined;
   readonly undo: Undo | undefined;
   /** Keys of the live map when the key group's copy started. */
   readonly keys: InternedKey[];
+  /**
+   * Their values then: a key's captured value unless the undo map holds one
+   * (a key untouched since the snapshot has not changed, in place or not;
+   * the first touch after the copy started saves this very value).
+   */
+  readonly values: unknown[];
   /** Saved values of keys deleted before the copy started. */
   readonly deleted: [InternedKey, unknown][];
   /** Next position in `keys`, then in `deleted`. */
@@ -275,9 +280,9 @@ export class TableCapture {
       }
       return {
         namespace,
-        map,
         undo,
         keys: map === undefined ? [] : Array.from(map.keys()),
+        values: map === undefined ? [] : Array.from(map.values()),
         deleted,
         pos: 0,
         out: { n: 0, keys: [], values: [], timestamps: [] },
@@ -305,24 +310,32 @@ export class TableCapture {
 
   /** Copies up to `budget` entries of `job`; returns how many positions it consumed. */
   #copy(job: Job, budget: number): number {
-    const total = job.keys.length + job.deleted.length;
+    const { keys, values, undo } = job;
+    const total = keys.length + job.deleted.length;
+    // No mutation happens within this call: the undo map's size holds throughout.
+    const untouched = undo === undefined || undo.size === 0;
+    const plain = !this.#cells && this.#kind !== "map";
     let consumed = 0;
     while (job.pos < total && consumed < budget) {
       const end = Math.min(total, job.pos + Math.min(CHUNK, budget - consumed));
-      const ks: InternedKey[] = [];
-      const vs: unknown[] = [];
+      let ks: InternedKey[] = [];
+      let vs: unknown[] = [];
       const ts: unknown[] = [];
-      for (let p = job.pos; p < end; p++) {
-        let sk: InternedKey;
-        let stored: unknown;
-        if (p < job.keys.length) {
-          sk = job.keys[p]!;
-          const saved = job.undo?.get(sk);
-          stored = saved === undefined ? job.map!.get(sk) : saved;
-        } else {
-          [sk, stored] = job.deleted[p - job.keys.length]!;
+      if (untouched && plain && end <= keys.length) {
+        ks = keys.slice(job.pos, end); // bulk: nothing changed in this key group since the snapshot
+        vs = values.slice(job.pos, end);
+      } else {
+        for (let p = job.pos; p < end; p++) {
+          let sk: InternedKey;
+          let stored: unknown;
+          if (p < keys.length) {
+            sk = keys[p]!;
+            stored = untouched ? values[p] : (undo!.get(sk) ?? values[p]);
+          } else {
+            [sk, stored] = job.deleted[p - keys.length]!;
+          }
+          if (stored !== ABSENT) this.#emit(sk, stored, ks, vs, ts);
         }
-        if (stored !== ABSENT && stored !== undefined) this.#emit(sk, stored, ks, vs, ts);
       }
       consumed += end - job.pos;
       job.pos = end;
