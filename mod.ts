@@ -27,7 +27,12 @@
 import "./runtime/cluster/default_executor.ts";
 
 export { StreamExecutionEnvironment } from "./runtime/api/environment.ts";
-export type { CheckpointingOptions, ResumeOptions } from "./runtime/api/environment.ts";
+export type {
+  CheckpointingOptions,
+  ResumeOptions,
+  StateBackendKind,
+  StateBackendOptions,
+} from "./runtime/api/environment.ts";
 export {
   DataStream,
   DataStreamSink,

@@ -51,6 +51,9 @@ import type { CheckpointingMode } from "./sink_v2.ts";
 import { checkJobDeliveryGuarantees, type JobSink } from "./delivery_check.ts";
 import { logger } from "../log.ts";
 import { checkOptions, type OptionsShape } from "./options_check.ts";
+import { checkStateBackendConfig, type StateBackendKind } from "../state/state_backend_factory.ts";
+
+export type { StateBackendKind } from "../state/state_backend_factory.ts";
 
 const log = logger("environment");
 
@@ -114,6 +117,23 @@ const CHECKPOINTING_OPTIONS: OptionsShape<CheckpointingOptions> = {
   directory: "string",
   retainOnFinish: "boolean",
   tolerableCheckpointFailures: "number",
+};
+
+/** Options of {@linkcode StreamExecutionEnvironment.setStateBackend}; they apply to `"sqlite"` only. */
+export interface StateBackendOptions {
+  /**
+   * The local directory under which each subtask's database directory is
+   * made (and deleted when the subtask ends). Default: the system's
+   * temporary directory.
+   */
+  readonly localDirectory?: string;
+  /** The cache's bound, in entries per subtask (default 100 000). */
+  readonly cacheEntries?: number;
+}
+
+const STATE_BACKEND_OPTIONS: OptionsShape<StateBackendOptions> = {
+  localDirectory: "string",
+  cacheEntries: "number",
 };
 
 /** Local checkpoint storage unless `enableCheckpointing(…, { directory })` says otherwise. */
@@ -237,6 +257,38 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     }
     this.#checkpointing = merged;
     this.#task.checkpointingMode = merged.mode;
+    return this;
+  }
+
+  /**
+   * Chooses the keyed state backend of every keyed operator (Flink's
+   * `env.setStateBackend` / `state.backend.type`):
+   *
+   * - `"heap"` (the default): JS `Map`s, copy-on-write snapshots; state must
+   *   fit in the JS heap (`HeapKeyedStateBackend`).
+   * - `"sqlite"`: a local `node:sqlite` database per subtask behind a bounded
+   *   cache, for state larger than the JS heap, in RocksDB's role
+   *   (`SqliteKeyedStateBackend`); slower per access when the state does not
+   *   fit in its cache.
+   *
+   * Both write the same canonical savepoints, so a job can change backend
+   * when it resumes from a savepoint.
+   *
+   * @example
+   * ```ts ignore
+   * env.setStateBackend("sqlite", { localDirectory: "/var/lib/weir", cacheEntries: 200_000 });
+   * ```
+   * @throws {RangeError} for an unknown backend, an unknown option, an
+   *   option `"heap"` does not take, or `cacheEntries` not an integer ≥ 1.
+   * @throws {TypeError} when an option has the wrong type or
+   *   `localDirectory` is empty.
+   */
+  setStateBackend(backend: StateBackendKind, options: StateBackendOptions = {}): this {
+    checkOptions("setStateBackend", options, STATE_BACKEND_OPTIONS);
+    this.#task.stateBackend = checkStateBackendConfig(
+      { kind: backend, ...options },
+      "setStateBackend",
+    );
     return this;
   }
 

@@ -106,6 +106,7 @@ export function createOperatorChain(
       attempt: o.attempt,
       clock: o.clock,
       checkpointingMode: o.config.checkpointingMode,
+      stateBackend: o.config.stateBackend,
       requestWakeup,
     },
   });

@@ -12,6 +12,7 @@ import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import type { Clock } from "../time/clock.ts";
 import type { CheckpointingMode } from "../api/sink_v2.ts";
 import type { RestorePoint } from "./messages.ts";
+import type { StateBackendConfig } from "../state/state_backend_factory.ts";
 
 /** Tuning of the data plane and of time. */
 export interface TaskConfig {
@@ -37,6 +38,11 @@ export interface TaskConfig {
    * buffer, as a cross-thread edge does (see `record_writer.ts`).
    */
   readonly objectReuse?: boolean;
+  /**
+   * The keyed state backend of keyed operators (default heap); reaches every
+   * operator as `OperatorEnvironment.stateBackend`.
+   */
+  readonly stateBackend?: StateBackendConfig;
 }
 
 /** Where a fault can be injected in tests (chaos hooks; no effect unless an injector is set). */

@@ -7,8 +7,9 @@
  *
  * ## Design
  *
- * - **Second-chance FIFO (CLOCK).** Entries sit in one insertion-ordered
- *   `Set`. A hit only sets the entry's `ref` bit, so reading or writing a
+ * - **Second-chance FIFO (CLOCK).** Entries sit in one FIFO, a doubly
+ *   linked list through the entries (a JS `Set` would do, but taking its
+ *   first element after many deletions scans the deleted slots). A hit only sets the entry's `ref` bit, so reading or writing a
  *   hot key costs one `Map` lookup and never touches SQLite. To make room,
  *   the oldest entry is taken: with its bit set, the bit is cleared and the
  *   entry goes to the back; without it, the entry is evicted.
@@ -27,10 +28,11 @@
  *
  * ## Invariants
  *
- * - An entry is in its state's maps exactly while it is in `#fifo`.
- * - An entry is in `#dirty` exactly while `dirty` is `true`; a clean
- *   entry's value equals the database's row(s).
- * - `#weight` is the sum of the weights of the entries in `#fifo`.
+ * - An entry is in its state's maps exactly while it is in the FIFO.
+ * - Every dirty entry is in the queue of changes (`queued`), at most once;
+ *   the queue may also hold entries cleaned since, which are skipped. A
+ *   clean entry's value equals the database's row(s).
+ * - `#weight` is the sum of the weights of the entries in the FIFO.
  *
  * @module
  */
@@ -63,6 +65,12 @@ export interface CachedEntry {
   changed: Set<unknown> | undefined;
   /** Map state: every row of the entry must be deleted before `changed` is written. */
   cleared: boolean;
+  /** The next entry in the cache's FIFO (towards the newest); set by the cache. */
+  next?: CachedEntry | undefined;
+  /** The previous entry in the cache's FIFO (towards the oldest); set by the cache. */
+  prev?: CachedEntry | undefined;
+  /** Whether the entry is in the cache's queue of changes; set by the cache. */
+  queued?: boolean;
 }
 
 /** The cached entries of one state: the default namespace, and the others by namespace. */
@@ -132,8 +140,15 @@ export interface EntryCacheStats {
 
 /** The bounded, write-back entry cache of one backend (see the module docs). */
 export class EntryCache {
-  readonly #fifo = new Set<CachedEntry>();
-  readonly #dirty = new Set<CachedEntry>();
+  /** Oldest entry of the FIFO (the eviction hand), or `undefined` when empty. */
+  #head: CachedEntry | undefined;
+  /** Newest entry of the FIFO. */
+  #tail: CachedEntry | undefined;
+  #size = 0;
+  /** Changed entries, oldest change first, from index `#queueStart`. */
+  #queue: CachedEntry[] = [];
+  #queueStart = 0;
+  #dirtyCount = 0;
   readonly #capacity: number;
   readonly #batchSize: number;
   readonly #writeBack: (entries: readonly CachedEntry[]) => void;
@@ -160,7 +175,7 @@ export class EntryCache {
 
   /** The number of cached entries. */
   get size(): number {
-    return this.#fifo.size;
+    return this.#size;
   }
 
   /** The total weight of the cached entries. */
@@ -170,7 +185,7 @@ export class EntryCache {
 
   /** The number of dirty entries. */
   get dirtyCount(): number {
-    return this.#dirty.size;
+    return this.#dirtyCount;
   }
 
   /**
@@ -181,9 +196,13 @@ export class EntryCache {
   add(entry: CachedEntry): CachedEntry {
     this.stats.misses++;
     entry.owner.insert(entry);
-    this.#fifo.add(entry);
+    this.#append(entry);
+    this.#size++;
     this.#weight += entry.weight;
-    if (entry.dirty) this.#dirty.add(entry);
+    if (entry.dirty) {
+      entry.dirty = false;
+      this.markDirty(entry);
+    }
     if (this.#weight > this.#capacity) this.#evict(entry);
     return entry;
   }
@@ -192,7 +211,11 @@ export class EntryCache {
   markDirty(entry: CachedEntry): void {
     if (entry.dirty) return;
     entry.dirty = true;
-    this.#dirty.add(entry);
+    this.#dirtyCount++;
+    if (!entry.queued) {
+      entry.queued = true;
+      this.#queue.push(entry);
+    }
   }
 
   /** Changes a cached entry's weight (a map state's entry grew or shrank), evicting others if needed. */
@@ -204,35 +227,72 @@ export class EntryCache {
 
   /** Writes every dirty entry back in one transaction (nothing when none is dirty). */
   flush(): void {
-    if (this.#dirty.size === 0) return;
-    this.#write([...this.#dirty]);
+    if (this.#dirtyCount === 0) {
+      this.#resetQueue();
+      return;
+    }
+    const batch: CachedEntry[] = [];
+    for (let i = this.#queueStart; i < this.#queue.length; i++) {
+      const entry = this.#queue[i]!;
+      entry.queued = false;
+      if (entry.dirty) batch.push(entry);
+    }
+    this.#resetQueue();
+    this.#write(batch);
   }
 
   /** Flushes, then forgets every entry of `owner` (its rows are about to change underneath). */
   forget(owner: StateCache): void {
     this.flush();
-    for (const entry of this.#fifo) {
-      if (entry.owner === owner) this.#drop(entry);
+    for (let e = this.#head; e !== undefined;) {
+      const next = e.next;
+      if (e.owner === owner) this.#drop(e);
+      e = next;
     }
   }
 
   /** Forgets every entry without writing (the backend is disposed). */
   clear(): void {
-    for (const entry of this.#fifo) entry.owner.remove(entry);
-    this.#fifo.clear();
-    this.#dirty.clear();
+    for (let e = this.#head; e !== undefined; e = e.next) e.owner.remove(e);
+    this.#head = this.#tail = undefined;
+    this.#size = 0;
+    this.#resetQueue();
+    this.#dirtyCount = 0;
     this.#weight = 0;
   }
 
+  #resetQueue(): void {
+    this.#queue = [];
+    this.#queueStart = 0;
+  }
+
+  #append(entry: CachedEntry): void {
+    entry.prev = this.#tail;
+    entry.next = undefined;
+    if (this.#tail === undefined) this.#head = entry;
+    else this.#tail.next = entry;
+    this.#tail = entry;
+  }
+
+  #unlink(entry: CachedEntry): void {
+    const { prev, next } = entry;
+    if (prev === undefined) this.#head = next;
+    else prev.next = next;
+    if (next === undefined) this.#tail = prev;
+    else next.prev = prev;
+    entry.prev = entry.next = undefined;
+  }
+
   #evict(keep: CachedEntry): void {
-    const fifo = this.#fifo;
     let spins = 0;
-    while (this.#weight > this.#capacity && fifo.size > 1) {
-      const victim = fifo.values().next().value as CachedEntry;
-      if (victim === keep || (victim.ref && spins < 2 * fifo.size)) {
+    while (this.#weight > this.#capacity && this.#size > 1) {
+      const victim = this.#head!;
+      if (victim === keep || (victim.ref && spins < 2 * this.#size)) {
         victim.ref = false;
-        fifo.delete(victim);
-        fifo.add(victim);
+        if (victim !== this.#tail) {
+          this.#unlink(victim);
+          this.#append(victim);
+        }
         spins++;
         continue;
       }
@@ -245,9 +305,17 @@ export class EntryCache {
   /** Writes `victim` with up to `batchSize - 1` other dirty entries, oldest changes first. */
   #writeBatch(victim: CachedEntry): void {
     const batch: CachedEntry[] = [victim];
-    for (const entry of this.#dirty) {
-      if (batch.length >= this.#batchSize) break;
-      if (entry !== victim) batch.push(entry);
+    const queue = this.#queue;
+    let i = this.#queueStart;
+    for (; i < queue.length && batch.length < this.#batchSize; i++) {
+      const entry = queue[i]!;
+      entry.queued = false;
+      if (entry.dirty && entry !== victim) batch.push(entry);
+    }
+    this.#queueStart = i;
+    if (i > 1024 && i * 2 > queue.length) {
+      this.#queue = queue.slice(i);
+      this.#queueStart = 0;
     }
     this.#write(batch);
   }
@@ -255,10 +323,10 @@ export class EntryCache {
   #write(batch: CachedEntry[]): void {
     this.#writeBack(batch);
     for (const entry of batch) {
+      if (entry.dirty) this.#dirtyCount--;
       entry.dirty = false;
       entry.changed = undefined;
       entry.cleared = false;
-      this.#dirty.delete(entry);
     }
     this.stats.writeBacks++;
     this.stats.entriesWritten += batch.length;
@@ -266,8 +334,9 @@ export class EntryCache {
 
   #drop(entry: CachedEntry): void {
     entry.owner.remove(entry);
-    this.#fifo.delete(entry);
-    this.#dirty.delete(entry);
+    this.#unlink(entry);
+    this.#size--;
     this.#weight -= entry.weight;
+    // A dropped entry is clean (evictions write it first; forget flushes), so not in the queue's dirty part.
   }
 }

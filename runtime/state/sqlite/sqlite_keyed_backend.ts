@@ -127,6 +127,8 @@ import { aggregateFolding, reduceFolding } from "../_heap_aggregating_states.ts"
 import { TtlClocks } from "../_ttl_clocks.ts";
 import { decodeKeyedHandle } from "../_heap_handles.ts";
 import { type CachedEntry, EntryCache, type EntryCacheStats, StateCache } from "./_entry_cache.ts";
+
+export type { EntryCacheStats } from "./_entry_cache.ts";
 import { SqliteStore } from "./_sqlite_store.ts";
 import {
   escapeText,
@@ -215,6 +217,7 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
   readonly #host: StateHost;
   readonly #chunkRows: number;
   #openSnapshots = 0;
+  readonly #writes = new Set<Promise<unknown>>();
   #disposed = false;
 
   /**
@@ -766,7 +769,7 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
     }));
     const view: DatabaseSync = this.#store.openView();
     this.#openSnapshots++;
-    return sqliteSnapshotResult({
+    const result = sqliteSnapshotResult({
       store: this.#store,
       view,
       states,
@@ -777,6 +780,16 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
       chunkRows: this.#chunkRows,
       onRelease: () => this.#openSnapshots--,
     });
+    const writes = this.#writes;
+    return {
+      write(writer) {
+        const writing = result.write(writer);
+        writes.add(writing);
+        writing.then(() => writes.delete(writing), () => writes.delete(writing));
+        return writing;
+      },
+      discard: () => result.discard?.(),
+    };
   }
 
   /** The number of snapshots whose read view is still open (written or discarded ones are closed). */
@@ -843,13 +856,16 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
   }
 
   /**
-   * Closes the database and deletes its directory; open snapshot views are
-   * closed (their `write` fails). Idempotent; the backend is unusable afterwards.
+   * Waits for the snapshot writes in progress, then closes the database and
+   * deletes its directory; the views of snapshots not being written are
+   * closed (a later `write` fails). Idempotent; the backend is unusable
+   * afterwards.
    */
   async dispose(): Promise<void> {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#cache.clear();
+    await Promise.allSettled([...this.#writes]);
     await this.#store.close();
   }
 }

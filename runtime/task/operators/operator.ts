@@ -26,6 +26,7 @@ import type { StateReader } from "../../state/keyed_state_backend.ts";
 import type { OperatorStateSnapshot } from "../../state/operator_state.ts";
 import type { TimerServiceSnapshot } from "../../state/timer_service.ts";
 import type { KeyGroupRange } from "../../state/key_group.ts";
+import type { StateBackendConfig } from "../../state/state_backend_factory.ts";
 import type { Clock } from "../../time/clock.ts";
 import type { WatermarkStatus } from "../../time/watermark.ts";
 import type { CheckpointingMode } from "../../api/sink_v2.ts";
@@ -114,6 +115,11 @@ export interface OperatorEnvironment {
    * `CheckpointingMode`, `InitContext#getCheckpointingMode` style).
    */
   readonly checkpointingMode: CheckpointingMode | "none";
+  /**
+   * The job's keyed state backend (`undefined`: heap), which keyed
+   * operators build through `createKeyedStateBackend`.
+   */
+  readonly stateBackend?: StateBackendConfig | undefined;
   /** Asks the task to call `onProcessingTime` at or after `timeMs`. */
   requestWakeup(timeMs: number): void;
 }

@@ -28,7 +28,8 @@ import type {
 } from "../../api/state.ts";
 import type { OutputTag } from "../../api/output_tag.ts";
 import type { KeySelector } from "../../graph/stream_graph.ts";
-import { HeapKeyedStateBackend } from "../../state/heap_keyed_backend.ts";
+import type { KeyedStateBackend } from "../../state/keyed_state_backend.ts";
+import { createKeyedStateBackend } from "../../state/state_backend_factory.ts";
 import { DefaultOperatorStateStore } from "../../state/operator_state.ts";
 import { InternalTimerService } from "../../state/timer_service.ts";
 import { assignToKeyGroup, type Key } from "../../state/key_group.ts";
@@ -68,7 +69,7 @@ export abstract class UdfOperator<F> implements StreamOperator {
   protected readonly env: OperatorEnvironment;
   protected readonly output: Output;
   protected readonly keySelector: KeySelector | undefined;
-  protected keyed: HeapKeyedStateBackend | undefined;
+  protected keyed: KeyedStateBackend | undefined;
   protected timers: InternalTimerService<Key> | undefined;
   protected operatorState: DefaultOperatorStateStore | undefined;
   protected currentWatermark: number = MIN_WATERMARK;
@@ -108,12 +109,13 @@ export abstract class UdfOperator<F> implements StreamOperator {
 
   async initializeState(restore: OperatorRestore | undefined): Promise<void> {
     if (this.keySelector) {
-      this.keyed = new HeapKeyedStateBackend({
+      this.keyed = await createKeyedStateBackend(this.env.stateBackend, {
         keyGroupRange: this.env.keyGroupRange,
         maxParallelism: this.env.maxParallelism,
         clock: () => this.env.clock.now(),
         // Event-time TTL (beyond Flink) runs on this operator's watermark.
         eventTimeClock: () => this.currentWatermark,
+        name: `${this.env.jobName}-${this.uid}-${this.env.subtaskIndex}`,
       });
       const maxParallelism = this.env.maxParallelism;
       this.timers = new InternalTimerService<Key>({
@@ -254,7 +256,11 @@ export abstract class UdfOperator<F> implements StreamOperator {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.hooks?.close?.();
+    try {
+      await this.hooks?.close?.();
+    } finally {
+      await this.keyed?.dispose(); // the SQLite backend deletes its database
+    }
   }
 
   /** The runtime context handed to `open`. */

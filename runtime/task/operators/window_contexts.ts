@@ -33,7 +33,7 @@ import type {
 } from "../../api/state.ts";
 import type { OutputTag } from "../../api/output_tag.ts";
 import type { KeyedStateStore, ProcessWindowContext } from "../../api/window_functions.ts";
-import type { HeapKeyedStateBackend } from "../../state/heap_keyed_backend.ts";
+import type { KeyedStateBackend } from "../../state/keyed_state_backend.ts";
 import { type InternalKvState, VOID_NAMESPACE } from "../../state/internal_state.ts";
 import type { InternalTimerService } from "../../state/timer_service.ts";
 import type { Key } from "../../state/key_group.ts";
@@ -79,11 +79,11 @@ const METHODS = {
  * from the backend (the backend's objects serve every namespace).
  */
 export class WindowStates {
-  readonly #backend: HeapKeyedStateBackend;
+  readonly #backend: KeyedStateBackend;
   readonly #byName = new Map<string, { kind: string; state: InternalKvState }>();
 
   /** Wraps the operator's keyed backend. */
-  constructor(backend: HeapKeyedStateBackend) {
+  constructor(backend: KeyedStateBackend) {
     this.#backend = backend;
   }
 
