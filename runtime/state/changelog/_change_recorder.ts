@@ -10,7 +10,7 @@
  * since the last capture), however often each was written. Records hold
  * references to the values stored in the inner backend (immutable by
  * contract; accumulators, which user functions may change in place, are
- * encoded in the synchronous capture, before the next record is processed).
+ * copied by the synchronous capture, before the next record is processed).
  *
  * @module
  */
@@ -213,20 +213,89 @@ export class ChangeRecorder {
     return this.#void.size === 0 && this.#byNamespace.size === 0;
   }
 
-  /** The recorded changes as a segment state; the recorder starts empty again. O(changed entries). */
-  capture(): SegmentState {
+  /** The number of (key, namespace) entries changed since the last capture. */
+  get size(): number {
+    let n = this.#void.size;
+    for (const m of this.#byNamespace.values()) n += m.size;
+    return n;
+  }
+
+  /**
+   * Takes the recorded changes; the recorder starts empty again. O(1),
+   * except for reducing and aggregating states, whose changed values are
+   * copied (`structuredClone`, O(changed entries)) because user functions
+   * may change them in place; every other recorded value is immutable by
+   * contract. {@linkcode CapturedChanges.toSegmentState} builds the tuples
+   * later, off the record path.
+   */
+  capture(): CapturedChanges {
+    const captured = new CapturedChanges(
+      this.kind,
+      this.#ttl,
+      this.#ttlTime,
+      this.#ttlMs,
+      this.#void,
+      this.#byNamespace,
+    );
+    this.#void = new Map();
+    this.#byNamespace = new Map();
+    if (this.kind === "reducing" || this.kind === "aggregating") captured.cloneValues();
+    return captured;
+  }
+}
+
+/** The changes of one state taken by {@linkcode ChangeRecorder.capture}, owned by nothing else. */
+export class CapturedChanges {
+  readonly #kind: StateKind;
+  readonly #ttl: boolean;
+  readonly #ttlTime: TtlTime | undefined;
+  readonly #ttlMs: number | undefined;
+  readonly #void: Map<StateKey, Rec>;
+  readonly #byNamespace: Map<string, Map<StateKey, Rec>>;
+
+  /** Holds the recorder's maps (internal). */
+  constructor(
+    kind: StateKind,
+    ttl: boolean,
+    ttlTime: TtlTime | undefined,
+    ttlMs: number | undefined,
+    byVoid: Map<StateKey, Rec>,
+    byNamespace: Map<string, Map<StateKey, Rec>>,
+  ) {
+    this.#kind = kind;
+    this.#ttl = ttl;
+    this.#ttlTime = ttlTime;
+    this.#ttlMs = ttlMs;
+    this.#void = byVoid;
+    this.#byNamespace = byNamespace;
+  }
+
+  /** Replaces every set value by a deep copy (accumulators a user function may change in place). */
+  cloneValues(): void {
+    const copy = (m: Map<StateKey, Rec>) => {
+      for (const rec of m.values()) {
+        const r = rec as ValueRec;
+        if (r.set && typeof r.value === "object" && r.value !== null) {
+          r.value = structuredClone(r.value);
+        }
+      }
+    };
+    copy(this.#void);
+    this.#byNamespace.forEach(copy);
+  }
+
+  /** The changes as a segment state (the change tuples of `changelog_segment.ts`). O(changed entries). */
+  toSegmentState(): SegmentState {
     const changes: StateChange[] = [];
     const ttl = this.#ttl;
-    const emit = this.kind === "list" ? emitList : this.kind === "map" ? emitMap : emitValue;
+    const emit = this.#kind === "list" ? emitList : this.#kind === "map" ? emitMap : emitValue;
     for (const rec of this.#void.values()) changes.push(emit(rec, "", ttl));
     for (const [ns, m] of this.#byNamespace) {
       for (const rec of m.values()) changes.push(emit(rec, ns, ttl));
     }
-    this.#void = new Map();
-    this.#byNamespace = new Map();
     const state: { -readonly [k in keyof SegmentState]: SegmentState[k] } = {
-      kind: this.kind,
-      ttl: this.#ttl,
+      kind: this.#kind,
+      ttl,
       changes,
     };
     if (this.#ttlTime !== undefined) state.ttlTimeCharacteristic = this.#ttlTime;

@@ -29,11 +29,15 @@
  *   (key group, key, namespace) written since the last checkpoint
  *   (`_change_recorder.ts`). Reducing states record their reduced value,
  *   aggregating states their accumulator, so replay needs no user function.
- * - **Checkpoint, synchronous part:** the dirty sets are encoded into one
- *   segment (`changelog_segment.ts`), O(entries changed since the last
- *   checkpoint), and the materialization policy decides
- *   (`materialization_policy.ts`).
- * - **Checkpoint, asynchronous part (append):** the new segment is written
+ * - **Checkpoint, synchronous part:** the dirty sets are taken as one
+ *   segment, O(states) (changed reducing and aggregating values are copied,
+ *   since user functions may change them in place; every other value is
+ *   immutable by contract), and the materialization policy decides
+ *   (`materialization_policy.ts`). Its size trigger counts encoded segments
+ *   by their bytes and segments not yet encoded by their changed entries ×
+ *   the materialization's bytes per entry.
+ * - **Checkpoint, asynchronous part (append):** the new segment is encoded
+ *   (`changelog_segment.ts`, O(changed entries)) and written
  *   as one shared blob of kind `keyed-incremental` carrying the key-group
  *   range; the handles returned are the current materialization's and every
  *   segment's since it (earlier ones referenced, not written again). A
@@ -109,7 +113,7 @@ import type {
   StateWriter,
 } from "../../checkpoint/snapshot_contract.ts";
 import type { TtlTime } from "../keyed_state_snapshot.ts";
-import { ChangeContext, ChangeRecorder } from "./_change_recorder.ts";
+import { type CapturedChanges, ChangeContext, ChangeRecorder } from "./_change_recorder.ts";
 import {
   ChangelogAggregatingState,
   ChangelogListState,
@@ -182,15 +186,25 @@ export interface ChangelogKeyedStateBackendOptions {
   readonly onDecision?: (checkpointId: number, decision: MaterializationDecision) => void;
 }
 
-/** One changelog segment of the chain: captured bytes until written, then its handle. */
+/**
+ * One changelog segment of the chain: the captured changes until encoded
+ * (at its first write), then its bytes until written, then its handle.
+ */
 interface Segment {
   readonly checkpointId: number;
   readonly seq: number;
-  readonly bytes: number;
+  /** Changed (key, namespace) entries it holds. */
+  readonly entries: number;
+  /** Its encoded size, once encoded. */
+  bytes: number | undefined;
+  captured: (() => Uint8Array) | undefined;
   data: Uint8Array | undefined;
   handle: StateHandle | undefined;
   upload: Promise<StateHandle> | undefined;
 }
+
+/** Bytes per changed entry assumed for a segment not yet encoded, before any materialization shows the real figure. */
+const DEFAULT_ENTRY_BYTES = 64;
 
 /** The materialization and the segments after it that a checkpoint refers to. */
 interface Chain {
@@ -198,6 +212,8 @@ interface Chain {
   readonly materializedAt: number;
   readonly base: readonly StateHandle[];
   readonly baseBytes: number;
+  /** Entries the materialization held (0 when unknown), for the size estimate of unencoded segments. */
+  readonly baseEntries: number;
   readonly segments: Segment[];
   readonly valid: boolean;
 }
@@ -205,6 +221,7 @@ interface Chain {
 interface InFlight {
   readonly checkpointId: number;
   readonly capturedAt: number;
+  readonly entries: number;
   readonly segmentsAfter: Segment[];
 }
 
@@ -238,7 +255,14 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
   readonly #states = new Map<string, Registered>();
   readonly #instance = crypto.randomUUID().slice(0, 8);
   readonly #inFlight = new Set<InFlight>();
-  #chain: Chain = { materializedAt: -1, base: [], baseBytes: 0, segments: [], valid: true };
+  #chain: Chain = {
+    materializedAt: -1,
+    base: [],
+    baseBytes: 0,
+    baseEntries: 0,
+    segments: [],
+    valid: true,
+  };
   #lastMaterializedAt: number;
   #seq = 0;
 
@@ -408,10 +432,16 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
     return this.#inner.numEntries();
   }
 
-  /** Bytes the changelog holds since the current materialization (segments, written or not). */
+  /**
+   * Bytes the changelog holds since the current materialization: the
+   * segments' encoded sizes, estimated for segments not yet encoded (their
+   * changed entries × the materialization's bytes per entry, or 64).
+   */
   get changelogBytes(): number {
+    const { baseBytes, baseEntries } = this.#chain;
+    const perEntry = baseEntries > 0 ? baseBytes / baseEntries : DEFAULT_ENTRY_BYTES;
     let n = 0;
-    for (const s of this.#chain.segments) n += s.bytes;
+    for (const s of this.#chain.segments) n += s.bytes ?? Math.ceil(s.entries * perEntry);
     return n;
   }
 
@@ -449,34 +479,55 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
       : this.#append(uid);
   }
 
-  /** Encodes every recorder's changes into a segment, or `undefined` when nothing changed. */
+  /**
+   * Takes every recorder's changes as a segment (encoded at its first
+   * write), or `undefined` when nothing changed. O(states), plus a copy of
+   * changed reducing and aggregating values.
+   */
   #capture(checkpointId: number, now: number): Segment | undefined {
-    const states: Record<string, SegmentState> = {};
-    let any = false;
+    const captured: [string, CapturedChanges][] = [];
+    let entries = 0;
     for (const log of this.#recorders) {
-      if (log.isEmpty) continue;
-      Object.defineProperty(states, log.name, {
-        value: log.capture(),
-        enumerable: true,
-        writable: true,
-      });
-      any = true;
+      const n = log.size;
+      if (n === 0) continue;
+      entries += n;
+      captured.push([log.name, log.capture()]);
     }
-    if (!any) return undefined;
+    if (captured.length === 0) return undefined;
     const range = this.keyGroupRange;
     const seq = this.#seq++;
-    const segment: ChangelogSegment = {
-      format: SEGMENT_FORMAT,
-      version: 1,
-      maxParallelism: this.maxParallelism,
-      keyGroupRange: [range.startKeyGroup, range.endKeyGroup],
+    const maxParallelism = this.maxParallelism;
+    const encodeSegment = (): Uint8Array => {
+      const states: Record<string, SegmentState> = {};
+      for (const [name, changes] of captured) {
+        Object.defineProperty(states, name, {
+          value: changes.toSegmentState(),
+          enumerable: true,
+          writable: true,
+        });
+      }
+      const segment: ChangelogSegment = {
+        format: SEGMENT_FORMAT,
+        version: 1,
+        maxParallelism,
+        keyGroupRange: [range.startKeyGroup, range.endKeyGroup],
+        checkpointId,
+        seq,
+        capturedAt: now,
+        states,
+      };
+      return encode(segment);
+    };
+    return {
       checkpointId,
       seq,
-      capturedAt: now,
-      states,
+      entries,
+      bytes: undefined,
+      captured: encodeSegment,
+      data: undefined,
+      handle: undefined,
+      upload: undefined,
     };
-    const data = encode(segment);
-    return { checkpointId, seq, bytes: data.length, data, handle: undefined, upload: undefined };
   }
 
   #append(uid: string): SnapshotResult {
@@ -494,6 +545,11 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
   #upload(segment: Segment, writer: StateWriter, uid: string): Promise<StateHandle> {
     if (segment.handle !== undefined) return Promise.resolve(segment.handle);
     if (segment.upload !== undefined) return segment.upload;
+    if (segment.data === undefined) {
+      segment.data = segment.captured!();
+      segment.captured = undefined;
+      segment.bytes = segment.data.length;
+    }
     const range = this.keyGroupRange;
     const name = `changelog-${encodeURIComponent(uid)}-${this.#instance}-${segment.seq}`;
     segment.upload = writer.writeShared(
@@ -514,8 +570,9 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
   }
 
   #materialize(checkpointId: number, uid: string, now: number): SnapshotResult {
+    const entries = this.#inner.numEntries();
     const inner = this.#inner.snapshot(checkpointId, "savepoint", uid);
-    const flight: InFlight = { checkpointId, capturedAt: now, segmentsAfter: [] };
+    const flight: InFlight = { checkpointId, capturedAt: now, entries, segmentsAfter: [] };
     this.#inFlight.add(flight);
     const prefix = `materialization-${this.#instance}-${checkpointId}-`;
     return {
@@ -528,6 +585,7 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
               materializedAt: checkpointId,
               base: handles,
               baseBytes: handles.reduce((n, h) => n + h.bytes, 0),
+              baseEntries: flight.entries,
               segments: flight.segmentsAfter,
               valid: true,
             };
@@ -603,10 +661,13 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
       materializedAt: -1,
       base: bases,
       baseBytes: bases.reduce((n, h) => n + h.bytes, 0),
+      baseEntries: this.#inner.numEntries(),
       segments: decoded.map(({ handle, segment }) => ({
         checkpointId: segment.checkpointId,
         seq: segment.seq,
+        entries: 0,
         bytes: handle.bytes,
+        captured: undefined,
         data: undefined,
         handle,
         upload: undefined,
@@ -618,7 +679,14 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
 
   /** Disposes the inner backend and drops the changelog; unusable afterwards. */
   async dispose(): Promise<void> {
-    this.#chain = { materializedAt: -1, base: [], baseBytes: 0, segments: [], valid: false };
+    this.#chain = {
+      materializedAt: -1,
+      base: [],
+      baseBytes: 0,
+      baseEntries: 0,
+      segments: [],
+      valid: false,
+    };
     this.#inFlight.clear();
     await this.#inner.dispose();
   }
