@@ -29,9 +29,13 @@
  * time; the ratio is records/s with / without. Both loops are interleaved
  * over 3 rounds and the medians compared.
  *
- * Nothing is asserted on timing. The last line is `RESULT
- * pause_1m_ms=… pause_10m_ms=… write_1m_ms=… in_flight_ratio=…` (empty
- * fields when a size was not run).
+ * Each written blob up to 1M keys is decoded and checked (every key, its
+ * value, the count); a mismatch ends the benchmark with an error (exit code
+ * 1). Nothing is asserted on timing. The last line is `RESULT keys=…
+ * pause_ms=… pause_max_ms=… full_copy_ms=… write_ms=… write_cpu_ms=…
+ * pause_1m_ms=… pause_10m_ms=… in_flight_ratio=…` (the first six of the
+ * largest size; `pause_1m_ms`/`pause_10m_ms` empty when that size was not
+ * run).
  *
  * @module
  */
@@ -42,6 +46,9 @@ import { HeapKeyedStateBackend } from "../runtime/state/heap_keyed_backend.ts";
 import { KeyGroupRange } from "../runtime/state/key_group.ts";
 import { yieldToEventLoop } from "../runtime/actor/async.ts";
 import { cpuBetween, readCpu } from "./_rounds.ts";
+import { expectEqual } from "./_result.ts";
+import { decode } from "../runtime/actor/codec.ts";
+import type { KeyedStateSnapshot } from "../runtime/state/keyed_state_snapshot.ts";
 import type {
   SnapshotResult,
   StateHandle,
@@ -79,6 +86,7 @@ class MemoryWriter implements StateWriter {
   readonly type = "checkpoint" as const;
   readonly cancelled = false;
   bytes = 0;
+  last: Uint8Array | undefined;
   writePrivate(
     name: string,
     bytes: Uint8Array,
@@ -87,6 +95,7 @@ class MemoryWriter implements StateWriter {
     keyGroupRange?: readonly [number, number],
   ): Promise<StateHandle> {
     this.bytes += bytes.length;
+    this.last = bytes;
     return Promise.resolve({
       path: `chk-1/${name}`,
       bytes: bytes.length,
@@ -117,7 +126,9 @@ function backendOf(n: number) {
 /** Runs `result.write` while a probe measures the longest event-loop turn. */
 async function timedWrite(
   result: SnapshotResult,
-): Promise<{ ms: number; cpuMs: number; bytes: number; longestTurnMs: number }> {
+): Promise<
+  { ms: number; cpuMs: number; bytes: number; longestTurnMs: number; blob: Uint8Array }
+> {
   const writer = new MemoryWriter();
   let done = false;
   let longest = 0;
@@ -137,7 +148,26 @@ async function timedWrite(
   const cpuMs = cpuBetween(cpu0, readCpu()).selfMs;
   done = true;
   await probe;
-  return { ms, cpuMs, bytes: writer.bytes, longestTurnMs: longest };
+  return { ms, cpuMs, bytes: writer.bytes, longestTurnMs: longest, blob: writer.last! };
+}
+
+/**
+ * Checks that a blob holds keys `0..n-1` with value `k` each (what
+ * {@linkcode backendOf} wrote); ends the benchmark with an error otherwise.
+ */
+function checkBlob(blob: Uint8Array, n: number): void {
+  const snapshot = decode(blob) as KeyedStateSnapshot;
+  let keys = 0;
+  let sum = 0;
+  for (const group of snapshot.states["sum"]!.keyGroups) {
+    keys += group.keys.length;
+    group.keys.forEach((k, i) => {
+      expectEqual(`the value of key ${k} in the snapshot`, k as number, group.values[i] as number);
+      sum += k as number;
+    });
+  }
+  expectEqual(`keys in the snapshot of ${n}`, n, keys);
+  expectEqual(`the sum of the keys in the snapshot of ${n}`, (n * (n - 1)) / 2, sum);
 }
 
 interface Row {
@@ -170,6 +200,7 @@ for (const n of sizes) {
     }
   }
   const write = await timedWrite(backend.snapshot(100, "checkpoint", "bench"));
+  if (n <= 1_000_000) checkBlob(write.blob, n);
   rows.push({
     n,
     pauseMs: median(pauses),
@@ -250,9 +281,14 @@ console.log("| --- | ---: |");
 console.log(`| without a snapshot | ${Math.round(median(withoutRates)).toLocaleString("en")} |`);
 console.log(`| while write() runs | ${Math.round(median(withRates)).toLocaleString("en")} |`);
 console.log(`| ratio with / without | ${f(ratio)} |`);
+const largest = rows[rows.length - 1]!;
 const at = (n: number) => rows.find((r) => r.n === n);
 console.log(
-  `\nRESULT pause_1m_ms=${at(1_000_000) ? f(at(1_000_000)!.pauseMs) : ""} pause_10m_ms=${
+  `\nRESULT keys=${largest.n} pause_ms=${f(largest.pauseMs)} pause_max_ms=${
+    f(largest.pauseMaxMs)
+  } full_copy_ms=${f(largest.fullCopyMs, 1)} write_ms=${f(largest.writeMs, 1)} write_cpu_ms=${
+    f(largest.writeCpuMs, 1)
+  } pause_1m_ms=${at(1_000_000) ? f(at(1_000_000)!.pauseMs) : ""} pause_10m_ms=${
     at(10_000_000) ? f(at(10_000_000)!.pauseMs) : ""
-  } write_1m_ms=${at(1_000_000) ? f(at(1_000_000)!.writeMs, 1) : ""} in_flight_ratio=${f(ratio)}`,
+  } in_flight_ratio=${f(ratio)}`,
 );
