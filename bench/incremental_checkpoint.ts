@@ -51,7 +51,7 @@ import { resultLine } from "./_result.ts";
 const args = parseArgs({
   args: Deno.args,
   options: {
-    mb: { type: "string", default: "100" },
+    mb: { type: "string", default: "20" },
     changed: { type: "string", default: "0.01" },
     checkpoints: { type: "string", default: "5" },
     records: { type: "string", default: "2000000" },
@@ -152,7 +152,7 @@ for (let i = 0; i < keys; i++) {
 console.log(`built in ${((performance.now() - build0) / 1000).toFixed(1)} s`);
 
 let seed = 42;
-const random = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
 const fullBytes: number[] = [];
 const incBytes: number[] = [];
 let incHandles: StateHandle[] = [];
