@@ -243,21 +243,21 @@ export function savepointReadingStorage(
     listCompleted: (jobId) => pick(jobId).listCompleted(jobId),
     listAll: (jobId) => pick(jobId).listAll(jobId),
     jobLocation: (jobId) => pick(jobId).jobLocation(jobId),
-    writeState: (jobId, id, name, data) => {
+    writeState: async (jobId, id, name, data) => {
       refuse(jobId, "write state into");
-      return base.writeState(jobId, id, name, data);
+      return await base.writeState(jobId, id, name, data);
     },
-    writeMetadata: (meta) => {
+    writeMetadata: async (meta) => {
       refuse(meta.jobId, "write the metadata of");
-      return base.writeMetadata(meta);
+      return await base.writeMetadata(meta);
     },
-    discard: (jobId, id) => {
+    discard: async (jobId, id) => {
       refuse(jobId, "discard");
-      return base.discard(jobId, id);
+      return await base.discard(jobId, id);
     },
-    discardJob: (jobId) => {
+    discardJob: async (jobId) => {
       refuse(jobId, "discard");
-      return base.discardJob(jobId);
+      return await base.discardJob(jobId);
     },
   };
   return new Proxy(base, {

@@ -276,6 +276,12 @@ export function refuseSavepoint(facts: SavepointRefusalFacts): SavepointError | 
   if (facts.stopping) {
     return new SavepointError(`job ${jobId} is stopping with a savepoint already`);
   }
+  if (facts.finishing) {
+    return new SavepointError(
+      `job ${jobId} is finishing: its sources reached the end of their input and its final ` +
+        `checkpoint was triggered`,
+    );
+  }
   if (facts.storage === undefined) {
     return new SavepointError(`job ${jobId}: this coordinator has no savepoint storage`);
   }
