@@ -20,12 +20,12 @@
  * checkpoints are skipped and corrupt `_metadata` never is; ids sort
  * numerically; `discard` and `discardJob` are idempotent and touch only their
  * checkpoint or job. The shared namespace (`_storage_conformance_shared.ts`):
- * shared blobs read back through
- * `readState`, survive `discard` of the checkpoint that wrote them, are
- * deleted by `deleteShared` (idempotently: an absent blob is no error) and
- * `discardJob`, and `listShared` lists exactly one job's. What a storage stores on disk or in a bucket is reached
- * through the fixture's hooks, so the suite can damage it the way a crash or
- * a bad disk would.
+ * shared blobs read back through `readState`, survive `discard` of the
+ * checkpoint that wrote them, are deleted by `deleteShared` (idempotently: an
+ * absent blob is no error) and `discardJob`, and `listShared` lists exactly
+ * one job's. What a storage stores on disk or in a bucket is reached through
+ * the fixture's hooks, so the suite can damage it the way a crash or a bad
+ * disk would.
  *
  * Each test gets a fresh fixture and takes well under a second on a working
  * storage; none depends on timing.
