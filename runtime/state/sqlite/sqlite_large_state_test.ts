@@ -1,0 +1,80 @@
+/**
+ * State larger than the JS heap (issue 10): a child process with its V8
+ * heap capped at {@linkcode HEAP_CAP_MB} MiB keeps {@linkcode KEYS} keys of
+ * ValueState in the SQLite keyed state backend (cache of 20 000 entries),
+ * then counts them, scans them all through `keys()` and reads every 997th
+ * back (`_large_state_main.ts`). As a control, the same keys in the heap
+ * backend under the same cap run out of memory: the cap is real, and the
+ * state does not fit under it (the heap backend holds about 29 bytes per
+ * key of this state, measured, so {@linkcode KEYS} keys need about
+ * 56 MiB beside the runtime's own heap).
+ *
+ * ## Sizes
+ *
+ * The issue asks for 20M keys. At about 11 µs of CPU per key (write,
+ * write-back, scan) on the project's 2-core machine, 20M keys take about
+ * 4 minutes of CPU, beyond a CI test's budget, so CI runs 2M keys under a
+ * 32 MiB cap (`WEIR_SQLITE_LARGE_KEYS` and `WEIR_SQLITE_LARGE_HEAP_MB`
+ * override both); the 20M run is
+ *
+ *     deno run -A --v8-flags=--max-old-space-size=64 runtime/state/sqlite/_large_state_main.ts \
+ *       --keys 20000000 --cache 20000
+ *
+ * whose figures are in `sqlite_keyed_backend.ts`'s module docs.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+
+/** Keys kept in CI. */
+const KEYS = Number(Deno.env.get("WEIR_SQLITE_LARGE_KEYS") || 2_000_000);
+/** The child's V8 heap cap, MiB. */
+const HEAP_CAP_MB = Number(Deno.env.get("WEIR_SQLITE_LARGE_HEAP_MB") || 32);
+
+const MAIN = fileURLToPath(new URL("./_large_state_main.ts", import.meta.url));
+
+async function runChild(backend: "sqlite" | "heap", dir: string): Promise<Deno.CommandOutput> {
+  return await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      `--v8-flags=--max-old-space-size=${HEAP_CAP_MB}`,
+      MAIN,
+      "--keys",
+      String(KEYS),
+      "--cache",
+      "20000",
+      "--backend",
+      backend,
+      "--dir",
+      dir,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+}
+
+Deno.test(`the SQLite backend keeps ${KEYS} keys in a process whose JS heap is capped at ${HEAP_CAP_MB} MiB; the heap backend cannot`, async () => {
+  const dir = await Deno.makeTempDir({ prefix: "weir-sqlite-large-" });
+  try {
+    const sqlite = await runChild("sqlite", dir);
+    const out = new TextDecoder().decode(sqlite.stdout) + new TextDecoder().decode(sqlite.stderr);
+    assert.equal(sqlite.code, 0, out);
+    assert.match(out, new RegExp(`RESULT keys=${KEYS} `));
+    console.log(out.trim());
+    assert.deepEqual([...Deno.readDirSync(dir)], [], "the database is deleted on dispose");
+
+    const heap = await runChild("heap", dir);
+    const heapOut = new TextDecoder().decode(heap.stdout) + new TextDecoder().decode(heap.stderr);
+    assert.notEqual(heap.code, 0, `the heap backend kept the keys under the cap:\n${heapOut}`);
+    assert.match(
+      heapOut,
+      /heap out of memory|Allocation failed|out of memory/i,
+      heapOut.slice(-2000),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
