@@ -41,6 +41,13 @@ export interface CheckpointConfig {
    * integer or `Infinity`. Default 0.
    */
   readonly tolerableCheckpointFailures?: number | undefined;
+  /**
+   * Whether keyed state checkpoints are incremental (a changelog over the
+   * state backend, FLIP-158; see `runtime/state/changelog/`). Default false.
+   */
+  readonly incrementalCheckpoints?: boolean | undefined;
+  /** With incremental checkpoints: the longest time between two materializations, ms. */
+  readonly materializationIntervalMs?: number | undefined;
 }
 
 /** Coordinator-side fault points (chaos hooks for tests). */

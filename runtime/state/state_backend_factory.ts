@@ -11,7 +11,8 @@
  * | `"sqlite"` | `SqliteKeyedStateBackend` (`node:sqlite`)  | state larger than the JS heap        |
  *
  * Both write the canonical keyed snapshot for savepoints, so a job may
- * switch backends across a savepoint.
+ * switch backends across a savepoint. With `changelog` set (incremental
+ * checkpoints), either is wrapped in a `ChangelogKeyedStateBackend`.
  *
  * @example
  * ```ts
@@ -32,6 +33,7 @@ import type { KeyedStateBackend } from "./keyed_state_backend.ts";
 import type { KeyGroupRange } from "./key_group.ts";
 import { HeapKeyedStateBackend } from "./heap_keyed_backend.ts";
 import { SqliteKeyedStateBackend } from "./sqlite/sqlite_keyed_backend.ts";
+import { ChangelogKeyedStateBackend } from "./changelog/changelog_keyed_backend.ts";
 
 /** The keyed state backends a job can choose. */
 export type StateBackendKind = "heap" | "sqlite";
@@ -54,6 +56,25 @@ export interface StateBackendConfig {
   readonly localDirectory?: string;
   /** `"sqlite"` only: the cache's bound, in entries per subtask (default 100 000). */
   readonly cacheEntries?: number;
+  /**
+   * Incremental checkpoints: when present, the backend is wrapped in a
+   * `ChangelogKeyedStateBackend` (Flink's FLIP-158 changelog with periodic
+   * materialization, `changelog/`), so each checkpoint uploads only the
+   * state changed since the previous one. Set by
+   * `enableCheckpointing(…, { incrementalCheckpoints: true })`.
+   */
+  readonly changelog?: ChangelogConfig;
+}
+
+/** Settings of the changelog (incremental checkpoints) over a keyed state backend. */
+export interface ChangelogConfig {
+  /**
+   * Materialize (upload a full snapshot that later checkpoints build on)
+   * at least this often, ms; `Infinity` only when the changelog outgrows
+   * the last materialization. Default 600 000 (Flink's
+   * `state.backend.changelog.periodic-materialize.interval`, 10 min).
+   */
+  readonly materializationIntervalMs?: number;
 }
 
 /** What a keyed operator knows when it builds its backend. */
@@ -108,6 +129,20 @@ export function checkStateBackendConfig(
       }`,
     );
   }
+  const changelog = config.changelog;
+  if (changelog !== undefined) {
+    const interval = changelog?.materializationIntervalMs;
+    if (
+      typeof changelog !== "object" || changelog === null ||
+      (interval !== undefined && !(typeof interval === "number" && interval >= 0))
+    ) {
+      throw new RangeError(
+        `${where}: 'changelog.materializationIntervalMs' must be a number ≥ 0 (ms) or Infinity: current value is ${
+          JSON.stringify(changelog)
+        }`,
+      );
+    }
+  }
   const cache = config.cacheEntries;
   if (cache !== undefined && (!Number.isInteger(cache) || cache < 1)) {
     throw new RangeError(
@@ -139,11 +174,20 @@ export async function createKeyedStateBackend(
     ...(params.clock === undefined ? {} : { clock: params.clock }),
     ...(params.eventTimeClock === undefined ? {} : { eventTimeClock: params.eventTimeClock }),
   };
-  if (checked.kind === "heap") return new HeapKeyedStateBackend(common);
-  return await SqliteKeyedStateBackend.create({
-    ...common,
-    ...(checked.localDirectory === undefined ? {} : { localDirectory: checked.localDirectory }),
-    ...(checked.cacheEntries === undefined ? {} : { cacheEntries: checked.cacheEntries }),
-    ...(params.name === undefined ? {} : { name: params.name }),
+  const inner = checked.kind === "heap"
+    ? new HeapKeyedStateBackend(common)
+    : await SqliteKeyedStateBackend.create({
+      ...common,
+      ...(checked.localDirectory === undefined ? {} : { localDirectory: checked.localDirectory }),
+      ...(checked.cacheEntries === undefined ? {} : { cacheEntries: checked.cacheEntries }),
+      ...(params.name === undefined ? {} : { name: params.name }),
+    });
+  if (checked.changelog === undefined) return inner;
+  const interval = checked.changelog.materializationIntervalMs;
+  return new ChangelogKeyedStateBackend({
+    inner,
+    ...(interval === undefined ? {} : { materialization: { intervalMs: interval } }),
+    ...(params.clock === undefined ? {} : { clock: params.clock }),
+    ...(params.eventTimeClock === undefined ? {} : { eventTimeClock: params.eventTimeClock }),
   });
 }
