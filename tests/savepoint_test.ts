@@ -33,9 +33,11 @@ function build(options: {
   sink: CollectingSink<Sum>;
   rate?: number;
   savepoint?: string;
+  maxParallelism?: number;
 }): StreamExecutionEnvironment {
   const env = StreamExecutionEnvironment.getExecutionEnvironment()
     .setParallelism(options.parallelism)
+    .setMaxParallelism(options.maxParallelism ?? 128)
     .enableCheckpointing(50, { directory: join(options.directory, "checkpoints") });
   if (options.savepoint !== undefined) env.fromSavepoint(options.savepoint);
   env.fromSource(
@@ -133,6 +135,47 @@ Deno.test("savepoints: trigger, stop with a savepoint, and resume 2 -> 4 -> 3 co
       const id = Number(path.slice(path.lastIndexOf("-") + 1));
       assert.ok(await exists(join(path, `chk-${id}`, "_metadata")), `${path} was deleted`);
     }
+  });
+});
+
+Deno.test("a savepoint restores with another max parallelism (keys re-hashed into the new key groups), a checkpoint does not", async () => {
+  await withTempDir(async (dir) => {
+    const spDir = join(dir, "savepoints");
+    const reference = new CollectingSink<Sum>();
+    await build({ directory: join(dir, "ref"), parallelism: 2, sink: reference }).execute("ref");
+    const sink = new CollectingSink<Sum>();
+    const job1 = await build({ directory: dir, parallelism: 2, sink, rate: RATE })
+      .executeAsync("rehashed");
+    await waitUntil(() => sink.committed().length > 600, {
+      timeoutMs: 30_000,
+      missing: () => `${sink.committed().length} of 601 records committed`,
+    });
+    const sp = await job1.stopWithSavepoint({ directory: spDir });
+    await job1.result();
+    assert.ok(sink.committed().length < COUNT, "run 1 stopped before the end of its input");
+    // 128 key groups -> 50 (not a power of two), at parallelism 3.
+    await build({ directory: dir, parallelism: 3, sink, savepoint: sp, maxParallelism: 50 })
+      .execute("rehashed");
+    assert.deepEqual(byKey(sink.committed()), byKey(reference.committed()));
+
+    // A cancelled job keeps its checkpoints; resuming one with another max parallelism fails.
+    const other = new CollectingSink<Sum>();
+    const job2 = await build({ directory: dir, parallelism: 2, sink: other, rate: RATE })
+      .executeAsync("checkpointed");
+    await waitUntil(() => other.committed().length > 100, {
+      timeoutMs: 30_000,
+      missing: () => `${other.committed().length} of 101 records committed`,
+    });
+    await job2.cancel();
+    await assert.rejects(job2.result());
+    const env = build({ directory: dir, parallelism: 2, sink: other, maxParallelism: 50 })
+      .resumeFrom({ jobId: job2.jobId });
+    await assert.rejects(
+      env.execute("checkpointed"),
+      (e: unknown) =>
+        e instanceof ResumeError &&
+        e.message.includes("only a savepoint can be restored with another max parallelism"),
+    );
   });
 });
 

@@ -27,7 +27,9 @@
  *
  * ## Invariants
  *
- * - Performs no I/O; the inputs are not modified.
+ * - {@linkcode rehashKeyedSnapshots} and {@linkcode rehashTimerSnapshots}
+ *   perform no I/O; the inputs are not modified. {@linkcode rehashKeyedHandles}
+ *   (the restore path's entry) reads the handles it is given, nothing else.
  * - Every entry (key, namespace, value, TTL timestamp) of the input is in
  *   the output exactly once, under `assignToKeyGroup(key, maxParallelism)`,
  *   unless `keyGroupRange` is given and that key group lies outside it.
@@ -50,6 +52,9 @@ import type {
   NamespaceEntries,
 } from "./keyed_state_snapshot.ts";
 import type { TimerKeyGroup, TimerServiceSnapshot } from "./timer_service.ts";
+import type { StateHandle } from "../checkpoint/snapshot_contract.ts";
+import type { StateReader } from "./keyed_state_backend.ts";
+import { decode, encode } from "../actor/codec.ts";
 
 /** Options of {@linkcode rehashKeyedSnapshots} and {@linkcode rehashTimerSnapshots}. */
 export interface RehashOptions {
@@ -298,4 +303,69 @@ function buildGroup(keyGroup: number, b: GroupBuilder): KeyGroupEntries {
     ...(b.timestamps === undefined ? {} : { timestamps: b.timestamps }),
     ...(namespaces.length === 0 ? {} : { namespaces }),
   };
+}
+
+/** Options of {@linkcode rehashKeyedHandles}. */
+export interface RehashHandlesOptions extends RehashOptions {
+  /** The keyed-state handles (kind `keyed`: canonical snapshots) of one operator, every old subtask's. */
+  readonly handles: readonly StateHandle[];
+  /** Reads a handle's blob. */
+  readonly read: StateReader;
+  /** The operator's uid, for the synthetic handle's path and messages. */
+  readonly uid: string;
+}
+
+/**
+ * The restore path's use of {@linkcode rehashKeyedSnapshots}: reads and
+ * decodes every canonical keyed snapshot of `handles`, re-hashes them into
+ * the new max parallelism (keeping `keyGroupRange`), and returns one
+ * in-memory handle of the result with a reader that serves it (and passes
+ * every other handle to `read`). Used when a savepoint is restored with
+ * another max parallelism.
+ *
+ * @returns `handles`: one synthetic handle (kind `keyed`, path
+ *   `rehashed:<uid>`), or none when there was no keyed state; `read`: the reader to restore with.
+ * @throws {Error} naming the handle when it is not of kind `keyed` (an
+ *   incremental handle: only canonical savepoints can be re-hashed) or does
+ *   not decode to a keyed snapshot; what {@linkcode rehashKeyedSnapshots} throws.
+ */
+export async function rehashKeyedHandles(
+  options: RehashHandlesOptions,
+): Promise<{ handles: StateHandle[]; read: StateReader }> {
+  const { handles, read, uid } = options;
+  if (handles.length === 0) return { handles: [], read };
+  const snapshots: KeyedStateSnapshot[] = [];
+  for (const handle of handles) {
+    if (handle.kind !== "keyed") {
+      throw new Error(
+        `Cannot re-hash keyed state handle '${handle.path}' of operator ${uid} to max ` +
+          `parallelism ${options.maxParallelism}: only canonical handles (kind 'keyed', as ` +
+          `savepoints hold) can be re-hashed, current value is '${handle.kind}'`,
+      );
+    }
+    const value = decode(await read(handle)) as KeyedStateSnapshot;
+    if (
+      typeof value !== "object" || value === null || typeof value.states !== "object" ||
+      !Number.isInteger(value.maxParallelism)
+    ) {
+      throw new Error(
+        `Cannot re-hash keyed state handle '${handle.path}' of operator ${uid}: it does not ` +
+          `hold a canonical keyed snapshot`,
+      );
+    }
+    snapshots.push(value);
+  }
+  const bytes = encode(rehashKeyedSnapshots(snapshots, options));
+  const range = options.keyGroupRange ?? new KeyGroupRange(0, options.maxParallelism - 1);
+  const handle: StateHandle = {
+    path: `rehashed:${uid}`,
+    bytes: bytes.byteLength,
+    kind: "keyed",
+    shared: false,
+    uid,
+    keyGroupRange: [range.startKeyGroup, range.endKeyGroup],
+  };
+  const reader =
+    ((h: StateHandle) => h === handle ? Promise.resolve(bytes) : read(h)) as StateReader;
+  return { handles: [handle], read: reader };
 }

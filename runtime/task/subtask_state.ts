@@ -45,6 +45,7 @@ import type { CheckpointMetadata, StateHandle } from "../checkpoint/types.ts";
 import { KeyGroupRange } from "../state/key_group.ts";
 import type { StateReader } from "../state/keyed_state_backend.ts";
 import type { TimerServiceSnapshot } from "../state/timer_service.ts";
+import { rehashKeyedHandles, rehashTimerSnapshots } from "../state/rehash.ts";
 import {
   type OperatorStateSnapshot,
   type OperatorStateSnapshotEntry,
@@ -207,18 +208,44 @@ export async function readSubtaskRestore(options: {
           `which has parallelism ${vertexMeta.parallelism}`,
       );
     }
-    result.set(
-      op.uid,
-      await operatorRestoreFrom({
-        uid: op.uid,
-        checkpointId: meta.checkpointId,
-        oldSubtasks: subtasks.map((s) => s.handles),
-        parallelism: vertex.parallelism,
-        subtask,
-        keyGroupRange,
-        read,
-      }),
-    );
+    // Another max parallelism (beyond Flink, savepoints only): take every
+    // old subtask's keyed state and timers and re-hash them (`rehash.ts`).
+    // (A vertex without a max parallelism, as partial test vertices are, restores as is.)
+    const rehash = Number.isInteger(vertex.maxParallelism) &&
+      vertexMeta.maxParallelism !== vertex.maxParallelism;
+    if (rehash && meta.kind !== "savepoint") {
+      throw new Error(
+        `vertex ${vertex.id} has max parallelism ${vertex.maxParallelism}, the checkpoint was ` +
+          `taken with ${vertexMeta.maxParallelism}: only a savepoint can be restored with ` +
+          `another max parallelism`,
+      );
+    }
+    const restore = await operatorRestoreFrom({
+      uid: op.uid,
+      checkpointId: meta.checkpointId,
+      oldSubtasks: subtasks.map((s) => s.handles),
+      parallelism: vertex.parallelism,
+      subtask,
+      keyGroupRange: rehash ? new KeyGroupRange(0, vertexMeta.maxParallelism - 1) : keyGroupRange,
+      read,
+    });
+    if (!rehash) {
+      result.set(op.uid, restore);
+      continue;
+    }
+    const target = { maxParallelism: vertex.maxParallelism, keyGroupRange };
+    const keyed = await rehashKeyedHandles({
+      ...target,
+      uid: op.uid,
+      handles: restore.keyedHandles,
+      read: restore.read,
+    });
+    result.set(op.uid, {
+      ...restore,
+      keyedHandles: keyed.handles,
+      read: keyed.read,
+      timers: restore.timers.length === 0 ? [] : [rehashTimerSnapshots(restore.timers, target)],
+    });
   }
   return result;
 }
