@@ -65,17 +65,33 @@
  * - Changes are captured as net changes per checkpoint, not streamed to
  *   storage as they happen (FLIP-158's DSTL uploads continuously); the
  *   upload of a segment therefore starts at the checkpoint.
- * - TTL: changes carry no access time of their own (see `replay.ts`): after a
- *   restore, changed TTL entries can outlive their TTL by up to one
- *   checkpoint interval.
  * - The checkpoint of a materialization holds only the materialization;
  *   materializing is not concurrent with processing beyond what the inner
  *   backend's own snapshot allows (its synchronous part runs on the
  *   checkpoint).
- * - Blobs written by a checkpoint that is later aborted may be referenced by
+ * - Blobs written by a checkpoint that is later aborted are referenced by
  *   the next checkpoints (a segment or a materialization is reused once
- *   written); the storage must not delete shared blobs of an aborted
- *   checkpoint before a later checkpoint completes or is aborted too.
+ *   written, before its checkpoint is known to complete); this relies on
+ *   the shared state registry holding an aborted checkpoint's blobs until a
+ *   later checkpoint completes (`runtime/checkpoint/shared_state_registry.ts`).
+ *   The backend gets no completion or abort notifications.
+ * - The size trigger of materialization estimates segments not yet encoded
+ *   (see above), so it can fire one checkpoint early or late.
+ * - Reads are not changes: with a TTL `updateType: "OnReadAndWrite"`, a
+ *   restored entry's lifetime counts from its last write (see `replay.ts`).
+ *
+ * ## Measured
+ *
+ * `bench/incremental_checkpoint.ts --mb 100` (1M ValueState keys, about
+ * 100 MB canonical; 1% of the keys changed per interval; 2-core machine
+ * shared with other jobs, load average about 25): a full checkpoint uploads
+ * 93.4 MiB every time; the changelog uploads 93.4 MiB at its first
+ * (materializing) checkpoint, then 995 KiB per checkpoint (target ≤ 2 MB).
+ * The synchronous part stayed under 1 ms for both except for stray
+ * outliers. Per `setCurrentKey` + `ValueState.update`, the changelog cost
+ * 1.03–2.78× the bare heap over 5 interleaved rounds (median 1.17×); the
+ * machine's load made every per-write figure noisy (1.1–2.2 µs per write
+ * for the bare heap, several times its unloaded cost).
  *
  * ## Invariants
  *
