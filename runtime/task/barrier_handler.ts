@@ -62,6 +62,14 @@ export type BarrierAction =
     readonly alignmentStartedAt: number;
     /** From the first barrier to the last, in ms (0 when it triggered on the first barrier). */
     readonly alignmentDurationMs: number;
+    /**
+     * `true` for an unaligned checkpoint (FLIP-76, `alternating_barrier_handler.ts`):
+     * barrier `checkpointId` has not arrived on `pendingChannels` yet, and
+     * what they deliver before it is recorded as channel state.
+     */
+    readonly unaligned?: boolean;
+    /** With `unaligned`: the live channels whose barrier has not arrived, ascending. */
+    readonly pendingChannels?: readonly number[];
   }
   /** Resume consuming every blocked channel. */
   | { readonly kind: "unblockAll" }
@@ -85,8 +93,16 @@ export type BarrierAction =
  * execute, in order.
  */
 export interface CheckpointBarrierHandler {
-  /** Barrier `checkpointId` arrived on `channel` (`nowMs`: current time, ms). */
-  onBarrier(channel: number, checkpointId: CheckpointId, nowMs: number): BarrierAction[];
+  /**
+   * Barrier `checkpointId` arrived on `channel` (`nowMs`: current time, ms;
+   * `forceAligned`: a savepoint's barrier, never unaligned).
+   */
+  onBarrier(
+    channel: number,
+    checkpointId: CheckpointId,
+    nowMs: number,
+    forceAligned?: boolean,
+  ): BarrierAction[];
   /** `channel` delivered its end-of-partition. */
   onEndOfPartition(channel: number, nowMs: number): BarrierAction[];
   /** The coordinator aborted checkpoint `checkpointId`. */
