@@ -48,17 +48,15 @@ async function main(): Promise<void> {
       "period-ms": { type: "string", default: "100" },
     },
   });
+  for (const name of ["duration-s", "blob-kib", "period-ms"] as const) {
+    const v = Number(values[name]);
+    if (!(v > 0)) {
+      throw new RangeError(`--${name} must be positive: current value is ${values[name]}`);
+    }
+  }
   const durationMs = Number(values["duration-s"]) * 1000;
   const blob = new Uint8Array(Number(values["blob-kib"]) * 1024).map((_, i) => (i * 7) % 256);
   const periodMs = Number(values["period-ms"]);
-  for (
-    const [name, v] of [["duration-s", durationMs], ["blob-kib", blob.length], [
-      "period-ms",
-      periodMs,
-    ]] as const
-  ) {
-    if (!(v > 0)) throw new RangeError(`--${name} must be positive: current value is ${v}`);
-  }
   const servers = values.nats;
   const pub = await connect({ servers, name: "latency-uploads-pub" });
   const sub = await connect({ servers, name: "latency-uploads-sub" });

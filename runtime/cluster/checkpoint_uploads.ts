@@ -14,14 +14,32 @@
  * hashes them, publishes each chunk and the metadata to JetStream and parses
  * the acknowledgements, and an overwrite adds an info request and a purge.
  * On the slot thread, that work runs between the mailbox loops' slices, so
- * every record in flight through the thread waits for it. Measured with a
- * stream of 4 KiB messages every 1 ms between two connections of one
- * process while a 128 KiB blob was put every ~100 ms (four modes
- * interleaved every 2 s, 64 s, 2-core machine at load average 12-14): p99
- * of the messages' latency 17.9 ms without puts, 74.4 ms with the puts on
- * the publisher's connection, 52.8 ms on another connection of the same
- * thread, 27.4 ms with the puts in a Web Worker. The connection matters
- * little; the thread does.
+ * every record in flight through the thread waits for it.
+ *
+ * `deno run -A bench/latency_uploads.ts --duration-s 64` measures it: a
+ * 4 KiB message every 1 ms between two connections of one thread while a
+ * 128 KiB blob is written every ~100 ms, four modes interleaved every 2 s.
+ * p99 of the messages' latency in three runs on a 2-core machine shared with
+ * other engineers' test runs (load average 25, 21 and 19 for a 120 s run):
+ *
+ * | uploads | run 1 | run 2 | run 3 (120 s) |
+ * |---|---|---|---|
+ * | none | 13.9 ms | 34.8 ms | 7.3 ms |
+ * | on this thread, on the data connection | 185.6 ms | 91.1 ms | 70.6 ms |
+ * | on this thread, on a connection of their own | 125.0 ms | 47.6 ms | 73.5 ms |
+ * | in an upload thread (this module) | 62.0 ms | 120.3 ms | 83.8 ms |
+ *
+ * Uploads raise the tail of the data messages 3-13x in every run. Which
+ * remedy helps is not settled on this machine: with both cores saturated by
+ * other processes, CPU time is the bottleneck wherever the upload runs, and
+ * the upload thread won in one run (and in a prototype run at load 12-14:
+ * 17.9 / 74.4 / 52.8 / 27.4 ms) and lost in two. The upload thread is kept
+ * because it is Flink's design and DESIGN.md §6's ("the subtask keeps
+ * processing during the upload"): on a machine with a core to spare the
+ * mailbox thread no longer runs any of the put's work. An A/B on a quiet
+ * machine (`bench/latency_uploads.ts`, and `deno task bench:latency` of the
+ * tree with and without it) should confirm it; removing it is one call in
+ * `slot.ts`.
  *
  * ## Contract
  *
