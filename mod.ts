@@ -29,10 +29,13 @@ import "./runtime/cluster/default_executor.ts";
 export { StreamExecutionEnvironment } from "./runtime/api/environment.ts";
 export type {
   CheckpointingOptions,
+  JobClient,
   ResumeOptions,
+  SavepointRestoreSettings,
   StateBackendKind,
   StateBackendOptions,
 } from "./runtime/api/environment.ts";
+export type { RestoreMode } from "./runtime/api/executor.ts";
 export {
   DataStream,
   DataStreamSink,
@@ -215,6 +218,7 @@ export {
   JobFailedError,
 } from "./runtime/cluster/job_result.ts";
 export { ResumeError } from "./runtime/cluster/local_executor.ts";
+export { SavepointError } from "./runtime/cluster/savepoints.ts";
 export { executionRole } from "./runtime/cluster/role.ts";
 export type { ExecutionRole } from "./runtime/cluster/role.ts";
 
