@@ -600,16 +600,22 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
   /**
    * The synchronous part of a checkpoint or savepoint (Flink's
-   * `SnapshotStrategy.syncPrepareResources`): captures the state; the
-   * result's `write` MessagePack-encodes it (`runtime/actor/codec.ts`) into
-   * one private blob of kind `keyed` covering this backend's key-group range,
-   * in the canonical {@linkcode KeyedStateSnapshot} format every backend
-   * restores (so checkpoints and savepoints are the same here).
+   * `SnapshotStrategy.syncPrepareResources`): registers a copy-on-write
+   * capture of every state, O(states × key groups), copying no entry (see
+   * the module docs). The result's `write` copies and MessagePack-encodes
+   * (`runtime/actor/codec.ts`) in slices of about 1 ms into one private blob
+   * of kind `keyed` covering this backend's key-group range, in the
+   * canonical {@linkcode KeyedStateSnapshot} format every backend restores
+   * (so checkpoints and savepoints are the same here). Until `write`
+   * finishes or `discard` is called, the first change of each entry saves
+   * its old value: call one of them, or the saved values pile up.
    *
-   * @param checkpointId the checkpoint (or savepoint) id.
-   * @param type what the snapshot is for.
-   * @param uid the operator uid, written into the handle.
-   * @returns a {@linkcode SnapshotResult} whose `write` returns one handle.
+   * @param _checkpointId the checkpoint (or savepoint) id (the writer carries it).
+   * @param _type what the snapshot is for (the same blob either way).
+   * @param uid the operator uid, written into the handle and its name.
+   * @returns a {@linkcode SnapshotResult} whose `write` returns one handle;
+   *   `write` rejects with a `CodecError` for a state value MessagePack
+   *   cannot hold.
    */
   snapshot(_checkpointId: number, _type: SnapshotType, uid: string): SnapshotResult {
     const tables = [...this.#tables.values()];
