@@ -2,13 +2,14 @@
  * {@linkcode ChangelogKeyedStateBackend} over the heap backend against the
  * keyed state backend conformance suite (`backend_conformance.ts`), once
  * materializing at every checkpoint and once never (every checkpoint a
- * chain of changelog segments).
+ * chain of changelog segments); and over the SQLite backend (segments only).
  *
  * @module
  */
 
 import { keyedStateBackendConformanceSuite } from "../backend_conformance.ts";
 import { HeapKeyedStateBackend } from "../heap_keyed_backend.ts";
+import { SqliteKeyedStateBackend } from "../sqlite/sqlite_keyed_backend.ts";
 import { ChangelogKeyedStateBackend } from "./changelog_keyed_backend.ts";
 import { fuzzRuns } from "../../../tests/_fuzz.ts";
 
@@ -34,4 +35,20 @@ keyedStateBackendConformanceSuite(
       eventTimeClock: options.eventTimeClock,
     }),
   { propertyRuns: fuzzRuns(50) },
+);
+
+keyedStateBackendConformanceSuite(
+  "ChangelogKeyedStateBackend(sqlite, segments only)",
+  async (options) =>
+    new ChangelogKeyedStateBackend({
+      inner: await SqliteKeyedStateBackend.create({
+        ...options,
+        name: "changelog-conformance",
+        cacheEntries: 4096,
+      }),
+      materialization: { intervalMs: Infinity, maxChangelogRatio: Infinity },
+      clock: options.clock,
+      eventTimeClock: options.eventTimeClock,
+    }),
+  { propertyRuns: fuzzRuns(30) },
 );
