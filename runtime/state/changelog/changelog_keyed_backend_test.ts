@@ -217,6 +217,26 @@ Deno.test("a restore of the same key groups keeps referring to the chain; a resc
   await Promise.all([b.dispose(), same.dispose(), half.dispose()]);
 });
 
+Deno.test("switching incremental checkpoints on: a full heap checkpoint restores, and the first checkpoint materializes", async () => {
+  const clock = new FakeClock(0);
+  const store = new MemoryBlobStore();
+  const heap = new HeapKeyedStateBackend({ keyGroupRange: ALL, maxParallelism: MAX_P });
+  const v = heap.getValueState(new ValueStateDescriptor<number>("v"));
+  heap.setCurrentKey("a");
+  v.update(1);
+  const full = await heap.snapshot(1, "checkpoint", UID).write(store.writer(1, "checkpoint"));
+  assert.deepEqual(full.map((h) => [h.kind, h.shared]), [["keyed", false]]);
+  const decisions: string[] = [];
+  const b = changelog(clock, NEVER, ALL, decisions);
+  await b.restore(full, store.read);
+  assert.deepEqual(values(b, ["a"]), [1]);
+  // The private blob goes with checkpoint 1: the changelog cannot build on it.
+  const h2 = await checkpoint(store, b, 2);
+  assert.deepEqual(decisions, ["materialize"]);
+  assert.deepEqual(h2.map((h) => [h.kind, h.shared]), [["keyed", true]]);
+  await Promise.all([heap.dispose(), b.dispose()]);
+});
+
 Deno.test("rescale 2 -> 3 from segments and materializations keeps every key once", async () => {
   const clock = new FakeClock(0);
   const store = new MemoryBlobStore();
