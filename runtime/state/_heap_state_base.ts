@@ -230,11 +230,16 @@ export abstract class HeapState<S> implements InternalKvState {
    * flight, each saves the entry's value before its first change
    * (copy-on-write, `_heap_cow.ts`). One length check otherwise.
    */
-  protected touch(namespace: string = this.#namespace): void {
+  protected touch(namespace?: string): void {
+    if (this.#captures.length !== 0) this.#saveOld(namespace ?? this.#namespace);
+  }
+
+  #saveOld(namespace: string): void {
     const captures = this.#captures;
-    if (captures.length === 0 || this.ctx.index < 0) return;
+    const i = this.ctx.index;
+    if (i < 0) return;
     for (let c = 0; c < captures.length; c++) {
-      captures[c]!.saveOld(this.ctx.index, namespace, this.ctx.stateKey);
+      captures[c]!.saveOld(i, namespace, this.ctx.stateKey);
     }
   }
 
@@ -267,7 +272,7 @@ export abstract class HeapState<S> implements InternalKvState {
   /** The current key group and namespace's map, created if missing. */
   protected writable(): Map<InternedKey, S> {
     const ns = this.#namespace;
-    if (this.#captures.length !== 0) this.touch(ns);
+    if (this.#captures.length !== 0) this.#saveOld(ns);
     if (ns === VOID_NAMESPACE) {
       const m = this.maps[this.ctx.index];
       if (m !== undefined) return m;
