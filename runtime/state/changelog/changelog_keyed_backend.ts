@@ -88,10 +88,12 @@
  * 93.4 MiB every time; the changelog uploads 93.4 MiB at its first
  * (materializing) checkpoint, then 995 KiB per checkpoint (target ≤ 2 MB).
  * The synchronous part stayed under 1 ms for both except for stray
- * outliers. Per `setCurrentKey` + `ValueState.update`, the changelog cost
- * 1.03–2.78× the bare heap over 5 interleaved rounds (median 1.17×); the
- * machine's load made every per-write figure noisy (1.1–2.2 µs per write
- * for the bare heap, several times its unloaded cost).
+ * outliers. Per `setCurrentKey` + `ValueState.update` over 100k keys, the
+ * changelog costs 1.47× the bare heap in this process's CPU time (median
+ * of 7 interleaved rounds, 1.29–1.63; `--mb 5 --records 1000000 --rounds
+ * 7`): one more `Map` lookup and two field writes per write, into the
+ * dirty set. Wall-time ratios on the loaded machine spread from 0.57 to
+ * 2.78 and mean little.
  *
  * ## Invariants
  *
