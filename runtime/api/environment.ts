@@ -124,6 +124,27 @@ export interface CheckpointingOptions {
    * (Flink's `state.backend.changelog.periodic-materialize.interval`).
    */
   readonly materializationIntervalMs?: number;
+  /**
+   * Unaligned checkpoints (FLIP-76; Flink's
+   * `execution.checkpointing.unaligned`), for `mode: "exactly-once"` only:
+   * a checkpoint's barriers overtake the buffers in flight (queued in the
+   * input gates and not yet sent by the record writers), and those buffers
+   * are stored in the checkpoint as channel state and replayed first on
+   * restore. Checkpoints then complete under backpressure, at the cost of
+   * larger checkpoints. Savepoints stay aligned. A checkpoint with channel
+   * state cannot be restored at another parallelism (take a savepoint to
+   * rescale). Default false.
+   */
+  readonly unalignedCheckpoints?: boolean;
+  /**
+   * With `unalignedCheckpoints`: a checkpoint starts aligned and switches
+   * to unaligned at a subtask whose alignment has lasted this long, ms,
+   * from the first barrier at that subtask (Flink's
+   * `execution.checkpointing.aligned-checkpoint-timeout`, which Flink
+   * measures from the checkpoint's start). A finite number ≥ 0; 0 (default)
+   * means unaligned from the start.
+   */
+  readonly alignedCheckpointTimeoutMs?: number;
 }
 
 export type { JobClient, ResumeOptions, SavepointRestoreSettings };
@@ -140,6 +161,8 @@ const CHECKPOINTING_OPTIONS: OptionsShape<CheckpointingOptions> = {
   tolerableCheckpointFailures: "number",
   incrementalCheckpoints: "boolean",
   materializationIntervalMs: "number",
+  unalignedCheckpoints: "boolean",
+  alignedCheckpointTimeoutMs: "number",
 };
 
 /** Options of {@linkcode StreamExecutionEnvironment.setStateBackend}; they apply to `"sqlite"` only. */
@@ -188,6 +211,8 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     tolerableCheckpointFailures: 0,
     incrementalCheckpoints: false,
     materializationIntervalMs: 600_000,
+    unalignedCheckpoints: false,
+    alignedCheckpointTimeoutMs: 0,
   };
   #restartStrategy: RestartStrategyConfig | undefined;
   #task: { -readonly [K in keyof TaskConfig]: TaskConfig[K] } = {
@@ -285,8 +310,25 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
         `materializationIntervalMs must be a number ≥ 0 (ms) or Infinity: current value is ${merged.materializationIntervalMs}`,
       );
     }
+    if (
+      !(Number.isFinite(merged.alignedCheckpointTimeoutMs) &&
+        merged.alignedCheckpointTimeoutMs >= 0)
+    ) {
+      throw new RangeError(
+        `alignedCheckpointTimeoutMs must be a finite number ≥ 0 (ms): current value is ${merged.alignedCheckpointTimeoutMs}`,
+      );
+    }
+    if (merged.unalignedCheckpoints && merged.mode !== "exactly-once") {
+      throw new RangeError(
+        `unalignedCheckpoints needs mode "exactly-once" (at-least-once never aligns): current mode is ${
+          JSON.stringify(merged.mode)
+        }`,
+      );
+    }
     this.#checkpointing = merged;
     this.#task.checkpointingMode = merged.mode;
+    this.#task.unalignedCheckpoints = merged.unalignedCheckpoints;
+    this.#task.alignedCheckpointTimeoutMs = merged.alignedCheckpointTimeoutMs;
     if (this.#task.stateBackend !== undefined || merged.incrementalCheckpoints) {
       this.#task.stateBackend = this.#withChangelog(this.#task.stateBackend ?? { kind: "heap" });
     }
@@ -642,6 +684,8 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       tolerableCheckpointFailures: this.#checkpointing.tolerableCheckpointFailures,
       incrementalCheckpoints: this.#checkpointing.incrementalCheckpoints,
       materializationIntervalMs: this.#checkpointing.materializationIntervalMs,
+      unalignedCheckpoints: this.#checkpointing.unalignedCheckpoints,
+      alignedCheckpointTimeoutMs: this.#checkpointing.alignedCheckpointTimeoutMs,
     };
     return {
       graph,

@@ -48,6 +48,18 @@ export interface CheckpointConfig {
   readonly incrementalCheckpoints?: boolean | undefined;
   /** With incremental checkpoints: the longest time between two materializations, ms. */
   readonly materializationIntervalMs?: number | undefined;
+  /**
+   * Unaligned checkpoints (FLIP-76; Flink's `execution.checkpointing.unaligned`):
+   * barriers overtake in-flight data, stored as channel state. The tasks
+   * read it from `TaskConfig.unalignedCheckpoints`. Default false.
+   */
+  readonly unalignedCheckpoints?: boolean | undefined;
+  /**
+   * With unaligned checkpoints: how long a checkpoint aligns before it
+   * switches to unaligned, ms (0: unaligned from the start); the tasks read
+   * it from `TaskConfig.alignedCheckpointTimeoutMs`.
+   */
+  readonly alignedCheckpointTimeoutMs?: number | undefined;
 }
 
 /** Coordinator-side fault points (chaos hooks for tests). */

@@ -7,8 +7,14 @@
  * - **Barriers** go to the barrier handler: aligned in exactly-once mode
  *   (channels that delivered barrier *n* are blocked until every channel
  *   did, see `barrier_handler.ts`), counted without blocking in
- *   at-least-once mode (`barrier_tracker.ts`). When the handler says so,
- *   checkpoint *n* is taken with the barrier's trigger time and type.
+ *   at-least-once mode (`barrier_tracker.ts`), or unaligned (FLIP-76,
+ *   `alternating_barrier_handler.ts`: at the first barrier, or when the
+ *   alignment lasted `alignedCheckpointTimeoutMs`) when unaligned
+ *   checkpoints are on. When the handler says so, checkpoint *n* is taken
+ *   with the barrier's trigger time and type; an unaligned one starts the
+ *   gate's channel-state recording of the channels still pending, and an
+ *   abort discards it. An alignment that may time out arms a wake-up
+ *   (`wakeUp`) for its deadline; the deadline is checked before each item.
  * - **Watermarks and watermark status** go through a
  *   `StatusWatermarkValve`; the head operator gets the combined watermark
  *   and status changes.
@@ -28,6 +34,7 @@ import {
   type CheckpointBarrierHandler,
 } from "./barrier_handler.ts";
 import { CheckpointBarrierTracker } from "./barrier_tracker.ts";
+import { AlternatingBarrierHandler } from "./alternating_barrier_handler.ts";
 import { dispatchBuffer } from "./buffer_dispatch.ts";
 import type { InputChannel, InputGate } from "./input_gate.ts";
 import type { ChannelEvent } from "./messages.ts";
@@ -53,6 +60,14 @@ export interface CheckpointedInputOptions {
   readonly endOfInput: () => Promise<void>;
   /** Test hook: called once per checkpoint when alignment first blocks a channel. */
   readonly alignmentFault?: ((checkpointId: number) => void) | undefined;
+  /**
+   * Unaligned checkpoints (exactly-once only): `alignedCheckpointTimeoutMs`
+   * is how long a checkpoint aligns before it switches (0: never aligns).
+   * Absent: aligned checkpoints.
+   */
+  readonly unaligned?: { readonly alignedCheckpointTimeoutMs: number } | undefined;
+  /** Wakes the subtask's mailbox loop (an alignment deadline passed). */
+  readonly wakeUp?: (() => void) | undefined;
 }
 
 /** A non-source subtask's input (see the module docs). */
@@ -63,6 +78,7 @@ export class CheckpointedInput {
   /** Trigger time and type of each checkpoint whose barrier arrived and which was not taken yet. */
   readonly #pending = new Map<number, { readonly ts: number; readonly type: SnapshotType }>();
   #alignmentFaultFor = 0;
+  #alignmentTimer: ReturnType<typeof setTimeout> | undefined;
   /** Records handed to the head operator. */
   recordsIn = 0;
 
@@ -74,6 +90,11 @@ export class CheckpointedInput {
     // alignment; exactly-once (and no checkpointing, for savepoints) aligns.
     this.#barriers = options.checkpointingMode === "at-least-once"
       ? new CheckpointBarrierTracker(channels)
+      : options.unaligned && options.checkpointingMode === "exactly-once"
+      ? new AlternatingBarrierHandler({
+        numChannels: channels,
+        alignedCheckpointTimeoutMs: options.unaligned.alignedCheckpointTimeoutMs,
+      })
       : new AlignedBarrierHandler(channels);
     this.#valve = options.gate.size > 0 ? new StatusWatermarkValve(options.gate.size) : undefined;
   }
@@ -85,6 +106,9 @@ export class CheckpointedInput {
    */
   async processNext(head: StreamOperator): Promise<boolean> {
     const o = this.#o;
+    if (this.#barriers instanceof AlternatingBarrierHandler && this.#barriers.isAligning) {
+      await this.#runBarrierActions(this.#barriers.onAlignmentTimer(performance.now()));
+    }
     const item = o.gate.poll();
     if (!item) return false;
     const { channel, message } = item;
@@ -105,6 +129,25 @@ export class CheckpointedInput {
   /** Checkpoint `checkpointId` was aborted by the coordinator: alignment for it ends. */
   async abort(checkpointId: number): Promise<void> {
     await this.#runBarrierActions(this.#barriers.onAbort(checkpointId));
+    this.#o.gate.discardChannelStateRecording(checkpointId);
+  }
+
+  /** Stops the alignment wake-up, if armed (the subtask ended). */
+  dispose(): void {
+    clearTimeout(this.#alignmentTimer);
+    this.#alignmentTimer = undefined;
+  }
+
+  /** Arms a wake-up at the alignment deadline of an alternating handler, if any. */
+  #armAlignmentTimer(): void {
+    if (this.#alignmentTimer !== undefined || !this.#o.wakeUp) return;
+    if (!(this.#barriers instanceof AlternatingBarrierHandler)) return;
+    const delay = this.#barriers.alignmentTimerDelayMs(performance.now());
+    if (delay === undefined) return;
+    this.#alignmentTimer = setTimeout(() => {
+      this.#alignmentTimer = undefined;
+      this.#o.wakeUp?.();
+    }, delay + 1);
   }
 
   async #handleEvent(head: StreamOperator, channel: InputChannel, event: ChannelEvent) {
@@ -112,7 +155,12 @@ export class CheckpointedInput {
       case "barrier":
         this.#pending.set(event.id, { ts: event.ts, type: event.type });
         await this.#runBarrierActions(
-          this.#barriers.onBarrier(channel.index, event.id, performance.now()),
+          this.#barriers.onBarrier(
+            channel.index,
+            event.id,
+            performance.now(),
+            event.type === "savepoint",
+          ),
         );
         return;
       case "wm":
@@ -143,6 +191,7 @@ export class CheckpointedInput {
       switch (action.kind) {
         case "block": {
           o.gate.channels[action.channel]!.blocked = true;
+          this.#armAlignmentTimer();
           const id = this.#barriers.pendingCheckpointId ?? 0;
           if (o.alignmentFault && this.#alignmentFaultFor !== id) {
             this.#alignmentFaultFor = id;
@@ -152,6 +201,7 @@ export class CheckpointedInput {
         }
         case "unblockAll":
           o.gate.unblockAll();
+          this.dispose();
           break;
         case "triggerCheckpoint": {
           const id = action.checkpointId;
@@ -159,15 +209,20 @@ export class CheckpointedInput {
           for (const pending of this.#pending.keys()) {
             if (pending <= id) this.#pending.delete(pending);
           }
+          const inputChannelState = action.unaligned
+            ? o.gate.startChannelStateRecording(id, action.pendingChannels ?? [])
+            : undefined;
           await o.checkpoint({
             checkpointId: id,
             timestamp: barrier?.ts ?? Date.now(),
             type: barrier?.type ?? "checkpoint",
             alignmentDurationMs: action.alignmentDurationMs,
+            inputChannelState,
           });
           break;
         }
         case "abort":
+          o.gate.discardChannelStateRecording(action.checkpointId);
           if (action.decline) {
             o.decline(action.checkpointId, action.reason.code, action.reason.message);
           }

@@ -18,6 +18,22 @@
  * way (as a value when the transport delivers the producer's subject in
  * this thread, else encoded).
  *
+ * ## Priority barriers (unaligned checkpoints, FLIP-76)
+ *
+ * With `priorityBarriers` (unaligned checkpoints without an alignment
+ * timeout), a checkpoint barrier (not a savepoint's) is taken out of its
+ * channel's order on arrival: it goes to a priority queue that `poll`
+ * empties first, ahead of the data queued before it (Flink's priority
+ * events). While an unaligned checkpoint records channel state
+ * (`channel_state.ts`), the same holds for the barrier of every channel
+ * still recorded. The data the barrier overtook stays queued and is
+ * processed as usual; the recorder keeps a copy of it. Sequence numbers are
+ * checked on arrival, before any reordering, so gaps stay exact.
+ *
+ * Recovered channel state (`recover`) is put in front of its channel's
+ * queue at restore, processed first, and returns no credit (it was never
+ * granted one).
+ *
  * @module
  */
 
@@ -27,6 +43,7 @@ import type { JobEdge, JobGraph } from "../graph/job_graph.ts";
 import { channelSources } from "./channels.ts";
 import type { CreditMessage, EventMessage, ReceivedBufferMessage } from "./messages.ts";
 import { taskSubject } from "./messages.ts";
+import { InputChannelStateRecorder, type RecoveredInputItem } from "./channel_state.ts";
 
 /** A channel delivered a message out of sequence: data was lost, duplicated or reordered. */
 export class ChannelSequenceError extends Error {
@@ -54,6 +71,14 @@ export class InputChannel {
   endOfData = false;
   /** Buffers consumed since the last credit grant. */
   unreturnedCredits = 0;
+  /** Recovered buffers at the head of the queue (channel state): consumed without returning credit. */
+  recovered = 0;
+  /**
+   * The checkpoint id and queue position of a barrier taken out of order
+   * (priority) before a recording started: the data before it is
+   * `queue.slice(0, position)`.
+   */
+  priorityBarrier: { readonly id: number; readonly position: number } | undefined;
   /** A channel expecting sequence number 0, unblocked. */
   constructor(index: number, edge: JobEdge, producer: number, producerSubject: string) {
     this.index = index;
@@ -85,6 +110,12 @@ export interface InputGateOptions {
   readonly transport: Transport;
   /** Credits granted per channel at start: the most buffers in flight per channel. */
   readonly initialCredits: number;
+  /**
+   * Take checkpoint barriers (not savepoints') out of order on arrival
+   * (unaligned checkpoints without alignment timeout; see the module docs).
+   * Default `false`.
+   */
+  readonly priorityBarriers?: boolean;
 }
 
 /** All input channels of one subtask. */
@@ -96,6 +127,10 @@ export class InputGate {
   readonly #creditBatch: number;
   #next = 0;
   #queued = 0;
+  /** Barriers taken out of their channel's order, oldest first. */
+  readonly #priority: { channel: InputChannel; message: EventMessage }[] = [];
+  /** The channel-state recording of the unaligned checkpoint in progress. */
+  #recorder: InputChannelStateRecorder | undefined;
   /** The first sequence error seen, if any. */
   error: ChannelSequenceError | undefined;
 
@@ -162,14 +197,123 @@ export class InputGate {
       return false;
     }
     ch.expectedSeq++;
+    const recorder = this.#recorder;
+    if (msg.t === "evt" && msg.e.k === "barrier" && msg.e.type !== "savepoint") {
+      const recording = recorder !== undefined && recorder.isRecording(ch.index);
+      if (recording || this.#options.priorityBarriers === true) {
+        if (recording && msg.e.id >= recorder.checkpointId) recorder.stop(ch.index);
+        else ch.priorityBarrier = { id: msg.e.id, position: ch.queue.length };
+        this.#settleRecorder();
+        this.#priority.push({ channel: ch, message: msg });
+        this.#queued++;
+        return true;
+      }
+    } else if (recorder !== undefined) {
+      recorder.record(ch.index, msg);
+      this.#settleRecorder();
+    }
     ch.queue.push(msg);
     this.#queued++;
     return true;
   }
 
+  /**
+   * Starts recording channel state for unaligned checkpoint `checkpointId`
+   * (see `channel_state.ts`): each of `pendingChannels` is recorded from
+   * its queued data on, up to its barrier `checkpointId` (a barrier already
+   * queued, in order or out of it, ends it at once).
+   * @returns the recorder; its `done` resolves once every pending channel delivered its barrier or ended.
+   */
+  startChannelStateRecording(
+    checkpointId: number,
+    pendingChannels: readonly number[],
+  ): InputChannelStateRecorder {
+    this.#recorder?.discard();
+    const recorder = new InputChannelStateRecorder(checkpointId, this.channels, pendingChannels);
+    this.#recorder = recorder;
+    for (const c of pendingChannels) {
+      const ch = this.channels[c]!;
+      const pb = ch.priorityBarrier;
+      let end = ch.queue.length;
+      let stop = false;
+      if (pb !== undefined && pb.id >= checkpointId) {
+        end = Math.min(pb.position, end);
+        stop = true;
+      } else {
+        const i = ch.queue.findIndex((m) =>
+          m.t === "evt" && m.e.k === "barrier" && m.e.id >= checkpointId
+        );
+        if (i >= 0) {
+          // Aligned until now: take the queued barrier out of order.
+          end = i;
+          stop = true;
+          const [barrier] = ch.queue.splice(i, 1) as [EventMessage];
+          this.#priority.push({ channel: ch, message: barrier });
+        }
+      }
+      for (let i = 0; i < end && recorder.isRecording(c); i++) recorder.record(c, ch.queue[i]!);
+      if (stop) recorder.stop(c);
+    }
+    for (const ch of this.channels) ch.priorityBarrier = undefined;
+    recorder.finishIfComplete();
+    this.#settleRecorder();
+    return recorder;
+  }
+
+  /** Ends the recording of `checkpointId` (aborted or subsumed) without result. */
+  discardChannelStateRecording(checkpointId: number): void {
+    if (this.#recorder?.checkpointId !== checkpointId) return;
+    this.#recorder.discard();
+    this.#recorder = undefined;
+  }
+
+  #settleRecorder(): void {
+    if (this.#recorder?.settled) this.#recorder = undefined;
+  }
+
+  /**
+   * Puts recovered channel state in front of the queue of the channel of
+   * (`edge`, `producer`), before anything received (at restore, before start).
+   * @throws {ChannelSequenceError} when this gate has no such channel.
+   */
+  recover(edge: number, producer: number, items: readonly RecoveredInputItem[]): void {
+    const ch = this.#byEdge.get(edge)?.[producer];
+    if (!ch) {
+      throw new ChannelSequenceError(
+        `Recovered channel state names input edge ${edge} from producer ${producer}, which subtask ${this.#options.subtask} of ${
+          this.#options.graph.vertices[this.#options.vertex]!.id
+        } does not read`,
+      );
+    }
+    const { jobId, attempt } = this.#options;
+    const msgs = items.map((it): ReceivedBufferMessage | EventMessage =>
+      it.kind === "evt"
+        ? { t: "evt", job: jobId, att: attempt, edge, src: producer, seq: -1, e: it.e }
+        : {
+          t: "buf",
+          job: jobId,
+          att: attempt,
+          edge,
+          src: producer,
+          seq: -1,
+          v: it.v,
+          ts: it.ts,
+          ...(it.kg ? { kg: it.kg } : {}),
+        }
+    );
+    ch.queue.unshift(...msgs);
+    ch.recovered += msgs.filter((m) => m.t === "buf").length;
+    this.#queued += msgs.length;
+  }
+
   /** The next message of an unblocked channel, round-robin, or `undefined`. */
   poll(): { channel: InputChannel; message: ReceivedBufferMessage | EventMessage } | undefined {
     if (this.#queued === 0) return undefined;
+    const first = this.#priority.shift();
+    if (first) {
+      this.#queued--;
+      return first;
+    }
     const n = this.channels.length;
     for (let i = 0; i < n; i++) {
       const ch = this.channels[(this.#next + i) % n]!;
@@ -188,6 +332,10 @@ export class InputGate {
 
   /** Records that a buffer of `channel` was consumed; returns credits in batches. */
   consumed(channel: InputChannel): void {
+    if (channel.recovered > 0) {
+      channel.recovered--;
+      return;
+    }
     channel.unreturnedCredits++;
     if (channel.unreturnedCredits >= this.#creditBatch) {
       this.#grant(channel, channel.unreturnedCredits);

@@ -96,6 +96,7 @@ import type {
 } from "./messages.ts";
 import { taskSubject } from "./messages.ts";
 import { SuppressRestartsError } from "../failure.ts";
+import type { OutputChannelCapture, OutputChannelItem } from "./channel_state.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
 
 /** Room left in a transport message for the envelope around an encoded buffer, in bytes. */
@@ -127,17 +128,8 @@ const PREALLOCATED_RECORDS = 4096;
 
 const EMPTY_KEY_GROUPS = new Uint16Array(0);
 
-type Pending =
-  | { readonly kind: "buf"; readonly vb: Uint8Array; readonly kg: Uint16Array | undefined }
-  | {
-    readonly kind: "vals";
-    readonly v: unknown[];
-    readonly ts: (number | null)[] | undefined;
-    readonly kg: Uint16Array | undefined;
-    /** The records' keys (in-thread hash edges), for the consumer's keyed operator. */
-    readonly k: unknown[] | undefined;
-  }
-  | { readonly kind: "evt"; readonly e: ChannelEvent };
+/** A message in a channel's send queue (its shape is channel state's, `channel_state.ts`). */
+type Pending = OutputChannelItem;
 
 /**
  * A record too large for one transport message (NATS: 1 MiB, less about
@@ -581,6 +573,44 @@ export class RecordWriter {
       ch.queue.push({ kind: "evt", e: event });
       this.#drain(ch);
     }
+  }
+
+  /**
+   * Sends `event` (the barrier of an unaligned checkpoint, FLIP-76) on every
+   * channel AHEAD of the buffers and events not yet sent: the open buffer is
+   * sealed, the event goes to the head of each send queue (an event needs
+   * no credit, so it leaves at once), and what it overtook is sent after it
+   * as credit allows. Sequence numbers are given at sending, so they stay
+   * in order.
+   * @returns what the event overtook, per channel with any (the output part of channel state).
+   */
+  overtakeWithEvent(event: ChannelEvent): OutputChannelCapture[] {
+    const captures: OutputChannelCapture[] = [];
+    for (const ch of this.#channels) {
+      this.#seal(ch);
+      if (ch.queue.length > 0) {
+        captures.push({ edge: this.edge.index, consumer: ch.target, items: [...ch.queue] });
+      }
+      ch.queue.unshift({ kind: "evt", e: event });
+      this.#drain(ch);
+    }
+    return captures;
+  }
+
+  /**
+   * Puts recovered output channel state in front of consumer `consumer`'s
+   * send queue (at restore, before anything is emitted); it is sent first,
+   * against credits.
+   * @throws {RangeError} when this writer does not feed `consumer`.
+   */
+  restoreOutput(consumer: number, items: readonly OutputChannelItem[]): void {
+    const ch = this.#byConsumer[consumer];
+    if (!ch) {
+      throw new RangeError(
+        `Recovered channel state names output edge ${this.edge.index} to consumer subtask ${consumer}, which producer subtask ${this.#options.producerIndex} does not feed`,
+      );
+    }
+    ch.queue.unshift(...items);
   }
 
   /** Seals and sends every open buffer (what credit allows). */

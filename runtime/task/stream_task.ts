@@ -63,6 +63,7 @@ import {
   createRecordWriters,
   loadSubtaskRestore,
 } from "./subtask_setup.ts";
+import { restoreChannelState } from "./channel_state_restore.ts";
 import {
   type CoordinatorMessage,
   type MessageBody,
@@ -140,6 +141,10 @@ export class StreamTask {
         this.#report({ t: "decline", vertex: vertex.id, subtask, id, code, reason }),
       endOfInput: () => this.#endInput(),
       alignmentFault: faults && ((id) => faults("alignment", faultSite(this.#o, id))),
+      unaligned: options.config.unalignedCheckpoints
+        ? { alignedCheckpointTimeoutMs: options.config.alignedCheckpointTimeoutMs ?? 0 }
+        : undefined,
+      wakeUp: () => this.#mailbox.signal.notify(),
     });
     this.#checkpointer = new SubtaskCheckpointer({
       jobId: options.jobId,
@@ -151,6 +156,8 @@ export class StreamTask {
       report: (body) => this.#report(body),
       isDone: () => this.#done,
       faults: faults && ((point, id) => faults(point, faultSite(this.#o, id))),
+      unalignedCheckpoints: options.config.checkpointingMode === "exactly-once" &&
+        options.config.unalignedCheckpoints === true,
     });
   }
 
@@ -191,6 +198,7 @@ export class StreamTask {
       throw TaskFailedError.of(error, `Subtask ${this.#name} of job ${o.jobId}`);
     } finally {
       this.#done = true;
+      this.#input.dispose();
       this.#subscription.unsubscribe();
       this.#mailbox.close();
     }
@@ -237,6 +245,7 @@ export class StreamTask {
       });
     }
     const restores = await loadSubtaskRestore(o, this.#keyGroupRange, this.#name);
+    await restoreChannelState(o, this.#gate, this.#writers, this.#name);
     for (const op of chain.operators) await op.initializeState(restores.get(op.uid));
     for (const op of chain.operators) await op.open();
   }

@@ -55,6 +55,11 @@ import type {
 } from "../checkpoint/snapshot_contract.ts";
 import type { StreamOperator } from "./operators/operator.ts";
 import type { ChannelEvent, CoordinatorMessage, MessageBody } from "./messages.ts";
+import {
+  channelStateSnapshot,
+  type InputChannelStateRecorder,
+  type OutputChannelCapture,
+} from "./channel_state.ts";
 
 /** Where the synchronous part can be failed by a test (chaos hooks). */
 export type CheckpointFaultPoint = "before-snapshot" | "after-snapshot";
@@ -85,6 +90,13 @@ export interface SubtaskCheckpointerOptions {
   readonly isDone: () => boolean;
   /** Test hook called at each {@linkcode CheckpointFaultPoint}; throwing fails the subtask. */
   readonly faults?: ((point: CheckpointFaultPoint, checkpointId: number) => void) | undefined;
+  /**
+   * Unaligned checkpoints (FLIP-76) are on: a checkpoint's (never a
+   * savepoint's) barrier overtakes the output buffers not yet sent, and
+   * the channel-state participant (`channel_state.ts`) joins the snapshot.
+   * Default `false`.
+   */
+  readonly unalignedCheckpoints?: boolean;
 }
 
 /** One checkpoint (or savepoint) to take, as its barrier or trigger said. */
@@ -97,6 +109,11 @@ export interface CheckpointRequest {
   readonly type: SnapshotType;
   /** Time this subtask spent aligning barriers for it, in ms (0 for a source or when not aligned). */
   readonly alignmentDurationMs: number;
+  /**
+   * For a checkpoint taken unaligned at this subtask: the recording of the
+   * input channels whose barrier had not arrived (the ack waits for it).
+   */
+  readonly inputChannelState?: InputChannelStateRecorder | undefined;
 }
 
 /** What the synchronous part acts on: the chain's operators and the outputs that carry the barrier. */
@@ -104,7 +121,11 @@ export interface CheckpointTargets {
   /** The chained operators, head first. */
   readonly operators: readonly StreamOperator[];
   /** The subtask's record writers. */
-  readonly writers: readonly { broadcastEvent(event: ChannelEvent): void }[];
+  readonly writers: readonly {
+    broadcastEvent(event: ChannelEvent): void;
+    /** Sends `event` ahead of what is not sent yet, returning that (`record_writer.ts`). */
+    overtakeWithEvent?(event: ChannelEvent): OutputChannelCapture[];
+  }[];
 }
 
 /** The checkpoints of one subtask attempt (see the module docs). */
@@ -132,10 +153,19 @@ export class SubtaskCheckpointer {
     this.#o.faults?.("before-snapshot", checkpointId);
     const t0 = performance.now();
     for (const op of targets.operators) await op.quiesce();
+    const barrier: ChannelEvent = { k: "barrier", id: checkpointId, ts: timestamp, type };
+    // Unaligned (never for a savepoint): the barrier overtakes the output
+    // not yet sent, which becomes channel state.
+    const overtake = this.#o.unalignedCheckpoints === true && type === "checkpoint";
+    const outputs: OutputChannelCapture[] = [];
     for (const w of targets.writers) {
-      w.broadcastEvent({ k: "barrier", id: checkpointId, ts: timestamp, type });
+      if (overtake && w.overtakeWithEvent) outputs.push(...w.overtakeWithEvent(barrier));
+      else w.broadcastEvent(barrier);
     }
     const results: SnapshotResult[] = [];
+    if (overtake || request.inputChannelState) {
+      results.push(channelStateSnapshot(request.inputChannelState, outputs));
+    }
     try {
       for (const op of targets.operators) {
         results.push(...await op.snapshotState(checkpointId, timestamp, type));

@@ -50,6 +50,9 @@ export function createInputGate(o: StreamTaskOptions): InputGate {
     subtask: o.subtask,
     transport: o.transport,
     initialCredits: o.config.initialCredits,
+    // Unaligned checkpoints without alignment timeout: barriers overtake queued data.
+    priorityBarriers: o.config.checkpointingMode === "exactly-once" &&
+      o.config.unalignedCheckpoints === true && (o.config.alignedCheckpointTimeoutMs ?? 0) === 0,
   });
 }
 

@@ -43,6 +43,20 @@ export interface TaskConfig {
    * operator as `OperatorEnvironment.stateBackend`.
    */
   readonly stateBackend?: StateBackendConfig;
+  /**
+   * Unaligned checkpoints (FLIP-76; Flink's
+   * `execution.checkpointing.unaligned`), exactly-once mode only: barriers
+   * overtake in-flight buffers, which are stored as channel state
+   * (`channel_state.ts`). Default `false`.
+   */
+  readonly unalignedCheckpoints?: boolean;
+  /**
+   * With `unalignedCheckpoints`: how long a checkpoint aligns before it
+   * switches to unaligned, in ms, measured from its first barrier at each
+   * subtask (Flink's `execution.checkpointing.aligned-checkpoint-timeout`);
+   * `0` (default): unaligned from the start.
+   */
+  readonly alignedCheckpointTimeoutMs?: number;
 }
 
 /** Where a fault can be injected in tests (chaos hooks; no effect unless an injector is set). */
