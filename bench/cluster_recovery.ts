@@ -75,12 +75,8 @@ import { fileURLToPath } from "node:url";
 import { Proc, TestCluster } from "../tests/_cluster.ts";
 import { connectNats } from "../runtime/actor/nats_connect.ts";
 import { jetstreamApi } from "../runtime/actor/nats_deps.ts";
-import { decode } from "../runtime/actor/codec.ts";
 import { ObjectStoreCheckpointStorage } from "../runtime/checkpoint/object_store_storage.ts";
-import {
-  HeapKeyedStateBackend,
-  type KeyedStateSnapshot,
-} from "../runtime/state/heap_keyed_backend.ts";
+import { createKeyedStateBackend } from "../runtime/state/state_backend_factory.ts";
 import { KeyGroupRange } from "../runtime/state/key_group.ts";
 import { readCommitted } from "../connectors/jetstream/mod.ts";
 import { type RecoveryRecord, wallClockMs } from "./jobs/recovery_job.ts";
@@ -182,7 +178,7 @@ interface IdleRestore {
   readonly fileBytes: number;
   readonly totalBytes: number;
   readonly downloadMs: number;
-  readonly decodeMs: number;
+  /** Decode and load into the backend, ms. */
   readonly loadMs: number;
 }
 
@@ -198,8 +194,19 @@ interface RunResult extends Breakdown {
   readonly idle: IdleRestore;
 }
 
-/** Reads keyed subtask 0's file of the job's latest checkpoint, decodes and loads it. */
-async function idleRestore(url: string, bucket: string, jobId: string): Promise<IdleRestore> {
+/**
+ * Reads keyed subtask 0's handles of the job's latest checkpoint (metadata
+ * version 2: every handle of uid `state` of kind `keyed` or
+ * `keyed-incremental`), and restores them into the job's keyed state
+ * backend (heap, wrapped in the changelog backend when `incremental`):
+ * download, then decode and load.
+ */
+async function idleRestore(
+  url: string,
+  bucket: string,
+  jobId: string,
+  incremental: boolean,
+): Promise<IdleRestore> {
   const nc = await connectNats({ servers: url, name: "weir-bench-restore" });
   try {
     const storage = await ObjectStoreCheckpointStorage.open({ connection: nc, bucket });
@@ -207,28 +214,40 @@ async function idleRestore(url: string, bucket: string, jobId: string): Promise<
     if (!meta) throw new Error(`job ${jobId} has no completed checkpoint in bucket ${bucket}`);
     const vertex = meta.vertices.find((v) => v.operatorUids.includes("state"));
     const sub = vertex?.subtasks.find((s) => s.subtask === 0);
-    if (!sub?.keyedHandle || !sub.keyGroupRange) {
-      throw new Error(`checkpoint ${meta.checkpointId} of job ${jobId} has no keyed state`);
+    const handles = (sub?.handles ?? []).filter((h) =>
+      h.uid === "state" && (h.kind === "keyed" || h.kind === "keyed-incremental")
+    );
+    const range = handles[0]?.keyGroupRange;
+    if (!vertex || handles.length === 0 || range === undefined) {
+      throw new Error(
+        `checkpoint ${meta.checkpointId} of job ${jobId} has no keyed state of uid 'state' ` +
+          `for subtask 0`,
+      );
     }
     const t0 = performance.now();
-    const bytes = await storage.readState(jobId, sub.keyedHandle);
+    const blobs = new Map<string, Uint8Array>();
+    for (const h of handles) blobs.set(h.path, await storage.readState(jobId, h));
     const t1 = performance.now();
-    const file = decode(bytes) as Record<string, { keyed?: KeyedStateSnapshot }>;
+    const backend = await createKeyedStateBackend(
+      incremental ? { kind: "heap", changelog: {} } : { kind: "heap" },
+      {
+        keyGroupRange: new KeyGroupRange(range[0], range[1]),
+        maxParallelism: vertex.maxParallelism,
+      },
+    );
+    try {
+      await backend.restore(handles, (h) => Promise.resolve(blobs.get(h.path)!));
+    } finally {
+      await backend.dispose();
+    }
     const t2 = performance.now();
-    const snapshot = file["state"]?.keyed;
-    if (!snapshot) throw new Error(`${sub.keyedHandle.path} holds no keyed state of uid 'state'`);
-    const backend = new HeapKeyedStateBackend({
-      keyGroupRange: new KeyGroupRange(sub.keyGroupRange[0], sub.keyGroupRange[1]),
-      maxParallelism: snapshot.maxParallelism,
-    });
-    backend.restoreCanonical([snapshot]);
-    const t3 = performance.now();
+    let fileBytes = 0;
+    for (const b of blobs.values()) fileBytes += b.length;
     return {
-      fileBytes: bytes.length,
+      fileBytes,
       totalBytes: meta.totalBytes,
       downloadMs: t1 - t0,
-      decodeMs: t2 - t1,
-      loadMs: t3 - t2,
+      loadMs: t2 - t1,
     };
   } finally {
     await nc.close();
@@ -361,7 +380,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       threadsAfterKill: modules.filter((ms) => ms >= killMs).length,
       importMs,
       records: f.arrivals.length,
-      idle: await idleRestore(url, cluster.bucket, jobId),
+      idle: await idleRestore(url, cluster.bucket, jobId, false),
     };
   } catch (error) {
     console.error(cluster.logs());
@@ -480,8 +499,9 @@ function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Setti
         ` from #${r.restoredFrom}\n` +
         `${pad}last checkpoint before the kill ${cp(b)}; first after it ${cp(a)}\n` +
         `${pad}idle restore of subtask 0's ${fmtBytes(r.idle.fileBytes)}: download ` +
-        `${ms(r.idle.downloadMs)}, decode ${ms(r.idle.decodeMs)}, heap load ` +
-        `${ms(r.idle.loadMs)} ms; slot threads that loaded the job after the kill: ` +
+        `${ms(r.idle.downloadMs)}, decode and load ${
+          ms(r.idle.loadMs)
+        } ms; slot threads that loaded the job after the kill: ` +
         `${r.threadsAfterKill} (first deployment: deploy -> job module evaluated on every slot ` +
         `thread ${ms(r.importMs)} ms); ` +
         `${r.records} committed records read`,
