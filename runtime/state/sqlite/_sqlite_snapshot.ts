@@ -126,6 +126,12 @@ export function sqliteSnapshotResult(capture: SqliteSnapshotCapture): SnapshotRe
           `Keyed state snapshot of '${capture.uid}' (checkpoint ${writer.checkpointId}) was discarded before write()`,
         );
       }
+      if (capture.store.closed) {
+        release();
+        throw new Error(
+          `Keyed state snapshot of '${capture.uid}' (checkpoint ${writer.checkpointId}) cannot be written: its SQLite keyed state backend was disposed`,
+        );
+      }
       try {
         return await writeChunks(capture, writer);
       } finally {

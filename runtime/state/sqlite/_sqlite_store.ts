@@ -24,6 +24,13 @@
  * ordered by (key group, key, namespace, user key), so a map's entries are
  * adjacent and a snapshot reads every state in key-group order.
  *
+ * Separate columns rather than one BLOB key of 2 bytes of key group and the
+ * serialized key (RocksDB's layout): `_layout_measure.ts` (200 000 rows, 3
+ * interleaved rounds) measured insert 13–19 µs and point read 14–18 µs of
+ * CPU per row for both, within the machine's noise, the BLOB layout 10%
+ * smaller on disk (19.2 against 21.4 bytes per row). Columns need no key
+ * encoding in JS and make a map's prefix (`kg, k, ns`) a plain `WHERE`.
+ *
  * ## Durability
  *
  * `journal_mode=WAL`, `synchronous=OFF`: the database is a working copy,

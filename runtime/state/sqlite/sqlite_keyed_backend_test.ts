@@ -401,5 +401,30 @@ Deno.test("dispose with a snapshot in flight closes its view: write() then fails
   sum.update(1);
   const result = b.snapshot(1, "checkpoint", "op-x");
   await b.dispose();
-  await assert.rejects(blobs.write(result), Error);
+  await assert.rejects(
+    blobs.write(result),
+    /snapshot of 'op-x' \(checkpoint 1\) cannot be written: its SQLite keyed state backend was disposed/,
+  );
+});
+
+Deno.test("dispose waits for a snapshot write in progress, then deletes the database", async () => {
+  const blobs = new TestBlobs();
+  const b = await SqliteKeyedStateBackend.create({
+    keyGroupRange: ALL,
+    maxParallelism: MAX,
+    snapshotChunkRows: 10,
+  });
+  const sum = b.getValueState(sumOf);
+  for (let k = 0; k < 500; k++) {
+    b.setCurrentKey(k);
+    sum.update(k);
+  }
+  const writing = blobs.write(b.snapshot(1, "checkpoint", "op")); // yields after every chunk
+  const disposed = b.dispose();
+  const handles = await writing;
+  await disposed;
+  await assert.rejects(Deno.stat(b.databasePath), Deno.errors.NotFound);
+  const heap = new HeapKeyedStateBackend({ keyGroupRange: ALL, maxParallelism: MAX });
+  await heap.restore(handles, blobs.read);
+  assert.equal(heap.numKeys("sum"), 500);
 });
