@@ -116,8 +116,12 @@ Lists the cluster's jobs (id, status, attempt, name) and live workers.`,
 Runs the cluster's coordinator. Checkpoints and savepoints go to bucket B
 (default weir-checkpoints).`,
   worker: `usage: weir worker --nats URL [--slots N] [--id ID] [--heartbeat-interval MS]
+                   [--local-recovery on|off] [--local-state-dir DIR]
 
-Runs a worker offering N slots (default: the number of CPUs).`,
+Runs a worker offering N slots (default: the number of CPUs). Local recovery
+(default on) keeps the subtasks' latest snapshot under DIR (default: the OS
+temp directory's weir-local-state) and restores from it when a subtask comes
+back on this worker; give a stable --id to keep it across worker restarts.`,
   read: `usage: weir read --nats URL --stream S [--committed] [--from SEQ] [--subject F]
                  [--txn-bucket B] [--follow]
 
@@ -143,6 +147,8 @@ function parse(args: string[]) {
       "nats-tls-key": text,
       slots: text,
       id: text,
+      "local-recovery": text,
+      "local-state-dir": text,
       "checkpoint-bucket": text,
       "heartbeat-timeout": text,
       "heartbeat-interval": text,
@@ -173,6 +179,13 @@ function positiveInt(value: string | undefined, flag: string, fallback?: number)
     throw new UsageError(`${flag} must be a positive integer, got ${JSON.stringify(value)}`);
   }
   return n;
+}
+
+function onOff(value: string | undefined, flag: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (value === "on") return true;
+  if (value === "off") return false;
+  throw new UsageError(`${flag} must be on or off, got ${JSON.stringify(value)}`);
 }
 
 function natsOptions(args: string[]): NatsConnectionOptions {
@@ -234,6 +247,10 @@ async function main(argv: string[]): Promise<number> {
         slots: positiveInt(values.slots, "--slots", navigator.hardwareConcurrency),
         heartbeatIntervalMs: positiveInt(values["heartbeat-interval"], "--heartbeat-interval", 500),
         ...(values.id === undefined ? {} : { workerId: values.id }),
+        localRecovery: onOff(values["local-recovery"], "--local-recovery", true),
+        ...(values["local-state-dir"] === undefined
+          ? {}
+          : { localStateDirectory: values["local-state-dir"] }),
       });
       worker.start();
       watchReconnects(nc, () => worker.heartbeatNow());

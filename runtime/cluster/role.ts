@@ -35,6 +35,11 @@ export interface SlotLaunch {
   readonly fingerprint: string;
   /** The Object Store bucket of checkpoint storage. */
   readonly checkpointBucket: string;
+  /**
+   * Local recovery on: the worker's id and the root directory of its local
+   * state copies (`../task/local_state_store.ts`). Absent: off.
+   */
+  readonly localRecovery?: { readonly workerId: string; readonly directory: string };
   /** How to reach NATS (the worker process's own connection options). */
   readonly nats: {
     readonly servers: string;

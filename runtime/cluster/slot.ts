@@ -41,6 +41,7 @@ import type { WorkerMessage } from "../task/messages.ts";
 import type { SlotLaunch } from "./role.ts";
 import { SuppressRestartsError } from "./restart_strategy.ts";
 import { type JobRuntime, Worker } from "./worker.ts";
+import { LocalStateStore } from "../task/local_state_store.ts";
 
 /** What the slot thread posts to its parent. */
 export type SlotThreadMessage =
@@ -109,7 +110,14 @@ export async function runSlot(
       }),
     );
     const runtime: JobRuntime = { graph, storage, ...settings };
-    const worker = new Worker({ transport, workerId: launch.slotId, resolveJob: () => runtime });
+    // Local recovery: copies of the subtasks' snapshots on this host, per worker id.
+    const localState = launch.localRecovery && new LocalStateStore(launch.localRecovery);
+    const worker = new Worker({
+      transport,
+      workerId: launch.slotId,
+      resolveJob: () => runtime,
+      localState,
+    });
     (self as unknown as Worker_).onmessage = (e) => {
       if (!(e.data instanceof Uint8Array)) {
         const peer = e.data;
@@ -123,6 +131,8 @@ export async function runSlot(
         // Let cancelled subtasks close (a sink aborts its open transaction), then say so.
         void (async () => {
           while (worker.runningTasks > 0) await delay(20);
+          // The job ended: its local copies are of no more use here.
+          await localState?.releaseJob(launch.jobId);
           post({ t: "released", exchange: ports.stats });
         })();
       }

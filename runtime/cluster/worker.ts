@@ -26,6 +26,8 @@ import {
   workerSubject,
 } from "../task/messages.ts";
 import { type FaultInjector, StreamTask, type TaskConfig } from "../task/stream_task.ts";
+import type { LocalStateStore } from "../task/local_state_store.ts";
+import { computeKeyGroupRangeForOperatorIndex } from "../state/key_group.ts";
 import { logger } from "../log.ts";
 
 const log = logger("worker");
@@ -46,6 +48,12 @@ export interface WorkerOptions {
   readonly workerId: string;
   /** Finds the runtime of a job (local mode: a registry; cluster mode: the job module). */
   readonly resolveJob: (jobId: string) => JobRuntime | Promise<JobRuntime>;
+  /**
+   * Local recovery (Flink's `state.backend.local-recovery`): the worker's
+   * local copies of its subtasks' snapshots, which a subtask restoring on
+   * this worker reads first (`../task/local_state_store.ts`). Absent: off.
+   */
+  readonly localState?: LocalStateStore | undefined;
 }
 
 /** Runs subtasks for coordinators. */
@@ -144,6 +152,17 @@ export class Worker {
       });
       return;
     }
+    const range = computeKeyGroupRangeForOperatorIndex(
+      vertex.maxParallelism,
+      vertex.parallelism,
+      msg.subtask,
+    );
+    const localState = this.#o.localState?.forSubtask({
+      jobId: msg.job,
+      vertexId: vertex.id,
+      subtask: msg.subtask,
+      keyGroupRange: [range.startKeyGroup, range.endKeyGroup],
+    });
     const task = new StreamTask({
       transport: this.#o.transport,
       jobId: msg.job,
@@ -154,6 +173,7 @@ export class Worker {
       config: runtime.config,
       storage: runtime.storage,
       restore: msg.restore,
+      localState,
       clock: runtime.clock,
       faults: runtime.faults,
     });

@@ -43,6 +43,8 @@
  * @module
  */
 
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Subscription, Transport } from "../actor/types.ts";
 import { decode, encode } from "../actor/codec.ts";
 import {
@@ -86,6 +88,26 @@ export interface WorkerProcessOptions {
    * Default 5000.
    */
   readonly releaseGraceMs?: number;
+  /**
+   * Local recovery (Flink's `state.backend.local-recovery`): slot threads
+   * keep a copy of their subtasks' latest completed snapshot on this
+   * host's disk and restore from it when a subtask comes back on this
+   * worker (`../task/local_state_store.ts`). Default `true`. Restores after
+   * a process restart find the copies only when the worker keeps its id
+   * (`workerId`, `cli.ts worker --id`).
+   */
+  readonly localRecovery?: boolean;
+  /**
+   * Root directory of local state (Flink's `taskmanager.state.local.root-dirs`);
+   * the worker's copies go under `<dir>/<workerId>/`. Default
+   * `<OS temp dir>/weir-local-state`.
+   */
+  readonly localStateDirectory?: string;
+}
+
+/** The default root of local state copies: `weir-local-state` under the OS temp directory. */
+export function defaultLocalStateDirectory(): string {
+  return join(tmpdir(), "weir-local-state");
 }
 
 /** Runs a cluster worker (see the module docs). */
@@ -227,6 +249,10 @@ export class WorkerProcess {
         transport: this.#o.transport,
         nats: this.#o.nats,
         startTimeoutMs: this.#o.slotStartTimeoutMs ?? 60_000,
+        localRecovery: this.#o.localRecovery === false ? undefined : {
+          workerId: this.workerId,
+          directory: this.#o.localStateDirectory ?? defaultLocalStateDirectory(),
+        },
         onDead: () => {
           if (this.#threads.get(key) === created) this.#threads.delete(key);
           this.#peerLost(msg.job, slotId, created);
@@ -249,6 +275,7 @@ interface SlotThreadOptions {
   readonly nats: SlotLaunch["nats"];
   readonly startTimeoutMs: number;
   readonly onDead: () => void;
+  readonly localRecovery: SlotLaunch["localRecovery"];
 }
 
 /** One job's Web Worker on one slot. */
@@ -291,6 +318,7 @@ class SlotThread {
       fingerprint: spec.fingerprint,
       checkpointBucket: spec.checkpointBucket,
       nats: o.nats,
+      ...(o.localRecovery === undefined ? {} : { localRecovery: o.localRecovery }),
     };
     log.info(`slot ${o.slotId}: starting a thread for job ${o.jobId} from ${spec.moduleUrl}`);
     const worker = new globalThis.Worker(spec.moduleUrl, {

@@ -152,6 +152,7 @@ export class StreamTask {
       vertexId: vertex.id,
       subtask,
       storage: options.storage,
+      localState: options.localState,
       taskName: this.#name,
       report: (body) => this.#report(body),
       isDone: () => this.#done,

@@ -30,6 +30,14 @@
  * subtask's shared blobs of *n*), since the checkpoint can no longer
  * complete and late files would leave (or re-create) its directory.
  *
+ * ## Local recovery
+ *
+ * With a `localState` store (Flink's `TaskLocalStateStore`,
+ * `local_state_store.ts`), every blob of a checkpoint is also copied to the
+ * worker's disk once its remote write returned; the ack waits for the
+ * remote writes only, the local copy is sealed after it, kept on
+ * completion (older copies pruned) and dropped on abort.
+ *
  * ## Invariants
  *
  * - A blob name is written at most once per checkpoint and subtask attempt:
@@ -54,6 +62,7 @@ import type {
   StateWriter,
 } from "../checkpoint/snapshot_contract.ts";
 import type { StreamOperator } from "./operators/operator.ts";
+import type { TaskLocalStateStore } from "./local_state_store.ts";
 import type { ChannelEvent, CoordinatorMessage, MessageBody } from "./messages.ts";
 import {
   channelStateSnapshot,
@@ -97,6 +106,14 @@ export interface SubtaskCheckpointerOptions {
    * Default `false`.
    */
   readonly unalignedCheckpoints?: boolean;
+  /**
+   * Local recovery (Flink's `TaskLocalStateStore`, `local_state_store.ts`):
+   * every blob a checkpoint (never a savepoint) writes is also copied to
+   * this worker-local store after its remote write returned (the ack never
+   * waits for the copy), the copy is sealed after the ack, confirmed on
+   * completion and dropped on abort. Absent: no local copies.
+   */
+  readonly localState?: TaskLocalStateStore | undefined;
 }
 
 /** One checkpoint (or savepoint) to take, as its barrier or trigger said. */
@@ -182,11 +199,13 @@ export class SubtaskCheckpointer {
   /** Checkpoint `checkpointId` was aborted: its asynchronous part writes nothing more. */
   abort(checkpointId: number): void {
     this.#aborted.add(checkpointId);
+    void this.#o.localState?.abort(checkpointId);
   }
 
   /** Checkpoint `checkpointId` completed: aborts of it and earlier ones need no more tracking. */
   completed(checkpointId: number): void {
     for (const id of this.#aborted) if (id <= checkpointId) this.#aborted.delete(id);
+    void this.#o.localState?.confirm(checkpointId);
   }
 
   /** Resolves when every asynchronous part started so far has ended. Never rejects. */
@@ -209,11 +228,13 @@ export class SubtaskCheckpointer {
       prefix: this.#prefix,
       storage: o.storage,
       cancelled: () => this.#cancelled(checkpointId),
+      localState: request.type === "checkpoint" ? o.localState : undefined,
     });
     const part = this.#write(request, results, writer, syncDurationMs)
       .catch(async (error) => {
         for (const r of results) r.discard?.();
         await writer.removeWritten();
+        await o.localState?.abort(checkpointId);
         if (o.isDone()) return;
         o.report({
           t: "decline",
@@ -251,6 +272,7 @@ export class SubtaskCheckpointer {
       // would leave (or re-create) its directory. Remove them.
       for (const r of results) r.discard?.();
       await writer.removeWritten();
+      await o.localState?.abort(checkpointId);
       return;
     }
     const stateUids = new Set<string>();
@@ -268,6 +290,8 @@ export class SubtaskCheckpointer {
       stateBytes: writer.bytesWritten,
     };
     o.report({ t: "ack", ack });
+    // The local copy is sealed after the ack, which never waits for it.
+    if (writer.localState) await writer.localState.seal(checkpointId, handles);
   }
 }
 
@@ -280,6 +304,8 @@ interface SubtaskStateWriterOptions {
   readonly prefix: string;
   readonly storage: CheckpointerStorage;
   readonly cancelled: () => boolean;
+  /** Where a checkpoint's blobs are also copied (local recovery); absent for savepoints. */
+  readonly localState: TaskLocalStateStore | undefined;
 }
 
 /** The {@linkcode StateWriter} of one subtask attempt's checkpoint: names, tracks and removes its blobs. */
@@ -292,9 +318,12 @@ class SubtaskStateWriter implements StateWriter {
   #wrotePrivate = false;
   /** Bytes written so far, over private and shared blobs. */
   bytesWritten = 0;
+  /** The local copy's store, when local recovery is on for this checkpoint. */
+  readonly localState: TaskLocalStateStore | undefined;
 
   constructor(options: SubtaskStateWriterOptions) {
     this.#o = options;
+    this.localState = options.localState;
     this.checkpointId = options.checkpointId;
     this.type = options.type;
   }
@@ -315,6 +344,7 @@ class SubtaskStateWriter implements StateWriter {
     this.#wrotePrivate = true;
     const blob = await o.storage.writeState(o.jobId, o.checkpointId, full, bytes);
     this.bytesWritten += blob.bytes;
+    this.localState?.storeBlob(o.checkpointId, blob, bytes);
     return handleOf(blob, kind, false, uid, keyGroupRange);
   }
 
@@ -336,6 +366,7 @@ class SubtaskStateWriter implements StateWriter {
     const blob = await o.storage.writeShared(o.jobId, full, bytes);
     this.#shared.push(blob.path);
     this.bytesWritten += blob.bytes;
+    this.localState?.storeBlob(o.checkpointId, blob, bytes);
     return handleOf(blob, kind, true, uid, keyGroupRange);
   }
 

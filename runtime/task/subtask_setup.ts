@@ -8,6 +8,7 @@
  */
 
 import type { KeyGroupRange } from "../state/key_group.ts";
+import type { StateReader } from "../state/keyed_state_backend.ts";
 import { TransportClosedError } from "../actor/types.ts";
 import { encode } from "../actor/codec.ts";
 import { type CoordinatorMessage, coordinatorSubject, type MessageBody } from "./messages.ts";
@@ -129,10 +130,15 @@ export async function loadSubtaskRestore(
 ): Promise<Map<string, OperatorRestore>> {
   const point = o.restore;
   if (point === null) return new Map();
+  const remote: StateReader = (handle) => o.storage.readState(point.jobId, handle);
   try {
     return await readSubtaskRestore({
       meta: await o.storage.readMetadata(point.jobId, point.checkpointId),
-      read: (handle) => o.storage.readState(point.jobId, handle),
+      // Local recovery: this worker's copy of the checkpoint first (same job, vertex, subtask
+      // and key groups; `local_state_store.ts`), checkpoint storage for what it lacks.
+      read: o.localState && point.jobId === o.jobId
+        ? o.localState.restoreReader(point.checkpointId, remote)
+        : remote,
       vertex: o.vertex,
       subtask: o.subtask,
       keyGroupRange,

@@ -9,6 +9,7 @@
 import type { Transport } from "../actor/types.ts";
 import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import type { TaskLocalStateStore } from "./local_state_store.ts";
 import type { Clock } from "../time/clock.ts";
 import type { CheckpointingMode } from "../api/sink_v2.ts";
 import type { RestorePoint } from "./messages.ts";
@@ -136,6 +137,12 @@ export interface StreamTaskOptions {
   readonly storage: CheckpointStorage;
   /** Checkpoint to restore from, or `null` for a fresh start. */
   readonly restore: RestorePoint | null;
+  /**
+   * Local recovery: the worker-local copies of this subtask's snapshots
+   * (`local_state_store.ts`), written beside checkpoint storage and read
+   * first on restore. Absent: checkpoint storage only.
+   */
+  readonly localState?: TaskLocalStateStore | undefined;
   /** Processing time. */
   readonly clock: Clock;
   /** Test hook: fails the subtask at fault points. */
