@@ -172,6 +172,8 @@ export interface ClusterOptions {
   readonly heartbeatTimeoutMs?: number;
   /** Extra environment variables of every process (e.g. `WEIR_LOG_LEVEL`). */
   readonly env?: Record<string, string>;
+  /** Extra arguments of every `cli.ts worker` (e.g. `--local-state-dir DIR`). */
+  readonly workerArgs?: readonly string[];
 }
 
 /** A coordinator and workers, each a `cli.ts` process. */
@@ -220,12 +222,23 @@ export class TestCluster {
     );
   }
 
-  /** Starts one more worker process; resolves once it is connected. */
-  async startWorker(): Promise<Proc> {
+  /**
+   * Starts one more worker process; resolves once it is connected.
+   * @param workerId the worker's id (default `w<n>-<pid>`); give a killed
+   *   worker's id to restart it as the same worker (local recovery).
+   */
+  async startWorker(workerId?: string): Promise<Proc> {
     const id = `w${this.#started++}`;
     const worker = new Proc(
       id,
-      this.#cli("worker", "--slots", String(this.options.slots ?? 2), "--id", `${id}-${Deno.pid}`),
+      this.#cli(
+        "worker",
+        "--slots",
+        String(this.options.slots ?? 2),
+        "--id",
+        workerId ?? `${id}-${Deno.pid}`,
+        ...(this.options.workerArgs ?? []),
+      ),
       this.options.env,
     );
     this.workers.push(worker);
