@@ -15,7 +15,10 @@
  * - An aborted checkpoint's folder is discarded at once; the shared blobs
  *   only it wrote are deleted when a later checkpoint completes, or when a
  *   failover cancelled every subtask of the attempt (a later checkpoint may
- *   reuse them until then).
+ *   reuse them until then). Subtasks never delete shared blobs themselves;
+ *   those of a checkpoint aborted before any ack registered them are swept
+ *   (`SharedStateRegistry.unreferenced` over a listing) when the job ends —
+ *   a simplification: until then, over restarts, they stay as garbage.
  * - Savepoints are never discarded by retention (the tracker retains
  *   checkpoints only) and refer to no shared blob.
  * - A coordinator that resumes the job from one of its own checkpoints
@@ -46,7 +49,7 @@ export interface CheckpointRetentionOptions {
   /** Its checkpoint storage. */
   readonly storage: Pick<
     CheckpointStorage,
-    "discard" | "deleteShared" | "readMetadata"
+    "discard" | "deleteShared" | "listShared" | "readMetadata"
   >;
   /**
    * The completed checkpoints of this job the tracker retains at start (a
@@ -148,6 +151,16 @@ export class CheckpointRetention {
    */
   ended(): void {
     this.failedOver([]);
+    // Shared blobs no acknowledgement registered (written by a checkpoint
+    // aborted before its ack, which subtasks leave for the registry to
+    // judge): nothing can write or reuse one any more.
+    this.#run(async () => {
+      const listed = await this.#o.storage.listShared(this.#o.jobId);
+      await this.#deleteShared(
+        this.#registry.unreferenced(listed),
+        "that no checkpoint registered",
+      );
+    }, "sweep");
   }
 
   /** The registry, for tests and metrics: read it after {@linkcode settled}. */

@@ -314,7 +314,6 @@ class SubtaskStateWriter implements StateWriter {
   readonly type: SnapshotType;
   readonly #o: SubtaskStateWriterOptions;
   readonly #names = new Set<string>();
-  readonly #shared: string[] = [];
   #wrotePrivate = false;
   /** Bytes written so far, over private and shared blobs. */
   bytesWritten = 0;
@@ -364,19 +363,24 @@ class SubtaskStateWriter implements StateWriter {
     }
     const full = this.#claim(name, "shared");
     const blob = await o.storage.writeShared(o.jobId, full, bytes);
-    this.#shared.push(blob.path);
     this.bytesWritten += blob.bytes;
     this.localState?.storeBlob(o.checkpointId, blob, bytes);
     return handleOf(blob, kind, true, uid, keyGroupRange);
   }
 
-  /** Removes what this writer wrote: the checkpoint's directory and its shared blobs. Never throws. */
+  /**
+   * Removes this checkpoint's private directory. Never throws.
+   *
+   * Shared blobs it wrote stay: a backend may refer to a blob again as soon
+   * as it was written (the changelog backend's segments and
+   * materializations), so whether one is garbage is the coordinator's
+   * registry's decision, not this aborted checkpoint's. Blobs no
+   * acknowledgement ever registered are swept when the job ends
+   * (`CheckpointRetention.ended`).
+   */
   async removeWritten(): Promise<void> {
     const o = this.#o;
-    const removals: Promise<void>[] = [];
-    if (this.#wrotePrivate) removals.push(o.storage.discard(o.jobId, o.checkpointId));
-    if (this.#shared.length > 0) removals.push(o.storage.deleteShared(o.jobId, this.#shared));
-    await Promise.allSettled(removals);
+    if (this.#wrotePrivate) await o.storage.discard(o.jobId, o.checkpointId).catch(() => {});
   }
 
   /** The blob's full name; refuses a name already written in this checkpoint. */
