@@ -201,23 +201,25 @@ Deno.test("InProcessTransport names the connection in its errors", async () => {
   );
 });
 
-Deno.test("InProcessTransport carries 200k messages in well under a second", async () => {
+Deno.test("InProcessTransport carries 200k messages published in one burst, every one delivered", async () => {
+  // Speed is measured by runtime/actor/codec_bench.ts and the benches, never
+  // asserted here (a loaded machine would fail a timed assertion).
   const bus = new InProcessBus();
   const a = bus.connect();
   const b = bus.connect();
   const count = 200_000;
+  const perSubject = new Array<number>(8).fill(0);
   let received = 0;
   let done!: () => void;
   const finished = new Promise<void>((resolve) => done = resolve);
-  b.subscribe("weir.j1.data.*", () => {
+  b.subscribe("weir.j1.data.*", (m) => {
+    perSubject[Number(m.subject.slice("weir.j1.data.".length))]!++;
     if (++received === count) done();
   });
   const payload = new Uint8Array(64);
-  const start = performance.now();
   for (let i = 0; i < count; i++) a.publish(`weir.j1.data.${i & 7}`, payload);
-  await deadline(finished, 2_000, `${count} messages`);
-  const ms = performance.now() - start;
-  assert.ok(ms < 1_000, `${count} messages took ${ms.toFixed(0)} ms`);
+  await deadline(finished, 60_000, `${count} messages`);
+  assert.deepEqual(perSubject, new Array(8).fill(count / 8));
   await Promise.all([a.close(), b.close()]);
 });
 
