@@ -159,7 +159,9 @@ export class CheckpointedInput {
             channel.index,
             event.id,
             performance.now(),
-            event.type === "savepoint",
+            // Savepoints, and barriers behind end of data (the final
+            // checkpoint), are always aligned.
+            event.type === "savepoint" || channel.endOfData,
           ),
         );
         return;

@@ -28,7 +28,10 @@
  * (`channel_state.ts`), the same holds for the barrier of every channel
  * still recorded. The data the barrier overtook stays queued and is
  * processed as usual; the recorder keeps a copy of it. Sequence numbers are
- * checked on arrival, before any reordering, so gaps stay exact.
+ * checked on arrival, before any reordering, so gaps stay exact. A barrier
+ * behind its channel's end of data stays in order: the job's final
+ * checkpoint is aligned, so it completes only once the data before it was
+ * processed (the job ends after it).
  *
  * Recovered channel state (`recover`) is put in front of its channel's
  * queue at restore, processed first, and returns no credit (it was never
@@ -67,8 +70,10 @@ export class InputChannel {
   readonly queue: (ReceivedBufferMessage | EventMessage)[] = [];
   /** Blocked by alignment. */
   blocked = false;
-  /** End of data received. */
+  /** End of data processed. */
   endOfData = false;
+  /** End of data received (queued): later barriers of this channel go in order. */
+  endOfDataReceived = false;
   /** Buffers consumed since the last credit grant. */
   unreturnedCredits = 0;
   /** Recovered buffers at the head of the queue (channel state): consumed without returning credit. */
@@ -198,7 +203,11 @@ export class InputGate {
     }
     ch.expectedSeq++;
     const recorder = this.#recorder;
-    if (msg.t === "evt" && msg.e.k === "barrier" && msg.e.type !== "savepoint") {
+    if (msg.t === "evt" && msg.e.k === "eod") ch.endOfDataReceived = true;
+    if (
+      msg.t === "evt" && msg.e.k === "barrier" && msg.e.type !== "savepoint" &&
+      !ch.endOfDataReceived
+    ) {
       const recording = recorder !== undefined && recorder.isRecording(ch.index);
       if (recording || this.#options.priorityBarriers === true) {
         if (recording && msg.e.id >= recorder.checkpointId) recorder.stop(ch.index);

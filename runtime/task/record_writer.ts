@@ -252,6 +252,8 @@ export class RecordWriter {
   #roundRobin: number;
   #lastWatermark = Number.NEGATIVE_INFINITY;
   #lastStatus: WatermarkStatus = "active";
+  /** End of data was sent: later barriers go in order (see `overtakeWithEvent`). */
+  #endOfData = false;
   /** Records written, for metrics. */
   recordsOut = 0;
   /** Buffers sent, for metrics. */
@@ -567,6 +569,8 @@ export class RecordWriter {
     } else if (event.k === "status") {
       if (event.s === this.#lastStatus) return;
       this.#lastStatus = event.s;
+    } else if (event.k === "eod") {
+      this.#endOfData = true;
     }
     for (const ch of this.#channels) {
       this.#seal(ch);
@@ -581,10 +585,16 @@ export class RecordWriter {
    * sealed, the event goes to the head of each send queue (an event needs
    * no credit, so it leaves at once), and what it overtook is sent after it
    * as credit allows. Sequence numbers are given at sending, so they stay
-   * in order.
+   * in order. After end of data the event goes in order instead, as
+   * `broadcastEvent` sends it (the final checkpoint must not complete
+   * before the data ahead of it was processed: the job ends after it).
    * @returns what the event overtook, per channel with any (the output part of channel state).
    */
   overtakeWithEvent(event: ChannelEvent): OutputChannelCapture[] {
+    if (this.#endOfData) {
+      this.broadcastEvent(event);
+      return [];
+    }
     const captures: OutputChannelCapture[] = [];
     for (const ch of this.#channels) {
       this.#seal(ch);
