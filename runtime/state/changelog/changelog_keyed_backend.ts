@@ -120,7 +120,6 @@ import {
   type ValueState,
   type ValueStateDescriptor,
 } from "../../api/state.ts";
-import { encode } from "../../actor/codec.ts";
 import type { Key, KeyGroupRange } from "../key_group.ts";
 import type { InternalKvState, InternalMergingState } from "../internal_state.ts";
 import type { KeyedStateBackend, StateReader } from "../keyed_state_backend.ts";
@@ -131,7 +130,12 @@ import type {
   StateWriter,
 } from "../../checkpoint/snapshot_contract.ts";
 import type { TtlTime } from "../keyed_state_snapshot.ts";
-import { type CapturedChanges, ChangeContext, ChangeRecorder } from "./_change_recorder.ts";
+import {
+  type CapturedChanges,
+  ChangeContext,
+  ChangeRecorder,
+  type KeyIdentity,
+} from "./_change_recorder.ts";
 import {
   ChangelogAggregatingState,
   ChangelogListState,
@@ -140,13 +144,7 @@ import {
   ChangelogValueState,
   RecordingAggregateFunction,
 } from "./_changelog_states.ts";
-import {
-  type ChangelogSegment,
-  compareSegments,
-  decodeSegment,
-  SEGMENT_FORMAT,
-  type SegmentState,
-} from "./changelog_segment.ts";
+import { compareSegments, decodeSegment } from "./changelog_segment.ts";
 import {
   checkMaterializationOptions,
   decideMaterialization,
@@ -156,6 +154,15 @@ import {
 } from "./materialization_policy.ts";
 import { replayChangelog } from "./replay.ts";
 import { readCanonical, syntheticHandles } from "./_canonical_blobs.ts";
+import {
+  captureSegment,
+  type Chain,
+  chainBytes,
+  type InFlight,
+  type Segment,
+  sharedWriter,
+  uploadSegment,
+} from "./_chain.ts";
 
 export type { MaterializationDecision, MaterializationOptions } from "./materialization_policy.ts";
 export type { AggregateFunction, ReduceFunction } from "../../api/functions.ts";
@@ -202,45 +209,6 @@ export interface ChangelogKeyedStateBackendOptions {
   readonly eventTimeClock?: () => number;
   /** Called with every materialization decision (for logs and tests). */
   readonly onDecision?: (checkpointId: number, decision: MaterializationDecision) => void;
-}
-
-/**
- * One changelog segment of the chain: the captured changes until encoded
- * (at its first write), then its bytes until written, then its handle.
- */
-interface Segment {
-  readonly checkpointId: number;
-  readonly seq: number;
-  /** Changed (key, namespace) entries it holds. */
-  readonly entries: number;
-  /** Its encoded size, once encoded. */
-  bytes: number | undefined;
-  captured: (() => Uint8Array) | undefined;
-  data: Uint8Array | undefined;
-  handle: StateHandle | undefined;
-  upload: Promise<StateHandle> | undefined;
-}
-
-/** Bytes per changed entry assumed for a segment not yet encoded, before any materialization shows the real figure. */
-const DEFAULT_ENTRY_BYTES = 64;
-
-/** The materialization and the segments after it that a checkpoint refers to. */
-interface Chain {
-  /** The checkpoint that captured the materialization; -1 for the empty state or a restore. */
-  readonly materializedAt: number;
-  readonly base: readonly StateHandle[];
-  readonly baseBytes: number;
-  /** Entries the materialization held (0 when unknown), for the size estimate of unencoded segments. */
-  readonly baseEntries: number;
-  readonly segments: Segment[];
-  readonly valid: boolean;
-}
-
-interface InFlight {
-  readonly checkpointId: number;
-  readonly capturedAt: number;
-  readonly entries: number;
-  readonly segmentsAfter: Segment[];
 }
 
 interface Registered {
@@ -324,8 +292,9 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
    * @throws {RangeError} when the key's group is outside the range; {@linkcode TypeError} for a non-key.
    */
   setCurrentKey(key: Key, knownKeyGroup?: number): void {
-    this.#inner.setCurrentKey(key, knownKeyGroup);
-    this.#ctx.set(key, this.#inner.currentKeyGroup);
+    const inner = this.#inner;
+    inner.setCurrentKey(key, knownKeyGroup);
+    this.#ctx.set(key, inner.currentKeyGroup, inner.currentKeyIdentity as KeyIdentity | undefined);
   }
 
   #register<S>(
@@ -456,11 +425,7 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
    * changed entries × the materialization's bytes per entry, or 64).
    */
   get changelogBytes(): number {
-    const { baseBytes, baseEntries } = this.#chain;
-    const perEntry = baseEntries > 0 ? baseBytes / baseEntries : DEFAULT_ENTRY_BYTES;
-    let n = 0;
-    for (const s of this.#chain.segments) n += s.bytes ?? Math.ceil(s.entries * perEntry);
-    return n;
+    return chainBytes(this.#chain);
   }
 
   /**
@@ -497,55 +462,15 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
       : this.#append(uid);
   }
 
-  /**
-   * Takes every recorder's changes as a segment (encoded at its first
-   * write), or `undefined` when nothing changed. O(states), plus a copy of
-   * changed reducing and aggregating values.
-   */
   #capture(checkpointId: number, now: number): Segment | undefined {
-    const captured: [string, CapturedChanges][] = [];
-    let entries = 0;
-    for (const log of this.#recorders) {
-      const n = log.size;
-      if (n === 0) continue;
-      entries += n;
-      captured.push([log.name, log.capture()]);
-    }
-    if (captured.length === 0) return undefined;
     const range = this.keyGroupRange;
-    const seq = this.#seq++;
-    const maxParallelism = this.maxParallelism;
-    const encodeSegment = (): Uint8Array => {
-      const states: Record<string, SegmentState> = {};
-      for (const [name, changes] of captured) {
-        Object.defineProperty(states, name, {
-          value: changes.toSegmentState(),
-          enumerable: true,
-          writable: true,
-        });
-      }
-      const segment: ChangelogSegment = {
-        format: SEGMENT_FORMAT,
-        version: 1,
-        maxParallelism,
-        keyGroupRange: [range.startKeyGroup, range.endKeyGroup],
-        checkpointId,
-        seq,
-        capturedAt: now,
-        states,
-      };
-      return encode(segment);
-    };
-    return {
+    return captureSegment(this.#recorders, {
       checkpointId,
-      seq,
-      entries,
-      bytes: undefined,
-      captured: encodeSegment,
-      data: undefined,
-      handle: undefined,
-      upload: undefined,
-    };
+      seq: this.#seq,
+      now,
+      keyGroupRange: [range.startKeyGroup, range.endKeyGroup],
+      maxParallelism: this.maxParallelism,
+    }, () => this.#seq++);
   }
 
   #append(uid: string): SnapshotResult {
@@ -561,30 +486,14 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
   }
 
   #upload(segment: Segment, writer: StateWriter, uid: string): Promise<StateHandle> {
-    if (segment.handle !== undefined) return Promise.resolve(segment.handle);
-    if (segment.upload !== undefined) return segment.upload;
-    if (segment.data === undefined) {
-      segment.data = segment.captured!();
-      segment.captured = undefined;
-      segment.bytes = segment.data.length;
-    }
     const range = this.keyGroupRange;
-    const name = `changelog-${encodeURIComponent(uid)}-${this.#instance}-${segment.seq}`;
-    segment.upload = writer.writeShared(
-      name,
-      segment.data!,
-      "keyed-incremental",
+    return uploadSegment(
+      segment,
+      writer,
+      `changelog-${encodeURIComponent(uid)}-${this.#instance}-${segment.seq}`,
       uid,
       [range.startKeyGroup, range.endKeyGroup],
-    ).then((handle) => {
-      segment.handle = handle;
-      segment.data = undefined;
-      return handle;
-    }, (error) => {
-      segment.upload = undefined;
-      throw error;
-    });
-    return segment.upload;
+    );
   }
 
   #materialize(checkpointId: number, uid: string, now: number): SnapshotResult {
@@ -708,19 +617,4 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
     this.#inFlight.clear();
     await this.#inner.dispose();
   }
-}
-
-/** A writer that puts every blob the inner backend writes into the shared namespace, under `prefix`. */
-function sharedWriter(writer: StateWriter, prefix: string): StateWriter {
-  return {
-    checkpointId: writer.checkpointId,
-    type: "checkpoint",
-    get cancelled() {
-      return writer.cancelled;
-    },
-    writePrivate: (name, bytes, kind, uid, keyGroupRange) =>
-      writer.writeShared(prefix + name, bytes, kind, uid, keyGroupRange),
-    writeShared: (name, bytes, kind, uid, keyGroupRange) =>
-      writer.writeShared(prefix + name, bytes, kind, uid, keyGroupRange),
-  };
 }
