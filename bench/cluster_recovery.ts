@@ -1,20 +1,42 @@
 /**
  * Benchmark (c) of cluster mode: recovery time, from the SIGKILL of a
  * worker process to the first committed output record of the restarted
- * attempt, for a job with almost no keyed state (the baseline), ~10 MB and
- * ~100 MB of it (the latter with a checkpoint every second and every 3 s).
- * The cases run interleaved for `--rounds` rounds (default 3: baseline,
- * ~10MB, ~100MB, ~100MB/3s, baseline, ...; `runRounds()` of `_rounds.ts`);
- * the report gives every run, the medians, and each case's ratio to the
- * baseline as the median of the per-round ratios. About 45 s per round on
- * 2 cores.
+ * attempt (issue 10 items 5 and 9), for a job with almost no keyed state
+ * (the baseline) and ~10 MB, ~100 MB (and, with `--sizes ...,1GB`, ~1 GB)
+ * of it, each with local recovery off and on (`cli.ts worker
+ * --local-recovery`, `runtime/task/local_state_store.ts`) and incremental
+ * checkpoints off and on (`enableCheckpointing(…, { incrementalCheckpoints
+ * })`). The cases run interleaved for `--rounds` rounds (default 1: the
+ * matrix is 9 runs, several minutes on 2 cores; `runRounds()` of
+ * `_rounds.ts`); the report gives every run with its phases and how many
+ * keyed handles the restarted attempt read locally and from checkpoint
+ * storage, the medians with each case's ratio to the baseline (median of
+ * the per-round ratios), and a table of median totals per state size by
+ * local recovery x incremental checkpoints.
  *
  *     deno task bench:recovery
- *     deno run -A bench/cluster_recovery.ts [--rounds 3] [--baseline-keys 10]
- *         [--small-keys 100000] [--large-keys 1000000] [--value-bytes 100] [--rate 200]
- *         [--checkpoint-ms 1000] [--large-checkpoint-ms 1000,3000] [--heartbeat-timeout 1000]
- *         [--restart-delay-ms 0] [--only baseline,~10MB,~100MB,~100MB/3s] [--nats URL]
+ *     deno run -A bench/cluster_recovery.ts [--rounds 1] [--sizes 10MB,100MB[,1GB]]
+ *         [--local off,on] [--incremental off,on] [--restart-victim on|off]
+ *         [--baseline-keys 10] [--small-keys 100000] [--large-keys 1000000]
+ *         [--huge-keys 10000000] [--value-bytes 100] [--rate 200] [--checkpoint-ms 1000]
+ *         [--heartbeat-timeout 3000] [--restart-delay-ms 0] [--only "baseline,100MB L+ I-"]
+ *         [--nats URL]
  *
+ * Case labels are `<size> L± I±` (local recovery, incremental checkpoints).
+ *
+ * ## The killed worker comes back (`--restart-victim on`, the default)
+ *
+ * Right after the SIGKILL the benchmark starts a new worker process with
+ * the victim's id, as a supervisor (systemd, Kubernetes) would. The
+ * coordinator sees a heartbeat of a new instance under a known id and
+ * declares the old one lost at once (no heartbeat timeout to wait for),
+ * and redeploys over the same workers, so each subtask returns to its slot
+ * and, with local recovery, finds its local copy. The restarted process
+ * must start slot threads and import the job module again (counted in
+ * `restore`). With `--restart-victim off` the surviving worker runs the
+ * whole job: its slot threads are reused, but the victim's subtask
+ * restores from checkpoint storage whatever local recovery says.
+
  * ## Setup, per run
  *
  * A nats-server of the benchmark's own (JetStream, free port; or the server
@@ -44,9 +66,10 @@
  * stdout and the follower:
  *
  * - **detect**: kill → the `worker-lost` event of the killed worker's pid
- *   (the heartbeat timeout counts from the last heartbeat, up to 500 ms
- *   before the kill, and the coordinator sweeps every timeout/4: between
- *   timeout − 500 ms and timeout × 1.25);
+ *   (with the victim restarted: the new process's first heartbeat, i.e. its
+ *   start-up; otherwise the heartbeat timeout, counted from the last
+ *   heartbeat, up to 500 ms before the kill, and the coordinator sweeps
+ *   every timeout/4: between timeout − 500 ms and timeout × 1.25);
  * - **restart**: lost → `attempt-deploying` of the recovering attempt
  *   (restart delay, reading the checkpoint's metadata);
  * - **restore**: deploy → the last keyed subtask's `initializeState` (deploy
@@ -60,12 +83,14 @@
  *   transactions, the follower's KV watch).
  *
  * The slot threads of the surviving worker are reused by the restarted
- * attempt (one thread per job and slot), so no module import is on the
- * recovery path; the table says how many slot threads evaluated the job
- * module after the kill (its `module` marks). Apart from that, the benchmark measures in this process, on an idle
- * cluster after the job was cancelled, the restore of keyed subtask 0's
- * file of the latest checkpoint: Object Store download, MessagePack decode,
- * and load into a `HeapKeyedStateBackend`. Nothing is asserted on timing.
+ * attempt (one thread per job and slot); the restarted victim's are new,
+ * so its module import is on the recovery path; the report says how many
+ * slot threads evaluated the job module after the kill (its `module`
+ * marks). Apart from that, the benchmark measures in this process, on an
+ * idle cluster after the job was cancelled, the restore of keyed subtask
+ * 0's handles of the latest checkpoint: Object Store download, then decode
+ * and load into the job's keyed state backend (heap, under the changelog
+ * backend for incremental cases). Nothing is asserted on timing.
  *
  * @module
  */
@@ -161,8 +186,14 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 /** A state size to measure. */
 interface Case {
   readonly label: string;
+  /** The state size's name (`baseline`, `10MB`, `100MB`, `1GB`). */
+  readonly size: string;
   readonly keys: number;
   readonly checkpointMs: number;
+  /** Workers run with `--local-recovery on`. */
+  readonly local: boolean;
+  /** The job runs with `incrementalCheckpoints`. */
+  readonly incremental: boolean;
 }
 
 /** Settings shared by every run. */
@@ -171,6 +202,8 @@ interface Settings {
   readonly rate: number;
   readonly heartbeatTimeoutMs: number;
   readonly restartDelayMs: number;
+  /** Restart the killed worker at once with its id (a supervisor's restart). */
+  readonly restartVictim: boolean;
 }
 
 /** What the idle re-read of keyed subtask 0's state file took. */
@@ -184,6 +217,9 @@ interface IdleRestore {
 
 interface RunResult extends Breakdown {
   readonly label: string;
+  readonly case: Case;
+  /** Keyed handles the restarted attempt read from local copies, and from checkpoint storage. */
+  readonly keyedReads: { readonly local: number; readonly remote: number };
   readonly killedAttempt: number;
   readonly checkpointMs: number;
   /** Attempt 0's first record to its first trickle record; NaN when it never trickled. */
@@ -259,6 +295,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
   const suffix = crypto.randomUUID().slice(0, 8);
   const stream = `weir-bench-rec-${suffix}`;
   const txnBucket = `weir-bench-rectxn-${suffix}`;
+  const localDir = await Deno.makeTempDir({ prefix: "weir-bench-local-state-" });
   const nc = await connectNats({ servers: url, name: "weir-bench-recovery" });
   const jsm = await jetstreamApi.jetstreamManager(nc);
   await jsm.streams.add({ name: stream, subjects: [`${stream}.>`] });
@@ -268,6 +305,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
     slots: 2,
     heartbeatTimeoutMs: s.heartbeatTimeoutMs,
     env: { WEIR_LOG_LEVEL: "info", WEIR_LOG_FORMAT: "json" },
+    workerArgs: ["--local-recovery", c.local ? "on" : "off", "--local-state-dir", localDir],
   });
   let job: Proc | undefined;
   let follower: Follower | undefined;
@@ -300,6 +338,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       String(c.checkpointMs),
       "--restart-delay-ms",
       String(s.restartDelayMs),
+      ...(c.incremental ? ["--incremental"] : []),
     ]);
     // Committed trickle records of both splits from the latest attempt: a completed checkpoint
     // of that attempt holds the full state.
@@ -319,9 +358,13 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
     );
     const victim = cluster.workers.find((w) => w.child.pid === open0?.pid);
     if (!victim) throw new Error("cannot tell which worker runs keyed subtask 0");
+    const victimId = `w${cluster.workers.indexOf(victim)}-${Deno.pid}`;
     const killMs = wallClockMs();
     victim.child.kill("SIGKILL");
     await victim.wait();
+    // A supervisor restarts the process at once, with its id: the coordinator sees the new
+    // instance replace the old one, and local recovery can find the victim's copies.
+    const restarting = s.restartVictim ? cluster.startWorker(victimId) : undefined;
     const newer = () => f.arrivals.filter((a) => a.record.att > killedAttempt);
     await waitUntil(
       `committed records of both keyed subtasks after attempt ${killedAttempt}`,
@@ -331,6 +374,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       },
       180_000,
     );
+    await restarting;
     const restarted = newer();
     const lost = restarted.filter((a) => !a.record.hit);
     if (lost.length > 0) {
@@ -341,6 +385,15 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       );
     }
     const marks = workerMarks();
+    const keyedReads = { local: 0, remote: 0 };
+    for (const w of cluster.workers) {
+      for (const l of parseLog(w.output)) {
+        const path = l.event?.path;
+        if (l.ms < killMs || typeof path !== "string" || !/keyed|changelog/.test(path)) continue;
+        if (l.event?.name === "local-recovery-read") keyedReads.local++;
+        if (l.event?.name === "local-recovery-fallback") keyedReads.remote++;
+      }
+    }
     const firsts0 = marks.filter((m) => m.ev === "first" && m.att === 0).map((m) => m.ms);
     const trickles0 = marks.filter((m) => m.ev === "trickle" && m.att === 0).map((m) => m.ms);
     const coordinatorLog = parseLog(cluster.coordinator.output);
@@ -373,6 +426,8 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
     return {
       ...result,
       label: c.label,
+      case: c,
+      keyedReads,
       checkpointMs: c.checkpointMs,
       killedAttempt,
       // NaN when attempt 0 failed before it reached the trickle (a spurious restart).
@@ -380,7 +435,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       threadsAfterKill: modules.filter((ms) => ms >= killMs).length,
       importMs,
       records: f.arrivals.length,
-      idle: await idleRestore(url, cluster.bucket, jobId, false),
+      idle: await idleRestore(url, cluster.bucket, jobId, c.incremental),
     };
   } catch (error) {
     console.error(cluster.logs());
@@ -403,6 +458,7 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       console.error(`warning: the follower of stream ${stream} did not stop`);
     }
     await nc.close();
+    await Deno.remove(localDir, { recursive: true }).catch(() => {});
   }
 }
 
@@ -421,7 +477,7 @@ const ms = (n: number) => Number.isFinite(n) ? `${Math.round(n)}` : "n/a";
 function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Settings): void {
   const results = rounds.byRound.flat().map((sample) => sample.value);
   const cols = [
-    ["case", 10],
+    ["case", 16],
     ["state", 10],
     ["cp every", 8],
     ["detect", 6],
@@ -431,6 +487,7 @@ function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Setti
     ["1st cp", 6],
     ["commit", 6],
     ["TOTAL", 6],
+    ["keyed reads local/remote", 24],
   ] as const;
   const row = (cells: readonly string[]) =>
     cells.map((c, i) => i < 1 ? c.padEnd(cols[i]![1]) : c.padStart(cols[i]![1])).join("  ");
@@ -453,6 +510,7 @@ function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Setti
       ms(r.firstCheckpointMs),
       ms(r.commitMs),
       ms(r.totalMs),
+      `${r.keyedReads.local}/${r.keyedReads.remote}`,
     ]));
   }
   console.log(`\nmedians:`);
@@ -463,7 +521,9 @@ function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Setti
     const rs = results.filter((r) => r.label === c.label);
     const m = (f: (r: RunResult) => number) => median(rs.map(f));
     const ratio = rounds.ratio(c.label, base, total);
-    const key = c.label.replace(/[^A-Za-z0-9]+/g, "_").replace(/^_|_$/g, "");
+    const key = c.size === "baseline"
+      ? "baseline"
+      : `${c.size}_local_${c.local ? "on" : "off"}_incr_${c.incremental ? "on" : "off"}`;
     result[`${key}_ms`] = m((r) => r.totalMs);
     if (c.label !== base) result[`${key}_ratio`] = ratio.medianOfRatios;
     console.log(
@@ -478,6 +538,7 @@ function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Setti
         ms(m((r) => r.firstCheckpointMs)),
         ms(m((r) => r.commitMs)),
         ms(m((r) => r.totalMs)),
+        "",
       ]) +
         (c.label === base ? "" : `  x${formatRatio(ratio, 2)} of ${base}`),
     );
@@ -488,12 +549,12 @@ function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Setti
   for (const r of results) {
     const b = r.before;
     const a = r.after;
-    const pad = " ".repeat(11);
+    const pad = " ".repeat(17);
     const cp = (c: typeof b) =>
       `#${c.id}: ${c.durationMs} ms, ${fmtBytes(c.bytes)} (sync ${c.syncMs}, async ${c.asyncMs})`;
     const between = r.attempt - r.killedAttempt - 1;
     console.log(
-      `${r.label.padEnd(10)} build ${ms(r.buildMs)} ms; killed attempt ${r.killedAttempt}, ` +
+      `${r.label.padEnd(16)} build ${ms(r.buildMs)} ms; killed attempt ${r.killedAttempt}, ` +
         `recovered as attempt ${r.attempt}` +
         (between > 0 ? ` (${between} attempt(s) failed in between)` : "") +
         ` from #${r.restoredFrom}\n` +
@@ -507,6 +568,23 @@ function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Setti
         `${r.records} committed records read`,
     );
   }
+  // The matrix: median TOTAL per state size, local recovery x incremental checkpoints.
+  const variants = [[false, false], [true, false], [false, true], [true, true]] as const;
+  const head = (l: boolean, i: boolean) => `local ${l ? "on" : "off"}, incr ${i ? "on" : "off"}`;
+  console.log(
+    `\nSIGKILL -> first committed record, median ms (${rounds.count} round(s)):\n` +
+      `| state | ${variants.map(([l, i]) => head(l, i)).join(" | ")} |\n` +
+      `|---|${variants.map(() => "---|").join("")}`,
+  );
+  for (const size of [...new Set(cases.map((c) => c.size))]) {
+    const cells = variants.map(([l, i]) => {
+      const rs = results.filter((r) =>
+        r.case.size === size && r.case.local === l && r.case.incremental === i
+      );
+      return rs.length === 0 ? "-" : ms(median(rs.map((r) => r.totalMs)));
+    });
+    console.log(`| ${size} | ${cells.join(" | ")} |`);
+  }
   console.log(`\n${resultLine({ ...result, rounds: rounds.count })}`);
 }
 
@@ -514,36 +592,63 @@ if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
-      rounds: { type: "string", default: "3" },
+      rounds: { type: "string", default: "1" },
       nats: { type: "string" },
       "baseline-keys": { type: "string", default: "10" },
       "small-keys": { type: "string", default: "100000" },
       "large-keys": { type: "string", default: "1000000" },
+      "huge-keys": { type: "string", default: "10000000" },
+      sizes: { type: "string", default: "10MB,100MB" },
+      local: { type: "string", default: "off,on" },
+      incremental: { type: "string", default: "off,on" },
       "value-bytes": { type: "string", default: "100" },
       rate: { type: "string", default: "200" },
       "checkpoint-ms": { type: "string", default: "1000" },
-      "large-checkpoint-ms": { type: "string", default: "1000,3000" },
-      "heartbeat-timeout": { type: "string", default: "1000" },
+      "heartbeat-timeout": { type: "string", default: "3000" },
       "restart-delay-ms": { type: "string", default: "0" },
+      "restart-victim": { type: "string", default: "on" },
       only: { type: "string" },
     },
   });
+  const onOff = (flag: string, text: string): boolean[] =>
+    text.split(",").map((v) => {
+      if (v === "on") return true;
+      if (v === "off") return false;
+      throw new RangeError(`--${flag} takes on, off or on,off: current value is '${text}'`);
+    });
   const checkpointMs = Number(values["checkpoint-ms"]);
   const settings: Settings = {
     valueBytes: Number(values["value-bytes"]),
     rate: Number(values.rate),
     heartbeatTimeoutMs: Number(values["heartbeat-timeout"]),
     restartDelayMs: Number(values["restart-delay-ms"]),
+    restartVictim: onOff("restart-victim", values["restart-victim"])[0]!,
   };
-  const cases: Case[] = [
-    { label: "baseline", keys: Number(values["baseline-keys"]), checkpointMs },
-    { label: "~10MB", keys: Number(values["small-keys"]), checkpointMs },
-    ...values["large-checkpoint-ms"].split(",").map((text) => {
-      const ms = Number(text);
-      const label = ms === checkpointMs ? "~100MB" : `~100MB/${ms / 1000}s`;
-      return { label, keys: Number(values["large-keys"]), checkpointMs: ms };
-    }),
-  ];
+  const keysOf: Record<string, number> = {
+    "10MB": Number(values["small-keys"]),
+    "100MB": Number(values["large-keys"]),
+    "1GB": Number(values["huge-keys"]),
+  };
+  const cases: Case[] = [{
+    label: "baseline",
+    size: "baseline",
+    keys: Number(values["baseline-keys"]),
+    checkpointMs,
+    local: true,
+    incremental: false,
+  }];
+  for (const size of values.sizes.split(",")) {
+    const keys = keysOf[size];
+    if (keys === undefined) {
+      throw new RangeError(`--sizes takes 10MB, 100MB and 1GB: current value is '${size}'`);
+    }
+    for (const incremental of onOff("incremental", values.incremental)) {
+      for (const local of onOff("local", values.local)) {
+        const label = `${size} L${local ? "+" : "-"} I${incremental ? "+" : "-"}`;
+        cases.push({ label, size, keys, checkpointMs, local, incremental });
+      }
+    }
+  }
   const only = values.only?.split(",");
   const selected = only === undefined ? cases : cases.filter((c) => only.includes(c.label));
   const nats = await benchNats(values.nats);
@@ -560,7 +665,7 @@ if (import.meta.main) {
         console.log(
           `round ${round} ${r.label}: ${Math.round(r.totalMs)} ms (state ${
             fmtBytes(r.idle.totalBytes)
-          }, restored checkpoint #${r.restoredFrom})`,
+          }, restored checkpoint #${r.restoredFrom}, keyed reads local/remote ${r.keyedReads.local}/${r.keyedReads.remote})`,
         ),
     });
   } finally {

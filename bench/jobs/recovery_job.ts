@@ -5,7 +5,7 @@
  *
  *     deno run -A bench/jobs/recovery_job.ts --nats nats://127.0.0.1:4222 \
  *       --stream S --txn-bucket B [--keys 100000] [--value-bytes 100] [--rate 200] \
- *       [--checkpoint-ms 1000] [--parallelism 2] [--restart-delay-ms 0]
+ *       [--checkpoint-ms 1000] [--parallelism 2] [--restart-delay-ms 0] [--incremental]
  *
  * ## Dataflow
  *
@@ -360,6 +360,7 @@ if (import.meta.main) {
       "checkpoint-ms": { type: "string", default: "1000" },
       parallelism: { type: "string", default: "2" },
       "restart-delay-ms": { type: "string", default: "0" },
+      incremental: { type: "boolean", default: false },
     },
   });
   const { nats, stream } = values;
@@ -374,7 +375,9 @@ if (import.meta.main) {
   if (executionRole() === "slot") printMark({ ev: "module", pid: Deno.pid, ms: wallClockMs() });
   const env = StreamExecutionEnvironment.getExecutionEnvironment();
   env.setParallelism(Number(values.parallelism));
-  env.enableCheckpointing(Number(values["checkpoint-ms"]));
+  env.enableCheckpointing(Number(values["checkpoint-ms"]), {
+    incrementalCheckpoints: values.incremental,
+  });
   env.setRestartStrategy(RestartStrategies.fixedDelay(3, Number(values["restart-delay-ms"])));
   env.fromSource(
     new BuildThenTrickleSource(keys, Number(values.rate)),
