@@ -65,6 +65,21 @@
  *   and attempt), so a copy found by path holds the blob checkpoint storage
  *   holds.
  *
+ * ## Where it runs
+ *
+ * Cluster mode's workers (`cli.ts worker --local-recovery on|off
+ * --local-state-dir DIR`, default on under the OS temp directory's
+ * `weir-local-state`). Local mode (one process) does not use it: its
+ * checkpoint storage is already a local directory, so a copy would save
+ * nothing. Savepoints are never copied; channel state of unaligned
+ * checkpoints is copied like any blob but restored from checkpoint storage
+ * (`channel_state_restore.ts` reads storage directly). A subtask placed on
+ * another worker, at another parallelism (other key groups) or restoring
+ * another job's checkpoint reads checkpoint storage only. Placement is not
+ * local-recovery aware as Flink's scheduler is: subtasks return to their
+ * slots because the coordinator deploys round-robin over the same workers
+ * in the same order.
+ *
  * ## Simplifications
  *
  * - No fsync: the copy guards against process failures (the page cache
@@ -156,6 +171,7 @@ export class LocalStateStore {
   readonly directory: string;
 
   /**
+   * Makes the store of one worker (nothing is written until a subtask's store writes).
    * @throws {RangeError} for a worker id not matching `[A-Za-z0-9_-]+` or an
    *   empty directory.
    */
