@@ -25,9 +25,13 @@
  * - **Aligned first, then unaligned** (`alignedCheckpointTimeoutMs > 0`):
  *   checkpoint *n* aligns as in `barrier_handler.ts` (channels that
  *   delivered barrier *n* are blocked). When the alignment has lasted the
- *   timeout, measured from the first barrier of *n* at this subtask (the
- *   task calls {@linkcode AlternatingBarrierHandler.onAlignmentTimer}, or
- *   any event notices it), the checkpoint switches to unaligned:
+ *   timeout, measured from the first barrier of *n* to ARRIVE at this
+ *   subtask (its announcement, {@linkcode AlternatingBarrierHandler.onBarrierAnnouncement}:
+ *   the input gate announces a barrier on arrival, while the barrier itself
+ *   waits in order behind the data queued before it, as Flink's
+ *   `EventAnnouncement`; the task calls
+ *   {@linkcode AlternatingBarrierHandler.onAlignmentTimer}, or any event
+ *   notices it), the checkpoint switches to unaligned:
  *   `triggerCheckpoint` with `unaligned: true` for the channels still
  *   pending, then `unblockAll`. Flink measures the timeout from the
  *   checkpoint's start at the source (the barrier's timestamp); this
@@ -126,6 +130,7 @@ interface HandlerState {
     forceAligned: boolean,
   ): HandlerState;
   endOfPartition(ctx: Context, nowMs: number): HandlerState;
+  announce(ctx: Context, id: CheckpointId, nowMs: number): HandlerState;
   abort(ctx: Context, id: CheckpointId, reason: CheckpointFailureReason): HandlerState;
   timer(ctx: Context, nowMs: number): HandlerState;
 }
@@ -150,6 +155,13 @@ class Waiting implements HandlerState {
 
   endOfPartition(ctx: Context): HandlerState {
     return ctx.allEnded ? ALL_INPUTS_ENDED : this;
+  }
+
+  /** A barrier arrived (still queued): its alignment timeout starts now. */
+  announce(ctx: Context, id: CheckpointId, nowMs: number): HandlerState {
+    if (id <= ctx.latestSeen || ctx.timeoutMs === 0) return this;
+    if (ctx.see(id)) return this;
+    return new CollectingAligned(id, nowMs, false);
   }
 
   abort(ctx: Context, id: CheckpointId): HandlerState {
@@ -240,6 +252,10 @@ class CollectingAligned extends Collecting implements HandlerState {
     return this.abortBy(ctx, id, reason, this);
   }
 
+  announce(ctx: Context, _id: CheckpointId, nowMs: number): HandlerState {
+    return this.timer(ctx, nowMs);
+  }
+
   /** Switches to unaligned once the alignment has lasted the timeout. */
   timer(ctx: Context, nowMs: number): HandlerState {
     if (this.forceAligned || nowMs - this.startedAt < ctx.timeoutMs) return this;
@@ -321,6 +337,10 @@ class CollectingUnaligned extends Collecting implements HandlerState {
     return this;
   }
 
+  announce(): HandlerState {
+    return this;
+  }
+
   #done(ctx: Context): HandlerState {
     return ctx.allEnded ? ALL_INPUTS_ENDED : WAITING;
   }
@@ -329,6 +349,9 @@ class CollectingUnaligned extends Collecting implements HandlerState {
 class AllInputsEnded implements HandlerState {
   readonly name = "all-inputs-ended" as const;
   barrier(): HandlerState {
+    return this;
+  }
+  announce(): HandlerState {
     return this;
   }
   endOfPartition(): HandlerState {
@@ -427,6 +450,22 @@ export class AlternatingBarrierHandler implements CheckpointBarrierHandler {
   ): BarrierAction[] {
     this.#checkId(checkpointId);
     return this.#run((ctx) => this.#state.abort(ctx, checkpointId, reason));
+  }
+
+  /**
+   * Barrier `checkpointId` arrived on some channel and waits in order
+   * behind data (Flink's `EventAnnouncement`; only with a positive
+   * `alignedCheckpointTimeoutMs`, never for a savepoint): its alignment
+   * starts now, without blocking anything, so the timeout runs while the
+   * data ahead of the barrier is processed. An announcement of an id
+   * already seen or aborted is ignored.
+   * @param nowMs current time, ms.
+   * @returns the actions to execute (a switch, when an alignment in progress timed out).
+   * @throws {RangeError} when `checkpointId` is not a positive integer.
+   */
+  onBarrierAnnouncement(checkpointId: CheckpointId, nowMs: number): BarrierAction[] {
+    this.#checkId(checkpointId);
+    return this.#run((ctx) => this.#state.announce(ctx, checkpointId, nowMs));
   }
 
   /**

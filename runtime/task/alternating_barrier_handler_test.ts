@@ -163,3 +163,29 @@ Deno.test("the alternating handler names bad arguments and their values", () => 
   assert.throws(() => h.onBarrier(2, 1, 0), /must be an integer in \[0, 1\]: current value is 2/);
   assert.throws(() => h.onBarrier(0, 0, 0), /'checkpointId' must be a positive integer/);
 });
+
+Deno.test("an announced barrier starts the alignment timeout before the barrier is reached", () => {
+  const h = handler(2, 100);
+  assert.deepEqual(h.onBarrierAnnouncement(1, 1000), []);
+  assert.equal(h.state, "collecting-barriers");
+  assert.deepEqual(h.blockedChannels, [], "an announcement blocks nothing");
+  assert.equal(h.alignmentTimerDelayMs(1030), 70);
+  assert.deepEqual(h.onBarrierAnnouncement(1, 1050), [], "a second announcement changes nothing");
+  assert.deepEqual(h.onAlignmentTimer(1100), [unaligned(1, 1000, 100, [0, 1])]);
+  assert.deepEqual(h.onBarrier(1, 1, 1110), []);
+  assert.deepEqual(h.onBarrier(0, 1, 1120), []);
+  assert.equal(h.state, "waiting-for-first-barrier");
+  assert.deepEqual(h.onBarrierAnnouncement(1, 1130), [], "an id already seen is ignored");
+  assert.equal(h.state, "waiting-for-first-barrier");
+});
+
+Deno.test("an announced checkpoint whose barriers all come in time completes aligned", () => {
+  const h = handler(2, 100);
+  h.onBarrierAnnouncement(2, 0);
+  assert.deepEqual(h.onBarrier(0, 2, 40), [{ kind: "block", channel: 0 }]);
+  assert.deepEqual(h.onBarrier(1, 2, 60), [
+    { kind: "triggerCheckpoint", checkpointId: 2, alignmentStartedAt: 0, alignmentDurationMs: 60 },
+    UNBLOCK,
+  ]);
+  assert.deepEqual(handler(2, 0).onBarrierAnnouncement(1, 0), [], "no timeout: ignored");
+});

@@ -106,8 +106,14 @@ export class CheckpointedInput {
    */
   async processNext(head: StreamOperator): Promise<boolean> {
     const o = this.#o;
-    if (this.#barriers instanceof AlternatingBarrierHandler && this.#barriers.isAligning) {
-      await this.#runBarrierActions(this.#barriers.onAlignmentTimer(performance.now()));
+    if (this.#barriers instanceof AlternatingBarrierHandler) {
+      for (const id of o.gate.takeAnnouncements()) {
+        await this.#runBarrierActions(this.#barriers.onBarrierAnnouncement(id, performance.now()));
+        this.#armAlignmentTimer();
+      }
+      if (this.#barriers.isAligning) {
+        await this.#runBarrierActions(this.#barriers.onAlignmentTimer(performance.now()));
+      }
     }
     const item = o.gate.poll();
     if (!item) return false;

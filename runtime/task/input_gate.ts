@@ -121,6 +121,13 @@ export interface InputGateOptions {
    * Default `false`.
    */
   readonly priorityBarriers?: boolean;
+  /**
+   * Announce checkpoint barriers (not savepoints', not behind end of data)
+   * on arrival while they wait in order (unaligned checkpoints with an
+   * alignment timeout; see {@linkcode InputGate.takeAnnouncements}).
+   * Default `false`.
+   */
+  readonly announceBarriers?: boolean;
 }
 
 /** All input channels of one subtask. */
@@ -134,6 +141,8 @@ export class InputGate {
   #queued = 0;
   /** Barriers taken out of their channel's order, oldest first. */
   readonly #priority: { channel: InputChannel; message: EventMessage }[] = [];
+  /** Checkpoint ids of barriers that arrived in order since the last `takeAnnouncements`. */
+  #announcements: number[] = [];
   /** The channel-state recording of the unaligned checkpoint in progress. */
   #recorder: InputChannelStateRecorder | undefined;
   /** The first sequence error seen, if any. */
@@ -217,6 +226,7 @@ export class InputGate {
         this.#queued++;
         return true;
       }
+      if (this.#options.announceBarriers === true) this.#announcements.push(msg.e.id);
     } else if (recorder !== undefined) {
       recorder.record(ch.index, msg);
       this.#settleRecorder();
@@ -267,6 +277,18 @@ export class InputGate {
     recorder.finishIfComplete();
     this.#settleRecorder();
     return recorder;
+  }
+
+  /**
+   * The checkpoint ids of barriers that arrived in order since the last
+   * call, oldest first (Flink's `EventAnnouncement`: the alignment timeout
+   * starts at arrival, not when the barrier is reached).
+   */
+  takeAnnouncements(): number[] {
+    if (this.#announcements.length === 0) return [];
+    const ids = this.#announcements;
+    this.#announcements = [];
+    return ids;
   }
 
   /** Ends the recording of `checkpointId` (aborted or subsumed) without result. */

@@ -54,6 +54,9 @@ export function createInputGate(o: StreamTaskOptions): InputGate {
     // Unaligned checkpoints without alignment timeout: barriers overtake queued data.
     priorityBarriers: o.config.checkpointingMode === "exactly-once" &&
       o.config.unalignedCheckpoints === true && (o.config.alignedCheckpointTimeoutMs ?? 0) === 0,
+    // With an alignment timeout: barriers wait in order, announced on arrival.
+    announceBarriers: o.config.checkpointingMode === "exactly-once" &&
+      o.config.unalignedCheckpoints === true && (o.config.alignedCheckpointTimeoutMs ?? 0) > 0,
   });
 }
 
