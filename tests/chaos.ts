@@ -119,6 +119,11 @@ export interface ChaosOptions {
   readonly recoveryTimeoutMs?: number;
   /** Also write the cluster's and the job's logs to this file at the end (pass or fail). */
   readonly logFile?: string;
+  /**
+   * Unaligned checkpoints (FLIP-76) with this aligned-checkpoint timeout,
+   * in ms (0: unaligned from the start). Default: aligned checkpoints.
+   */
+  readonly unalignedTimeoutMs?: number;
   /** Receives progress and result lines. Default `console.error` for progress, `console.log` for results. */
   readonly log?: (line: string) => void;
 }
@@ -215,6 +220,11 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       String(rate),
       "--checkpoint-interval",
       String(intervalMs),
+      ...(options.unalignedTimeoutMs === undefined ? [] : [
+        "--unaligned",
+        "--aligned-checkpoint-timeout",
+        String(options.unalignedTimeoutMs),
+      ]),
     ]);
     const watch = new Watch(cluster, job);
     for (const w of cluster.workers) watch.track(w);

@@ -139,7 +139,8 @@ export interface CheckpointingOptions {
   /**
    * With `unalignedCheckpoints`: a checkpoint starts aligned and switches
    * to unaligned at a subtask whose alignment has lasted this long, ms,
-   * from the first barrier at that subtask (Flink's
+   * from the arrival of the first barrier at that subtask, announced ahead
+   * of the data queued before it (Flink's
    * `execution.checkpointing.aligned-checkpoint-timeout`, which Flink
    * measures from the checkpoint's start). A finite number ≥ 0; 0 (default)
    * means unaligned from the start.

@@ -53,7 +53,7 @@ export interface TaskConfig {
   readonly unalignedCheckpoints?: boolean;
   /**
    * With `unalignedCheckpoints`: how long a checkpoint aligns before it
-   * switches to unaligned, in ms, measured from its first barrier at each
+   * switches to unaligned, in ms, measured from the arrival of its first barrier at each
    * subtask (Flink's `execution.checkpointing.aligned-checkpoint-timeout`);
    * `0` (default): unaligned from the start.
    */

@@ -81,6 +81,8 @@ if (import.meta.main) {
       rate: text,
       "checkpoint-interval": text,
       parallelism: text,
+      unaligned: { type: "boolean" },
+      "aligned-checkpoint-timeout": text,
     },
   });
   const required = (name: keyof typeof values): string => {
@@ -94,6 +96,8 @@ if (import.meta.main) {
     .enableCheckpointing(Number(values["checkpoint-interval"] ?? "300"), {
       // NATS restarts may drop a control message: expire the checkpoint soon, then fail over.
       timeoutMs: 10_000,
+      unalignedCheckpoints: values.unaligned ?? false,
+      alignedCheckpointTimeoutMs: Number(values["aligned-checkpoint-timeout"] ?? "0"),
     })
     .setRestartStrategy(RestartStrategies.fixedDelay(1_000_000, 200));
   buildAuditPipeline(env, {
