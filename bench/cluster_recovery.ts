@@ -342,8 +342,11 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
     ]);
     // Committed trickle records of both splits from the latest attempt: a completed checkpoint
     // of that attempt holds the full state.
+    let jobEnded = false;
+    void job.wait().then(() => jobEnded = true);
     await waitUntil("committed trickle records of both source splits", () => {
       if (f.error) throw f.error;
+      if (jobEnded) throw new Error(`the job client ended before its trickle:\n${job!.output}`);
       const latest = Math.max(...f.arrivals.map((a) => a.record.att));
       const parities = new Set(
         f.arrivals.filter((a) => a.record.att === latest).map((a) => a.record.i % 2),
