@@ -52,6 +52,10 @@ import { checkJobDeliveryGuarantees, type JobSink } from "./delivery_check.ts";
 import { logger } from "../log.ts";
 import { checkOptions, type OptionsShape } from "./options_check.ts";
 import {
+  DEFAULT_MEMORY_THRESHOLD_BYTES,
+  INLINE_BYTES_PER_ACK_LIMIT,
+} from "../checkpoint/snapshot_contract.ts";
+import {
   checkStateBackendConfig,
   type StateBackendConfig,
   type StateBackendKind,
@@ -146,6 +150,18 @@ export interface CheckpointingOptions {
    * means unaligned from the start.
    */
   readonly alignedCheckpointTimeoutMs?: number;
+  /**
+   * Private state blobs smaller than this many bytes are kept inline in the
+   * checkpoint metadata instead of being written to checkpoint storage
+   * (Flink's `state.storage.fs.memory-threshold`, `ByteStreamStateHandle`):
+   * each blob in storage costs requests (several on the Object Store), so
+   * small timers, operator state, splits and watermark floors ride in the
+   * ack and `_metadata` instead. An integer in 0..524 288 (the per-ack cap
+   * of inline bytes, `INLINE_BYTES_PER_ACK_LIMIT`); 0 writes every blob to
+   * storage. Default 20 480 (20 KiB, Flink's default). The metadata grows
+   * by up to this much per state participant and subtask.
+   */
+  readonly memoryThresholdBytes?: number;
 }
 
 export type { JobClient, ResumeOptions, SavepointRestoreSettings };
@@ -164,6 +180,7 @@ const CHECKPOINTING_OPTIONS: OptionsShape<CheckpointingOptions> = {
   materializationIntervalMs: "number",
   unalignedCheckpoints: "boolean",
   alignedCheckpointTimeoutMs: "number",
+  memoryThresholdBytes: "number",
 };
 
 /** Options of {@linkcode StreamExecutionEnvironment.setStateBackend}; they apply to `"sqlite"` only. */
@@ -214,6 +231,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     materializationIntervalMs: 600_000,
     unalignedCheckpoints: false,
     alignedCheckpointTimeoutMs: 0,
+    memoryThresholdBytes: DEFAULT_MEMORY_THRESHOLD_BYTES,
   };
   #restartStrategy: RestartStrategyConfig | undefined;
   #task: { -readonly [K in keyof TaskConfig]: TaskConfig[K] } = {
@@ -319,6 +337,15 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
         `alignedCheckpointTimeoutMs must be a finite number ≥ 0 (ms): current value is ${merged.alignedCheckpointTimeoutMs}`,
       );
     }
+    const threshold = merged.memoryThresholdBytes;
+    if (
+      !(Number.isSafeInteger(threshold) && threshold >= 0 &&
+        threshold <= INLINE_BYTES_PER_ACK_LIMIT)
+    ) {
+      throw new RangeError(
+        `memoryThresholdBytes must be an integer in 0..${INLINE_BYTES_PER_ACK_LIMIT} (bytes): current value is ${threshold}`,
+      );
+    }
     if (merged.unalignedCheckpoints && merged.mode !== "exactly-once") {
       throw new RangeError(
         `unalignedCheckpoints needs mode "exactly-once" (at-least-once never aligns): current mode is ${
@@ -330,6 +357,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     this.#task.checkpointingMode = merged.mode;
     this.#task.unalignedCheckpoints = merged.unalignedCheckpoints;
     this.#task.alignedCheckpointTimeoutMs = merged.alignedCheckpointTimeoutMs;
+    this.#task.memoryThresholdBytes = merged.memoryThresholdBytes;
     if (this.#task.stateBackend !== undefined || merged.incrementalCheckpoints) {
       this.#task.stateBackend = this.#withChangelog(this.#task.stateBackend ?? { kind: "heap" });
     }
@@ -687,6 +715,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       materializationIntervalMs: this.#checkpointing.materializationIntervalMs,
       unalignedCheckpoints: this.#checkpointing.unalignedCheckpoints,
       alignedCheckpointTimeoutMs: this.#checkpointing.alignedCheckpointTimeoutMs,
+      memoryThresholdBytes: this.#checkpointing.memoryThresholdBytes,
     };
     return {
       graph,

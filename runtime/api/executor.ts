@@ -60,6 +60,12 @@ export interface CheckpointConfig {
    * it from `TaskConfig.alignedCheckpointTimeoutMs`.
    */
   readonly alignedCheckpointTimeoutMs?: number | undefined;
+  /**
+   * Private state blobs smaller than this many bytes are kept inline in the
+   * checkpoint metadata (Flink's `state.storage.fs.memory-threshold`); the
+   * tasks read it from `TaskConfig.memoryThresholdBytes`. Default 20 480.
+   */
+  readonly memoryThresholdBytes?: number | undefined;
 }
 
 /** Coordinator-side fault points (chaos hooks for tests). */

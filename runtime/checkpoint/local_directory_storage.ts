@@ -43,7 +43,7 @@
 import { join } from "node:path";
 import type { CheckpointStorage } from "./storage.ts";
 import type { CheckpointId, CheckpointMetadata, StoredBlob } from "./types.ts";
-import { parseCheckpointMetadata } from "./metadata.ts";
+import { encodeCheckpointMetadata, parseCheckpointMetadata } from "./metadata.ts";
 import {
   checkCheckpointId,
   checkName,
@@ -259,7 +259,7 @@ export class LocalDirectoryCheckpointStorage implements CheckpointStorage {
         await writeAtomically(
           dir,
           METADATA,
-          new TextEncoder().encode(JSON.stringify(checked, null, 1)),
+          new TextEncoder().encode(encodeCheckpointMetadata(checked, 1)),
         );
       }
     } catch (cause) {

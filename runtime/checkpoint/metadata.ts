@@ -26,10 +26,16 @@
  *   (`shared` says which); no `..`, no leading `/`.
  * - A savepoint (`kind: "savepoint"`) holds no shared handle.
  * - `keyGroupRange` is `[first, last]` with `0 <= first <= last`.
+ * - `inline` (the blob's bytes kept in the metadata, Flink's
+ *   `ByteStreamStateHandle`) only on a private handle, holding exactly
+ *   `bytes` bytes. In memory and in acks it is a `Uint8Array`; in the JSON
+ *   of `_metadata` a base64 string ({@linkcode encodeCheckpointMetadata}
+ *   writes it, {@linkcode parseCheckpointMetadata} reads either form).
  *
  * @module
  */
 
+import { Buffer } from "node:buffer";
 import type {
   CheckpointMetadata,
   StateHandle,
@@ -47,6 +53,24 @@ const KINDS: ReadonlySet<string> = new Set<StateHandleKind>([
   "channel",
   "watermark",
 ]);
+
+/**
+ * The JSON text of a `_metadata` (what storages write): `metadata` as is,
+ * but each inline handle's bytes as a base64 string.
+ * @param metadata checked metadata ({@linkcode parseCheckpointMetadata}'s result).
+ * @param indent JSON indentation (spaces), as `JSON.stringify` takes it.
+ * @returns the JSON text.
+ */
+export function encodeCheckpointMetadata(metadata: CheckpointMetadata, indent?: number): string {
+  return JSON.stringify(
+    metadata,
+    (_key, value) =>
+      value instanceof Uint8Array
+        ? Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64")
+        : value,
+    indent,
+  );
+}
 
 /**
  * Checks that a parsed value is a version-1 or version-2
@@ -172,8 +196,26 @@ function stateHandle(v: unknown, field: string): StateHandle {
       ? {}
       : { keyGroupRange: range(h.keyGroupRange, `${field}.keyGroupRange`) }),
     ...(h.legacyV1 === true ? { legacyV1: true as const } : {}),
+    ...(h.inline === undefined ? {} : { inline: inlineBytes(h.inline, `${field}.inline`) }),
   };
+  if (handle.inline !== undefined) {
+    if (handle.shared) fieldError(`${field}.shared`, "false for an inline handle", true);
+    if (handle.inline.length !== handle.bytes) {
+      fieldError(`${field}.bytes`, `the inline length ${handle.inline.length}`, handle.bytes);
+    }
+  }
   return handle;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Inline bytes: a `Uint8Array` (from an ack) or its base64 (from JSON), as a fresh `Uint8Array`. */
+function inlineBytes(v: unknown, field: string): Uint8Array {
+  if (v instanceof Uint8Array) return v;
+  if (typeof v !== "string" || v.length % 4 !== 0 || !BASE64.test(v)) {
+    fieldError(field, "bytes (a Uint8Array, or base64 in JSON)", v);
+  }
+  return new Uint8Array(Buffer.from(v, "base64")); // a copy: small Buffers share a pool
 }
 
 function storedBlob(v: unknown, field: string): { path: string; bytes: number } {

@@ -87,6 +87,7 @@ import {
   sharedNameOf,
 } from "./storage.ts";
 import type { CheckpointStorage } from "./storage.ts";
+import { encodeCheckpointMetadata } from "./metadata.ts";
 import type { CheckpointId, CheckpointMetadata, StoredBlob } from "./types.ts";
 import { downloadObject } from "./_chunk_reads.ts";
 import { type JobObject, jobObjectOf, nameOfToken, storeKey } from "./_object_names.ts";
@@ -423,7 +424,7 @@ export class ObjectStoreCheckpointStorage implements CheckpointStorage {
     try {
       await this.#store.putBlob(
         { name: key, options: { max_chunk_size: CHUNK_BYTES } },
-        new TextEncoder().encode(JSON.stringify(checked, null, 1)),
+        new TextEncoder().encode(encodeCheckpointMetadata(checked, 1)),
         // 0: the subject must have no message; else the tombstone seen above.
         { previousRevision: existing?.revision ?? 0 },
       );

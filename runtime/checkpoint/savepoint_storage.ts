@@ -193,6 +193,7 @@ export async function copyToSavepoint(options: CopyToSavepointOptions): Promise<
           `('${prefix}<name>'); a savepoint must be self-contained`,
       );
     }
+    if ((handle as { inline?: Uint8Array }).inline !== undefined) continue; // in the metadata
     const data = await from.readState(jobId, handle);
     await to.writeState(id, checkpointId, name, data);
   }

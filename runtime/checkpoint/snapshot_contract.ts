@@ -23,6 +23,14 @@
  * alone and is deleted with it. Retention deletes a shared blob only when no
  * retained checkpoint or savepoint refers to it (`shared_state_registry.ts`).
  *
+ * A private blob smaller than the job's `memoryThresholdBytes` (Flink's
+ * `state.storage.fs.memory-threshold`, default 20 KiB) is not written to
+ * storage at all: its handle carries the bytes (`inline`, Flink's
+ * `ByteStreamStateHandle`), the ack carries them to the coordinator and the
+ * checkpoint metadata stores them; every reader serves them from memory
+ * ({@linkcode servingInline}). Shared blobs are never inline: later
+ * checkpoints must be able to refer to them.
+ *
  * A savepoint ({@linkcode SnapshotType} `"savepoint"`) never writes or
  * references shared blobs: it is self-contained and in the canonical format,
  * so any backend can restore it.
@@ -88,7 +96,46 @@ export interface StateHandle {
    * (`runtime/task/subtask_state.ts`); nothing writes them any more.
    */
   readonly legacyV1?: true;
+  /**
+   * The blob's bytes, when they are kept in the checkpoint metadata instead
+   * of storage (Flink's `ByteStreamStateHandle`, below
+   * `state.storage.fs.memory-threshold`): nothing was written at `path`,
+   * which still names the blob uniquely (`chk-<n>/<name>`, the name it
+   * would have had in storage; local recovery keys and caches by it). Only
+   * on private handles; `inline.length === bytes`. In the JSON of
+   * `_metadata` it is a base64 string (`metadata.ts`).
+   */
+  readonly inline?: Uint8Array;
 }
+
+/**
+ * Wraps a reader of handles so an inline handle is served from its own
+ * bytes and never reaches `read` (storage, or a local copy, has no blob
+ * for it). Every restore path reads through it
+ * (`runtime/task/subtask_state.ts`, channel state, savepoint copies).
+ * @param read reads a handle's blob from storage.
+ * @returns a reader that answers inline handles from memory, others via `read`.
+ */
+export function servingInline<H extends { readonly path: string; readonly inline?: Uint8Array }>(
+  read: (handle: H) => Promise<Uint8Array>,
+): (handle: H) => Promise<Uint8Array> {
+  return (handle) => handle.inline === undefined ? read(handle) : Promise.resolve(handle.inline);
+}
+
+/**
+ * Default of the checkpoint option `memoryThresholdBytes`
+ * (`runtime/task/subtask_checkpointer.ts`):
+ * 20 KiB (20 480 bytes), Flink's default `state.storage.fs.memory-threshold`.
+ */
+export const DEFAULT_MEMORY_THRESHOLD_BYTES = 20 * 1024;
+
+/**
+ * The most inline bytes one subtask's ack carries, 512 KiB: an ack is one
+ * transport message and NATS refuses messages over max_payload (1 MiB), so
+ * half of it stays free for the handles' other fields. Beyond it, blobs go
+ * to storage. Also the largest allowed memory threshold.
+ */
+export const INLINE_BYTES_PER_ACK_LIMIT = 512 * 1024;
 
 /** Where a participant's asynchronous write puts its blobs; given by the checkpointer. */
 export interface StateWriter {
@@ -97,7 +144,10 @@ export interface StateWriter {
   /** What the snapshot is for. */
   readonly type: SnapshotType;
   /**
-   * Writes a private blob of this checkpoint.
+   * Writes a private blob of this checkpoint; a blob smaller than the
+   * job's memory threshold is returned as an inline handle instead (see
+   * {@linkcode StateHandle.inline}; the writer keeps a copy of the bytes,
+   * never a view of the participant's buffer).
    * @param name file name unique within the checkpoint (the writer prefixes subtask and attempt).
    * @throws {import("./storage.ts").CheckpointStorageError} when storage fails.
    */

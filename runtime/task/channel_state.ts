@@ -67,7 +67,12 @@
 
 import { decode, encode } from "../actor/codec.ts";
 import { decodeRecords, encodeRecords } from "./record_codec.ts";
-import type { SnapshotResult, StateHandle, StateWriter } from "../checkpoint/snapshot_contract.ts";
+import {
+  servingInline,
+  type SnapshotResult,
+  type StateHandle,
+  type StateWriter,
+} from "../checkpoint/snapshot_contract.ts";
 import type { CheckpointMetadata } from "../checkpoint/types.ts";
 import type { JobGraph, JobVertex } from "../graph/job_graph.ts";
 import type { ChannelEvent, EventMessage, ReceivedBufferMessage } from "./messages.ts";
@@ -452,7 +457,7 @@ export async function readChannelState(options: {
   const outputs: ChannelState["outputs"][number][] = [];
   for (const h of mine?.handles ?? []) {
     if (h.kind !== "channel") continue;
-    const state = decodeChannelState(await options.read(h), h.path);
+    const state = decodeChannelState(await servingInline(options.read)(h), h.path);
     inputs.push(...state.inputs);
     outputs.push(...state.outputs);
   }

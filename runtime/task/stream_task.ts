@@ -159,6 +159,7 @@ export class StreamTask {
       faults: faults && ((point, id) => faults(point, faultSite(this.#o, id))),
       unalignedCheckpoints: options.config.checkpointingMode === "exactly-once" &&
         options.config.unalignedCheckpoints === true,
+      memoryThresholdBytes: options.config.memoryThresholdBytes,
     });
   }
 

@@ -21,6 +21,23 @@
  *    uids that hold state, the bytes written and the durations; or, when a
  *    write failed, declines (code `DECLINED`, naming the error).
  *
+ * ## Small state inline (Flink's `ByteStreamStateHandle`)
+ *
+ * A private blob smaller than `memoryThresholdBytes` (Flink's
+ * `state.storage.fs.memory-threshold`, default
+ * {@linkcode DEFAULT_MEMORY_THRESHOLD_BYTES}; 0 turns it off) is not
+ * written to storage: its handle carries a copy of the bytes (`inline`),
+ * with the path it would have had (`chk-<n>/<vertex>-<subtask>-a<attempt>.<name>`),
+ * the ack carries it to the coordinator and the `_metadata` stores it. On
+ * the Object Store every blob costs several NATS requests, so a subtask
+ * with small timers, operator state, splits and watermark floors now
+ * writes nothing for them. The ack is one transport message (NATS
+ * max_payload is 1 MiB): the inline bytes of one ack are capped at
+ * {@linkcode INLINE_BYTES_PER_ACK_LIMIT}; a blob that would pass the cap is
+ * written to storage as usual. Shared blobs are never inline. An inline
+ * handle has no local-recovery copy (the metadata has it) and nothing to
+ * remove on abort.
+ *
  * ## Abort and cancellation
  *
  * Once the coordinator aborted *n*, or the subtask is done (finished or
@@ -54,12 +71,14 @@
 
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import type { StoredBlob, SubtaskAck } from "../checkpoint/types.ts";
-import type {
-  SnapshotResult,
-  SnapshotType,
-  StateHandle,
-  StateHandleKind,
-  StateWriter,
+import {
+  DEFAULT_MEMORY_THRESHOLD_BYTES,
+  INLINE_BYTES_PER_ACK_LIMIT,
+  type SnapshotResult,
+  type SnapshotType,
+  type StateHandle,
+  type StateHandleKind,
+  type StateWriter,
 } from "../checkpoint/snapshot_contract.ts";
 import type { StreamOperator } from "./operators/operator.ts";
 import type { TaskLocalStateStore } from "./local_state_store.ts";
@@ -114,6 +133,14 @@ export interface SubtaskCheckpointerOptions {
    * completion and dropped on abort. Absent: no local copies.
    */
   readonly localState?: TaskLocalStateStore | undefined;
+  /**
+   * Private blobs smaller than this many bytes are kept inline in the
+   * checkpoint metadata instead of storage (see the module docs; Flink's
+   * `state.storage.fs.memory-threshold`). An integer in
+   * 0..{@linkcode INLINE_BYTES_PER_ACK_LIMIT}; 0 writes every blob to
+   * storage. Default {@linkcode DEFAULT_MEMORY_THRESHOLD_BYTES}.
+   */
+  readonly memoryThresholdBytes?: number | undefined;
 }
 
 /** One checkpoint (or savepoint) to take, as its barrier or trigger said. */
@@ -229,6 +256,7 @@ export class SubtaskCheckpointer {
       storage: o.storage,
       cancelled: () => this.#cancelled(checkpointId),
       localState: request.type === "checkpoint" ? o.localState : undefined,
+      memoryThresholdBytes: o.memoryThresholdBytes ?? DEFAULT_MEMORY_THRESHOLD_BYTES,
     });
     const part = this.#write(request, results, writer, syncDurationMs)
       .catch(async (error) => {
@@ -291,7 +319,10 @@ export class SubtaskCheckpointer {
     };
     o.report({ t: "ack", ack });
     // The local copy is sealed after the ack, which never waits for it.
-    if (writer.localState) await writer.localState.seal(checkpointId, handles);
+    // Inline handles have no local copy: the metadata holds their bytes.
+    if (writer.localState) {
+      await writer.localState.seal(checkpointId, handles.filter((h) => h.inline === undefined));
+    }
   }
 }
 
@@ -306,6 +337,8 @@ interface SubtaskStateWriterOptions {
   readonly cancelled: () => boolean;
   /** Where a checkpoint's blobs are also copied (local recovery); absent for savepoints. */
   readonly localState: TaskLocalStateStore | undefined;
+  /** Private blobs smaller than this are kept inline (0: none). */
+  readonly memoryThresholdBytes: number;
 }
 
 /** The {@linkcode StateWriter} of one subtask attempt's checkpoint: names, tracks and removes its blobs. */
@@ -315,8 +348,11 @@ class SubtaskStateWriter implements StateWriter {
   readonly #o: SubtaskStateWriterOptions;
   readonly #names = new Set<string>();
   #wrotePrivate = false;
-  /** Bytes written so far, over private and shared blobs. */
+  /** Inline bytes handed out so far (capped by {@linkcode INLINE_BYTES_PER_ACK_LIMIT}). */
+  #inlineBytes = 0;
+  /** Bytes of state so far, over private (inline or written) and shared blobs. */
   bytesWritten = 0;
+
   /** The local copy's store, when local recovery is on for this checkpoint. */
   readonly localState: TaskLocalStateStore | undefined;
 
@@ -340,6 +376,18 @@ class SubtaskStateWriter implements StateWriter {
   ): Promise<StateHandle> {
     const o = this.#o;
     const full = this.#claim(name, "private");
+    if (
+      bytes.length < o.memoryThresholdBytes &&
+      this.#inlineBytes + bytes.length <= INLINE_BYTES_PER_ACK_LIMIT
+    ) {
+      this.#inlineBytes += bytes.length;
+      this.bytesWritten += bytes.length;
+      const path = `chk-${o.checkpointId}/${full}`;
+      return {
+        ...handleOf({ path, bytes: bytes.length }, kind, false, uid, keyGroupRange),
+        inline: bytes.slice(),
+      };
+    }
     this.#wrotePrivate = true;
     const blob = await o.storage.writeState(o.jobId, o.checkpointId, full, bytes);
     this.bytesWritten += blob.bytes;

@@ -2,16 +2,17 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { LocalDirectoryCheckpointStorage } from "../checkpoint/storage.ts";
 import type { SnapshotResult, StateWriter } from "../checkpoint/snapshot_contract.ts";
-import { EMPTY_SNAPSHOT } from "../checkpoint/snapshot_contract.ts";
+import { EMPTY_SNAPSHOT, INLINE_BYTES_PER_ACK_LIMIT } from "../checkpoint/snapshot_contract.ts";
 import type { SubtaskAck } from "../checkpoint/types.ts";
 import type { StreamOperator } from "./operators/operator.ts";
 import type { ChannelEvent, CoordinatorMessage, MessageBody } from "./messages.ts";
 import { type CheckpointRequest, SubtaskCheckpointer } from "./subtask_checkpointer.ts";
 
-/** A participant writing `bytes` under `name` (privately or shared), after `gate` resolves. */
+/** A participant writing `bytes` (default: `name` in UTF-8) under `name` (privately or shared), after `gate` resolves. */
 function participant(
   name: string,
   options: {
+    bytes?: Uint8Array;
     shared?: boolean;
     gate?: Promise<void>;
     fail?: Error;
@@ -25,7 +26,7 @@ function participant(
       await options.gate;
       if (options.fail) throw options.fail;
       if (writer.cancelled) return [];
-      const bytes = new TextEncoder().encode(name);
+      const bytes = options.bytes ?? new TextEncoder().encode(name);
       const write = options.shared ? writer.writeShared : writer.writePrivate;
       return [
         await write.call(writer, name, bytes, options.kind ?? "operator", options.uid ?? "op"),
@@ -65,6 +66,8 @@ async function withCheckpointer(
     reports: MessageBody<CoordinatorMessage>[];
     done: { value: boolean };
   }) => Promise<void>,
+  /** Storage writes for every private blob unless a test asks for inline state. */
+  memoryThresholdBytes = 0,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "weir-checkpointer-" });
   const storage = new LocalDirectoryCheckpointStorage({ directory: dir });
@@ -79,6 +82,7 @@ async function withCheckpointer(
     taskName: "Map (2/2)",
     report: (body) => reports.push(body),
     isDone: () => done.value,
+    memoryThresholdBytes,
   });
   try {
     await fn({ checkpointer, storage, dir, reports, done });
@@ -266,4 +270,110 @@ Deno.test("SubtaskCheckpointer discards the captures taken so far when an operat
     await checkpointer.waitForAll();
     assert.deepEqual(reports, []);
   });
+});
+
+/** Every private blob the storage holds for checkpoint `id` of job-1 (names only). */
+async function storedNames(dir: string, id: number): Promise<string[]> {
+  const names: string[] = [];
+  try {
+    for await (const e of Deno.readDir(join(dir, "job-1", `chk-${id}`))) names.push(e.name);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return names.sort();
+}
+
+Deno.test("SubtaskCheckpointer keeps private blobs below the memory threshold inline and writes the rest", async () => {
+  await withCheckpointer(async ({ checkpointer, storage, dir, reports }) => {
+    const below = new Uint8Array(99).fill(7);
+    const atThreshold = new Uint8Array(100).fill(8);
+    // A view into a larger buffer: the inline copy must hold the view only.
+    const view = new Uint8Array(1000).fill(9).subarray(10, 20);
+    await checkpointer.checkpointState(request(7), {
+      operators: [operator("op", [
+        participant("small", { bytes: below }),
+        participant("large", { bytes: atThreshold }),
+        participant("view", { bytes: view, kind: "watermark" }),
+        participant("delta", { shared: true, kind: "keyed-incremental", bytes: below }),
+      ], [])],
+      writers: [],
+    });
+    await checkpointer.waitForAll();
+    const ack = (reports[0] as { t: "ack"; ack: SubtaskAck }).ack;
+    const byPath = new Map(ack.handles.map((h) => [h.path, h]));
+    const small = byPath.get("chk-7/v3-1-a2.small")!;
+    assert.deepEqual(small.inline, below);
+    assert.equal(small.bytes, 99);
+    assert.equal(small.shared, false);
+    const v = byPath.get("chk-7/v3-1-a2.view")!;
+    assert.deepEqual(v.inline, new Uint8Array(10).fill(9));
+    assert.equal(v.inline!.buffer.byteLength, 10, "a copy of the view, not its whole buffer");
+    assert.equal(byPath.get("chk-7/v3-1-a2.large")!.inline, undefined, "not below the threshold");
+    const shared = byPath.get("shared/v3-1-a2.delta")!;
+    assert.equal(shared.inline, undefined, "shared blobs are never inline");
+    assert.deepEqual(await storedNames(dir, 7), ["v3-1-a2.large"]);
+    assert.deepEqual(await storage.listShared("job-1"), ["shared/v3-1-a2.delta"]);
+    assert.equal(ack.stateBytes, 99 + 100 + 10 + 99, "inline bytes count as state");
+  }, 100);
+});
+
+Deno.test("SubtaskCheckpointer writes every blob to storage with memory threshold 0", async () => {
+  await withCheckpointer(async ({ checkpointer, dir, reports }) => {
+    await checkpointer.checkpointState(request(8), {
+      operators: [
+        operator("op", [participant("a"), participant("b", { bytes: new Uint8Array(0) })], []),
+      ],
+      writers: [],
+    });
+    await checkpointer.waitForAll();
+    const ack = (reports[0] as { t: "ack"; ack: SubtaskAck }).ack;
+    assert.ok(ack.handles.every((h) => h.inline === undefined));
+    assert.deepEqual(await storedNames(dir, 8), ["v3-1-a2.a", "v3-1-a2.b"]);
+  }, 0);
+});
+
+Deno.test("SubtaskCheckpointer caps the inline bytes of one ack and writes blobs beyond the cap to storage", async () => {
+  await withCheckpointer(async ({ checkpointer, dir, reports }) => {
+    // Blobs just under the threshold; the cap admits floor(limit / size) of them.
+    const size = INLINE_BYTES_PER_ACK_LIMIT / 4 - 1;
+    const results = Array.from(
+      { length: 6 },
+      (_, i) => participant(`p${i}`, { bytes: new Uint8Array(size).fill(i) }),
+    );
+    await checkpointer.checkpointState(request(9), {
+      operators: [operator("op", results, [])],
+      writers: [],
+    });
+    await checkpointer.waitForAll();
+    const ack = (reports[0] as { t: "ack"; ack: SubtaskAck }).ack;
+    const inline = ack.handles.filter((h) => h.inline !== undefined);
+    assert.equal(inline.length, 4);
+    const inlineBytes = inline.reduce((n, h) => n + h.bytes, 0);
+    assert.ok(inlineBytes <= INLINE_BYTES_PER_ACK_LIMIT, `${inlineBytes} inline bytes`);
+    assert.equal((await storedNames(dir, 9)).length, 2);
+    assert.equal(ack.handles.length, 6);
+  }, INLINE_BYTES_PER_ACK_LIMIT / 4);
+});
+
+Deno.test("SubtaskCheckpointer writes nothing to storage for an aborted checkpoint whose blobs were all inline", async () => {
+  await withCheckpointer(async ({ checkpointer, dir, reports }) => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // Writes even after the abort (no `cancelled` check): the blob is inline.
+    const late: SnapshotResult = {
+      async write(writer) {
+        await gate;
+        return [await writer.writePrivate("a", new Uint8Array(3), "operator", "op")];
+      },
+    };
+    await checkpointer.checkpointState(request(10), {
+      operators: [operator("op", [late], [])],
+      writers: [],
+    });
+    checkpointer.abort(10);
+    open();
+    await checkpointer.waitForAll();
+    assert.deepEqual(reports, []);
+    assert.deepEqual(await storedNames(dir, 10), []);
+  }, 1024);
 });

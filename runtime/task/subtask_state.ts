@@ -42,6 +42,7 @@
 import { decode, encode } from "../actor/codec.ts";
 import type { JobVertex } from "../graph/job_graph.ts";
 import type { CheckpointMetadata, StateHandle } from "../checkpoint/types.ts";
+import { servingInline } from "../checkpoint/snapshot_contract.ts";
 import { KeyGroupRange } from "../state/key_group.ts";
 import type { StateReader } from "../state/keyed_state_backend.ts";
 import type { TimerServiceSnapshot } from "../state/timer_service.ts";
@@ -99,7 +100,9 @@ export async function operatorRestoreFrom(
   options: OperatorRestoreOptions,
 ): Promise<OperatorRestore> {
   const { uid, oldSubtasks, keyGroupRange } = options;
-  const legacy = legacyFiles(options.read);
+  // Inline handles (kept in the metadata) are served from their own bytes.
+  const read = servingInline(options.read);
+  const legacy = legacyFiles(read);
   const keyedHandles: StateHandle[] = [];
   const timers: TimerServiceSnapshot[] = [];
   const operatorParts: OperatorStateSnapshot[] = [];
@@ -132,7 +135,7 @@ export async function operatorRestoreFrom(
           break;
         case "timers":
           if (overlaps(handle, keyGroupRange)) {
-            timers.push(await decoded(handle, options.read) as TimerServiceSnapshot);
+            timers.push(await decoded(handle, read) as TimerServiceSnapshot);
           }
           break;
         case "operator":
@@ -140,12 +143,12 @@ export async function operatorRestoreFrom(
         case "sink-committables":
           mergeOperatorState(
             operator,
-            await decoded(handle, options.read) as OperatorStateSnapshot,
+            await decoded(handle, read) as OperatorStateSnapshot,
             handle,
           );
           break;
         case "watermark": {
-          const value = await decoded(handle, options.read);
+          const value = await decoded(handle, read);
           if (typeof value !== "number" || Number.isNaN(value)) {
             throw new Error(
               `state file ${handle.path} holds a watermark of operator ${uid} that is not a number: ${

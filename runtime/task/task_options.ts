@@ -58,6 +58,13 @@ export interface TaskConfig {
    * `0` (default): unaligned from the start.
    */
   readonly alignedCheckpointTimeoutMs?: number;
+  /**
+   * Private state blobs smaller than this many bytes are kept inline in the
+   * checkpoint metadata instead of storage (Flink's
+   * `state.storage.fs.memory-threshold`; `subtask_checkpointer.ts`). An
+   * integer in 0..524 288; 0 writes every blob. Default 20 480 (20 KiB).
+   */
+  readonly memoryThresholdBytes?: number;
 }
 
 /** Where a fault can be injected in tests (chaos hooks; no effect unless an injector is set). */
