@@ -10,6 +10,8 @@
  *     deno run -A tests/chaos.ts [--keys K] [--per-key N] [--kills N] [--rate R]
  *                                [--checkpoint-interval MS] [--nats-restarts N] [--seed S]
  *                                [--nats-crash] [--nats-outage MS] [--logs FILE]
+ *                                [--state-backend heap|sqlite] [--incremental]
+ *                                [--materialization-interval MS] [--retain-on-finish]
  *
  * `tests/chaos_test.ts` is the short run of `deno task test`.
  *
@@ -41,10 +43,21 @@
  *    violations flagged by the job's own semantic check, and unexpected
  *    records must all be 0, and no transaction of the sink may be left open.
  *
+ * 4. Leftovers: before the cluster stops, the checkpoint bucket is listed
+ *    (`tests/_checkpoint_leftovers.ts`): with `retainOnFinish` false
+ *    nothing of the job may be left; with it, only the retained
+ *    checkpoint's objects and the shared blobs its metadata refers to, and
+ *    none of those may be missing.
+ *
+ * `stateBackend` / `incremental` / `materializationIntervalMs` run the job
+ * on the SQLite backend and/or with incremental checkpoints (the changelog
+ * backend), materializing often so that materializations and the
+ * retention of shared blobs happen while the faults do.
+ *
  * It prints progress lines, then `KILLS external=… alignment=…
  * after-snapshot=… before-commit=… nats_restarts=…` and, last,
  * `RESULT records=… kills=… restarts=… lost=… duplicated=… out_of_order=…
- * violations=… unexpected=… open_txns=…` (`restarts`: the job's restarts;
+ * violations=… unexpected=… open_txns=…` and a `LEFTOVERS …` line (`restarts`: the job's restarts;
  * `open_txns`: transactions of the sink left open, which would stall
  * read-committed readers). On a failure it prints the cluster's logs.
  * Everything it started or created (processes, the NATS server with its
@@ -75,6 +88,11 @@ import {
 } from "./_chaos_kit.ts";
 import { mulberry32 } from "./_job_kit.ts";
 import { waitUntil } from "./_wait.ts";
+import {
+  auditCheckpointLeftovers,
+  type CheckpointLeftovers,
+  leftoversLine,
+} from "./_checkpoint_leftovers.ts";
 
 /** Options of {@linkcode runChaos}; every one has a default. */
 export interface ChaosOptions {
@@ -117,13 +135,21 @@ export interface ChaosOptions {
   readonly seed?: number;
   /** How long one fault may take to be recovered from (a checkpoint completed), in ms. Default 180 000. */
   readonly recoveryTimeoutMs?: number;
-  /** Also write the cluster's and the job's logs to this file at the end (pass or fail). */
-  readonly logFile?: string;
+  /** The job's keyed state backend. Default `"heap"`. */
+  readonly stateBackend?: "heap" | "sqlite";
+  /** Incremental checkpoints (the changelog backend, FLIP-158). Default false. */
+  readonly incremental?: boolean;
+  /** With `incremental`: the materialization interval, in ms. Default 1000. */
+  readonly materializationIntervalMs?: number;
+  /** Keep the last checkpoint after the job ended. Default false. */
+  readonly retainOnFinish?: boolean;
   /**
    * Unaligned checkpoints (FLIP-76) with this aligned-checkpoint timeout,
    * in ms (0: unaligned from the start). Default: aligned checkpoints.
    */
   readonly unalignedTimeoutMs?: number;
+  /** Also write the cluster's and the job's logs to this file at the end (pass or fail). */
+  readonly logFile?: string;
   /** Receives progress and result lines. Default `console.error` for progress, `console.log` for results. */
   readonly log?: (line: string) => void;
 }
@@ -153,6 +179,8 @@ export interface ChaosResult {
   readonly openTransactions: number;
   /** Wall time of the whole run, in ms. */
   readonly durationMs: number;
+  /** The checkpoint bucket's objects after the job ended, checked against retention. */
+  readonly leftovers: CheckpointLeftovers;
   /** The `KILLS …` line. */
   readonly killsLine: string;
   /** The `RESULT …` line. */
@@ -183,7 +211,12 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
   const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
   progress(
     `chaos: seed ${seed}, ${keys} keys × ${perKey} records, ${kills} kills, ` +
-      `${natsRestarts} NATS restarts, ${rate} records/s, checkpoints every ${intervalMs} ms`,
+      `${natsRestarts} NATS restarts, ${rate} records/s, checkpoints every ${intervalMs} ms, ` +
+      `state backend ${options.stateBackend ?? "heap"}` +
+      (options.incremental
+        ? `, incremental (materialization every ${options.materializationIntervalMs ?? 1000} ms)`
+        : "") +
+      (options.retainOnFinish ? ", retained on finish" : ""),
   );
 
   const suffix = crypto.randomUUID().slice(0, 8);
@@ -220,6 +253,12 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       String(rate),
       "--checkpoint-interval",
       String(intervalMs),
+      "--state-backend",
+      options.stateBackend ?? "heap",
+      "--materialization-interval",
+      String(options.materializationIntervalMs ?? 1000),
+      ...(options.incremental ? ["--incremental"] : []),
+      ...(options.retainOnFinish ? ["--retain-on-finish"] : []),
       ...(options.unalignedTimeoutMs === undefined ? [] : [
         "--unaligned",
         "--aligned-checkpoint-timeout",
@@ -356,6 +395,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       perKey,
     });
     const openTransactions = await countOpenTransactions(connection, txnBucket);
+    const leftovers = await auditCheckpointLeftovers(nats.url, cluster.bucket);
     const totalKills = KILL_KINDS.reduce((n, k) => n + made[k], 0);
     const killsLine = `KILLS ${KILL_KINDS.map((k) => `${k}=${made[k]}`).join(" ")} ` +
       `nats_restarts=${restartsMade}`;
@@ -373,14 +413,20 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       restarts,
       report,
       openTransactions,
+      leftovers,
       durationMs: performance.now() - started,
       killsLine,
       resultLine,
     };
-    failed = !chaosPassed(result, { kills, natsRestarts });
+    failed = !chaosPassed(result, {
+      kills,
+      natsRestarts,
+      retainOnFinish: options.retainOnFinish ?? false,
+    });
     progress(`chaos: done in ${elapsed()}, seed ${seed}`);
     emit(killsLine);
     emit(resultLine);
+    emit(leftoversLine(leftovers));
     return result;
   } finally {
     const logs = `${cluster.logs()}\n----- job\n${job?.output ?? "(not started)"}`;
@@ -402,13 +448,29 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
   }
 }
 
-/** Whether the run passed: every count but records 0, and every planned fault made. */
+/**
+ * Whether the run passed: every count but records 0, every planned fault
+ * made, and the checkpoint bucket holds what retention promises (nothing
+ * without `retainOnFinish`; else one retained checkpoint, nothing missing,
+ * no unreferenced shared blob, no stray object).
+ */
 export function chaosPassed(
   result: ChaosResult,
-  expected: { readonly kills: number; readonly natsRestarts: number },
+  expected: {
+    readonly kills: number;
+    readonly natsRestarts: number;
+    readonly retainOnFinish?: boolean;
+  },
 ): boolean {
   const r = result.report;
-  return r.lost === 0 && r.duplicated === 0 && r.outOfOrder === 0 && r.violations === 0 &&
+  const l = result.leftovers;
+  const storageClean = expected.retainOnFinish
+    ? l.jobs.length === 1 && l.missing.length === 0 && l.unreferencedShared.length === 0 &&
+      l.strayCheckpointObjects.length === 0 &&
+      Object.values(l.retained).every((ids) => ids.length >= 1)
+    : l.objects.length === 0;
+  return storageClean && r.lost === 0 && r.duplicated === 0 && r.outOfOrder === 0 &&
+    r.violations === 0 &&
     r.unexpected === 0 && r.records === result.expectedRecords && result.openTransactions === 0 &&
     result.plannedKills >= expected.kills && result.natsRestarts >= expected.natsRestarts;
 }
@@ -428,6 +490,10 @@ if (import.meta.main) {
       logs: text,
       "nats-crash": { type: "boolean" },
       "nats-outage": text,
+      "state-backend": text,
+      incremental: { type: "boolean" },
+      "materialization-interval": text,
+      "retain-on-finish": { type: "boolean" },
     },
   });
   const number = (v: string | undefined) => v === undefined ? undefined : Number(v);
@@ -445,11 +511,16 @@ if (import.meta.main) {
       logFile: values.logs,
       natsCrash: values["nats-crash"],
       natsOutageMs: number(values["nats-outage"]),
+      stateBackend: values["state-backend"],
+      incremental: values.incremental,
+      materializationIntervalMs: number(values["materialization-interval"]),
+      retainOnFinish: values["retain-on-finish"],
     }).filter(([, v]) => v !== undefined),
   );
   try {
     const result = await runChaos(options);
-    Deno.exit(chaosPassed(result, { kills, natsRestarts }) ? 0 : 1);
+    const retainOnFinish = values["retain-on-finish"] ?? false;
+    Deno.exit(chaosPassed(result, { kills, natsRestarts, retainOnFinish }) ? 0 : 1);
   } catch (error) {
     console.error(`error: ${error instanceof Error ? error.stack : error}`);
     Deno.exit(1);

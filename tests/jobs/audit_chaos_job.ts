@@ -5,6 +5,15 @@
  *
  *     deno run -A tests/jobs/audit_chaos_job.ts --nats URL --source-stream S --sink-stream T \
  *       --txn-bucket B --arm-dir DIR [--rate R] [--checkpoint-interval MS] [--parallelism P]
+ *       [--state-backend heap|sqlite] [--incremental] [--materialization-interval MS]
+ *       [--retain-on-finish]
+ *
+ * `--state-backend` picks the keyed state backend (`setStateBackend`, default
+ * heap); `--incremental` turns on incremental checkpoints (the changelog
+ * backend, FLIP-158) that materialize at least every
+ * `--materialization-interval` ms (default 1000, so that materializations and
+ * the retention of shared blobs happen during the faults);
+ * `--retain-on-finish` keeps the last checkpoint after the job ended.
  *
  * ## Arming
  *
@@ -81,25 +90,37 @@ if (import.meta.main) {
       rate: text,
       "checkpoint-interval": text,
       parallelism: text,
+      "state-backend": text,
+      incremental: { type: "boolean" },
+      "materialization-interval": text,
+      "retain-on-finish": { type: "boolean" },
       unaligned: { type: "boolean" },
       "aligned-checkpoint-timeout": text,
     },
   });
   const required = (name: keyof typeof values): string => {
     const value = values[name];
-    if (value === undefined) throw new Error(`audit_chaos_job.ts needs --${name}`);
+    if (typeof value !== "string") throw new Error(`audit_chaos_job.ts needs --${name} VALUE`);
     return value;
   };
   const armDir = required("arm-dir");
+  const backend = values["state-backend"] ?? "heap";
+  if (backend !== "heap" && backend !== "sqlite") {
+    throw new Error(`audit_chaos_job.ts: --state-backend must be heap or sqlite, not '${backend}'`);
+  }
   const env = StreamExecutionEnvironment.getExecutionEnvironment()
     .setParallelism(Number(values.parallelism ?? "2"))
     .enableCheckpointing(Number(values["checkpoint-interval"] ?? "300"), {
       // NATS restarts may drop a control message: expire the checkpoint soon, then fail over.
       timeoutMs: 10_000,
+      incrementalCheckpoints: values.incremental ?? false,
+      materializationIntervalMs: Number(values["materialization-interval"] ?? "1000"),
+      retainOnFinish: values["retain-on-finish"] ?? false,
       unalignedCheckpoints: values.unaligned ?? false,
       alignedCheckpointTimeoutMs: Number(values["aligned-checkpoint-timeout"] ?? "0"),
     })
     .setRestartStrategy(RestartStrategies.fixedDelay(1_000_000, 200));
+  if (backend === "sqlite") env.setStateBackend("sqlite");
   buildAuditPipeline(env, {
     connection: { servers: required("nats") },
     sourceStream: required("source-stream"),
