@@ -241,6 +241,8 @@ export class TaskLocalStateStore {
   readonly #name: string;
   /** Local writes in flight or done, per checkpoint: handle path -> its entry (or `undefined` on failure). */
   readonly #writes = new Map<number, Map<string, Promise<LocalFileEntry | undefined>>>();
+  /** Seals in progress, by checkpoint id (see {@linkcode TaskLocalStateStore.confirm}). */
+  readonly #sealing = new Map<number, Promise<void>>();
 
   /** Use {@linkcode LocalStateStore.forSubtask}. */
   constructor(directory: string, name: string) {
@@ -283,7 +285,18 @@ export class TaskLocalStateStore {
    * writes the manifest. Handles with no local file are left out (they
    * restore from checkpoint storage). Never rejects.
    */
-  async seal(checkpointId: number, handles: readonly StoredBlob[]): Promise<void> {
+  seal(checkpointId: number, handles: readonly StoredBlob[]): Promise<void> {
+    // Tracked at once (the subtask seals after its ack, so the completion
+    // may arrive first): confirm waits for it before removing older copies
+    // it links from.
+    const sealing = this.#seal(checkpointId, handles).finally(() => {
+      if (this.#sealing.get(checkpointId) === sealing) this.#sealing.delete(checkpointId);
+    });
+    this.#sealing.set(checkpointId, sealing);
+    return sealing;
+  }
+
+  async #seal(checkpointId: number, handles: readonly StoredBlob[]): Promise<void> {
     const writes = this.#writes.get(checkpointId) ?? new Map();
     this.#writes.delete(checkpointId);
     const dir = this.checkpointDirectory(checkpointId);
@@ -324,9 +337,14 @@ export class TaskLocalStateStore {
 
   /**
    * Checkpoint `checkpointId` completed: removes every older copy (and the
-   * writes of older checkpoints still tracked). Never rejects.
+   * writes of older checkpoints still tracked), once the seals of this and
+   * earlier checkpoints in progress ended (a completion can arrive before
+   * the subtask sealed its copy, which links shared blobs from older
+   * copies). Never rejects.
    */
   async confirm(checkpointId: number): Promise<void> {
+    // A copy still sealing may link shared blobs from the older copies removed here.
+    await Promise.all([...this.#sealing].filter(([id]) => id <= checkpointId).map(([, p]) => p));
     for (const id of this.#writes.keys()) if (id < checkpointId) this.#writes.delete(id);
     for (const id of await this.#localCheckpoints()) {
       if (id < checkpointId) await this.#remove(id);
@@ -338,6 +356,7 @@ export class TaskLocalStateStore {
     const writes = this.#writes.get(checkpointId);
     this.#writes.delete(checkpointId);
     if (writes) await Promise.all(writes.values());
+    await this.#sealing.get(checkpointId); // else the seal could write its manifest afterwards
     await this.#remove(checkpointId);
   }
 

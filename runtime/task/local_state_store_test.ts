@@ -183,3 +183,21 @@ Deno.test("LocalStateStore rejects ids that could leave its directory, naming th
     /invalid subtask -1/,
   );
 });
+
+Deno.test("TaskLocalStateStore: a completion that arrives while the checkpoint's copy is sealing keeps the shared blobs it links", async () => {
+  await withStore(async (sub) => {
+    const base = handle("shared/v2-1-a0.materialization-state-x-1", 2000, true);
+    sub.storeBlob(1, base, bytesOf(2000, 3));
+    await sub.seal(1, [base]);
+    const delta = handle("shared/v2-1-a0.changelog-state-x-2", 50, true);
+    sub.storeBlob(2, delta, bytesOf(50, 4));
+    // The subtask seals after its ack; the coordinator's completion may come first.
+    const sealing = sub.seal(2, [base, delta]);
+    const confirming = sub.confirm(2);
+    await Promise.all([sealing, confirming]);
+    const read = sub.restoreReader(2, () => Promise.reject(new Error("remote")));
+    assert.deepEqual(await read(base), bytesOf(2000, 3));
+    assert.deepEqual(await read(delta), bytesOf(50, 4));
+    assert.deepEqual(read.stats, { local: 2, localBytes: 2050, remote: 0 });
+  });
+});
