@@ -8,7 +8,7 @@
  *
  *     deno run -A bench/jobs/keyed_sum_job.ts --nats nats://127.0.0.1:4222 \
  *       --records 5000000 [--rate 1000000] [--keys 10000] [--parallelism 2] \
- *       [--checkpoint-ms 1000] [--warmup-ms 1000] --report /tmp/reports
+ *       [--checkpoint-ms 1000] [--warmup-ms 1000] [--memory-threshold BYTES] --report /tmp/reports
  *     deno run -A bench/jobs/keyed_sum_job.ts --checkpoint-dir /tmp/chk ...   # local mode
  *
  * `--rate` is the source's total rate in records per second (0, the
@@ -159,6 +159,7 @@ if (import.meta.main) {
       parallelism: { type: "string", default: "2" },
       "checkpoint-ms": { type: "string", default: "1000" },
       "checkpoint-dir": { type: "string" },
+      "memory-threshold": { type: "string" },
       "warmup-ms": { type: "string", default: "1000" },
       "sample-every": { type: "string", default: "7" },
       report: { type: "string" },
@@ -169,10 +170,12 @@ if (import.meta.main) {
   const rate = Number(values.rate);
   const env = StreamExecutionEnvironment.getExecutionEnvironment();
   env.setParallelism(Number(values.parallelism));
-  env.enableCheckpointing(
-    Number(values["checkpoint-ms"]),
-    values["checkpoint-dir"] === undefined ? {} : { directory: values["checkpoint-dir"] },
-  );
+  env.enableCheckpointing(Number(values["checkpoint-ms"]), {
+    ...(values["checkpoint-dir"] === undefined ? {} : { directory: values["checkpoint-dir"] }),
+    ...(values["memory-threshold"] === undefined
+      ? {}
+      : { memoryThresholdBytes: Number(values["memory-threshold"]) }),
+  });
   env.setRestartStrategy(RestartStrategies.noRestart());
   env.fromSource(
     new SequenceSource(
