@@ -438,7 +438,11 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
       threadsAfterKill: modules.filter((ms) => ms >= killMs).length,
       importMs,
       records: f.arrivals.length,
-      idle: await idleRestore(url, cluster.bucket, jobId, c.incremental),
+      // The cancelled job's checkpoints may be discarded while they are read: then no figures.
+      idle: await idleRestore(url, cluster.bucket, jobId, c.incremental).catch((error) => {
+        console.error(`warning: no idle restore of job ${jobId}: ${error}`);
+        return { fileBytes: NaN, totalBytes: result.before.bytes, downloadMs: NaN, loadMs: NaN };
+      }),
     };
   } catch (error) {
     console.error(cluster.logs());
