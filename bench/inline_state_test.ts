@@ -33,6 +33,6 @@ Deno.test("inline_state.ts writes no state object with the default threshold and
   ]);
   assert.equal(r.rounds, 1);
   assert.equal(r.writes_inline, 0, run.output);
-  assert.ok(r.writes_base > 0, run.output);
-  assert.ok(r.msgs_inline < r.msgs_base, run.output);
+  assert.ok(r.writes_base! > 0, run.output);
+  assert.ok(r.msgs_inline! < r.msgs_base!, run.output);
 });
