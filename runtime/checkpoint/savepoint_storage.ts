@@ -171,7 +171,9 @@ export interface CopyToSavepointOptions {
  * Copies a completed savepoint out of the job's checkpoint storage into its
  * own location (see the module docs): every state blob, then the
  * `_metadata` (with `jobId` = the savepoint id and `kind: "savepoint"`).
- * Blobs are copied one at a time (bounded memory: one blob).
+ * Blobs are copied one at a time (bounded memory: one blob); inline
+ * handles (small state kept in the metadata) need no copy, the metadata
+ * carries them.
  *
  * @returns the savepoint path (`to.jobLocation(savepointId)`).
  * @throws {CheckpointStorageError} when a read or write fails (`IO`,

@@ -19,6 +19,14 @@
  * | `watermark`                                     | the floor, see below                             |
  * | `channel`                                       | refused: unaligned checkpoints are not restorable yet |
  *
+ * ## Inline handles
+ *
+ * A handle carrying its bytes (`inline`, small state kept in the metadata,
+ * `runtime/checkpoint/snapshot_contract.ts`) is served from them and never
+ * read from storage or a local-recovery copy: {@linkcode operatorRestoreFrom}
+ * wraps its reader with `servingInline`, and the reader it hands to keyed
+ * backends (and to a savepoint's re-hash) is that wrapped one.
+ *
  * ## Version-1 checkpoints
  *
  * Their handles (marked `legacyV1`, see `runtime/checkpoint/metadata.ts`)
