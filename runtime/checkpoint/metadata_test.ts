@@ -3,12 +3,14 @@
  * with inline handles (small state kept in the metadata, Flink's
  * `ByteStreamStateHandle`): the JSON round trip, the checks, and a round trip
  * through both storages (a temporary directory; the shared NATS server's
- * Object Store, a bucket of its own destroyed in `finally`).
+ * Object Store, a bucket of its own destroyed in `finally`) and through a
+ * savepoint copy.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { connect, jetstreamApi } from "../actor/nats_deps.ts";
 import { TEST_NATS_URL } from "../../tests/_nats_server.ts";
 import { encodeCheckpointMetadata, parseCheckpointMetadata } from "./metadata.ts";
@@ -17,6 +19,12 @@ import { ObjectStoreCheckpointStorage } from "./object_store_storage.ts";
 import { metadata } from "./storage_conformance.ts";
 import type { CheckpointMetadata, StateHandle } from "./types.ts";
 import { servingInline } from "./snapshot_contract.ts";
+import {
+  copyToSavepoint,
+  localSavepointStorage,
+  readSavepointMetadata,
+  savepointId,
+} from "./savepoint_storage.ts";
 
 const SMALL = new Uint8Array([0, 1, 2, 254, 255, 10, 13, 34]);
 
@@ -133,5 +141,29 @@ Deno.test("ObjectStoreCheckpointStorage keeps inline handles through writeMetada
   } finally {
     await (await jetstreamApi.jetstreamManager(nc)).streams.delete(`OBJ_${bucket}`).catch(() => {});
     await nc.close();
+  }
+});
+
+Deno.test("copyToSavepoint copies stored blobs only: inline handles travel in the savepoint's metadata", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "weir-inline-sp-" });
+  try {
+    const jobStorage = new LocalDirectoryCheckpointStorage({ directory: join(dir, "chk") });
+    await jobStorage.writeState("job-1", 9, "map#0", new Uint8Array([1, 2, 3]));
+    await jobStorage.writeMetadata({ ...withInline(9), kind: "savepoint" });
+    const to = localSavepointStorage(join(dir, "sp"));
+    const path = await copyToSavepoint({ from: jobStorage, jobId: "job-1", checkpointId: 9, to });
+    await jobStorage.discardJob("job-1");
+    const id = savepointId("job-1", 9);
+    const meta = await readSavepointMetadata(to, id);
+    assert.deepEqual(inlineOf(meta), SMALL);
+    const files: string[] = [];
+    for await (const e of Deno.readDir(join(path, "chk-9"))) files.push(e.name);
+    assert.deepEqual(files.sort(), ["_metadata", "map#0"]);
+    const [stored, inline] = meta.vertices[0]!.subtasks[0]!.handles;
+    const read = servingInline((h: StateHandle) => to.readState(id, h));
+    assert.deepEqual(await read(stored!), new Uint8Array([1, 2, 3]));
+    assert.deepEqual(await read(inline!), SMALL);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
