@@ -1,0 +1,586 @@
+/**
+ * The checkpoint side of a job coordinator (Flink's `CheckpointCoordinator`):
+ * triggers checkpoints and savepoints at the sources, counts acknowledgements
+ * and declines, expires checkpoints past their timeout, writes the metadata
+ * of a fully acknowledged checkpoint (the commit point), notifies completion
+ * and abort to every subtask, and tells `CheckpointRetention` what to keep
+ * and delete. `JobCoordinator` owns one per job, across attempts.
+ *
+ * The decisions are pure code (`CheckpointTracker`,
+ * `CheckpointFailureManager`, the savepoint decisions in `savepoints.ts`);
+ * this class executes them and does the I/O (timers, metadata writes,
+ * messages through its `CheckpointCoordinatorHost`).
+ *
+ * ## Invariants
+ *
+ * - One timer at a time: the next periodic trigger or the next expiry,
+ *   whichever comes first; none unless the job is `running`.
+ * - Fully acknowledged checkpoints are finalized one at a time, in the
+ *   order they completed: a later checkpoint never completes (and subsumes
+ *   an earlier one) while the earlier one's metadata is being written.
+ * - `latestWritten` is set as soon as a metadata write resolves, even if a
+ *   failover started meanwhile: from then on sinks may commit that
+ *   checkpoint's transactions, so it is the one a failover restores.
+ * - A failed checkpoint (expired, declined, metadata not written) counts
+ *   against `tolerableCheckpointFailures` only while its own attempt is
+ *   running; more consecutive failures than tolerated fail the attempt
+ *   with a `CheckpointFailureThresholdError`.
+ * - When every source ended, a final checkpoint is triggered (a savepoint
+ *   when stopping with one); once it completes every subtask is told to
+ *   finish (FLIP-147). An aborted final checkpoint is triggered again.
+ *
+ * @module
+ */
+
+import type {
+  CompletedCheckpointStats,
+  PendingCheckpoint,
+  VertexInfo,
+} from "../checkpoint/pending.ts";
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import { type CheckpointCounts, CheckpointTracker } from "../checkpoint/tracker.ts";
+import { CheckpointFailureManager } from "../checkpoint/failure_manager.ts";
+import {
+  type CheckpointFailureCode,
+  CheckpointFailureReason,
+  type CheckpointId,
+  type SubtaskAck,
+  type SubtaskRef,
+} from "../checkpoint/types.ts";
+import type { MessageBody, RestorePoint, TaskControlMessage } from "../task/messages.ts";
+import type { CheckpointConfig, CoordinatorFaultPoint, RestoreMode } from "../api/executor.ts";
+import { logger } from "../log.ts";
+import { CheckpointRetention } from "./checkpoint_retention.ts";
+import type { ExecutionAttempt } from "./execution_attempt.ts";
+import type { JobPhase } from "./job_phase.ts";
+import { CheckpointFailureThresholdError } from "./job_result.ts";
+import { describeError as describe } from "./restore_decision.ts";
+import {
+  decideClaimedDiscard,
+  discardAfterCompleted,
+  refuseSavepoint,
+  SavepointError,
+  SavepointRequests,
+  type StopWithSavepointOptions,
+  storeSavepoint,
+} from "./savepoints.ts";
+
+const log = logger("coordinator");
+
+/**
+ * What a `CheckpointCoordinator` needs from the job coordinator that owns
+ * it: the job's phase and current attempt, a way to message subtasks of the
+ * current attempt, and failover.
+ */
+export interface CheckpointCoordinatorHost {
+  /** The job's phase now. */
+  phase(): JobPhase;
+  /** The current execution attempt (replaced on failover). */
+  attempt(): ExecutionAttempt;
+  /** Sends `body` to one subtask of the current attempt. */
+  toTask(ref: SubtaskRef, body: MessageBody<TaskControlMessage>): void;
+  /** Sends `body` to every subtask of the current attempt. */
+  toAllTasks(body: MessageBody<TaskControlMessage>): void;
+  /** Fails the current attempt (a failover, through the restart strategy); never throws. */
+  failover(error: unknown): void;
+}
+
+/** Options of {@linkcode CheckpointCoordinator}. */
+export interface CheckpointCoordinatorOptions {
+  /** The coordinator's side of the job. */
+  readonly host: CheckpointCoordinatorHost;
+  /** The job's id (metadata, log lines, retention). */
+  readonly jobId: string;
+  /** The job's name, written into checkpoint metadata. */
+  readonly jobName: string;
+  /** Where checkpoint state and metadata go. */
+  readonly storage: CheckpointStorage;
+  /** Interval, timeout, concurrency, retention and tolerated failures. */
+  readonly checkpointing: CheckpointConfig;
+  /** Every subtask of the job (all acknowledge each checkpoint). */
+  readonly tasks: readonly SubtaskRef[];
+  /** The source subtasks (where checkpoints are triggered). */
+  readonly sources: readonly SubtaskRef[];
+  /** The vertices' operator uids and parallelism, written into checkpoint metadata. */
+  readonly vertexInfos: VertexInfo[];
+  /** Checkpoint the job was started from (resume, possibly of another job id), or `null`. */
+  readonly restoreFrom: RestorePoint | null;
+  /** How `restoreFrom` was restored. Default `{ kind: "checkpoint", mode: "NO_CLAIM" }`. */
+  readonly restoreSettings?: {
+    readonly kind: "checkpoint" | "savepoint";
+    readonly mode: RestoreMode;
+  } | undefined;
+  /** Storage rooted at a savepoint directory; without it, savepoints are refused. */
+  readonly savepointStorage?: ((directory: string | undefined) => CheckpointStorage) | undefined;
+  /** Test hook: throwing fails the attempt at that point. */
+  readonly faults?:
+    | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
+    | undefined;
+}
+
+/** Triggers, tracks and finalizes the checkpoints and savepoints of one job. */
+export class CheckpointCoordinator {
+  readonly #o: CheckpointCoordinatorOptions;
+  readonly #host: CheckpointCoordinatorHost;
+  readonly #tracker: CheckpointTracker;
+  readonly #failures: CheckpointFailureManager;
+  readonly #finalizing = new Set<Promise<void>>();
+  /** Deletes what retention and aborts release, shared blobs by reference count (set by `start`). */
+  #retention!: CheckpointRetention;
+  /** Fully acknowledged checkpoints are finalized one at a time, in the order they completed. */
+  #finalizeQueue: Promise<void> = Promise.resolve();
+  /** Pending savepoint and stop-with-savepoint requests (`savepoints.ts`). */
+  readonly #savepoints = new SavepointRequests();
+  /** Checkpoints (not savepoints) completed by this job, for the CLAIM restore mode. */
+  #completedCheckpoints = 0;
+  #claimedDiscarded = false;
+  /**
+   * The latest checkpoint whose `_metadata` this coordinator wrote, in any
+   * attempt: the one a failover restores. Set as soon as the write resolves.
+   */
+  #latestWritten: CheckpointId | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  /** Builds the tracker and failure manager from `options.checkpointing`; no I/O. */
+  constructor(options: CheckpointCoordinatorOptions) {
+    this.#o = options;
+    this.#host = options.host;
+    const cp = options.checkpointing;
+    this.#tracker = new CheckpointTracker({
+      intervalMs: cp.intervalMs,
+      timeoutMs: cp.timeoutMs,
+      minPauseBetweenCheckpointsMs: cp.minPauseBetweenCheckpointsMs,
+      maxConcurrentCheckpoints: cp.maxConcurrentCheckpoints,
+      retainedCheckpoints: cp.retainedCheckpoints,
+    });
+    this.#failures = new CheckpointFailureManager({
+      tolerableFailures: cp.tolerableCheckpointFailures ?? 0,
+    });
+  }
+
+  /**
+   * Prepares for the job's first attempt: retention (keeping the restored
+   * checkpoint when it is this job's own) and the checkpoint id counter,
+   * which continues after the restored checkpoint.
+   */
+  start(): void {
+    const o = this.#o;
+    this.#retention = new CheckpointRetention({
+      jobId: o.jobId,
+      storage: o.storage,
+      retained: o.restoreFrom?.jobId === o.jobId ? [o.restoreFrom.checkpointId] : [],
+    });
+    if (o.restoreFrom !== null) {
+      // Ids continue after the restored checkpoint, also when resuming another
+      // job's (Flink resets its CheckpointIDCounter to the savepoint's id + 1):
+      // sinks order their transactions by checkpoint id (the MariaDB XA sink's
+      // lingering-xid rollback). Another job's checkpoints are not retained here.
+      this.#tracker.restoreCounter(
+        o.restoreFrom.checkpointId,
+        o.restoreFrom.jobId === o.jobId ? undefined : [],
+      );
+    }
+  }
+
+  /** The latest checkpoint whose metadata this coordinator wrote, in any attempt. */
+  get latestWritten(): CheckpointId | undefined {
+    return this.#latestWritten;
+  }
+
+  /** Completed/failed/in-progress checkpoint counts (the tracker's). */
+  get counts(): CheckpointCounts {
+    return this.#tracker.counts;
+  }
+
+  /** Statistics of the latest completed checkpoint, if any. */
+  get latestCompleted(): CompletedCheckpointStats | undefined {
+    return this.#tracker.latestCompleted;
+  }
+
+  /** One line summarizing the job's checkpoints (the tracker's). */
+  summary(): string {
+    return this.#tracker.summary();
+  }
+
+  /**
+   * Triggers a savepoint now (Flink's `CheckpointCoordinator.triggerSavepoint`).
+   * @param directory the savepoint directory; `undefined`: the default one.
+   * @returns the savepoint's path, once stored.
+   * @throws {SavepointError} (rejects) as `JobCoordinator.triggerSavepoint`.
+   */
+  triggerSavepoint(directory?: string): Promise<string> {
+    const refused = this.#refuseSavepoint(directory);
+    if (refused !== undefined) return Promise.reject(refused);
+    const id = this.#trigger(true, "savepoint");
+    if (id === undefined) {
+      return Promise.reject(
+        new SavepointError(`job ${this.#o.jobId}: the savepoint was not triggered`),
+      );
+    }
+    log.info(`job ${this.#o.jobId}: triggered savepoint ${id}`, {
+      name: "savepoint-triggered",
+      jobId: this.#o.jobId,
+      checkpointId: id,
+    });
+    this.#schedule();
+    return this.#savepoints.add(id, directory);
+  }
+
+  /**
+   * Stops the sources for a final savepoint (FLIP-34).
+   * @returns the savepoint's path, once stored.
+   * @throws {SavepointError} (rejects) as `JobCoordinator.stopWithSavepoint`.
+   */
+  stopWithSavepoint(options: StopWithSavepointOptions = {}): Promise<string> {
+    const refused = this.#refuseSavepoint(options.directory);
+    if (refused !== undefined) return Promise.reject(refused);
+    const done = this.#savepoints.requestStop(options);
+    const drain = options.drain ?? false;
+    log.info(
+      `job ${this.#o.jobId}: stopping with a savepoint (${drain ? "draining" : "no drain"})`,
+      { name: "stop-with-savepoint", jobId: this.#o.jobId, drain },
+    );
+    for (const s of this.#o.sources) this.#host.toTask(s, { t: "stop-source", drain });
+    return done;
+  }
+
+  /** The current attempt started running: periodic checkpoints begin. */
+  attemptRunning(): void {
+    this.#tracker.startScheduler(Date.now());
+    this.#schedule();
+  }
+
+  /**
+   * A subtask acknowledged a checkpoint. Once all did, its metadata is
+   * written (after those of checkpoints completed before it), then it is
+   * notified complete.
+   * @throws (rejects) what finalizing throws: the `faults` hook's error.
+   */
+  async acknowledged(ack: SubtaskAck): Promise<void> {
+    const outcome = this.#tracker.acknowledge(ack);
+    if (outcome.result === "SUCCESS") this.#retention.acknowledged(ack);
+    else {
+      log.debug(
+        `job ${this.#o.jobId}: ack of checkpoint ${ack.checkpointId} from ${ack.vertexId}#${ack.subtask}: ${outcome.result}`,
+      );
+    }
+    if (outcome.completed) {
+      // In order: a later checkpoint must not complete (and subsume this
+      // one) while this one's metadata is still being written.
+      const pending = outcome.completed;
+      const finalized = this.#finalizeQueue.then(() => this.#finalize(pending));
+      this.#finalizeQueue = finalized.catch(() => {});
+      await finalized;
+    }
+  }
+
+  /**
+   * Subtask `vertex#subtask` declined checkpoint `id`: it is aborted.
+   * @param code the failure reason's code (unknown codes: `DECLINED`).
+   */
+  declined(
+    decline: {
+      readonly id: number;
+      readonly vertex: string;
+      readonly subtask: number;
+      readonly code: CheckpointFailureCode;
+      readonly reason: string;
+    },
+  ): void {
+    const { id, vertex, subtask, reason } = decline;
+    log.warn(`job ${this.#o.jobId}: checkpoint ${id} declined by ${vertex}#${subtask}: ${reason}`);
+    const aborted = this.#tracker.decline(
+      id,
+      CheckpointFailureReason[decline.code] ?? CheckpointFailureReason.DECLINED,
+    );
+    if (aborted) this.#aborted(aborted, `by ${vertex}#${subtask}: ${reason}`);
+  }
+
+  /** Every source of the current attempt ended: triggers the final checkpoint. */
+  sourcesEnded(): void {
+    this.#triggerFinal();
+  }
+
+  /**
+   * The current attempt fails: stops the timer and the scheduler, fails
+   * pending savepoint requests with `failure`, and aborts every pending
+   * checkpoint (not counted as failed checkpoints).
+   * @returns the ids of the aborted checkpoints, for `releaseAborted`.
+   */
+  failingOver(failure: string): CheckpointId[] {
+    clearTimeout(this.#timer);
+    this.#savepoints.failAll(failure);
+    const abortedIds = this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING)
+      .map((p) => p.checkpointId);
+    this.#tracker.stopScheduler();
+    return abortedIds;
+  }
+
+  /**
+   * Once `cancelled` resolves (no subtask of the failed attempt runs) and
+   * every metadata write settled, the checkpoints it aborted release their
+   * shared blobs.
+   */
+  releaseAborted(abortedIds: CheckpointId[], cancelled: Promise<void>): void {
+    void Promise.all([cancelled, ...this.#finalizing])
+      .then(() => this.#retention.failedOver(abortedIds));
+  }
+
+  /** Resolves once every metadata write in flight settled; never rejects. */
+  async writesSettled(): Promise<void> {
+    await Promise.all([...this.#finalizing]);
+  }
+
+  /**
+   * The next attempt restores `point`: checkpoint ids continue after it when
+   * it is this job's own and later than any id triggered so far.
+   */
+  restoring(point: RestorePoint | null): void {
+    if (
+      point !== null && point.jobId === this.#o.jobId &&
+      point.checkpointId > this.#tracker.lastCheckpointId
+    ) {
+      this.#tracker.restoreCounter(point.checkpointId);
+    }
+  }
+
+  /** The job finished: aborted checkpoints' shared blobs go; resolves once retention settled. */
+  async jobFinished(): Promise<void> {
+    // Nothing is in flight any more: aborted checkpoints' shared blobs go.
+    this.#retention.ended();
+    await this.#retention.settled();
+  }
+
+  /** The job ended (any outcome): stops the timer and fails pending savepoint requests. */
+  stop(): void {
+    this.#savepoints.failAll(`job ${this.#o.jobId} ended`);
+    clearTimeout(this.#timer);
+  }
+
+  #refuseSavepoint(directory: string | undefined): SavepointError | undefined {
+    return refuseSavepoint({
+      jobId: this.#o.jobId,
+      phase: this.#host.phase(),
+      stopping: this.#savepoints.stopping !== undefined,
+      finishing: this.#host.attempt().finalCheckpointId !== undefined,
+      storage: this.#o.savepointStorage,
+      directory,
+    });
+  }
+
+  /** Copies completed savepoint `checkpointId` to its own location; returns its path. */
+  #storeSavepoint(checkpointId: number, directory: string | undefined): Promise<string> {
+    const o = this.#o;
+    return storeSavepoint({
+      storage: o.storage,
+      jobId: o.jobId,
+      checkpointId,
+      target: o.savepointStorage!(directory),
+    });
+  }
+
+  /**
+   * After checkpoint `checkpointId` completed: discards the job-storage
+   * copies of earlier savepoints, and a claimed restored checkpoint once the
+   * restore mode says so (see `savepoints.ts`).
+   */
+  #afterCompleted(checkpointId: number, kind: "checkpoint" | "savepoint"): void {
+    const o = this.#o;
+    if (kind === "checkpoint") this.#completedCheckpoints++;
+    const claimed = !this.#claimedDiscarded && o.restoreFrom !== null &&
+      decideClaimedDiscard({
+          restoreMode: o.restoreSettings?.mode ?? "NO_CLAIM",
+          restoredKind: o.restoreSettings?.kind ?? "checkpoint",
+          otherJob: o.restoreFrom.jobId !== o.jobId,
+          completedCheckpoints: this.#completedCheckpoints,
+          retainedCheckpoints: o.checkpointing.retainedCheckpoints,
+        }) === "discard";
+    if (claimed) this.#claimedDiscarded = true;
+    discardAfterCompleted({
+      storage: o.storage,
+      jobId: o.jobId,
+      savepointCopies: this.#savepoints.laterCheckpointCompleted(checkpointId),
+      claimed: claimed ? o.restoreFrom : null,
+    });
+  }
+
+  #trigger(force: boolean, kind: "checkpoint" | "savepoint"): number | undefined {
+    const now = Date.now();
+    const decision = this.#tracker.decideTrigger(now, { force });
+    if (decision.kind !== "trigger") return undefined;
+    this.#tracker.startCheckpoint(decision.checkpointId, now, {
+      attempt: this.#host.attempt().number,
+      tasks: this.#o.tasks,
+      kind,
+    });
+    log.debug(`job ${this.#o.jobId}: triggering ${kind} ${decision.checkpointId}`);
+    for (const s of this.#o.sources) {
+      this.#host.toTask(s, { t: "trigger", id: decision.checkpointId, ts: now, type: kind });
+    }
+    return decision.checkpointId;
+  }
+
+  #triggerFinal(): void {
+    this.#tracker.stopScheduler();
+    const current = this.#host.attempt();
+    // A stop-with-savepoint's final checkpoint is its savepoint.
+    const stopping = this.#savepoints.stopping !== undefined;
+    current.finalCheckpointId = this.#trigger(true, stopping ? "savepoint" : "checkpoint");
+    if (stopping && current.finalCheckpointId !== undefined) {
+      this.#savepoints.assignStop(current.finalCheckpointId);
+    }
+    log.info(
+      `job ${this.#o.jobId}: all sources ended; final checkpoint ${current.finalCheckpointId}`,
+    );
+    this.#schedule();
+  }
+
+  /**
+   * Notifies the tasks of an aborted checkpoint and deletes its state; then
+   * fails the attempt when the failure manager says so, or else re-triggers
+   * an aborted final checkpoint.
+   *
+   * @param detail what exactly went wrong, for the failure message.
+   */
+  #aborted(pending: PendingCheckpoint, detail?: string): void {
+    const o = this.#o;
+    const reason = pending.failureReason ?? CheckpointFailureReason.ABORTED_BY_COORDINATOR;
+    this.#host.toAllTasks({ t: "abort", id: pending.checkpointId, reason: reason.message });
+    this.#savepoints.failed(pending.checkpointId, `${reason.code}: ${detail ?? reason.message}`);
+    this.#retention.aborted(pending.checkpointId);
+    if (this.#host.phase() === "running" && pending.attempt === this.#host.attempt().number) {
+      const verdict = this.#failures.onFailure({
+        checkpointId: pending.checkpointId,
+        reason,
+        kind: pending.kind,
+        ...(detail === undefined ? {} : { detail }),
+      });
+      if (verdict.verdict === "EXCEEDED") {
+        this.#host.failover(
+          new CheckpointFailureThresholdError(verdict.message, {
+            jobId: o.jobId,
+            checkpointId: pending.checkpointId,
+            reason: reason.code,
+          }),
+        );
+        return;
+      }
+      if (verdict.verdict === "TOLERATED") {
+        log.warn(
+          `job ${o.jobId}: checkpoint ${pending.checkpointId} failed (${reason.code}); ` +
+            `${verdict.consecutive} consecutive failed checkpoints of ` +
+            `${this.#failures.tolerableFailures} tolerated`,
+        );
+      }
+    }
+    if (
+      this.#host.attempt().finalCheckpointId === pending.checkpointId &&
+      this.#host.phase() === "running"
+    ) {
+      this.#triggerFinal();
+    }
+    this.#schedule();
+  }
+
+  /** Whether attempt `attempt` is still the current one and running. */
+  #stillRunning(attempt: number): boolean {
+    return attempt === this.#host.attempt().number && this.#host.phase() === "running";
+  }
+
+  /** Writes the metadata of a fully acknowledged checkpoint, then notifies. */
+  async #finalize(pending: PendingCheckpoint): Promise<void> {
+    const o = this.#o;
+    const attempt = this.#host.attempt().number;
+    if (pending.isDiscarded) return; // aborted (failover) while queued behind another
+    const meta = pending.toMetadata({
+      jobId: o.jobId,
+      jobName: o.jobName,
+      completedAt: Date.now(),
+      vertices: o.vertexInfos,
+    });
+    let location: string;
+    const write = o.storage.writeMetadata(meta);
+    const tracked = write.then(() => {}, () => {});
+    this.#finalizing.add(tracked);
+    try {
+      location = await write;
+      // Written: the commit point. Even if a failover started meanwhile, this
+      // is now the checkpoint to restore (sinks may commit its transactions).
+      this.#latestWritten = Math.max(this.#latestWritten ?? 0, pending.checkpointId);
+      this.#retention.written(pending.checkpointId);
+      this.#failures.onSuccess(pending.checkpointId);
+    } catch (error) {
+      log.error(
+        `job ${o.jobId}: cannot write metadata of checkpoint ${pending.checkpointId}: ${error}`,
+      );
+      const aborted = this.#tracker.decline(
+        pending.checkpointId,
+        CheckpointFailureReason.FINALIZE_FAILED,
+      );
+      if (aborted) this.#aborted(aborted, describe(error));
+      return;
+    } finally {
+      this.#finalizing.delete(tracked);
+    }
+    if (!this.#stillRunning(attempt)) return;
+    if (this.#savepoints.isSavepoint(pending.checkpointId)) {
+      // Stored in its own location before anyone is told it completed.
+      await this.#savepoints.completed(
+        pending.checkpointId,
+        (directory) => this.#storeSavepoint(pending.checkpointId, directory),
+      );
+      if (!this.#stillRunning(attempt)) return;
+    }
+    o.faults?.("before-notify-complete", pending.checkpointId, attempt);
+    const outcome = this.#tracker.completed(pending.checkpointId, location, Date.now());
+    const stats = this.#tracker.latestCompleted;
+    log.info(`job ${o.jobId}: ${this.#tracker.summary()}`, {
+      name: "checkpoint-completed",
+      jobId: o.jobId,
+      checkpointId: pending.checkpointId,
+      durationMs: Math.round(stats?.durationMs ?? NaN),
+      bytes: stats?.totalBytes ?? null,
+      syncMs: Math.round(stats?.maxSyncDurationMs ?? NaN),
+      asyncMs: Math.round(stats?.maxAsyncDurationMs ?? NaN),
+      alignmentMs: Math.round(stats?.maxAlignmentDurationMs ?? NaN),
+    });
+    this.#retention.discard(outcome.discard);
+    for (const s of outcome.subsumed) this.#aborted(s);
+    this.#afterCompleted(pending.checkpointId, pending.kind);
+    this.#host.toAllTasks({ t: "complete", id: pending.checkpointId });
+    const finalId = this.#host.attempt().finalCheckpointId;
+    if (finalId !== undefined && pending.checkpointId >= finalId) {
+      this.#host.toAllTasks({ t: "finish" });
+    }
+    this.#schedule();
+  }
+
+  /** Sets the one timer for the next trigger or expiry. */
+  #schedule(): void {
+    clearTimeout(this.#timer);
+    if (this.#host.phase() !== "running") return;
+    const now = Date.now();
+    let next = this.#tracker.nextExpiryMs;
+    if (this.#host.attempt().finalCheckpointId === undefined) {
+      const decision = this.#tracker.decideTrigger(now);
+      if (decision.kind === "trigger") {
+        this.#trigger(false, "checkpoint");
+        return this.#schedule();
+      }
+      if (decision.kind === "wait") {
+        next = next === undefined ? decision.untilMs : Math.min(next, decision.untilMs);
+      }
+    }
+    if (next === undefined) return;
+    this.#timer = setTimeout(() => this.#tick(), Math.max(0, next - now));
+  }
+
+  #tick(): void {
+    if (this.#host.phase() !== "running") return;
+    for (const p of this.#tracker.expire(Date.now())) {
+      log.warn(`job ${this.#o.jobId}: checkpoint ${p.checkpointId} expired before completing`);
+      this.#aborted(p);
+    }
+    this.#schedule();
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The options of a job coordinator (`JobCoordinator` in `coordinator.ts`,
+ * Flink's JobManager for one job): what it runs, where its checkpoints go,
+ * how it restarts, where it deploys and how long it waits.
+ *
+ * @module
+ */
+
+import type { Transport } from "../actor/types.ts";
+import type { JobGraphShape } from "../graph/job_graph_summary.ts";
+import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import type { RestorePoint } from "../task/messages.ts";
+import type { CheckpointConfig, CoordinatorFaultPoint, RestoreMode } from "../api/executor.ts";
+import type { RestartStrategyConfig } from "./restart_strategy.ts";
+
+/** Options of `JobCoordinator` (`coordinator.ts`). */
+export interface JobCoordinatorOptions {
+  /** The transport its messages to and from subtasks and workers go through. */
+  readonly transport: Transport;
+  /** The job's id: subjects, checkpoint paths and log lines carry it. */
+  readonly jobId: string;
+  /** The graph to run: a full `JobGraph` or its plain summary (cluster mode). */
+  readonly graph: JobGraphShape;
+  /** Where checkpoint state and metadata go (the job's checkpoint storage). */
+  readonly storage: CheckpointStorage;
+  /** Checkpoint interval, timeout, concurrency, retention and tolerated failures. */
+  readonly checkpointing: CheckpointConfig;
+  /** Whether and when a failed attempt restarts (Flink's restart strategies). */
+  readonly restartStrategy: RestartStrategyConfig;
+  /**
+   * Ids of the workers (slots, in cluster mode) to deploy on, round-robin.
+   * When it is empty at deployment, the coordinator waits for workers until
+   * `deployTimeoutMs` has passed (as Flink waits for slots), then fails the
+   * attempt.
+   */
+  readonly workers: () => string[];
+  /** Checkpoint to start from (resume, possibly of another job id), or `null`. */
+  readonly restoreFrom: RestorePoint | null;
+  /** How long subtasks may take to become ready, in ms. */
+  readonly deployTimeoutMs: number;
+  /**
+   * True when the workers run in this process (local mode): task failures
+   * are then `TaskFailureError`s, not `RemoteTaskError`s. Default false.
+   */
+  readonly local?: boolean;
+  /**
+   * How long a failover waits for the failed attempt's subtasks to end
+   * before it deploys the next attempt anyway (logging the workers and
+   * subtasks still running), in ms; like Flink's `task.cancellation.timeout`.
+   * Default 10 000.
+   * @throws {RangeError} (from the constructor) when negative or not finite.
+   */
+  readonly cancellationTimeoutMs?: number;
+  /**
+   * The storage rooted at a savepoint directory (`undefined`: the default
+   * one), for `triggerSavepoint` and `stopWithSavepoint`; it throws for a
+   * directory this deployment cannot serve. Without it, savepoints are refused.
+   */
+  readonly savepointStorage?: ((directory: string | undefined) => CheckpointStorage) | undefined;
+  /**
+   * How `restoreFrom` was restored: its kind and the restore mode (see
+   * `RestoreMode`). Default `{ kind: "checkpoint", mode: "NO_CLAIM" }`.
+   */
+  readonly restoreSettings?: {
+    readonly kind: "checkpoint" | "savepoint";
+    readonly mode: RestoreMode;
+  } | undefined;
+  /** Test hook: throwing fails the job at that point. */
+  readonly faults?:
+    | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
+    | undefined;
+}
