@@ -6,10 +6,24 @@
  * (key, namespace) present in two snapshots the later wins. Not part of the
  * public API.
  *
+ * {@linkcode restoreKeyedHandles} is the backend's `restore`: it checks each
+ * handle's kind, skips handles whose key-group range misses the backend's,
+ * decodes the rest and loads each in one transaction; a restored state's
+ * table is created (or, registered already, kept with its TTL form:
+ * snapshot times are kept only when of the table's clock and TTL).
+ *
  * @module
  */
 
 import { encode } from "../../actor/codec.ts";
+import type { StateHandle } from "../../checkpoint/snapshot_contract.ts";
+import type { StateReader } from "../keyed_state_backend.ts";
+import { checkStateKind, type TtlTime } from "../keyed_state_snapshot.ts";
+import { decodeKeyedHandle } from "../_heap_handles.ts";
+import type { TtlClocks } from "../_ttl_clocks.ts";
+import type { EntryCache } from "./_entry_cache.ts";
+import type { SqliteStateRegistry } from "./_sqlite_registry.ts";
+import type { SqliteStore } from "./_sqlite_store.ts";
 import { isSingle } from "../_heap_state_base.ts";
 import type {
   KeyedStateSnapshotState,
@@ -171,4 +185,85 @@ function loadColumns(
     }
   }
   return keys.length;
+}
+
+/** The parts of a backend a restore writes into. */
+export interface RestoreTarget {
+  /** The backend's database. */
+  readonly store: SqliteStore;
+  /** The backend's cache (written back before, and a restored state's entries dropped). */
+  readonly cache: EntryCache;
+  /** The backend's states. */
+  readonly states: SqliteStateRegistry;
+  /** The backend's TTL clocks (restored entries without a usable time are stamped now). */
+  readonly clocks: TtlClocks;
+  /** The backend's key-group range, inclusive. */
+  readonly range: readonly [number, number];
+  /** The job's max parallelism; every handle must have it. */
+  readonly maxParallelism: number;
+}
+
+/**
+ * Loads `target`'s key groups from canonical `keyed` handles, in order
+ * (later handles win), each in one SQLite transaction.
+ *
+ * @throws {Error} naming the handle when it is not of kind `keyed`, does
+ *   not decode, has another max parallelism, or holds a malformed state
+ *   (that handle's transaction is rolled back).
+ */
+export async function restoreKeyedHandles(
+  target: RestoreTarget,
+  handles: readonly StateHandle[],
+  read: StateReader,
+): Promise<void> {
+  const [start, end] = target.range;
+  for (const handle of handles) {
+    if (handle.kind !== "keyed") {
+      throw new Error(
+        `Cannot restore keyed state handle '${handle.path}': the SQLite keyed state backend reads handles of kind 'keyed' only, current value is '${handle.kind}'`,
+      );
+    }
+    const r = handle.keyGroupRange;
+    if (r !== undefined && (r[1] < start || r[0] > end)) continue;
+    const snapshot = await decodeKeyedHandle(handle, read, target.maxParallelism);
+    const version = snapshot.version;
+    try {
+      target.cache.flush();
+      target.store.transaction(() => {
+        for (const [name, state] of Object.entries(snapshot.states)) {
+          restoreState(target, name, state, version);
+        }
+      });
+    } catch (e) {
+      throw new Error(
+        `Cannot restore keyed state handle '${handle.path}': ${(e as Error).message}`,
+        { cause: e },
+      );
+    }
+  }
+}
+
+function restoreState(
+  target: RestoreTarget,
+  name: string,
+  state: KeyedStateSnapshotState,
+  version: SnapshotVersion,
+): void {
+  checkStateKind(name, state, version);
+  const snapTime: TtlTime = state.ttlTimeCharacteristic ?? "ProcessingTime";
+  let table = target.states.find(name);
+  if (table !== undefined && table.kind !== state.kind) {
+    throw new Error(
+      `Cannot restore keyed state '${name}' as ${state.kind} state: it is already ${
+        table.state ? "registered" : "restored"
+      } as ${table.kind} state`,
+    );
+  }
+  table ??= target.states.create(name, state.kind, state.ttl === true, snapTime);
+  target.cache.forget(table.cache);
+  const stamping = {
+    now: table.cells ? target.clocks.now(table.cellTime) : NaN,
+    keepTimes: state.ttl === true && snapTime === table.cellTime,
+  };
+  loadState(table, state, target.range, stamping, version);
 }

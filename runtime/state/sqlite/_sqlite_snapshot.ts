@@ -48,6 +48,8 @@ import type {
 import type { Key } from "../key_group.ts";
 import { keyOfText, primitiveOfText, unescapeText } from "./_row_keys.ts";
 import type { SqliteStore } from "./_sqlite_store.ts";
+import type { SqliteTable } from "./_sqlite_state_base.ts";
+import type { TtlClocks } from "../_ttl_clocks.ts";
 
 /** What a snapshot captured of one state synchronously. */
 export interface CapturedState {
@@ -63,6 +65,29 @@ export interface CapturedState {
   readonly cellTime: TtlTime;
   /** How to filter expired entries (registered TTL states), or `undefined` to keep all. */
   readonly expiry: { readonly ttlMs: number; readonly now: number } | undefined;
+}
+
+/**
+ * What a snapshot keeps of each table record, taken in its synchronous
+ * part: identity, TTL form, and the expiry of registered TTL states as of
+ * now (their clock read once).
+ *
+ * @returns one {@linkcode CapturedState} per table, in the same order.
+ */
+export function captureStates(
+  tables: readonly SqliteTable[],
+  clocks: TtlClocks,
+): CapturedState[] {
+  return tables.map((t) => ({
+    name: t.name,
+    kind: t.kind,
+    id: t.id,
+    cells: t.cells,
+    cellTime: t.cellTime,
+    expiry: t.cells && t.ttl !== undefined
+      ? { ttlMs: t.ttl.ttlMs, now: clocks.now(t.ttl.time) }
+      : undefined,
+  }));
 }
 
 /** Everything the asynchronous part needs. */

@@ -57,8 +57,12 @@
  *   start once it is known; here such an entry keeps `-Infinity` in SQLite
  *   and is read as the start (same results, no rewrite of the database).
  * - **Scans** (`keys`, `keysAndNamespaces`, `numKeys`, `numEntries`) write
- *   the dirty entries back, then query SQLite: O(entries of the state), not
- *   O(key groups) as in the heap backend.
+ *   the dirty entries back, then query SQLite (`_sqlite_scans.ts`):
+ *   O(entries of the state), not O(key groups) as in the heap backend.
+ * - **Concepts by file**: registration and TTL conversion of tables
+ *   (`_sqlite_registry.ts`), cache misses and write-back
+ *   (`_sqlite_entry_io.ts`), the state objects (`_sqlite_states.ts`,
+ *   `_sqlite_map_state.ts`), options (`_sqlite_options.ts`).
  *
  * ## Costs
  *
@@ -104,7 +108,6 @@
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
 import type {
   AggregatingState,
   AggregatingStateDescriptor,
@@ -124,7 +127,6 @@ import type {
   SnapshotType,
   StateHandle,
 } from "../../checkpoint/snapshot_contract.ts";
-import { decode, encode } from "../../actor/codec.ts";
 import {
   assignToKeyGroup,
   checkMaxParallelism,
@@ -138,27 +140,12 @@ import {
   VOID_NAMESPACE,
 } from "../internal_state.ts";
 import type { KeyedStateBackend, StateReader } from "../keyed_state_backend.ts";
-import {
-  checkStateKind,
-  type KeyedStateSnapshotState,
-  type SnapshotVersion,
-  type TtlTime,
-} from "../keyed_state_snapshot.ts";
-import { describeTtl, isExpired, sameTtl, type TtlCell, ttlSettings } from "../_heap_state_base.ts";
 import { aggregateFolding, reduceFolding } from "../_heap_aggregating_states.ts";
 import { TtlClocks } from "../_ttl_clocks.ts";
-import { decodeKeyedHandle } from "../_heap_handles.ts";
-import { type CachedEntry, EntryCache, type EntryCacheStats, StateCache } from "./_entry_cache.ts";
+import { type CachedEntry, EntryCache, type EntryCacheStats } from "./_entry_cache.ts";
 
 export type { EntryCacheStats } from "./_entry_cache.ts";
 import { SqliteStore } from "./_sqlite_store.ts";
-import {
-  escapeText,
-  keyOfText,
-  primitiveOfText,
-  primitiveText,
-  unescapeText,
-} from "./_row_keys.ts";
 import { SqliteKeyContext, type SqliteTable, type StateHost } from "./_sqlite_state_base.ts";
 import {
   SqliteAggregatingState,
@@ -167,55 +154,31 @@ import {
   type TtlBinding,
 } from "./_sqlite_states.ts";
 import { SqliteMapState } from "./_sqlite_map_state.ts";
-import { type CapturedState, sqliteSnapshotResult } from "./_sqlite_snapshot.ts";
-import { loadState } from "./_sqlite_restore.ts";
+import { captureStates, sqliteSnapshotResult } from "./_sqlite_snapshot.ts";
+import { restoreKeyedHandles } from "./_sqlite_restore.ts";
+import { blankEntry, loadEntry, writeBackEntries } from "./_sqlite_entry_io.ts";
+import { SqliteStateRegistry } from "./_sqlite_registry.ts";
+import {
+  checkPositiveInteger,
+  DEFAULT_CACHE_ENTRIES,
+  DEFAULT_SNAPSHOT_CHUNK_ROWS,
+  DEFAULT_WRITE_BATCH_SIZE,
+  type SqliteKeyedStateBackendOptions,
+} from "./_sqlite_options.ts";
+import {
+  countEntries,
+  countKeys,
+  type ScanClock,
+  scanKeys,
+  scanKeysAndNamespaces,
+} from "./_sqlite_scans.ts";
 
-/** Default bound of the cache: entries (a map state's entry weighs 1 + its user entries). */
-export const DEFAULT_CACHE_ENTRIES = 100_000;
-/** Default number of dirty entries one eviction writes back in one transaction. */
-export const DEFAULT_WRITE_BATCH_SIZE = 1_000;
-/** Default number of rows per blob a snapshot writes (about; blobs end at key-group boundaries). */
-export const DEFAULT_SNAPSHOT_CHUNK_ROWS = 200_000;
-
-/** Options of {@linkcode SqliteKeyedStateBackend.create}. */
-export interface SqliteKeyedStateBackendOptions {
-  /** The key groups this backend (subtask) owns. */
-  readonly keyGroupRange: KeyGroupRange;
-  /** The number of key groups, in `[1, 32768]`; equal across restores. */
-  readonly maxParallelism: number;
-  /**
-   * A local directory for the database: a fresh subdirectory is made in it
-   * (created if missing) and deleted on dispose. Default: the system's
-   * temporary directory (`Deno.makeTempDir`).
-   */
-  readonly localDirectory?: string;
-  /** A name for the database's directory (e.g. the subtask's), sanitized. Default `"keyed"`. */
-  readonly name?: string;
-  /** The cache's bound in entries (≥ 1). Default {@linkcode DEFAULT_CACHE_ENTRIES}. */
-  readonly cacheEntries?: number;
-  /** Dirty entries written back per eviction transaction (≥ 1). Default {@linkcode DEFAULT_WRITE_BATCH_SIZE}. */
-  readonly writeBatchSize?: number;
-  /** Rows per snapshot blob, about (≥ 1). Default {@linkcode DEFAULT_SNAPSHOT_CHUNK_ROWS}. */
-  readonly snapshotChunkRows?: number;
-  /** Processing-time clock for TTL, in ms. Default `Date.now`. */
-  readonly clock?: () => number;
-  /**
-   * Event-time clock for TTLs with `timeCharacteristic: "EventTime"`, in
-   * ms: the operator's current watermark, `-Infinity` before the first.
-   * Without it, registering such a state throws.
-   */
-  readonly eventTimeClock?: () => number;
-}
-
-function checkPositiveInteger(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) {
-    throw new RangeError(
-      `SqliteKeyedStateBackend option '${name}' must be an integer ≥ 1: current value is ${value}`,
-    );
-  }
-  return value;
-}
+export {
+  DEFAULT_CACHE_ENTRIES,
+  DEFAULT_SNAPSHOT_CHUNK_ROWS,
+  DEFAULT_WRITE_BATCH_SIZE,
+  type SqliteKeyedStateBackendOptions,
+} from "./_sqlite_options.ts";
 
 /**
  * Keyed state of one subtask of a keyed operator, in a local SQLite
@@ -233,9 +196,8 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
   readonly #store: SqliteStore;
   readonly #clocks: TtlClocks;
   readonly #ctx = new SqliteKeyContext();
-  readonly #tables = new Map<string, SqliteTable>();
-  readonly #byId: SqliteTable[] = [];
   readonly #cache: EntryCache;
+  readonly #states: SqliteStateRegistry;
   readonly #host: StateHost;
   readonly #chunkRows: number;
   #openSnapshots = 0;
@@ -300,8 +262,9 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
     this.#cache = new EntryCache({
       capacity: cacheEntries,
       batchSize: writeBatchSize,
-      writeBack: (entries) => this.#writeBack(entries),
+      writeBack: (entries) => writeBackEntries(store, (id) => this.#states.byId(id), entries),
     });
+    this.#states = new SqliteStateRegistry(store, this.#cache, this.#clocks);
     const clocks = this.#clocks;
     this.#host = {
       ctx: this.#ctx,
@@ -371,92 +334,16 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
   }
 
   // -------------------------------------------------------------------------
-  // Cache <-> SQLite
+  // Cache <-> SQLite (`_sqlite_entry_io.ts`)
 
   #load(table: SqliteTable, namespace: string): CachedEntry {
     this.#checkOpen();
-    const ctx = this.#ctx;
-    const kText = primitiveText(ctx.keyId, "A key");
-    const nsText = escapeText(namespace);
-    let value: unknown;
-    let weight = 1;
-    if (table.kind === "map") {
-      const rows = table.stmts.getAll.all(ctx.keyGroup, kText, nsText) as unknown as {
-        uk: string;
-        v: Uint8Array;
-      }[];
-      if (rows.length > 0) {
-        const inner = new Map<unknown, unknown>();
-        for (const row of rows) inner.set(primitiveOfText(row.uk), decode(row.v));
-        value = inner;
-        weight += inner.size;
-      }
-    } else {
-      const row = table.stmts.get.get(ctx.keyGroup, kText, nsText, "") as
-        | { v: Uint8Array }
-        | undefined;
-      if (row !== undefined) value = decode(row.v);
-    }
-    return this.#cache.add({
-      owner: table.cache,
-      keyGroup: ctx.keyGroup,
-      keyId: ctx.keyId,
-      namespace,
-      value,
-      dirty: false,
-      ref: false,
-      weight,
-      changed: undefined,
-      cleared: false,
-    });
+    return loadEntry(this.#cache, table, this.#ctx, namespace);
   }
 
   #blank(table: SqliteTable, namespace: string): CachedEntry {
     this.#checkOpen();
-    const ctx = this.#ctx;
-    return this.#cache.add({
-      owner: table.cache,
-      keyGroup: ctx.keyGroup,
-      keyId: ctx.keyId,
-      namespace,
-      value: undefined,
-      dirty: true,
-      ref: false,
-      weight: 1,
-      changed: undefined,
-      cleared: table.kind === "map",
-    });
-  }
-
-  #writeBack(entries: readonly CachedEntry[]): void {
-    // In primary-key order (table, key group, key): neighbouring rows share
-    // B-tree pages, so a batch touches fewer pages than in eviction order.
-    const rows = entries.map((e) => ({ e, kText: primitiveText(e.keyId, "A key") }));
-    rows.sort((a, b) =>
-      a.e.owner.tableId - b.e.owner.tableId || a.e.keyGroup - b.e.keyGroup ||
-      (a.kText < b.kText ? -1 : a.kText > b.kText ? 1 : 0)
-    );
-    this.#store.transaction(() => {
-      for (const { e, kText } of rows) {
-        const table = this.#byId[e.owner.tableId]!;
-        const { put, del, delEntry } = table.stmts;
-        const nsText = escapeText(e.namespace);
-        if (table.kind !== "map") {
-          if (e.value === undefined) del.run(e.keyGroup, kText, nsText, "");
-          else put.run(e.keyGroup, kText, nsText, "", encode(e.value));
-          continue;
-        }
-        const inner = e.value as Map<unknown, unknown> | undefined;
-        if (e.cleared) delEntry.run(e.keyGroup, kText, nsText);
-        const userKeys = e.cleared ? inner?.keys() ?? [] : e.changed ?? [];
-        for (const uk of userKeys) {
-          const ukText = primitiveText(uk, "A map state's user key");
-          const v = inner?.get(uk);
-          if (v === undefined) del.run(e.keyGroup, kText, nsText, ukText);
-          else put.run(e.keyGroup, kText, nsText, ukText, encode(v));
-        }
-      }
-    });
+    return blankEntry(this.#cache, table, this.#ctx, namespace);
   }
 
   #checkOpen(): void {
@@ -563,115 +450,23 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
     create: (table: SqliteTable, ttl: TtlBinding | undefined) => S,
   ): S {
     this.#checkOpen();
-    const ttl = ttlSettings(name, ttlConfig);
-    if (ttl?.time === "EventTime" && !this.#clocks.hasEventTime) {
-      throw new RangeError(
-        `Keyed state '${name}' has an event-time TTL, but this state backend has no event-time clock (option 'eventTimeClock'): current value is undefined`,
-      );
-    }
-    let table = this.#tables.get(name);
-    if (table !== undefined && table.kind !== kind) {
-      throw new Error(
-        `Keyed state '${name}' is already ${
-          table.state ? "registered" : "restored"
-        } as ${table.kind} state: cannot register it as ${kind} state`,
-      );
-    }
-    if (table?.state !== undefined) {
-      if (!sameTtl(table.ttl, ttl)) {
-        throw new Error(
-          `Keyed state '${name}' is already registered with ${
-            describeTtl(table.ttl)
-          }: cannot register it with ${describeTtl(ttl)}`,
-        );
-      }
-      return table.state as S;
-    }
-    const time = ttl?.time ?? "ProcessingTime";
-    if (time === "EventTime") this.#clocks.event(); // a registration is an access
-    if (table === undefined) {
-      table = this.#newTable(name, kind, ttl !== undefined, time);
-    } else if (table.cells !== (ttl !== undefined)) {
-      this.#convert(table, ttl !== undefined, this.#clocks.now(time));
-    } else if (table.cells && table.cellTime !== time) {
-      this.#convert(table, true, this.#clocks.now(time)); // other clock: lifetimes restart now
-    }
-    table.cellTime = time;
-    table.ttl = ttl;
-    const binding = ttl === undefined ? undefined : { ttl, clock: this.#clocks.clockOf(time) };
-    const state = create(table, binding);
-    table.state = state;
-    return state;
-  }
-
-  #newTable(name: string, kind: StateKind, cells: boolean, cellTime: TtlTime): SqliteTable {
-    const id = this.#byId.length;
-    const table: SqliteTable = {
-      name,
-      kind,
-      id,
-      stmts: this.#store.createTable(id),
-      cache: new StateCache(id),
-      cells,
-      cellTime,
-      ttl: undefined,
-      state: undefined,
-      shared: new WeakSet(),
-    };
-    this.#byId.push(table);
-    this.#tables.set(name, table);
-    return table;
-  }
-
-  /**
-   * Rewrites every row of `table`: plain values to TTL cells stamped `now`,
-   * cells to plain values, or (cells to cells) every time to `now`.
-   */
-  #convert(table: SqliteTable, toCells: boolean, now: number): void {
-    this.#cache.forget(table.cache);
-    const wrap = (v: unknown): unknown =>
-      toCells
-        ? { v: table.cells ? (v as TtlCell<unknown>).v : v, t: now }
-        : (v as TtlCell<unknown>).v;
-    const kind = table.kind;
-    const db = this.#store.db;
-    const fn = `weir_convert_${table.id}`;
-    db.function(fn, (bytes) => {
-      const stored = decode(bytes as Uint8Array);
-      return encode(kind === "list" ? (stored as unknown[]).map(wrap) : wrap(stored));
-    });
-    this.#store.transaction(() => db.exec(`UPDATE s${table.id} SET v = ${fn}(v)`));
-    table.cells = toCells;
+    return this.#states.register(name, kind, ttlConfig, create);
   }
 
   /** Names of all registered or restored states, in registration/restore order. */
   stateNames(): string[] {
-    return [...this.#tables.keys()];
+    return this.#states.names();
   }
 
   // -------------------------------------------------------------------------
   // Scans
 
-  #table(stateName: string): SqliteTable {
-    const table = this.#tables.get(stateName);
-    if (table === undefined) {
-      throw new Error(
-        `No keyed state named '${stateName}' is registered or restored: known states are ${
-          JSON.stringify(this.stateNames())
-        }`,
-      );
-    }
-    return table;
-  }
-
-  /** Whether a stored value (cell, list of cells, or one map row's cell) has a live cell now. */
-  #isLive(table: SqliteTable, stored: unknown, now: number): boolean {
-    if (!table.cells || table.ttl === undefined) return true;
-    const ttlMs = table.ttl.ttlMs;
-    const live = (c: TtlCell<unknown>) => !isExpired(this.#host.liveTime(c.t), now, ttlMs);
-    return table.kind === "list"
-      ? (stored as TtlCell<unknown>[]).some(live)
-      : live(stored as TtlCell<unknown>);
+  /** The clock of `table`'s TTL for a scan. */
+  #scanClock(table: SqliteTable): ScanClock {
+    return {
+      now: table.ttl === undefined ? 0 : this.#clocks.now(table.ttl.time),
+      liveTime: this.#host.liveTime,
+    };
   }
 
   /**
@@ -684,27 +479,9 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
    * @throws {Error} when no state of that name is registered or restored.
    */
   keys(stateName: string, namespace: string = VOID_NAMESPACE): IterableIterator<Key> {
-    const table = this.#table(stateName);
+    const table = this.#states.get(stateName);
     this.#cache.flush();
-    const now = table.ttl === undefined ? 0 : this.#clocks.now(table.ttl.time);
-    const rows = this.#store.db.prepare(
-      `SELECT k${table.cells ? ", v" : ""} FROM s${table.id} WHERE ns = ? ORDER BY kg, k`,
-    ).iterate(escapeText(namespace)) as unknown as Iterable<{ k: string; v?: Uint8Array }>;
-    return this.#liveKeys(table, rows, now);
-  }
-
-  *#liveKeys(
-    table: SqliteTable,
-    rows: Iterable<{ k: string; v?: Uint8Array }>,
-    now: number,
-  ): Generator<Key> {
-    let last: string | undefined;
-    for (const row of rows) {
-      if (row.k === last) continue; // further user entries of a map already found live
-      if (!this.#isLive(table, table.cells ? decode(row.v!) : undefined, now)) continue;
-      last = row.k;
-      yield keyOfText(row.k);
-    }
+    return scanKeys(this.#store.db, table, namespace, this.#scanClock(table));
   }
 
   /**
@@ -714,29 +491,9 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
    * @throws {Error} when no state of that name is registered or restored.
    */
   keysAndNamespaces(stateName: string): IterableIterator<[Key, string]> {
-    const table = this.#table(stateName);
+    const table = this.#states.get(stateName);
     this.#cache.flush();
-    const now = table.ttl === undefined ? 0 : this.#clocks.now(table.ttl.time);
-    const rows = this.#store.db.prepare(
-      `SELECT k, ns${table.cells ? ", v" : ""} FROM s${table.id} ORDER BY kg, ns, k`,
-    ).iterate() as unknown as Iterable<{ k: string; ns: string; v?: Uint8Array }>;
-    return this.#liveKeysAndNamespaces(table, rows, now);
-  }
-
-  *#liveKeysAndNamespaces(
-    table: SqliteTable,
-    rows: Iterable<{ k: string; ns: string; v?: Uint8Array }>,
-    now: number,
-  ): Generator<[Key, string]> {
-    let lastK: string | undefined;
-    let lastNs: string | undefined;
-    for (const row of rows) {
-      if (row.k === lastK && row.ns === lastNs) continue;
-      if (!this.#isLive(table, table.cells ? decode(row.v!) : undefined, now)) continue;
-      lastK = row.k;
-      lastNs = row.ns;
-      yield [keyOfText(row.k), unescapeText(row.ns)];
-    }
+    return scanKeysAndNamespaces(this.#store.db, table, this.#scanClock(table));
   }
 
   /**
@@ -746,12 +503,9 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
    * @throws {Error} when no state of that name is registered or restored.
    */
   numKeys(stateName: string): number {
-    const table = this.#table(stateName);
+    const table = this.#states.get(stateName);
     this.#cache.flush();
-    const sql = table.kind === "map"
-      ? `SELECT count(*) AS n FROM (SELECT DISTINCT kg, k FROM s${table.id} WHERE ns = '')`
-      : `SELECT count(*) AS n FROM s${table.id} WHERE ns = ''`;
-    return Number((this.#store.db.prepare(sql).get() as { n: number }).n);
+    return countKeys(this.#store.db, table);
   }
 
   /**
@@ -761,12 +515,7 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
   numEntries(): number {
     this.#cache.flush();
     let n = 0;
-    for (const table of this.#byId) {
-      const sql = table.kind === "map"
-        ? `SELECT count(*) AS n FROM (SELECT DISTINCT kg, k, ns FROM s${table.id})`
-        : `SELECT count(*) AS n FROM s${table.id}`;
-      n += Number((this.#store.db.prepare(sql).get() as { n: number }).n);
-    }
+    for (const table of this.#states.tables) n += countEntries(this.#store.db, table);
     return n;
   }
 
@@ -786,17 +535,8 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
     void checkpointId;
     void type;
     this.#cache.flush();
-    const states: CapturedState[] = this.#byId.map((t) => ({
-      name: t.name,
-      kind: t.kind,
-      id: t.id,
-      cells: t.cells,
-      cellTime: t.cellTime,
-      expiry: t.cells && t.ttl !== undefined
-        ? { ttlMs: t.ttl.ttlMs, now: this.#clocks.now(t.ttl.time) }
-        : undefined,
-    }));
-    const view: DatabaseSync = this.#store.openView();
+    const states = captureStates(this.#states.tables, this.#clocks);
+    const view = this.#store.openView();
     this.#openSnapshots++;
     const result = sqliteSnapshotResult({
       store: this.#store,
@@ -838,50 +578,18 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
    */
   async restore(handles: readonly StateHandle[], read: StateReader): Promise<void> {
     this.#checkOpen();
-    for (const handle of handles) {
-      if (handle.kind !== "keyed") {
-        throw new Error(
-          `Cannot restore keyed state handle '${handle.path}': the SQLite keyed state backend reads handles of kind 'keyed' only, current value is '${handle.kind}'`,
-        );
-      }
-      const r = handle.keyGroupRange;
-      if (r !== undefined && (r[1] < this.#start || r[0] > this.#end)) continue;
-      const snapshot = await decodeKeyedHandle(handle, read, this.#maxParallelism);
-      const version = snapshot.version;
-      try {
-        this.#cache.flush();
-        this.#store.transaction(() => {
-          for (const [name, state] of Object.entries(snapshot.states)) {
-            this.#restoreState(name, state, version);
-          }
-        });
-      } catch (e) {
-        throw new Error(
-          `Cannot restore keyed state handle '${handle.path}': ${(e as Error).message}`,
-          { cause: e },
-        );
-      }
-    }
-  }
-
-  #restoreState(name: string, state: KeyedStateSnapshotState, version: SnapshotVersion): void {
-    checkStateKind(name, state, version);
-    const snapTime: TtlTime = state.ttlTimeCharacteristic ?? "ProcessingTime";
-    let table = this.#tables.get(name);
-    if (table !== undefined && table.kind !== state.kind) {
-      throw new Error(
-        `Cannot restore keyed state '${name}' as ${state.kind} state: it is already ${
-          table.state ? "registered" : "restored"
-        } as ${table.kind} state`,
-      );
-    }
-    table ??= this.#newTable(name, state.kind, state.ttl === true, snapTime);
-    this.#cache.forget(table.cache);
-    const stamping = {
-      now: table.cells ? this.#clocks.now(table.cellTime) : NaN,
-      keepTimes: state.ttl === true && snapTime === table.cellTime,
-    };
-    loadState(table, state, [this.#start, this.#end], stamping, version);
+    await restoreKeyedHandles(
+      {
+        store: this.#store,
+        cache: this.#cache,
+        states: this.#states,
+        clocks: this.#clocks,
+        range: [this.#start, this.#end],
+        maxParallelism: this.#maxParallelism,
+      },
+      handles,
+      read,
+    );
   }
 
   /**
