@@ -119,7 +119,7 @@ Deno.test("a priority barrier overtakes the data queued before it, and that data
   const captures = await recorder.done;
   assert.deepEqual(
     captures?.map((c) => [c.producer, c.items.map((m) => m.t === "buf" ? m.v : m.e.k)]),
-    [[1, [["x"], "wm", ["y"]]]],
+    [[0, [["a"], ["b"]]], [1, [["x"], "wm", ["y"]]]],
   );
   // Everything is still processed, the second barrier ahead of the data.
   assert.deepEqual(pollAll(g), ["barrier 1@1", ["a"], ["x"], ["b"], "wm", ["after"], ["y"], ["z"]]);
@@ -136,7 +136,9 @@ Deno.test("a barrier that arrived out of order before the trigger bounds what is
   g.poll(); // barrier of channel 0: the trigger; channel 1's barrier is already in
   const recorder = g.startChannelStateRecording(1, [1]);
   const captures = await recorder.done;
-  assert.deepEqual(captures?.map((c) => c.items.map((m) => m.t === "buf" && m.v)), [[["x"]]]);
+  assert.deepEqual(captures?.map((c) => c.items.map((m) => m.t === "buf" && m.v)), [[["a"]], [[
+    "x",
+  ]]]);
 });
 
 Deno.test("switching from aligned takes the queued barrier out of order and records up to it", async () => {
@@ -352,4 +354,22 @@ Deno.test("channel state is not restored at another parallelism", async () => {
     subtask: 0,
   });
   assert.deepEqual(state.inputs, [{ edge: 0, producer: 2, items: [] }]);
+});
+
+Deno.test("the data the triggering barrier overtook on its own channel is recorded", async () => {
+  seqs[0] = seqs[1] = 0;
+  const g = gate(true);
+  g.receive(buf(0, ["a"]));
+  g.receive(buf(0, ["b"]));
+  g.receive(barrier(0, 1));
+  g.receive(buf(0, ["after"]));
+  g.poll(); // the barrier of channel 0 triggers; channel 1 is pending
+  const recorder = g.startChannelStateRecording(1, [1]);
+  g.receive(buf(1, ["x"]));
+  g.receive(barrier(1, 1));
+  const captures = await recorder.done;
+  assert.deepEqual(
+    captures?.map((c) => [c.producer, c.items.map((m) => m.t === "buf" && m.v)]),
+    [[0, [["a"], ["b"]]], [1, [["x"]]]],
+  );
 });

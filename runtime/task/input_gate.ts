@@ -240,7 +240,9 @@ export class InputGate {
    * Starts recording channel state for unaligned checkpoint `checkpointId`
    * (see `channel_state.ts`): each of `pendingChannels` is recorded from
    * its queued data on, up to its barrier `checkpointId` (a barrier already
-   * queued, in order or out of it, ends it at once).
+   * queued, in order or out of it, ends it at once); so is the data queued
+   * before a barrier `checkpointId` that already came out of order (the
+   * one that triggered the checkpoint, and any other).
    * @returns the recorder; its `done` resolves once every pending channel delivered its barrier or ended.
    */
   startChannelStateRecording(
@@ -248,9 +250,15 @@ export class InputGate {
     pendingChannels: readonly number[],
   ): InputChannelStateRecorder {
     this.#recorder?.discard();
-    const recorder = new InputChannelStateRecorder(checkpointId, this.channels, pendingChannels);
+    // Channels whose barrier came out of order (priority) overtook the data
+    // queued before it: that data is in flight too, recorded up to the barrier.
+    const channels = new Set(pendingChannels);
+    for (const ch of this.channels) {
+      if (ch.priorityBarrier?.id === checkpointId) channels.add(ch.index);
+    }
+    const recorder = new InputChannelStateRecorder(checkpointId, this.channels, [...channels]);
     this.#recorder = recorder;
-    for (const c of pendingChannels) {
+    for (const c of channels) {
       const ch = this.channels[c]!;
       const pb = ch.priorityBarrier;
       let end = ch.queue.length;
