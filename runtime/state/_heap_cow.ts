@@ -18,9 +18,22 @@
  *   touch of an entry saves its old value in the capture's undo map for the
  *   key group (a copy for containers and TTL cells, which change in place;
  *   the accumulator itself for reducing and aggregating states, marked in
- *   `table.shared` so the next fold works on a copy), or {@linkcode ABSENT}
- *   for an entry created after the snapshot. Later touches find the entry
- *   saved and do nothing. Cost: O(changed entries).
+ *   `table.shared` so the next fold works on a copy). Later touches find
+ *   the entry saved and do nothing. Cost: O(changed entries).
+ * - **Keys created after the snapshot** cost no undo entry in the default
+ *   namespace: a `Map` iterates in insertion order, so they follow the
+ *   capture's keys, and the copy takes each key group's first `base` keys
+ *   (its map's size at the capture). That holds until a key is removed
+ *   (a removal shifts the keys after it), so `deleteIn()` calls
+ *   {@linkcode TableCapture.beforeRemove} first, which takes the key group's
+ *   key list at once if its copy has not started (O(entries of the key
+ *   group), once per key group and capture). A created key touched again
+ *   finds a value and is saved like an old one; the copy never reads it.
+ *   Other namespaces (windows, which come and go) save {@linkcode ABSENT}
+ *   for a created entry instead. Measured (one process, CPU time, 100k new
+ *   composite keys into 300k, a snapshot in flight against none): saving
+ *   `ABSENT` per created key made those writes about 2× slower; with
+ *   `base` they cost the same as with no snapshot in flight.
  * - **Copying in slices.** `step(budget)` copies key group by key group.
  *   When it starts a key group it takes the list of its keys (one bulk
  *   `Array.from(map.keys())` per namespace) and the undo entries of keys no
@@ -42,9 +55,13 @@
  *
  * ## Invariants
  *
- * - For a key group not yet copied by a capture, every entry changed since
- *   the capture began has its pre-change value (or `ABSENT`) in the
- *   capture's undo map; an untouched entry holds its captured value.
+ * - For a key group not yet copied by a capture, every entry of the
+ *   capture changed since the capture began has its pre-change value in
+ *   the capture's undo map (an entry created since: `ABSENT` outside the
+ *   default namespace); an untouched entry holds its captured value.
+ * - Until a key group's key list is taken, no key of the capture was
+ *   removed from its default-namespace map, so the map's first `base` keys
+ *   are the capture's keys, in order.
  * - The key list of a key group is taken once, when its copy starts; a key
  *   in it is emitted once, from the undo map or the live map; a key in the
  *   undo map but not in the live map at that moment is emitted once, from
@@ -153,6 +170,10 @@ export class TableCapture {
   readonly #phase: Uint8Array;
   readonly #undo: (Undo | undefined)[];
   readonly #nsUndo: (Map<string, Undo> | undefined)[];
+  /** Per key group index, the default namespace's map size at the capture. */
+  readonly #base: Int32Array;
+  /** Key groups whose copy was started early (by a removal, {@linkcode beforeRemove}), by index. */
+  readonly #frozen = new Map<number, Job[]>();
   /** Encoded key-group records, each as its parts. */
   readonly #groups: Uint8Array[][] = [];
   #group = 0;
@@ -178,6 +199,8 @@ export class TableCapture {
     this.#phase = new Uint8Array(size);
     this.#undo = new Array(size).fill(undefined);
     this.#nsUndo = new Array(size).fill(undefined);
+    this.#base = new Int32Array(size);
+    for (let i = 0; i < size; i++) this.#base[i] = table.maps[i]?.size ?? 0;
     table.captures.push(this);
   }
 
@@ -191,8 +214,14 @@ export class TableCapture {
     let undo: Undo;
     let live: Map<InternedKey, unknown> | undefined;
     if (namespace === VOID_NAMESPACE) {
-      undo = this.#undo[i] ??= new Map();
-      live = this.table.maps[i];
+      const saved = this.#undo[i];
+      if (saved?.has(sk) === true) return; // the common case of a key written often
+      // Absent: created after the capture (nothing to save: the copy takes the
+      // map's first `base` keys only), or removed after its value was saved.
+      const stored = this.table.maps[i]?.get(sk);
+      if (stored === undefined) return;
+      (saved ?? (this.#undo[i] = new Map())).set(sk, frozenCopy(this.table, stored));
+      return;
     } else {
       const byNamespace = this.#nsUndo[i] ??= new Map();
       let u = byNamespace.get(namespace);
@@ -203,6 +232,18 @@ export class TableCapture {
     if (undo.has(sk)) return;
     const stored = live?.get(sk);
     undo.set(sk, stored === undefined ? ABSENT : frozenCopy(this.table, stored));
+  }
+
+  /**
+   * Called before an entry of the default namespace of key group index `i`
+   * is removed (after its `saveOld`): a removal shifts the keys after it in
+   * the map's order, so a key group not yet started takes its key list (the
+   * first `base` keys, those of the capture) now.
+   */
+  beforeRemove(i: number): void {
+    if (this.#phase[i] !== PENDING || this.#released) return;
+    this.#phase[i] = ACTIVE;
+    this.#frozen.set(i, this.#startGroup(i));
   }
 
   /**
@@ -218,9 +259,11 @@ export class TableCapture {
     const n = this.#phase.length;
     while (this.#group < n) {
       const i = this.#group;
-      if (this.#phase[i] === PENDING) {
+      const frozen = this.#frozen.get(i);
+      if (this.#phase[i] === PENDING || frozen !== undefined) {
         this.#phase[i] = ACTIVE;
-        this.#jobs = this.#startGroup(i);
+        this.#jobs = frozen ?? this.#startGroup(i);
+        this.#frozen.delete(i);
         this.#job = 0;
       }
       while (this.#job < this.#jobs.length) {
@@ -256,6 +299,7 @@ export class TableCapture {
     this.#unregister();
     this.#undo.fill(undefined);
     this.#nsUndo.fill(undefined);
+    this.#frozen.clear();
     this.#jobs = [];
     this.#groups.length = 0;
   }
@@ -288,7 +332,15 @@ export class TableCapture {
         out: { n: 0, keys: [], values: [], timestamps: [] },
       };
     };
-    const jobs = [job(VOID_NAMESPACE, this.table.maps[i], this.#undo[i])];
+    const main = job(VOID_NAMESPACE, this.table.maps[i], this.#undo[i]);
+    // Keys created since the capture follow its keys in the map's order (no
+    // key of the capture was removed before this: see beforeRemove).
+    const base = this.#base[i]!;
+    if (main.keys.length > base) {
+      main.keys.length = base;
+      main.values.length = base;
+    }
+    const jobs = [main];
     const live = this.table.nsMaps[i];
     const undone = this.#nsUndo[i];
     const namespaces = new Set<string>();

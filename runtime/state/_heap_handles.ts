@@ -141,3 +141,40 @@ export async function decodeKeyedHandle(
   }
   return snapshot;
 }
+
+/** What {@linkcode restoreKeyedHandles} restores into. */
+export interface KeyedHandlesTarget {
+  /** The backend's key-group range, inclusive: handles of disjoint ranges are not read. */
+  readonly range: readonly [start: number, end: number];
+  /** The backend's max parallelism. */
+  readonly maxParallelism: number;
+  /** Loads one decoded snapshot (`restoreCanonical`). */
+  readonly load: (snapshot: KeyedStateSnapshot) => void;
+}
+
+/**
+ * Reads, decodes and loads each `keyed` handle whose key-group range meets
+ * `target.range`, in order.
+ * @throws {Error} naming the handle's path when {@linkcode decodeKeyedHandle}
+ *   or `target.load` throws for it.
+ */
+export async function restoreKeyedHandles(
+  handles: readonly StateHandle[],
+  read: StateReader,
+  target: KeyedHandlesTarget,
+): Promise<void> {
+  const [start, end] = target.range;
+  for (const handle of handles) {
+    const range = handle.keyGroupRange;
+    if (range !== undefined && (range[1] < start || range[0] > end)) continue;
+    const snapshot = await decodeKeyedHandle(handle, read, target.maxParallelism);
+    try {
+      target.load(snapshot);
+    } catch (e) {
+      throw new Error(
+        `Cannot restore keyed state handle '${handle.path}': ${(e as Error).message}`,
+        { cause: e },
+      );
+    }
+  }
+}

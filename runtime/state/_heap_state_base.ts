@@ -15,6 +15,13 @@
  *   operator's namespaces (windows) are few and shared by many keys, so a
  *   snapshot copies each (key group, namespace) map column-wise in bulk.
  *
+ * Measured (the keyed running sums of `heap_keyed_backend_bench.ts`,
+ * interleaved in one process, median CPU time): against the backend before
+ * namespaces existed, the default namespace showed no difference above the
+ * shared machine's noise of about ±5–10%; another namespace takes about
+ * 1.2× the default namespace's time for the same running sum (group
+ * "namespaces").
+ *
  * ## Invariants
  *
  * - A namespace map in `nsMaps` is never empty: removing its last entry
@@ -309,6 +316,10 @@ export abstract class HeapState<S> implements InternalKvState {
    */
   protected deleteIn(m: Map<InternedKey, S>, namespace: string = this.#namespace): void {
     this.touch(namespace);
+    const captures = this.#captures;
+    if (captures.length !== 0 && namespace === VOID_NAMESPACE && this.ctx.index >= 0) {
+      for (let c = 0; c < captures.length; c++) captures[c]!.beforeRemove(this.ctx.index);
+    }
     m.delete(this.ctx.stateKey);
     if (m.size === 0 && namespace !== VOID_NAMESPACE) {
       const byNamespace = this.#nsMaps[this.ctx.index];

@@ -12,6 +12,15 @@
  * {@linkcode stampUnstarted}). A state registered or restored after the
  * start is stamped when it is (the caller checks `eventTimeStart`).
  *
+ * The backend reads the event-time clock at every read or write of an
+ * event-time TTL state, at the registration of one and at every snapshot.
+ * Since a watermark reaches a keyed operator before the records it covers,
+ * the start is the first watermark, unless several watermarks pass with no
+ * state access and no snapshot between them; then the start is the last of
+ * those, and entries accessed before event time started live up to that
+ * much longer (a simplification: the backend learns the watermark only by
+ * reading the clock).
+ *
  * @module
  */
 

@@ -42,14 +42,9 @@
  * - **Namespaces** (Flink's): every entry lives under (key, namespace). The
  *   namespace is per state object ({@linkcode InternalKvState.setCurrentNamespace}),
  *   {@linkcode VOID_NAMESPACE} until set, which is what user functions use.
- *   The default namespace keeps the layout above and its cost: one string
- *   comparison more per access. Against the backend before namespaces (the
- *   keyed running sums of `heap_keyed_backend_bench.ts`, both versions
- *   interleaved in one process, median CPU time) no difference showed above
- *   the shared machine's noise of about ±5–10%. Other namespaces live per key
- *   group in a `Map<namespace, Map<stateKey, value>>`: one `Map` lookup more
- *   per access, about 1.2× the default namespace's time for the same running
- *   sum (group "namespaces" of `heap_keyed_backend_bench.ts`).
+ *   The default namespace costs one string comparison more per access;
+ *   other namespaces one `Map` lookup more (layout and measured costs in
+ *   `_heap_state_base.ts`).
  *   Every state object the backend returns implements `InternalKvState`; list,
  *   reducing and aggregating states implement `InternalMergingState`.
  * - **Snapshots are copy-on-write** (Flink's `CopyOnWriteStateMap` idea,
@@ -75,17 +70,9 @@
  *   removed when touched and when snapshotted.
  * - **Event-time TTL** (beyond Flink, which only has processing-time TTL):
  *   a TTL with `timeCharacteristic: "EventTime"` reads time from the
- *   `eventTimeClock` option (the operator's current watermark). Event time
- *   starts at the first finite value the backend reads from it (it reads it
- *   at every read or write of an event-time TTL state, at the registration
- *   of one and at every snapshot); until then nothing expires, and every
- *   entry accessed before counts as accessed at that start. Since a
- *   watermark reaches a keyed operator before the records it covers, the
- *   start is the first watermark, unless several watermarks pass with no
- *   state access and no snapshot between them; then the start is the last
- *   of those, and entries accessed before event time started live up to
- *   that much longer (a simplification: the backend learns the watermark
- *   only by reading the clock).
+ *   `eventTimeClock` option (the operator's current watermark); until event
+ *   time starts nothing expires (when it starts, and the simplification
+ *   there: `_ttl_clocks.ts`).
  *
  * ## Invariants
  *
@@ -137,16 +124,7 @@ import {
   type InternalMergingState,
   VOID_NAMESPACE,
 } from "./internal_state.ts";
-import {
-  defineEntry,
-  describeTtl,
-  KeyContext,
-  newTable,
-  sameTtl,
-  type StateTable,
-  type TtlSettings,
-  ttlSettings,
-} from "./_heap_state_base.ts";
+import { KeyContext, type StateTable, type TtlSettings } from "./_heap_state_base.ts";
 import {
   HeapListState,
   HeapMapState,
@@ -161,21 +139,22 @@ import {
   reduceFolding,
   TtlHeapAggregatingState,
 } from "./_heap_aggregating_states.ts";
-import {
-  checkSnapshotHeader,
-  checkStateKind,
-  type KeyedStateSnapshot,
-  type KeyedStateSnapshotState,
-  type SnapshotVersion,
-  type TtlTime,
-} from "./keyed_state_snapshot.ts";
-import { convertTable, forEachCell, loadTable, snapshotTable } from "./_heap_snapshot.ts";
+import { checkSnapshotHeader, type KeyedStateSnapshot } from "./keyed_state_snapshot.ts";
 import { stampUnstarted, TtlClocks } from "./_ttl_clocks.ts";
 import { countEntries, liveKeys, liveKeysAndNamespaces } from "./_heap_table_scan.ts";
 import type { KeyedStateBackend, StateReader } from "./keyed_state_backend.ts";
 import type { SnapshotResult, SnapshotType, StateHandle } from "../checkpoint/snapshot_contract.ts";
-import { cowSnapshotResult, decodeKeyedHandle } from "./_heap_handles.ts";
-import { TableCapture } from "./_heap_cow.ts";
+import { cowSnapshotResult, restoreKeyedHandles } from "./_heap_handles.ts";
+import {
+  canonicalSnapshot,
+  captureTables,
+  drainCaptures,
+  registerState,
+  restoreState,
+  sweepInterner,
+  tableNamed,
+  type TableSet,
+} from "./_heap_tables.ts";
 
 /** Options of {@linkcode HeapKeyedStateBackend}. */
 export interface HeapKeyedStateBackendOptions {
@@ -213,6 +192,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #ctx = new KeyContext();
   readonly #tables = new Map<string, StateTable>();
   readonly #interner = new KeyInterner();
+  /** The tables with what whole-table operations need (`_heap_tables.ts`). */
+  readonly #set: TableSet;
 
   /**
    * Creates an empty backend for one subtask's key groups.
@@ -243,6 +224,13 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
         stampUnstarted(table, start);
       }
     });
+    this.#set = {
+      tables: this.#tables,
+      clocks: this.#clocks,
+      range: [this.#start, this.#end],
+      maxParallelism,
+      interner: this.#interner,
+    };
   }
 
   /** The key groups this backend owns. */
@@ -263,6 +251,17 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   /** The key group of {@linkcode currentKey}, or -1 before any. */
   get currentKeyGroup(): number {
     return this.#ctx.keyGroup;
+  }
+
+  /**
+   * The current key's identity in the state tables (a primitive key
+   * itself, a composite key's interned canonical tuple; see
+   * `_key_interner.ts`), or `undefined` before any key. Equal keys have the
+   * same identity while an entry of the key is stored; a key none of whose
+   * entries is stored may get a new one after the interner's sweep.
+   */
+  get currentKeyIdentity(): InternedKey | undefined {
+    return this.#ctx.index < 0 ? undefined : this.#ctx.stateKey;
   }
 
   /**
@@ -293,17 +292,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
   /** Drops the interned composite keys no table holds any more (those of removed entries), when worth it. */
   #sweepInterner(): void {
-    const entries = this.numEntries();
-    if (!this.#interner.worthSweeping(entries)) return this.#interner.postpone(entries);
-    this.#interner.sweep((keep: (identity: InternedKey) => void) => {
-      const keepAll = (m: Map<InternedKey, unknown> | undefined) => {
-        if (m !== undefined) { for (const identity of m.keys()) keep(identity); }
-      };
-      for (const table of this.#tables.values()) {
-        for (const m of table.maps) keepAll(m);
-        for (const byNamespace of table.nsMaps) byNamespace?.forEach(keepAll);
-      }
-    });
+    sweepInterner(this.#set, this.numEntries());
   }
 
   // Kept out of setCurrentKey so that the hot method stays small enough to inline.
@@ -452,54 +441,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     ttlConfig: StateTtlConfig | undefined,
     create: (table: StateTable, ttl: TtlSettings | undefined, clock: () => number) => S,
   ): S {
-    const ttl = ttlSettings(name, ttlConfig);
-    if (ttl?.time === "EventTime" && !this.#clocks.hasEventTime) {
-      throw new RangeError(
-        `Keyed state '${name}' has an event-time TTL, but this state backend has no event-time clock (option 'eventTimeClock'): current value is undefined`,
-      );
-    }
-    let table = this.#tables.get(name);
-    if (table !== undefined && table.kind !== kind) {
-      throw new Error(
-        `Keyed state '${name}' is already ${
-          table.state ? "registered" : "restored"
-        } as ${table.kind} state: cannot register it as ${kind} state`,
-      );
-    }
-    if (table?.state !== undefined) {
-      if (!sameTtl(table.ttl, ttl)) {
-        throw new Error(
-          `Keyed state '${name}' is already registered with ${
-            describeTtl(table.ttl)
-          }: cannot register it with ${describeTtl(ttl)}`,
-        );
-      }
-      return table.state as S;
-    }
-    const time = ttl?.time ?? "ProcessingTime";
-    if (time === "EventTime") this.#clocks.event(); // a registration is an access: event time may start
-    if (table === undefined) {
-      table = newTable(name, kind, this.#range.size, ttl !== undefined, time);
-      this.#tables.set(name, table);
-    } else if (table.cells !== (ttl !== undefined)) {
-      drainCaptures(table);
-      convertTable(table, ttl !== undefined, this.#clocks.now(time));
-    } else if (table.cells && table.cellTime !== time) {
-      // Times of the other clock mean nothing here: lifetimes restart now.
-      const now = this.#clocks.now(time);
-      drainCaptures(table);
-      forEachCell(table, (cell) => cell.t = now);
-    }
-    table.cellTime = time;
-    table.ttl = ttl;
-    const state = create(table, ttl, this.#clocks.clockOf(time));
-    table.state = state;
-    const start = this.#clocks.eventTimeStart;
-    if (time === "EventTime" && start !== undefined) {
-      drainCaptures(table);
-      stampUnstarted(table, start);
-    }
-    return state;
+    return registerState(this.#set, name, kind, ttlConfig, create);
   }
 
   /** Names of all registered or restored states, in registration/restore order. */
@@ -559,15 +501,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   #table(stateName: string): StateTable {
-    const table = this.#tables.get(stateName);
-    if (table === undefined) {
-      throw new Error(
-        `No keyed state named '${stateName}' is registered or restored: known states are ${
-          JSON.stringify(this.stateNames())
-        }`,
-      );
-    }
-    return table;
+    return tableNamed(this.#set, stateName);
   }
 
   /**
@@ -581,21 +515,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * @returns a version 2 {@linkcode KeyedStateSnapshot}.
    */
   snapshotCanonical(): KeyedStateSnapshot {
-    const states: Record<string, KeyedStateSnapshotState> = {};
-    for (const table of this.#tables.values()) {
-      drainCaptures(table); // this pass removes expired entries
-      defineEntry(
-        states,
-        table.name,
-        snapshotTable(table, this.#start, this.#clocks.expiry(table.ttl)),
-      );
-    }
-    return {
-      version: 2,
-      maxParallelism: this.#maxParallelism,
-      keyGroupRange: [this.#start, this.#end],
-      states,
-    };
+    return canonicalSnapshot(this.#set);
   }
 
   /**
@@ -618,11 +538,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    *   cannot hold.
    */
   snapshot(_checkpointId: number, _type: SnapshotType, uid: string): SnapshotResult {
-    const tables = [...this.#tables.values()];
-    // Reading the clocks first: event time may start, which stamps (and drains) tables.
-    const expiries = tables.map((table) => this.#clocks.expiry(table.ttl));
-    const captures = tables.map((table, i) => new TableCapture(table, this.#start, expiries[i]));
-    return cowSnapshotResult(captures, {
+    return cowSnapshotResult(captureTables(this.#set), {
       maxParallelism: this.#maxParallelism,
       keyGroupRange: [this.#start, this.#end],
     }, uid);
@@ -641,22 +557,12 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * is not a keyed state snapshot, or is of another max parallelism; and
    * whatever {@linkcode restoreCanonical} throws for its content.
    */
-  async restore(handles: readonly StateHandle[], read: StateReader): Promise<void> {
-    for (const handle of handles) {
-      const range = handle.keyGroupRange;
-      if (range !== undefined && (range[1] < this.#start || range[0] > this.#end)) continue;
-      const snapshot = await decodeKeyedHandle(handle, read, this.#maxParallelism);
-      try {
-        this.restoreCanonical([snapshot]);
-      } catch (e) {
-        throw new Error(
-          `Cannot restore keyed state handle '${handle.path}': ${(e as Error).message}`,
-          {
-            cause: e,
-          },
-        );
-      }
-    }
+  restore(handles: readonly StateHandle[], read: StateReader): Promise<void> {
+    return restoreKeyedHandles(handles, read, {
+      range: [this.#start, this.#end],
+      maxParallelism: this.#maxParallelism,
+      load: (snapshot) => this.restoreCanonical([snapshot]),
+    });
   }
 
   /**
@@ -691,39 +597,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     for (const snap of snapshots) {
       const version = checkSnapshotHeader(snap, this.#maxParallelism);
       for (const [name, state] of Object.entries(snap.states)) {
-        this.#restoreState(name, state, version);
+        restoreState(this.#set, name, state, version);
       }
     }
   }
-
-  #restoreState(name: string, state: KeyedStateSnapshotState, version: SnapshotVersion): void {
-    checkStateKind(name, state, version);
-    const snapTime: TtlTime = state.ttlTimeCharacteristic ?? "ProcessingTime";
-    let table = this.#tables.get(name);
-    if (table !== undefined && table.kind !== state.kind) {
-      throw new Error(
-        `Cannot restore keyed state '${name}' as ${state.kind} state: it is already ${
-          table.state ? "registered" : "restored"
-        } as ${table.kind} state`,
-      );
-    }
-    if (table === undefined) {
-      table = newTable(name, state.kind, this.#range.size, state.ttl, snapTime);
-      this.#tables.set(name, table);
-    }
-    const stamping = {
-      now: table.cells ? this.#clocks.now(table.cellTime) : NaN,
-      keepTimes: state.ttl && snapTime === table.cellTime,
-      interner: this.#interner,
-    };
-    drainCaptures(table);
-    loadTable(table, state, [this.#start, this.#end], stamping, version);
-    const start = this.#clocks.eventTimeStart;
-    if (table.ttl?.time === "EventTime" && start !== undefined) stampUnstarted(table, start);
-  }
-}
-
-/** Finishes every snapshot in flight of `table` synchronously, before a change of the whole table. */
-function drainCaptures(table: StateTable): void {
-  for (const capture of [...table.captures]) capture.drain();
 }

@@ -18,7 +18,7 @@ import {
 } from "../api/state.ts";
 import { HeapKeyedStateBackend } from "./heap_keyed_backend.ts";
 import { KeyGroupRange } from "./key_group.ts";
-import { decode } from "../actor/codec.ts";
+import { decode, encode } from "../actor/codec.ts";
 import { yieldToEventLoop } from "../actor/async.ts";
 import { FakeClock, MemoryBlobStore, MUTATING_SUM } from "./_conformance_kit.ts";
 import type { SnapshotResult } from "../checkpoint/snapshot_contract.ts";
@@ -161,4 +161,45 @@ Deno.test("a discarded, a cancelled and a failed snapshot release their capture"
   v.update(-4);
   const blob = await blobOf(b.snapshot(4, "checkpoint", "op"));
   assert.deepEqual(blob, b.snapshotCanonical());
+});
+
+const key = (i: number) => i % 3 === 0 ? ["t", i] : i;
+
+Deno.test("a snapshot keeps the capture's keys when keys are created, touched again, removed and re-added before their key group is copied", async () => {
+  const b = backend();
+  const value = b.getValueState(new ValueStateDescriptor<number>("value"));
+  const list = b.getListState(new ListStateDescriptor<number>("list"));
+  for (let i = 0; i < 2000; i++) {
+    b.setCurrentKey(key(i));
+    value.update(i);
+    list.add(i);
+  }
+  const expected = b.snapshotCanonical();
+  const result = b.snapshot(1, "checkpoint", "op");
+  for (let i = 2000; i < 3000; i++) {
+    b.setCurrentKey(key(i)); // created after the capture ...
+    value.update(i);
+    value.update(i + 1); // ... and touched again: saved as if old, must not be written
+    list.add(i);
+    list.add(i + 1);
+  }
+  for (let i = 0; i < 2000; i += 7) {
+    b.setCurrentKey(key(i));
+    value.clear(); // removes a key of the capture: its key group's key list is taken first
+    list.add(-1); // a list of the capture changed in place
+    if (i % 2 === 0) value.update(-i); // re-added after the keys created since
+  }
+  for (let i = 2000; i < 3000; i += 5) {
+    b.setCurrentKey(key(i));
+    value.clear(); // removes a key created after the capture
+    list.clear();
+  }
+  assert.deepEqual(await blobOf(result), decode(encode(expected)));
+  // The live state kept every change.
+  b.setCurrentKey(key(14));
+  assert.equal(value.value(), -14);
+  b.setCurrentKey(key(2001));
+  assert.equal(value.value(), 2002);
+  b.setCurrentKey(key(2005));
+  assert.equal(value.value(), undefined);
 });

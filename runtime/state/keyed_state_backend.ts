@@ -54,6 +54,15 @@ export interface KeyedStateBackend {
   /** The key group of {@linkcode currentKey}, or -1 before any. */
   readonly currentKeyGroup: number;
   /**
+   * Optional: the backend's own `Map`-usable identity of
+   * {@linkcode currentKey} (a primitive, or a canonical object), equal for
+   * equal keys and different for different keys as long as an entry of the
+   * key is stored; `undefined` before any key or when the backend has none.
+   * A wrapper keying its own maps by key (the changelog backend's dirty
+   * sets) uses it instead of building an identity per write.
+   */
+  readonly currentKeyIdentity?: unknown;
+  /**
    * Makes `key` the key every state object reads and writes until the next call.
    * @param knownKeyGroup the key's group when the caller already computed it.
    * @throws {RangeError} when the key's group is outside this backend's range.

@@ -20,23 +20,36 @@ import { type Key, type StateKey, stateKeyOf } from "../key_group.ts";
 import type { TtlTime } from "../keyed_state_snapshot.ts";
 import type { SegmentState, StateChange } from "./changelog_segment.ts";
 
+/**
+ * A `Map`-usable identity of a key: equal (`SameValueZero`) for equal keys
+ * and different for different keys, among the keys of one recorder's
+ * capture interval. Either `stateKeyOf(key)`, or the inner backend's own
+ * identity of its current key (`KeyedStateBackend.currentKeyIdentity`).
+ */
+export type KeyIdentity = StateKey | object;
+
 /** The backend's current key as the state wrappers see it; the identity is computed on first write. */
 export class ChangeContext {
   /** The current key. */
   key: Key | undefined = undefined;
   /** Its key group, -1 before any. */
   keyGroup = -1;
-  #id: StateKey | undefined = undefined;
+  #id: KeyIdentity | undefined = undefined;
 
-  /** Sets the current key (from `setCurrentKey`). */
-  set(key: Key, keyGroup: number): void {
+  /**
+   * Sets the current key (from `setCurrentKey`), with the inner backend's
+   * identity of it when it has one (else `stateKeyOf` builds one on the
+   * first write: a string per tuple key, which costs a write about as much
+   * as the heap backend's whole write).
+   */
+  set(key: Key, keyGroup: number, identity: KeyIdentity | undefined): void {
     this.key = key;
     this.keyGroup = keyGroup;
-    this.#id = undefined;
+    this.#id = identity;
   }
 
-  /** The current key's state identity (`stateKeyOf`), computed once per key. */
-  id(): StateKey {
+  /** The current key's identity ({@linkcode KeyIdentity}), computed once per key. */
+  id(): KeyIdentity {
     return this.#id ??= stateKeyOf(this.key!);
   }
 }
@@ -78,8 +91,8 @@ export class ChangeRecorder {
   readonly #ttlMs: number | undefined;
   readonly #ctx: ChangeContext;
   readonly #now: (() => number) | undefined;
-  #void = new Map<StateKey, Rec>();
-  #byNamespace = new Map<string, Map<StateKey, Rec>>();
+  #void = new Map<KeyIdentity, Rec>();
+  #byNamespace = new Map<string, Map<KeyIdentity, Rec>>();
 
   /**
    * A recorder for state `name` of `kind`, reading the current key from
@@ -101,7 +114,7 @@ export class ChangeRecorder {
     this.#ctx = ctx;
   }
 
-  #map(namespace: string): Map<StateKey, Rec> {
+  #map(namespace: string): Map<KeyIdentity, Rec> {
     if (namespace === "") return this.#void;
     let m = this.#byNamespace.get(namespace);
     if (m === undefined) this.#byNamespace.set(namespace, m = new Map());
@@ -250,8 +263,8 @@ export class CapturedChanges {
   readonly #ttl: boolean;
   readonly #ttlTime: TtlTime | undefined;
   readonly #ttlMs: number | undefined;
-  readonly #void: Map<StateKey, Rec>;
-  readonly #byNamespace: Map<string, Map<StateKey, Rec>>;
+  readonly #void: Map<KeyIdentity, Rec>;
+  readonly #byNamespace: Map<string, Map<KeyIdentity, Rec>>;
 
   /** Holds the recorder's maps (internal). */
   constructor(
@@ -259,8 +272,8 @@ export class CapturedChanges {
     ttl: boolean,
     ttlTime: TtlTime | undefined,
     ttlMs: number | undefined,
-    byVoid: Map<StateKey, Rec>,
-    byNamespace: Map<string, Map<StateKey, Rec>>,
+    byVoid: Map<KeyIdentity, Rec>,
+    byNamespace: Map<string, Map<KeyIdentity, Rec>>,
   ) {
     this.#kind = kind;
     this.#ttl = ttl;
@@ -272,7 +285,7 @@ export class CapturedChanges {
 
   /** Replaces every set value by a deep copy (accumulators a user function may change in place). */
   cloneValues(): void {
-    const copy = (m: Map<StateKey, Rec>) => {
+    const copy = (m: Map<KeyIdentity, Rec>) => {
       for (const rec of m.values()) {
         const r = rec as ValueRec;
         if (r.set && typeof r.value === "object" && r.value !== null) {
