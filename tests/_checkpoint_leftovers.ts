@@ -38,8 +38,12 @@ function handlePaths(value: unknown, into: Set<string>): Set<string> {
     for (const v of value) handlePaths(v, into);
   } else if (value !== null && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) {
-      if (k === "path" && typeof v === "string") into.add(v);
-      else handlePaths(v, into);
+      // An inline handle's bytes are in the metadata: no object of its own.
+      if (k === "path" && typeof v === "string") {
+        if (!("inline" in value) || (value as { inline?: unknown }).inline === undefined) {
+          into.add(v);
+        }
+      } else handlePaths(v, into);
     }
   }
   return into;

@@ -12,6 +12,7 @@
  *                                [--nats-crash] [--nats-outage MS] [--logs FILE]
  *                                [--state-backend heap|sqlite] [--incremental]
  *                                [--materialization-interval MS] [--retain-on-finish]
+ *                                [--savepoints]
  *
  * `tests/chaos_test.ts` is the short run of `deno task test`.
  *
@@ -73,7 +74,8 @@ import type { NatsConnectionOptions } from "../runtime/actor/nats_connect.ts";
 import { auditCommittedOutput, type AuditReport } from "../examples/audit_check.ts";
 import { publishAuditInput } from "../examples/exactly_once_audit.ts";
 import { ensureStream } from "../examples/_jetstream.ts";
-import { Proc, serveDirectory, TestCluster } from "./_cluster.ts";
+import { join } from "node:path";
+import { Proc, REPO_ROOT, serveDirectory, TestCluster } from "./_cluster.ts";
 import { startNatsServer } from "./_nats_server.ts";
 import {
   countOpenTransactions,
@@ -144,6 +146,16 @@ export interface ChaosOptions {
   /** Keep the last checkpoint after the job ended. Default false. */
   readonly retainOnFinish?: boolean;
   /**
+   * Savepoints under faults: with each planned kill, `weir savepoint JOB`
+   * is started 0..300 ms before the kill (a savepoint while a worker is
+   * killed); every second one also has its client process SIGKILLed after
+   * 0..500 ms (a client killed during a savepoint). Each savepoint must
+   * either be stored whole (its metadata and every blob it refers to in the
+   * bucket) or fail with a message; the job's output is audited as always.
+   * Default false.
+   */
+  readonly savepoints?: boolean;
+  /**
    * Unaligned checkpoints (FLIP-76) with this aligned-checkpoint timeout,
    * in ms (0: unaligned from the start). Default: aligned checkpoints.
    */
@@ -152,6 +164,24 @@ export interface ChaosOptions {
   readonly logFile?: string;
   /** Receives progress and result lines. Default `console.error` for progress, `console.log` for results. */
   readonly log?: (line: string) => void;
+}
+
+/** What became of the savepoints a run triggered (see `ChaosOptions.savepoints`). */
+export interface SavepointOutcomes {
+  /** Triggered. */
+  triggered: number;
+  /** Stored: the client printed a path. */
+  stored: number;
+  /** Refused or failed: the client exited non-zero, saying why. */
+  failed: number;
+  /** The client was SIGKILLed before it answered. */
+  clientKilled: number;
+  /** Clients that exited non-zero without a message (`weir:` or `error:` line): each fails the run. */
+  silent: number;
+  /** Stored savepoints whose metadata or a blob it refers to is missing: each fails the run. */
+  broken: number;
+  /** Failure messages seen, deduplicated (for the report). */
+  messages: string[];
 }
 
 /** What {@linkcode runChaos} found. */
@@ -181,6 +211,8 @@ export interface ChaosResult {
   readonly durationMs: number;
   /** The checkpoint bucket's objects after the job ended, checked against retention. */
   readonly leftovers: CheckpointLeftovers;
+  /** Savepoints triggered under faults, by outcome (all 0 without `savepoints`). */
+  readonly savepoints: SavepointOutcomes;
   /** The `KILLS …` line. */
   readonly killsLine: string;
   /** The `RESULT …` line. */
@@ -274,6 +306,54 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       "before-commit": 0,
     };
     let restartsMade = 0;
+    const spOutcomes: SavepointOutcomes = {
+      triggered: 0,
+      stored: 0,
+      failed: 0,
+      clientKilled: 0,
+      silent: 0,
+      broken: 0,
+      messages: [],
+    };
+    const spRuns: Promise<void>[] = [];
+    const spPaths: string[] = [];
+    const triggerSavepoint = async (jobId: string, killAfterMs: number | undefined) => {
+      spOutcomes.triggered++;
+      const client = new Proc(`savepoint ${spOutcomes.triggered}`, [
+        "run",
+        "-A",
+        join(REPO_ROOT, "cli.ts"),
+        "savepoint",
+        jobId,
+        "--nats",
+        nats.url,
+      ]);
+      let killedIt = false;
+      const timer = killAfterMs === undefined ? undefined : setTimeout(() => {
+        killedIt = true;
+        client.child.kill("SIGKILL");
+      }, killAfterMs);
+      const status = await client.wait();
+      clearTimeout(timer);
+      const path = client.output.split("\n").find((l) => l.startsWith("nats-object-store://"));
+      if (status.code === 0 && path !== undefined) {
+        spOutcomes.stored++;
+        spPaths.push(path.trim());
+      } else if (killedIt) {
+        spOutcomes.clientKilled++;
+      } else {
+        const message = client.output.split("\n").find((l) => /^(weir|error)/.test(l.trim()));
+        if (message === undefined) spOutcomes.silent++;
+        else spOutcomes.failed++;
+        const text = (message ?? `exit ${status.code}, no message`).trim().slice(0, 200);
+        if (!spOutcomes.messages.includes(text)) spOutcomes.messages.push(text);
+      }
+      progress(
+        `chaos: ${client.name}: ${
+          status.code === 0 ? path : killedIt ? "client killed" : `failed (exit ${status.code})`
+        } (${elapsed()})`,
+      );
+    };
     const restartAfter = new Set(
       Array.from(
         { length: natsRestarts },
@@ -290,6 +370,11 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       if (watch.jobEnded) break;
       const kind = plan[i]!;
       mark = watch.mark();
+      if (options.savepoints) {
+        const killClient = spOutcomes.triggered % 2 === 1;
+        spRuns.push(triggerSavepoint(jobIdOf(job), killClient ? rand() * 500 : undefined));
+        await delay(Math.floor(rand() * 300));
+      }
       const killed = kind === "external"
         ? await killExternally(watch, rand)
         : await killArmed(watch, armDir, kind);
@@ -395,7 +480,15 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       perKey,
     });
     const openTransactions = await countOpenTransactions(connection, txnBucket);
+    await Promise.all(spRuns);
     const leftovers = await auditCheckpointLeftovers(nats.url, cluster.bucket);
+    for (const path of spPaths) {
+      const id = /\/(savepoint-[^/]+)\/?$/.exec(path)?.[1];
+      const kept = id === undefined ? undefined : leftovers.retained[id];
+      const damaged = leftovers.missing.some((m) => m.startsWith(`${id}/`)) ||
+        leftovers.strayCheckpointObjects.some((m) => m.startsWith(`${id}/`));
+      if (kept === undefined || kept.length !== 1 || damaged) spOutcomes.broken++;
+    }
     const totalKills = KILL_KINDS.reduce((n, k) => n + made[k], 0);
     const killsLine = `KILLS ${KILL_KINDS.map((k) => `${k}=${made[k]}`).join(" ")} ` +
       `nats_restarts=${restartsMade}`;
@@ -414,6 +507,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       report,
       openTransactions,
       leftovers,
+      savepoints: spOutcomes,
       durationMs: performance.now() - started,
       killsLine,
       resultLine,
@@ -427,6 +521,14 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
     emit(killsLine);
     emit(resultLine);
     emit(leftoversLine(leftovers));
+    if (options.savepoints) {
+      const o = spOutcomes;
+      emit(
+        `SAVEPOINTS triggered=${o.triggered} stored=${o.stored} failed=${o.failed} ` +
+          `client_killed=${o.clientKilled} silent=${o.silent} broken=${o.broken}`,
+      );
+      for (const m of o.messages) emit(`SAVEPOINT-FAILURE ${m}`);
+    }
     return result;
   } finally {
     const logs = `${cluster.logs()}\n----- job\n${job?.output ?? "(not started)"}`;
@@ -448,6 +550,13 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
   }
 }
 
+/** The job id the submitting process printed (`weir: submitted job <id> …`). */
+function jobIdOf(job: Proc): string {
+  const id = /submitted job (\S+)/.exec(job.output)?.[1];
+  if (id === undefined) throw new Error(`the job process printed no job id:\n${job.output}`);
+  return id;
+}
+
 /**
  * Whether the run passed: every count but records 0, every planned fault
  * made, and the checkpoint bucket holds what retention promises (nothing
@@ -464,12 +573,16 @@ export function chaosPassed(
 ): boolean {
   const r = result.report;
   const l = result.leftovers;
+  // Savepoints are never deleted (checked on their own, as `broken`).
+  const isJob = (name: string) => !name.startsWith("savepoint-");
   const storageClean = expected.retainOnFinish
-    ? l.jobs.length === 1 && l.missing.length === 0 && l.unreferencedShared.length === 0 &&
-      l.strayCheckpointObjects.length === 0 &&
+    ? l.jobs.filter(isJob).length === 1 && l.missing.length === 0 &&
+      l.unreferencedShared.length === 0 && l.strayCheckpointObjects.length === 0 &&
       Object.values(l.retained).every((ids) => ids.length >= 1)
-    : l.objects.length === 0;
-  return storageClean && r.lost === 0 && r.duplicated === 0 && r.outOfOrder === 0 &&
+    : l.objects.filter(isJob).length === 0 && l.missing.length === 0;
+  const sp = result.savepoints;
+  return storageClean && sp.broken === 0 && sp.silent === 0 && r.lost === 0 && r.duplicated === 0 &&
+    r.outOfOrder === 0 &&
     r.violations === 0 &&
     r.unexpected === 0 && r.records === result.expectedRecords && result.openTransactions === 0 &&
     result.plannedKills >= expected.kills && result.natsRestarts >= expected.natsRestarts;
@@ -494,6 +607,7 @@ if (import.meta.main) {
       incremental: { type: "boolean" },
       "materialization-interval": text,
       "retain-on-finish": { type: "boolean" },
+      savepoints: { type: "boolean" },
     },
   });
   const number = (v: string | undefined) => v === undefined ? undefined : Number(v);
@@ -515,6 +629,7 @@ if (import.meta.main) {
       incremental: values.incremental,
       materializationIntervalMs: number(values["materialization-interval"]),
       retainOnFinish: values["retain-on-finish"],
+      savepoints: values.savepoints,
     }).filter(([, v]) => v !== undefined),
   );
   try {
