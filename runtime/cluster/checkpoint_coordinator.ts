@@ -32,12 +32,7 @@
  * @module
  */
 
-import type {
-  CompletedCheckpointStats,
-  PendingCheckpoint,
-  VertexInfo,
-} from "../checkpoint/pending.ts";
-import type { CheckpointStorage } from "../checkpoint/storage.ts";
+import type { CompletedCheckpointStats, PendingCheckpoint } from "../checkpoint/pending.ts";
 import { type CheckpointCounts, CheckpointTracker } from "../checkpoint/tracker.ts";
 import { CheckpointFailureManager } from "../checkpoint/failure_manager.ts";
 import {
@@ -45,14 +40,14 @@ import {
   CheckpointFailureReason,
   type CheckpointId,
   type SubtaskAck,
-  type SubtaskRef,
 } from "../checkpoint/types.ts";
-import type { MessageBody, RestorePoint, TaskControlMessage } from "../task/messages.ts";
-import type { CheckpointConfig, CoordinatorFaultPoint, RestoreMode } from "../api/executor.ts";
+import type { RestorePoint } from "../task/messages.ts";
 import { logger } from "../log.ts";
 import { CheckpointRetention } from "./checkpoint_retention.ts";
-import type { ExecutionAttempt } from "./execution_attempt.ts";
-import type { JobPhase } from "./job_phase.ts";
+import type {
+  CheckpointCoordinatorHost,
+  CheckpointCoordinatorOptions,
+} from "./checkpoint_coordinator_host.ts";
 import { CheckpointFailureThresholdError } from "./job_result.ts";
 import { describeError as describe } from "./restore_decision.ts";
 import {
@@ -67,56 +62,10 @@ import {
 
 const log = logger("coordinator");
 
-/**
- * What a `CheckpointCoordinator` needs from the job coordinator that owns
- * it: the job's phase and current attempt, a way to message subtasks of the
- * current attempt, and failover.
- */
-export interface CheckpointCoordinatorHost {
-  /** The job's phase now. */
-  phase(): JobPhase;
-  /** The current execution attempt (replaced on failover). */
-  attempt(): ExecutionAttempt;
-  /** Sends `body` to one subtask of the current attempt. */
-  toTask(ref: SubtaskRef, body: MessageBody<TaskControlMessage>): void;
-  /** Sends `body` to every subtask of the current attempt. */
-  toAllTasks(body: MessageBody<TaskControlMessage>): void;
-  /** Fails the current attempt (a failover, through the restart strategy); never throws. */
-  failover(error: unknown): void;
-}
-
-/** Options of {@linkcode CheckpointCoordinator}. */
-export interface CheckpointCoordinatorOptions {
-  /** The coordinator's side of the job. */
-  readonly host: CheckpointCoordinatorHost;
-  /** The job's id (metadata, log lines, retention). */
-  readonly jobId: string;
-  /** The job's name, written into checkpoint metadata. */
-  readonly jobName: string;
-  /** Where checkpoint state and metadata go. */
-  readonly storage: CheckpointStorage;
-  /** Interval, timeout, concurrency, retention and tolerated failures. */
-  readonly checkpointing: CheckpointConfig;
-  /** Every subtask of the job (all acknowledge each checkpoint). */
-  readonly tasks: readonly SubtaskRef[];
-  /** The source subtasks (where checkpoints are triggered). */
-  readonly sources: readonly SubtaskRef[];
-  /** The vertices' operator uids and parallelism, written into checkpoint metadata. */
-  readonly vertexInfos: VertexInfo[];
-  /** Checkpoint the job was started from (resume, possibly of another job id), or `null`. */
-  readonly restoreFrom: RestorePoint | null;
-  /** How `restoreFrom` was restored. Default `{ kind: "checkpoint", mode: "NO_CLAIM" }`. */
-  readonly restoreSettings?: {
-    readonly kind: "checkpoint" | "savepoint";
-    readonly mode: RestoreMode;
-  } | undefined;
-  /** Storage rooted at a savepoint directory; without it, savepoints are refused. */
-  readonly savepointStorage?: ((directory: string | undefined) => CheckpointStorage) | undefined;
-  /** Test hook: throwing fails the attempt at that point. */
-  readonly faults?:
-    | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)
-    | undefined;
-}
+export type {
+  CheckpointCoordinatorHost,
+  CheckpointCoordinatorOptions,
+} from "./checkpoint_coordinator_host.ts";
 
 /** Triggers, tracks and finalizes the checkpoints and savepoints of one job. */
 export class CheckpointCoordinator {

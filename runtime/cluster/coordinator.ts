@@ -15,7 +15,8 @@
  * failover sequencing, the job result). The concepts it drives live in
  * their own files:
  *
- * - `checkpoint_coordinator.ts`: triggering, acks, declines, expiry,
+ * - `checkpoint_coordinator.ts` (its host and options in
+ *   `checkpoint_coordinator_host.ts`): triggering, acks, declines, expiry,
  *   metadata writes, completion/abort notifications, savepoints, retention
  *   calls (Flink's `CheckpointCoordinator`);
  * - `attempt_deployment.ts`: placing an attempt's subtasks on workers and
