@@ -77,8 +77,20 @@ function mutate(backend: KeyedStateBackend, keys: readonly Key[], round: number)
   });
 }
 
-/** Registers the isolation tests. */
-export function registerIsolationTests(test: RegisterTest): void {
+/** The default number of keys of the test of writes made while `write()` runs. */
+export const DEFAULT_ISOLATION_KEYS = 20_000;
+
+/**
+ * Registers the isolation tests.
+ *
+ * @param writeKeys the number of keys of the test of writes made while
+ *   `write()` runs (integer ≥ 100); each round mutates 15% of them, starting
+ *   within the first 75%.
+ */
+export function registerIsolationTests(
+  test: RegisterTest,
+  writeKeys: number = DEFAULT_ISOLATION_KEYS,
+): void {
   test("snapshot isolation: writes after snapshot() do not reach what write() writes", async (c) => {
     const b = await c.make();
     const keys = someKeys(300);
@@ -122,7 +134,9 @@ export function registerIsolationTests(test: RegisterTest): void {
 
   test("snapshot isolation: writes made while write() runs do not reach it", async (c) => {
     const b = await c.make();
-    const keys = someKeys(20_000);
+    const keys = someKeys(writeKeys);
+    const span = Math.floor(writeKeys * 0.75); // 15 000 of the default 20 000
+    const slice = Math.floor(writeKeys * 0.15); // 3000 of the default 20 000
     populate(b, keys);
     const expected = dump(b, keys);
     const result = b.snapshot(1, "checkpoint", "op");
@@ -131,7 +145,7 @@ export function registerIsolationTests(test: RegisterTest): void {
     let round = 1;
     // Mutate between the write's slices until it finishes (at least once).
     do {
-      mutate(b, keys.slice((round * 997) % 15_000, (round * 997) % 15_000 + 3000), round);
+      mutate(b, keys.slice((round * 997) % span, (round * 997) % span + slice), round);
       round++;
       await yieldToEventLoop();
     } while (!done);

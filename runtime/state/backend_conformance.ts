@@ -64,7 +64,7 @@ import {
   UID,
   withContext,
 } from "./_conformance_kit.ts";
-import { registerIsolationTests } from "./_conformance_isolation.ts";
+import { DEFAULT_ISOLATION_KEYS, registerIsolationTests } from "./_conformance_isolation.ts";
 import { registerPropertyTests } from "./_conformance_property.ts";
 
 export type {
@@ -76,6 +76,16 @@ export type {
 export interface KeyedStateBackendConformanceOptions {
   /** Operation sequences the fast-check property draws (fast-check's `numRuns`); default 100. */
   readonly propertyRuns?: number;
+  /**
+   * Keys of the isolation test "writes made while write() runs" (an integer
+   * ≥ 100); default 20 000. Each key holds an entry in each of the five
+   * states (a map's of weight 3 in a cache counted by entries), so a backend
+   * with a cache sees evictions in that test while the key count is well
+   * above its cache's bound; a backend whose every miss costs a disk read
+   * may pass a smaller count that still exceeds its cache and still spans
+   * several snapshot chunks, to keep CI time in check.
+   */
+  readonly isolationKeys?: number;
 }
 
 /**
@@ -84,7 +94,9 @@ export interface KeyedStateBackendConformanceOptions {
  *
  * @param name the implementation's name in test names, e.g. `"HeapKeyedStateBackend"`.
  * @param factory makes a fresh, empty backend for the options given; may be async.
- * @param options how many runs the property draws.
+ * @param options how many runs the property draws, and how many keys the
+ *   isolation test with writes during `write()` uses.
+ * @throws {RangeError} when `options.isolationKeys` is not an integer ≥ 100.
  */
 export function keyedStateBackendConformanceSuite(
   name: string,
@@ -96,7 +108,13 @@ export function keyedStateBackendConformanceSuite(
   registerBasicTests(test);
   registerTtlTests(test);
   registerSnapshotTests(test);
-  registerIsolationTests(test);
+  const isolationKeys = options.isolationKeys ?? DEFAULT_ISOLATION_KEYS;
+  if (!Number.isInteger(isolationKeys) || isolationKeys < 100) {
+    throw new RangeError(
+      `keyedStateBackendConformanceSuite option 'isolationKeys' must be an integer ≥ 100: current value is ${isolationKeys}`,
+    );
+  }
+  registerIsolationTests(test, isolationKeys);
   registerPropertyTests(test, options.propertyRuns ?? 100);
 }
 
