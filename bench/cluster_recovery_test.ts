@@ -1,6 +1,7 @@
 /**
  * Smoke test of `cluster_recovery.ts` (`deno task bench:recovery`): one
- * recovery of the baseline case. The benchmark fails when the coordinator's structured events (`worker-lost`,
+ * recovery of the baseline case (local recovery on, the killed worker
+ * restarted with its id). The benchmark fails when the coordinator's structured events (`worker-lost`,
  * `attempt-deploying`, `attempt-running`, `checkpoint-completed`) are
  * missing, or when a restored record found no state for its key.
  *
@@ -34,4 +35,6 @@ Deno.test("cluster_recovery.ts splits a real recovery into phases from the coord
   const r = expectResult(run, ["baseline_ms", "rounds"]);
   assert.equal(r.rounds, 1);
   assert.match(run.output, /killed attempt \d+, recovered as attempt \d+ from #\d+/);
+  // Each run reports where the restarted attempt read its keyed handles from.
+  assert.match(run.output, /keyed reads local\/remote \d+\/\d+\)/);
 });
