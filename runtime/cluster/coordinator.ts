@@ -278,11 +278,21 @@ export class JobCoordinator {
     if (this.#phase === "deploying" || this.#phase === "running") void this.#failover(error);
   }
 
-  /** Cancels the job: every subtask is cancelled and `run()` rejects. */
+  /**
+   * Cancels the job: every subtask is cancelled and `run()` rejects. The
+   * retained checkpoints stay (a resume may use them); shared blobs no
+   * retained checkpoint refers to (of aborted checkpoints, or written by a
+   * checkpoint the cancel cut short) are swept in the background, as when
+   * a job finishes. A blob a cancelled subtask writes after the sweep's
+   * listing stays behind as garbage (never a loss).
+   */
   cancel(): void {
     if (this.#phase === "done") return;
     this.#cancellation.cancel();
     this.#end(new JobFailedError(`Job ${this.#o.jobId} was cancelled`));
+    this.#checkpoints.jobFinished().catch((error) =>
+      log.warn(`job ${this.#o.jobId}: sweeping shared state after the cancel failed: ${error}`)
+    );
   }
 
   /**
