@@ -483,7 +483,12 @@ function countingJob(
   dir: string,
   words: readonly string[],
   sink: CollectingSink<[string, number]>,
-  options: { parallelism?: number; awaitEvery?: number; retainedCheckpoints?: number } = {},
+  options: {
+    parallelism?: number;
+    awaitEvery?: number;
+    retainedCheckpoints?: number;
+    memoryThresholdBytes?: number;
+  } = {},
 ): StreamExecutionEnvironment {
   const items: (string | ReturnType<typeof TestSource.awaitCheckpoint>)[] = [];
   words.forEach((w, i) => {
@@ -497,6 +502,9 @@ function countingJob(
       directory: dir,
       retainOnFinish: true,
       retainedCheckpoints: options.retainedCheckpoints ?? 1,
+      ...(options.memoryThresholdBytes === undefined
+        ? {}
+        : { memoryThresholdBytes: options.memoryThresholdBytes }),
     })
     .setParallelism(options.parallelism ?? 1);
   env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "words").uid("words")
@@ -509,7 +517,9 @@ function countingJob(
 Deno.test("a missing state file fails the restore without restarts under the default restart strategy", async () => {
   await inTempDir(async (dir) => {
     const words = Array.from({ length: 60 }, (_, i) => `w${i % 6}`);
-    await countingJob(dir, words, new CollectingSink()).execute("retained");
+    // Threshold 0: every blob a file (small state would be inline in the metadata).
+    await countingJob(dir, words, new CollectingSink(), { memoryThresholdBytes: 0 })
+      .execute("retained");
     const { jobId, checkpoints } = await onlyJob(dir);
     const checkpointId = checkpoints.at(-1);
     assert.ok(checkpointId !== undefined, `job ${jobId} retained no completed checkpoint`);

@@ -58,6 +58,9 @@ async function killAndRestart(whileDown: (victimDir: string) => Promise<void>): 
       "3000",
       "--rate",
       "100",
+      // Threshold 0: the tiny keyed state is a blob with a local copy, not inline in the metadata.
+      "--memory-threshold",
+      "0",
     ]);
     const victim = cluster.workers[0]!;
     const victimId = `w0-${Deno.pid}`;

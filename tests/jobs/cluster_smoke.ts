@@ -19,6 +19,9 @@
  *   ends its slot thread while the job's other slot threads run on;
  * - `--vary-graph`: the graph differs on slot threads (fingerprint mismatch).
  *
+ * `--memory-threshold BYTES` sets the checkpoints' `memoryThresholdBytes`
+ * (0: every state blob written to storage, none inline in the metadata).
+ *
  * @module
  */
 
@@ -44,6 +47,7 @@ const { values } = parseArgs({
     "throw-in-slot": { type: "boolean" },
     "crash-thread-once": { type: "boolean" },
     "vary-graph": { type: "boolean" },
+    "memory-threshold": { type: "string" },
   },
 });
 const onSlot = executionRole() === "slot";
@@ -51,7 +55,12 @@ if (values["throw-in-slot"] && onSlot) throw new Error("boom while loading on a 
 const count = Number(values.count);
 const env = StreamExecutionEnvironment.getExecutionEnvironment();
 env.setParallelism(values["vary-graph"] && onSlot ? 3 : 2);
-env.enableCheckpointing(200);
+env.enableCheckpointing(
+  200,
+  values["memory-threshold"] === undefined
+    ? {}
+    : { memoryThresholdBytes: Number(values["memory-threshold"]) },
+);
 env.setRestartStrategy(RestartStrategies.fixedDelay(3, 100));
 const failOnce = values["fail-once"] ?? false;
 const failAlways = values["fail-always"] ?? false;
