@@ -262,7 +262,8 @@ async function idleRestore(
     }
     const t0 = performance.now();
     const blobs = new Map<string, Uint8Array>();
-    for (const h of handles) blobs.set(h.path, await storage.readState(jobId, h));
+    // Small state travels inside the metadata (memoryThresholdBytes).
+    for (const h of handles) blobs.set(h.path, h.inline ?? await storage.readState(jobId, h));
     const t1 = performance.now();
     const backend = await createKeyedStateBackend(
       incremental ? { kind: "heap", changelog: {} } : { kind: "heap" },

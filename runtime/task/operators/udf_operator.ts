@@ -43,6 +43,7 @@ import type {
 } from "./operator.ts";
 import type { SnapshotType } from "../../checkpoint/snapshot_contract.ts";
 import { operatorStateSnapshot, timersSnapshot, watermarkSnapshot } from "./state_participants.ts";
+import { SuppressRestartsError } from "../../failure.ts";
 
 /**
  * A per-subtask copy of a function object: same prototype, own fields
@@ -122,7 +123,19 @@ export abstract class UdfOperator<F> implements StreamOperator {
         keyGroupOf: (key) => assignToKeyGroup(key, maxParallelism),
       });
       if (restore) {
-        await this.keyed.restore(restore.keyedHandles, restore.read);
+        try {
+          await this.keyed.restore(restore.keyedHandles, restore.read);
+        } catch (error) {
+          // A keyed blob that is missing, damaged or unreadable by this
+          // backend: restarting from the same checkpoint cannot repair it
+          // (as for the rest of the restore, see subtask_setup.ts).
+          throw new SuppressRestartsError(
+            `Cannot restore the keyed state of ${this.where()} from checkpoint ${restore.checkpointId}: ${
+              error instanceof Error ? error.message : String(error)
+            }`,
+            { cause: error },
+          );
+        }
         this.timers.restore(restore.timers, this.env.keyGroupRange);
         const next = this.timers.nextProcessingTime();
         if (next !== undefined) this.env.requestWakeup(next);
