@@ -15,7 +15,6 @@ import { OrderedCalls } from "./_ordered_calls.ts";
 import type { OperatorSnapshotResults } from "./operator.ts";
 import type { SnapshotType } from "../../checkpoint/snapshot_contract.ts";
 import { UdfOperator } from "./udf_operator.ts";
-import type { Key } from "../../state/key_group.ts";
 
 /** Calls `invoke` per record (at-least-once at best; see the sink's docs). */
 export class SimpleSinkOperator extends UdfOperator<SinkFunction<unknown>> {
@@ -28,7 +27,7 @@ export class SimpleSinkOperator extends UdfOperator<SinkFunction<unknown>> {
     key?: unknown,
   ): void {
     if (this.keySelector) {
-      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+      this.setKeyOf(value, keyGroup, key);
     }
     const fn = this.fn;
     const context: SinkContext = { timestamp };

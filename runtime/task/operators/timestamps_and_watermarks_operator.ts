@@ -34,7 +34,6 @@ import {
 } from "../../time/watermark.ts";
 import { WatermarkEmitter } from "../../time/watermark_emitter.ts";
 import type { KeySelector } from "../../graph/stream_graph.ts";
-import type { Key } from "../../state/key_group.ts";
 import type { OperatorEnvironment, Output } from "./operator.ts";
 import { UdfOperator } from "./udf_operator.ts";
 
@@ -89,7 +88,7 @@ export class TimestampsAndWatermarksOperator extends UdfOperator<WatermarkStrate
     key?: unknown,
   ): void {
     if (this.keySelector) {
-      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+      this.setKeyOf(value, keyGroup, key);
     }
     const ts = this.#assigner === undefined ? timestamp : this.#assigner(value, timestamp);
     const emitter = this.#emitter;

@@ -42,7 +42,7 @@ export class MapOperator extends UdfOperator<MapFunction<unknown, unknown>> {
     key?: unknown,
   ): void {
     if (this.keySelector) {
-      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+      this.setKeyOf(value, keyGroup, key);
     }
     this.output.collect(this.#call(value), timestamp);
   }
@@ -63,7 +63,7 @@ export class FilterOperator extends UdfOperator<FilterFunction<unknown>> {
     key?: unknown,
   ): void {
     if (this.keySelector) {
-      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+      this.setKeyOf(value, keyGroup, key);
     }
     if (this.#call(value)) this.output.collect(value, timestamp);
   }
@@ -85,7 +85,7 @@ export class FlatMapOperator extends UdfOperator<FlatMapFunction<unknown, unknow
     key?: unknown,
   ): void {
     if (this.keySelector) {
-      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+      this.setKeyOf(value, keyGroup, key);
     }
     this.currentTimestamp = timestamp;
     this.#call(value, this.#out);
@@ -103,7 +103,7 @@ export class ProcessOperator extends UdfOperator<ProcessFunction<unknown, unknow
     key?: unknown,
   ): void {
     if (this.keySelector) {
-      this.setKey(key === undefined ? this.keySelector(value) : key as Key, keyGroup);
+      this.setKeyOf(value, keyGroup, key);
     }
     this.currentTimestamp = timestamp;
     this.fn.processElement(value, this.#ctx, this.#out);
@@ -121,7 +121,7 @@ export class KeyedProcessOperator extends UdfOperator<KeyedProcessFunction<Key, 
     keyGroup?: number,
     key?: unknown,
   ): void {
-    this.setKey(key === undefined ? this.keySelector!(value) : key as Key, keyGroup);
+    this.setKeyOf(value, keyGroup, key);
     this.currentTimestamp = timestamp;
     this.fn.processElement(value, this.#ctx, this.#out);
   }
@@ -154,7 +154,7 @@ export class ReduceOperator extends UdfOperator<ReduceFunction<unknown>> {
     keyGroup?: number,
     key?: unknown,
   ): void {
-    this.setKey(key === undefined ? this.keySelector!(value) : key as Key, keyGroup);
+    this.setKeyOf(value, keyGroup, key);
     const acc = this.#state.value();
     const next = acc === undefined ? value : this.#call(acc, value);
     this.#state.update(next);
@@ -182,7 +182,7 @@ export class AggregateOperator extends UdfOperator<AggregateFunction<unknown, un
     keyGroup?: number,
     key?: unknown,
   ): void {
-    this.setKey(key === undefined ? this.keySelector!(value) : key as Key, keyGroup);
+    this.setKeyOf(value, keyGroup, key);
     this.#state.add(value);
     this.output.collect(this.#state.get(), timestamp);
   }

@@ -175,6 +175,15 @@ export abstract class UdfOperator<F> implements StreamOperator {
     this.keyed!.setCurrentKey(key, keyGroup);
   }
 
+  /**
+   * Sets the current key of a keyed operator's record: the key the producer
+   * handed over with it (an in-thread keyBy edge, see `buffer_dispatch.ts`),
+   * else the operator's key selector applied to `value`.
+   */
+  protected setKeyOf(value: unknown, keyGroup?: number, key?: unknown): void {
+    this.setKey(key === undefined ? this.keySelector!(value) : key as Key, keyGroup);
+  }
+
   processWatermark(watermark: number): void {
     if (watermark <= this.currentWatermark) return;
     this.currentWatermark = watermark;
