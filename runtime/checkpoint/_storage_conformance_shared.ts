@@ -193,7 +193,7 @@ export function sharedNamespaceCases(test: ConformanceTest, helpers: Conformance
     let refs: { path: string; bytes: number }[] = [];
     const retain = async (id: number) => {
       await storage.writeMetadata(metadata(id));
-      // Completing releases the aborted checkpoints before it.
+      // Completing releases the checkpoints aborted before it was triggered.
       await storage.deleteShared("job-1", registry.complete(id));
       retained.push({ id, handles: refs });
       while (retained.length > 2) {
@@ -212,6 +212,7 @@ export function sharedNamespaceCases(test: ConformanceTest, helpers: Conformance
       const delta = await storage.writeShared("job-1", `delta-${id}`, new Uint8Array(id));
       await storage.writeState("job-1", id, "map#0", new Uint8Array([1, 2, 3]));
       const handles = [...refs, delta];
+      registry.begin(id);
       registry.register(id, handles.map((h) => ({ path: h.path, shared: true })));
       if (id === 3) {
         await storage.discard("job-1", 3);

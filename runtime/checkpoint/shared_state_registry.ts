@@ -17,8 +17,10 @@
  * const registry = new SharedStateRegistry();
  * registry.register(1, [{ path: "shared/a", shared: true }, { path: "chk-1/x", shared: false }]);
  * registry.complete(1);
+ * registry.begin(2);
  * registry.register(2, [{ path: "shared/a", shared: true }, { path: "shared/b", shared: true }]);
  * registry.abort(2); // shared/b is held: a later checkpoint may reuse it
+ * registry.begin(3); // triggered after 2 was aborted
  * registry.register(3, [{ path: "shared/a", shared: true }, { path: "shared/c", shared: true }]);
  * console.assert(registry.complete(3).join() === "shared/b"); // 3 did not reuse it
  * console.assert(registry.discard(1).length === 0); // checkpoint 3 still refers to shared/a
@@ -42,13 +44,19 @@
  *   it wrote it (the changelog backend's segments and materializations), so
  *   the checkpoints after an aborted one, whose acks may not have arrived
  *   yet, can refer to what it wrote. Its references are therefore kept
- *   until a later checkpoint completes: every subtask's later snapshot is
- *   then registered, and whatever still refers to the aborted checkpoint's
- *   blobs counts. `complete(m)` releases every aborted checkpoint with a
- *   smaller id and returns what only they referred to.
- *   {@linkcode SharedStateRegistry.releaseAborted} releases them all when no
- *   checkpoint can be in flight (the attempt's subtasks were cancelled for a
- *   failover, or the job ended).
+ *   until a checkpoint **triggered after the abort** completes
+ *   ({@linkcode SharedStateRegistry.begin} records the trigger): a subtask
+ *   acknowledges only after its writes ended, so every blob of the aborted
+ *   checkpoint that was registered existed before that later checkpoint's
+ *   barrier reached the subtask, and that later snapshot, now registered,
+ *   counts whatever it still reuses. A checkpoint triggered before the
+ *   abort proves nothing: its snapshot may predate a write the subtask
+ *   reuses in its next one. `complete(m)` returns what only the released
+ *   checkpoints referred to.
+ *   {@linkcode SharedStateRegistry.releaseAborted} releases those of a
+ *   failed attempt once its subtasks were cancelled (bounded by the last id
+ *   that attempt triggered: the next attempt may already take checkpoints),
+ *   or all of them when the job ended.
  * - **Completed checkpoints** are released by retention
  *   ({@linkcode SharedStateRegistry.discard}). Savepoints refer to no shared
  *   blob (the snapshot contract), and retention never discards them; if one
@@ -154,6 +162,10 @@ export function retainedCheckpointOf(meta: CheckpointMetadata, owned = true): Re
 interface Registration {
   status: RegisteredCheckpointStatus;
   readonly paths: Set<string>;
+  /** The event clock when it was triggered ({@linkcode SharedStateRegistry.begin}); absent: unknown. */
+  begunAt?: number;
+  /** The event clock when it was aborted. */
+  abortedAt?: number;
 }
 
 /**
@@ -171,6 +183,8 @@ export class SharedStateRegistry {
   readonly #counts = new Map<string, number>();
   /** Paths an unowned checkpoint referred to: never returned. */
   readonly #pinned = new Set<string>();
+  /** Orders `begin` and `abort` events. */
+  #clock = 0;
 
   /**
    * A registry holding the completed checkpoints a job retains, e.g. read
@@ -199,6 +213,35 @@ export class SharedStateRegistry {
       }
     }
     return registry;
+  }
+
+  /**
+   * Records that a checkpoint was triggered: it becomes `pending` with no
+   * references yet. Only a checkpoint whose trigger was recorded releases
+   * aborted checkpoints when it completes, and only those aborted before
+   * it was triggered (see the module docs). Beginning a pending checkpoint
+   * again does nothing.
+   *
+   * @param checkpointId the triggered checkpoint.
+   * @throws {RangeError} for an invalid checkpoint id.
+   * @throws {Error} when the checkpoint is already completed or aborted.
+   */
+  begin(checkpointId: CheckpointId): void {
+    checkId(checkpointId, "begin");
+    const registration = this.#checkpoints.get(checkpointId);
+    if (registration === undefined) {
+      this.#checkpoints.set(checkpointId, {
+        status: "pending",
+        paths: new Set(),
+        begunAt: ++this.#clock,
+      });
+    } else if (registration.status !== "pending") {
+      throw new Error(
+        `Cannot begin checkpoint ${checkpointId}: it is already ${registration.status}`,
+      );
+    } else {
+      registration.begunAt ??= ++this.#clock;
+    }
   }
 
   /**
@@ -235,9 +278,11 @@ export class SharedStateRegistry {
 
   /**
    * Marks a checkpoint completed (its metadata was written), and releases
-   * every aborted checkpoint with a smaller id (see the module docs). A
-   * checkpoint none of whose acks had handles may be completed without a
-   * `register`. Completing a completed checkpoint again does nothing.
+   * every aborted checkpoint that was aborted before this one was triggered
+   * ({@linkcode SharedStateRegistry.begin}; see the module docs): none when
+   * its trigger was not recorded. A checkpoint none of whose acks had
+   * handles may be completed without a `register`. Completing a completed
+   * checkpoint again does nothing.
    *
    * @param checkpointId the checkpoint.
    * @returns the shared paths only the released aborted checkpoints referred
@@ -250,12 +295,16 @@ export class SharedStateRegistry {
     const registration = this.#checkpoints.get(checkpointId);
     if (registration === undefined) {
       this.#checkpoints.set(checkpointId, { status: "completed", paths: new Set() });
-    } else if (registration.status === "aborted") {
-      throw new Error(`Cannot complete checkpoint ${checkpointId}: it was aborted`);
-    } else {
-      registration.status = "completed";
+      return [];
     }
-    return this.#releaseAbortedBelow(checkpointId);
+    if (registration.status === "aborted") {
+      throw new Error(`Cannot complete checkpoint ${checkpointId}: it was aborted`);
+    }
+    const wasPending = registration.status === "pending";
+    registration.status = "completed";
+    const begunAt = registration.begunAt;
+    if (!wasPending || begunAt === undefined) return [];
+    return this.#releaseAbortedWhere((r) => r.abortedAt! < begunAt);
   }
 
   /**
@@ -280,22 +329,31 @@ export class SharedStateRegistry {
       );
     }
     if (registration === undefined) {
-      this.#checkpoints.set(checkpointId, { status: "aborted", paths: new Set() });
-    } else {
+      this.#checkpoints.set(checkpointId, {
+        status: "aborted",
+        paths: new Set(),
+        abortedAt: ++this.#clock,
+      });
+    } else if (registration.status === "pending") {
       registration.status = "aborted";
+      registration.abortedAt = ++this.#clock;
     }
   }
 
   /**
-   * Releases every aborted checkpoint, whatever its id. Call it only when no
-   * checkpoint can be in flight: after a failover cancelled every subtask
-   * of the attempt (the next attempt restores from a completed checkpoint,
-   * whose references are registered), or when the job ended.
+   * Releases the aborted checkpoints with an id up to `upTo`. Call it only
+   * for checkpoints whose writers are all gone: after a failover cancelled
+   * every subtask of the failed attempt, with `upTo` the last id that
+   * attempt triggered (the next attempt restores from a completed
+   * checkpoint, whose references are registered, and may already take
+   * checkpoints of its own, which this leaves alone); or with no bound when
+   * the job ended.
    *
+   * @param upTo the largest checkpoint id to release. Default: all.
    * @returns the shared paths only the aborted checkpoints referred to, to delete, sorted.
    */
-  releaseAborted(): string[] {
-    return this.#releaseAbortedBelow(Number.POSITIVE_INFINITY);
+  releaseAborted(upTo: number = Number.POSITIVE_INFINITY): string[] {
+    return this.#releaseAbortedWhere((_, id) => id <= upTo);
   }
 
   /**
@@ -378,10 +436,12 @@ export class SharedStateRegistry {
     return [...out].sort();
   }
 
-  /** Releases the aborted checkpoints with an id below `bound`. */
-  #releaseAbortedBelow(bound: number): string[] {
+  /** Releases the aborted checkpoints that satisfy `which`. */
+  #releaseAbortedWhere(which: (r: Registration, id: CheckpointId) => boolean): string[] {
     const ids: CheckpointId[] = [];
-    for (const [id, r] of this.#checkpoints) if (r.status === "aborted" && id < bound) ids.push(id);
+    for (const [id, r] of this.#checkpoints) {
+      if (r.status === "aborted" && which(r, id)) ids.push(id);
+    }
     return this.#release(ids);
   }
 

@@ -44,26 +44,57 @@ Deno.test("SharedStateRegistry keeps what a pending checkpoint refers to through
   assert.equal(r.statusOf(2), undefined);
 });
 
-Deno.test("SharedStateRegistry holds an aborted checkpoint's blobs until a later checkpoint completes", () => {
+Deno.test("SharedStateRegistry holds an aborted checkpoint's blobs until a checkpoint triggered after the abort completes", () => {
   const r = new SharedStateRegistry();
   r.register(3, [shared("base")]);
   r.complete(3);
+  r.begin(4);
   r.register(4, [shared("base"), shared("delta-4")]);
+  r.begin(5);
   r.register(5, [shared("base"), shared("delta-5")]);
   r.abort(4);
   r.abort(5);
+  r.begin(6);
   // Checkpoint 6's ack arrives after 4 was aborted, reusing the segment 4 wrote.
   r.register(6, [shared("base"), shared("delta-4"), shared("delta-6")]);
   assert.equal(r.referenceCount("shared/delta-4"), 2, "held by aborted 4, and 6");
   assert.deepEqual(r.complete(6), ["shared/delta-5"], "4 and 5 released; 6 refers to delta-4");
   assert.deepEqual(r.checkpoints(), [3, 6]);
+  r.begin(7);
+  r.begin(8); // triggered before 7 is aborted: its snapshot may predate 7's writes
   r.register(7, [shared("delta-7")]);
   r.abort(7);
+  r.begin(9);
   r.abort(77); // never registered
-  assert.deepEqual(r.complete(8), ["shared/delta-7"], "8 > 7 and 77 is still held");
-  assert.equal(r.statusOf(77), "aborted");
-  assert.deepEqual(r.releaseAborted(), []);
-  assert.deepEqual(r.referencedPaths(), ["shared/base", "shared/delta-4", "shared/delta-6"]);
+  assert.deepEqual(r.complete(8), [], "8 was triggered before 7 was aborted: 7 is held");
+  assert.equal(r.statusOf(7), "aborted");
+  r.register(9, [shared("delta-7")]); // the next snapshot reuses what 7 wrote
+  assert.deepEqual(r.complete(9), [], "9 releases 7, and refers to delta-7 itself");
+  assert.equal(r.statusOf(7), undefined);
+  assert.equal(r.statusOf(77), "aborted", "77 was aborted after 9 was triggered");
+  r.begin(10);
+  r.register(10, [shared("delta-10")]);
+  r.abort(10);
+  assert.deepEqual(r.releaseAborted(9), [], "bounded: 10 is not released");
+  assert.equal(r.statusOf(10), "aborted");
+  assert.deepEqual(r.releaseAborted(), ["shared/delta-10"]);
+  assert.deepEqual(r.referencedPaths(), [
+    "shared/base",
+    "shared/delta-4",
+    "shared/delta-6",
+    "shared/delta-7",
+  ]);
+});
+
+Deno.test("SharedStateRegistry completes a checkpoint whose trigger it did not see without releasing anything", () => {
+  const r = new SharedStateRegistry();
+  r.begin(1);
+  r.register(1, [shared("a")]);
+  r.abort(1);
+  r.register(2, [shared("b")]);
+  assert.deepEqual(r.complete(2), [], "2's trigger is unknown: 1 stays held");
+  assert.equal(r.statusOf(1), "aborted");
+  assert.throws(() => r.begin(2), /Cannot begin checkpoint 2: it is already completed/);
 });
 
 Deno.test("SharedStateRegistry refuses state changes out of order", () => {
@@ -210,6 +241,10 @@ interface Model {
   readonly everRegistered: Set<string>;
   nextId: number;
   nextPath: number;
+  /** The order of triggers and aborts. */
+  clock: number;
+  readonly begunAt: Map<number, number>;
+  readonly abortedAt: Map<number, number>;
 }
 
 function referencedBy(model: Model): Set<string> {
@@ -250,6 +285,9 @@ function run(
     everRegistered: new Set(),
     nextId: 1,
     nextPath: 0,
+    clock: 0,
+    begunAt: new Map(),
+    abortedAt: new Map(),
   };
   const of = (status: "pending" | "completed", pick: number): number | undefined => {
     // (aborted checkpoints are never picked: they only wait for release)
@@ -261,7 +299,8 @@ function run(
       case "trigger": {
         const id = model.nextId++;
         model.checkpoints.set(id, { status: "pending", paths: new Set() });
-        registry.register(id, []);
+        model.begunAt.set(id, ++model.clock);
+        registry.begin(id);
         break;
       }
       case "register": {
@@ -286,8 +325,11 @@ function run(
         if (id === undefined) break;
         const paths = registry.complete(id);
         model.checkpoints.get(id)!.status = "completed";
+        const begunAt = model.begunAt.get(id)!;
         for (const [other, c] of [...model.checkpoints]) {
-          if (c.status === "aborted" && other < id) model.checkpoints.delete(other);
+          if (c.status === "aborted" && model.abortedAt.get(other)! < begunAt) {
+            model.checkpoints.delete(other);
+          }
         }
         released(model, paths, `complete(${id})`);
         break;
@@ -297,6 +339,7 @@ function run(
         if (id === undefined) break;
         registry.abort(id);
         model.checkpoints.get(id)!.status = "aborted";
+        model.abortedAt.set(id, ++model.clock);
         break;
       }
       case "discard": {

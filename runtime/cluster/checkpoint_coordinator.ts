@@ -268,11 +268,14 @@ export class CheckpointCoordinator {
   /**
    * Once `cancelled` resolves (no subtask of the failed attempt runs) and
    * every metadata write settled, the checkpoints it aborted release their
-   * shared blobs.
+   * shared blobs: those up to the last id triggered so far (call it right
+   * after {@linkcode failingOver}, before the next attempt triggers any),
+   * never those of the next attempt, which may be running by then.
    */
   releaseAborted(abortedIds: CheckpointId[], cancelled: Promise<void>): void {
+    const upTo = Math.max(this.#tracker.lastCheckpointId, ...abortedIds);
     void Promise.all([cancelled, ...this.#finalizing])
-      .then(() => this.#retention.failedOver(abortedIds));
+      .then(() => this.#retention.failedOver(abortedIds, upTo));
   }
 
   /** Resolves once every metadata write in flight settled; never rejects. */
@@ -362,6 +365,7 @@ export class CheckpointCoordinator {
       tasks: this.#o.tasks,
       kind,
     });
+    this.#retention.triggered(decision.checkpointId);
     log.debug(`job ${this.#o.jobId}: triggering ${kind} ${decision.checkpointId}`);
     for (const s of this.#o.sources) {
       this.#host.toTask(s, { t: "trigger", id: decision.checkpointId, ts: now, type: kind });

@@ -13,9 +13,9 @@
  *   never a complete one missing blobs), then the shared blobs whose count
  *   reached zero.
  * - An aborted checkpoint's folder is discarded at once; the shared blobs
- *   only it wrote are deleted when a later checkpoint completes, or when a
- *   failover cancelled every subtask of the attempt (a later checkpoint may
- *   reuse them until then). Subtasks never delete shared blobs themselves;
+ *   only it wrote are deleted when a checkpoint triggered after the abort
+ *   completes, or when a failover cancelled every subtask of the attempt
+ *   that wrote them (a later checkpoint may reuse them until then). Subtasks never delete shared blobs themselves;
  *   those of a checkpoint aborted before any ack registered them are swept
  *   (`SharedStateRegistry.unreferenced` over a listing) when the job ends —
  *   a simplification: until then, over restarts, they stay as garbage.
@@ -78,6 +78,14 @@ export class CheckpointRetention {
     return this.#queue;
   }
 
+  /**
+   * Checkpoint `checkpointId` was triggered: only aborts recorded before
+   * this are released when it completes (see `SharedStateRegistry.begin`).
+   */
+  triggered(checkpointId: CheckpointId): void {
+    this.#run(() => this.#registry.begin(checkpointId), "begin");
+  }
+
   /** An acknowledgement the tracker accepted: its handles are referenced by its checkpoint. */
   acknowledged(ack: SubtaskAck): void {
     this.#run(() => this.#registry.register(ack.checkpointId, ack.handles), "register");
@@ -86,7 +94,8 @@ export class CheckpointRetention {
   /**
    * Checkpoint `checkpointId`'s metadata was written (the commit point):
    * its references are fixed, whatever happens to the attempt; shared blobs
-   * only earlier aborted checkpoints referred to are deleted.
+   * only checkpoints aborted before it was triggered referred to are
+   * deleted.
    */
   written(checkpointId: CheckpointId): void {
     this.#written.add(checkpointId);
@@ -134,13 +143,17 @@ export class CheckpointRetention {
   /**
    * A failover aborted `ids` and every subtask of the failed attempt was
    * cancelled, every metadata write in flight settled: the ones not written
-   * are aborted, and no aborted checkpoint can be reused any more, so the
-   * shared blobs only they referred to go.
+   * are aborted, and no aborted checkpoint up to `upTo` (the last id the
+   * failed attempt triggered) can be reused any more, so the shared blobs
+   * only they referred to go. Later ids belong to the next attempt, which
+   * may be running by now and reuse what its aborted checkpoints wrote.
+   *
+   * @param upTo the last checkpoint id of the failed attempt. Default: all (the job ended).
    */
-  failedOver(ids: readonly CheckpointId[]): void {
+  failedOver(ids: readonly CheckpointId[], upTo: number = Number.POSITIVE_INFINITY): void {
     for (const id of ids) this.aborted(id);
     this.#run(
-      () => this.#deleteShared(this.#registry.releaseAborted(), "of aborted checkpoints"),
+      () => this.#deleteShared(this.#registry.releaseAborted(upTo), "of aborted checkpoints"),
       "release",
     );
   }

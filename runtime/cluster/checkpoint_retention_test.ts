@@ -81,6 +81,7 @@ Deno.test("CheckpointRetention deletes a shared blob only when no retained check
     const retention = new CheckpointRetention({ jobId: JOB, storage, retained: [] });
     // 1 writes a; 2 refers to a and writes b; 3 writes c and is aborted; 4 refers to b.
     for (const [id, writes, refs] of [[1, ["a"], []], [2, ["b"], ["a"]]] as const) {
+      retention.triggered(id);
       const ack = await take(storage, id, [...writes], [...refs]);
       retention.acknowledged(ack);
       await storage.writeMetadata(metadataOf(ack));
@@ -95,12 +96,14 @@ Deno.test("CheckpointRetention deletes a shared blob only when no retained check
       "2 still refers to a",
     );
 
+    retention.triggered(3);
     retention.acknowledged(await take(storage, 3, ["c"]));
     retention.aborted(3);
     await retention.settled();
     assert.equal(await exists(join(dir, JOB, "chk-3")), false);
     assert.deepEqual(await storage.listShared(JOB), ["shared/a", "shared/b", "shared/c"]);
 
+    retention.triggered(4); // after 3 was aborted
     const four = await take(storage, 4, [], ["b"]);
     retention.acknowledged(four);
     await storage.writeMetadata(metadataOf(four));
@@ -138,6 +141,42 @@ Deno.test("CheckpointRetention never aborts a checkpoint whose metadata was writ
     retention.ended();
     await retention.settled();
     assert.deepEqual(await storage.listShared(JOB), ["shared/d"]);
+  });
+});
+
+Deno.test("CheckpointRetention releases a failover's aborted checkpoints late without touching the next attempt's (chaos_incremental_test, seed 1610634379)", async () => {
+  await withStorage(async (storage) => {
+    const retention = new CheckpointRetention({ jobId: JOB, storage, retained: [] });
+    // Attempt 1: checkpoint 10 completes, 11 is in flight when it fails.
+    retention.triggered(10);
+    const ten = await take(storage, 10, ["base-1"]);
+    retention.acknowledged(ten);
+    await storage.writeMetadata(metadataOf(ten));
+    retention.written(10);
+    retention.triggered(11);
+    retention.acknowledged(await take(storage, 11, ["seg-11"], ["base-1"]));
+    // Attempt 2 starts before the cancellation of attempt 1 is confirmed:
+    // its checkpoint 12 writes a materialization and is aborted (declined
+    // elsewhere); 13 is in flight, and its ack will reuse what 12 wrote.
+    retention.triggered(12);
+    retention.acknowledged(await take(storage, 12, ["mat-12"], ["base-1"]));
+    retention.aborted(12);
+    retention.triggered(13);
+    // Now the failover of attempt 1 releases its aborted checkpoints: up to 11.
+    retention.failedOver([11], 11);
+    await retention.settled();
+    assert.deepEqual(
+      await storage.listShared(JOB),
+      ["shared/base-1", "shared/mat-12"],
+      "11's segment goes; 12 belongs to the running attempt and is held",
+    );
+    const thirteen = await take(storage, 13, ["seg-13"], ["mat-12"]);
+    retention.acknowledged(thirteen);
+    await storage.writeMetadata(metadataOf(thirteen));
+    retention.written(13);
+    retention.discard([10]);
+    await retention.settled();
+    assert.deepEqual(await storage.listShared(JOB), ["shared/mat-12", "shared/seg-13"]);
   });
 });
 

@@ -51,6 +51,8 @@ export interface InFlight {
   readonly capturedAt: number;
   readonly entries: number;
   readonly segmentsAfter: Segment[];
+  /** Checkpoint snapshots captured after it, while its write ran. */
+  laterSnapshots: number;
 }
 
 /**

@@ -73,8 +73,12 @@
  *   the next checkpoints (a segment or a materialization is reused once
  *   written, before its checkpoint is known to complete); this relies on
  *   the shared state registry holding an aborted checkpoint's blobs until a
- *   later checkpoint completes (`runtime/checkpoint/shared_state_registry.ts`).
- *   The backend gets no completion or abort notifications.
+ *   checkpoint triggered after the abort completes
+ *   (`runtime/checkpoint/shared_state_registry.ts`). A materialization is
+ *   adopted only if no other snapshot was captured while it was written
+ *   (with concurrent checkpoints it is otherwise dropped, and the chain
+ *   materializes again later). The backend gets no completion or abort
+ *   notifications.
  * - The size trigger of materialization estimates segments not yet encoded
  *   (see above), so it can fire one checkpoint early or late.
  * - Reads are not changes: with a TTL `updateType: "OnReadAndWrite"`, a
@@ -445,6 +449,7 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
     if (type === "savepoint") return this.#inner.snapshot(checkpointId, "savepoint", uid);
     const now = this.#clock();
     const segment = this.#capture(checkpointId, now);
+    for (const m of this.#inFlight) m.laterSnapshots++;
     if (segment !== undefined) {
       this.#chain.segments.push(segment);
       for (const m of this.#inFlight) m.segmentsAfter.push(segment);
@@ -500,7 +505,13 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
   #materialize(checkpointId: number, uid: string, now: number): SnapshotResult {
     const entries = this.#inner.numEntries();
     const inner = this.#inner.snapshot(checkpointId, "savepoint", uid);
-    const flight: InFlight = { checkpointId, capturedAt: now, entries, segmentsAfter: [] };
+    const flight: InFlight = {
+      checkpointId,
+      capturedAt: now,
+      entries,
+      segmentsAfter: [],
+      laterSnapshots: 0,
+    };
     this.#inFlight.add(flight);
     const prefix = `materialization-${this.#instance}-${checkpointId}-`;
     return {
@@ -508,7 +519,11 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
         try {
           const handles = await inner.write(sharedWriter(writer, prefix));
           if (writer.cancelled) return [];
-          if (checkpointId > this.#chain.materializedAt) {
+          // Adopted only when no snapshot was captured while it was written:
+          // a snapshot taken meanwhile does not refer to it, so the shared
+          // state registry could release it (with its checkpoint) before the
+          // next snapshot, which would, is registered.
+          if (checkpointId > this.#chain.materializedAt && flight.laterSnapshots === 0) {
             this.#chain = {
               materializedAt: checkpointId,
               base: handles,

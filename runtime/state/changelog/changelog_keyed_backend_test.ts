@@ -132,6 +132,38 @@ Deno.test("materialization by interval drops older segments from later checkpoin
   await b.dispose();
 });
 
+Deno.test("a materialization written while a later snapshot was captured is not adopted (chaos_incremental_test, seed 1610634379)", async () => {
+  const clock = new FakeClock(0);
+  const store = new MemoryBlobStore();
+  const b = changelog(clock, { intervalMs: 1000, maxChangelogRatio: Infinity });
+  const v = b.getValueState(new ValueStateDescriptor<number>("v"));
+  b.setCurrentKey("a");
+  v.update(1);
+  await checkpoint(store, b, 1);
+  clock.now = 1000;
+  v.update(2);
+  const materializing = b.snapshot(2, "checkpoint", UID); // materializes
+  b.setCurrentKey("b");
+  v.update(3);
+  // Checkpoint 3's snapshot is captured before 2's write ended (concurrent
+  // checkpoints, or 2 aborted while its write ran): it cannot refer to 2's
+  // materialization, so the shared state registry may release it with 2.
+  const third = b.snapshot(3, "checkpoint", UID);
+  const h2 = await materializing.write(store.writer(2, "checkpoint"));
+  assert.deepEqual(h2.map((h) => h.kind), ["keyed"]);
+  const h3 = await third.write(store.writer(3, "checkpoint"));
+  v.update(4);
+  const h4 = await checkpoint(store, b, 4);
+  for (const later of [h3, h4]) {
+    assert.ok(!later.some((h) => h.path === h2[0]!.path), "2's materialization is not reused");
+    const r = changelog(clock, NEVER);
+    await r.restore(later, store.read);
+    assert.deepEqual(values(r, ["a", "b"]), later === h3 ? [2, 3] : [2, 4]);
+    await r.dispose();
+  }
+  await b.dispose();
+});
+
 Deno.test("a segment whose write failed is written by the next checkpoint", async () => {
   const clock = new FakeClock(0);
   const store = new MemoryBlobStore();
