@@ -460,8 +460,11 @@ export class TableCapture {
   }
 
   #columns(out: ColumnsOut, parts: Uint8Array[]): void {
-    parts.push(arrayHeader(out.n), ...out.keys, arrayHeader(out.n), ...out.values);
-    if (this.#cells) parts.push(arrayHeader(out.n), ...out.timestamps);
+    // Loops, not push(...column): a key group may hold more entries than the
+    // stack has room for arguments (RangeError "Maximum call stack size exceeded").
+    append(parts, arrayHeader(out.n), out.keys);
+    append(parts, arrayHeader(out.n), out.values);
+    if (this.#cells) append(parts, arrayHeader(out.n), out.timestamps);
   }
 
   /** Encodes key group index `i`'s record (if it holds any entry) and stops its undo recording. */
@@ -499,8 +502,18 @@ export class TableCapture {
       ]
       : [recordHeader(["kind", "ttl", "keyGroups"]), encode(this.#kind), encode(false)];
     parts.push(arrayHeader(this.#groups.length));
-    for (const group of this.#groups) parts.push(...group);
+    for (const group of this.#groups) append(parts, undefined, group);
     this.#groups.length = 0;
     this.#parts = parts;
   }
+}
+
+/** Appends `header` (if any) and every part of `column` to `parts`, without spreading `column` into arguments. */
+function append(
+  parts: Uint8Array[],
+  header: Uint8Array | undefined,
+  column: readonly Uint8Array[],
+): void {
+  if (header !== undefined) parts.push(header);
+  for (let i = 0; i < column.length; i++) parts.push(column[i]!);
 }

@@ -70,7 +70,8 @@ export function cowSnapshotResult(
           encode(header.keyGroupRange),
           recordHeader(captures.map((c) => c.table.name)),
         ];
-        for (const capture of captures) parts.push(...capture.parts);
+        // Not push(...parts): a state may have more parts than the stack has room for arguments.
+        for (const capture of captures) for (const part of capture.parts) parts.push(part);
         released = true;
         const bytes = await concatSliced(parts, SNAPSHOT_SLICE_MS);
         if (writer.cancelled) return [];

@@ -203,3 +203,30 @@ Deno.test("a snapshot keeps the capture's keys when keys are created, touched ag
   b.setCurrentKey(key(2005));
   assert.equal(value.value(), undefined);
 });
+
+Deno.test("a key group with more entries than the stack has room for arguments snapshots (nexmark q11: 'Maximum call stack size exceeded')", async () => {
+  const b = new HeapKeyedStateBackend({
+    keyGroupRange: new KeyGroupRange(0, 0),
+    maxParallelism: 1,
+  });
+  const value = b.getValueState(new ValueStateDescriptor<number>("value"));
+  const keys = 300_000; // all in key group 0: one column of 300 000 parts
+  for (let i = 0; i < keys; i++) {
+    b.setCurrentKey(i);
+    value.update(i);
+  }
+  const store = new MemoryBlobStore();
+  const handles = await b.snapshot(1, "checkpoint", "op").write(store.writer(1, "checkpoint"));
+  const restored = new HeapKeyedStateBackend({
+    keyGroupRange: new KeyGroupRange(0, 0),
+    maxParallelism: 1,
+  });
+  await restored.restore(handles, store.read);
+  const again = restored.getValueState(new ValueStateDescriptor<number>("value"));
+  for (const i of [0, 1, keys / 2, keys - 1]) {
+    restored.setCurrentKey(i);
+    assert.equal(again.value(), i);
+  }
+  await b.dispose();
+  await restored.dispose();
+});

@@ -458,8 +458,8 @@ export async function readChannelState(options: {
   for (const h of mine?.handles ?? []) {
     if (h.kind !== "channel") continue;
     const state = decodeChannelState(await servingInline(options.read)(h), h.path);
-    inputs.push(...state.inputs);
-    outputs.push(...state.outputs);
+    for (const input of state.inputs) inputs.push(input);
+    for (const output of state.outputs) outputs.push(output);
   }
   return { inputs, outputs };
 }
