@@ -147,6 +147,23 @@ export type {
   WatermarkStatus,
 } from "./runtime/time/watermark.ts";
 export { AllWindowedStream, WindowedStream } from "./runtime/api/windowed_stream.ts";
+export {
+  JoinedEqualTo,
+  JoinedStreams,
+  JoinedWhere,
+  JoinedWithWindow,
+} from "./runtime/api/joined_streams.ts";
+export type { FlatJoinFunction, JoinFunction } from "./runtime/api/joined_streams.ts";
+export {
+  CoGroupedEqualTo,
+  CoGroupedStreams,
+  CoGroupedWhere,
+  CoGroupedWithWindow,
+  CoGroupWindowFunction,
+} from "./runtime/api/co_grouped_streams.ts";
+export type { CoGroupFunction, TwoInputWindowSettings } from "./runtime/api/co_grouped_streams.ts";
+export { keyedTaggedUnion } from "./runtime/api/tagged_union.ts";
+export type { KeyedTaggedUnionOptions, TaggedUnion } from "./runtime/api/tagged_union.ts";
 export type {
   WindowFunctionSpec,
   WindowOperatorSpec,
@@ -212,6 +229,17 @@ export { SystemClock, systemClock } from "./runtime/time/clock.ts";
 export type { Clock } from "./runtime/time/clock.ts";
 export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/restart_strategy.ts";
 export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
+export {
+  classifyFailure,
+  InvalidConfigurationError,
+  JobGraphMismatchError,
+  JobModuleLoadError,
+} from "./runtime/failure.ts";
+export type {
+  FailureClassification,
+  JobModuleLoadErrorOptions,
+  ThrowableType,
+} from "./runtime/failure.ts";
 export {
   CheckpointFailureThresholdError,
   ClusterRequestError,

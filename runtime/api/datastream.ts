@@ -49,6 +49,8 @@ import type { GlobalWindow, Window } from "../time/windows/window.ts";
 import { GlobalWindows } from "../time/windows/global_windows.ts";
 import { CountTrigger, PurgingTrigger } from "../time/windows/triggers.ts";
 import { CountEvictor } from "../time/windows/evictors.ts";
+import { JoinedStreams } from "./joined_streams.ts";
+import { CoGroupedStreams } from "./co_grouped_streams.ts";
 
 /** One input of a stream-to-be: a node's (side) output, and how it is partitioned. */
 export interface StreamInput {
@@ -271,6 +273,26 @@ export class DataStream<T> {
     return slide === undefined
       ? windowed.trigger(PurgingTrigger.of(CountTrigger.of(size)))
       : windowed.evictor(CountEvictor.of(size)).trigger(CountTrigger.of(slide));
+  }
+
+  /**
+   * Starts a window join with `other` (Flink's `DataStream.join`): continue
+   * with `where(k1).equalTo(k2).window(assigner).apply(joinFn)`; see
+   * `runtime/api/joined_streams.ts`. Every pair of elements of one key and
+   * one window is joined (inner join).
+   */
+  join<T2>(other: DataStream<T2>): JoinedStreams<T, T2> {
+    return new JoinedStreams<T, T2>(this, other);
+  }
+
+  /**
+   * Starts a window coGroup with `other` (Flink's `DataStream.coGroup`):
+   * continue with `where(k1).equalTo(k2).window(assigner).apply(coGroupFn)`;
+   * see `runtime/api/co_grouped_streams.ts`. The function gets each key's
+   * window elements of both inputs, either side possibly empty.
+   */
+  coGroup<T2>(other: DataStream<T2>): CoGroupedStreams<T, T2> {
+    return new CoGroupedStreams<T, T2>(this, other);
   }
 
   /** Prints each record on stdout (see {@linkcode PrintSink}). */

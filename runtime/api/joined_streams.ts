@@ -1,0 +1,311 @@
+/**
+ * Window join of two streams (Flink's `JoinedStreams`):
+ * `first.join(second).where(k1).equalTo(k2).window(assigner).apply(fn)`
+ * emits, for every key and window, `fn` of every pair of one first-input
+ * and one second-input element of that window: the cross product, an inner
+ * join. A window with elements of only one input emits nothing (write outer
+ * joins with `coGroup`).
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
+ * import { CollectionSource } from "./collection_source.ts";
+ *
+ * type Order = { id: number; user: string; ts: number };
+ * type Payment = { order: number; amount: number; ts: number };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const byTs = <T extends { ts: number }>() =>
+ *   WatermarkStrategy.forMonotonousTimestamps<T>().withTimestampAssigner((r) => r.ts);
+ * const orders = env.fromSource(
+ *   new CollectionSource<Order>([{ id: 1, user: "a", ts: 100 }, { id: 2, user: "b", ts: 200 }]),
+ *   byTs<Order>(),
+ *   "orders",
+ * );
+ * const payments = env.fromSource(
+ *   new CollectionSource<Payment>([{ order: 1, amount: 5, ts: 300 }]),
+ *   byTs<Payment>(),
+ *   "payments",
+ * );
+ * const paid: string[] = [];
+ * orders.join(payments)
+ *   .where((o) => o.id)
+ *   .equalTo((p) => p.order)
+ *   .window(TumblingEventTimeWindows.of(1_000))
+ *   .apply((o, p) => `${o.user} paid ${p.amount}`)
+ *   .uid("paid-orders")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { paid.push(line); } });
+ * await env.execute("window join");
+ * console.assert(paid.join() === "a paid 5");
+ * ```
+ *
+ * ## How it runs (as in Flink)
+ *
+ * A window join is a window coGroup (`co_grouped_streams.ts`) whose
+ * function loops over the pairs: for each first-input element in arrival
+ * order, for each second-input element in arrival order, `join(first,
+ * second)`. Results carry the window's `maxTimestamp()`; late elements are
+ * dropped and counted in `numLateRecordsDropped`; window state is in every
+ * checkpoint.
+ *
+ * @module
+ */
+
+import type { Collector, FunctionHooks } from "./functions.ts";
+import type { DataStream, SingleOutputStreamOperator } from "./datastream.ts";
+import {
+  buildTwoInputWindow,
+  CoGroupWindowFunction,
+  type TwoInputWindowSettings,
+} from "./co_grouped_streams.ts";
+import { checkKeySelector, type TaggedUnion } from "./tagged_union.ts";
+import type { Key } from "../state/key_group.ts";
+import type { WindowAssigner } from "../time/windows/window_assigner.ts";
+import type { Trigger } from "../time/windows/trigger.ts";
+import type { Evictor } from "../time/windows/evictor.ts";
+import type { Window } from "../time/windows/window.ts";
+
+/**
+ * Joins one pair into one result (Flink's `JoinFunction`): a function
+ * `(first, second) => result`, or an object with `join(first, second)` and
+ * optional lifecycle hooks. Its `join` must declare at most two
+ * parameters: one that declares three is a {@linkcode FlatJoinFunction}.
+ *
+ * @typeParam IN1 records of the first input.
+ * @typeParam IN2 records of the second input.
+ * @typeParam OUT the result.
+ */
+export type JoinFunction<IN1, IN2, OUT> =
+  | ((first: IN1, second: IN2) => OUT)
+  | (FunctionHooks & { join(first: IN1, second: IN2): OUT });
+
+/**
+ * Joins one pair into zero or more results through a collector (Flink's
+ * `FlatJoinFunction`): a function `(first, second, out) => void`, or an
+ * object with `join(first, second, out)`. Weir tells it from a
+ * {@linkcode JoinFunction} by its declared parameter count (three).
+ *
+ * @typeParam IN1 records of the first input.
+ * @typeParam IN2 records of the second input.
+ * @typeParam OUT the results.
+ */
+export type FlatJoinFunction<IN1, IN2, OUT> =
+  | ((first: IN1, second: IN2, out: Collector<OUT>) => void)
+  | (FunctionHooks & { join(first: IN1, second: IN2, out: Collector<OUT>): void });
+
+/**
+ * Two streams to be joined over windows (Flink's `JoinedStreams`): name
+ * the keys with `where` and `equalTo`, then the windows.
+ *
+ * @typeParam T1 records of the first input.
+ * @typeParam T2 records of the second input.
+ */
+export class JoinedStreams<T1, T2> {
+  readonly #first: DataStream<T1>;
+  readonly #second: DataStream<T2>;
+
+  /** @internal Use `DataStream.join(other)`. */
+  constructor(first: DataStream<T1>, second: DataStream<T2>) {
+    this.#first = first;
+    this.#second = second;
+  }
+
+  /**
+   * The key of the first input's records.
+   * @throws {TypeError} when `keySelector` is not a function.
+   */
+  where<K extends Key>(keySelector: (value: T1) => K): JoinedWhere<T1, T2, K> {
+    checkKeySelector(keySelector, "join().where()");
+    return new JoinedWhere(this.#first, this.#second, keySelector);
+  }
+}
+
+/** A join with its first key (Flink's `JoinedStreams.Where`). */
+export class JoinedWhere<T1, T2, K extends Key> {
+  readonly #first: DataStream<T1>;
+  readonly #second: DataStream<T2>;
+  readonly #firstKey: (value: T1) => K;
+
+  /** @internal Use `JoinedStreams.where`. */
+  constructor(first: DataStream<T1>, second: DataStream<T2>, firstKey: (value: T1) => K) {
+    this.#first = first;
+    this.#second = second;
+    this.#firstKey = firstKey;
+  }
+
+  /**
+   * The key of the second input's records; pairs with equal keys join.
+   * @throws {TypeError} when `keySelector` is not a function.
+   */
+  equalTo(keySelector: (value: T2) => K): JoinedEqualTo<T1, T2, K> {
+    checkKeySelector(keySelector, "join().where().equalTo()");
+    return new JoinedEqualTo(this.#first, this.#second, this.#firstKey, keySelector);
+  }
+}
+
+/** A join with both keys (Flink's `JoinedStreams.Where.EqualTo`). */
+export class JoinedEqualTo<T1, T2, K extends Key> {
+  readonly #first: DataStream<T1>;
+  readonly #second: DataStream<T2>;
+  readonly #firstKey: (value: T1) => K;
+  readonly #secondKey: (value: T2) => K;
+
+  /** @internal Use `JoinedWhere.equalTo`. */
+  constructor(
+    first: DataStream<T1>,
+    second: DataStream<T2>,
+    firstKey: (value: T1) => K,
+    secondKey: (value: T2) => K,
+  ) {
+    this.#first = first;
+    this.#second = second;
+    this.#firstKey = firstKey;
+    this.#secondKey = secondKey;
+  }
+
+  /**
+   * Cuts both inputs into windows of `assigner` (it sees the elements
+   * tagged, see {@linkcode TaggedUnion}).
+   * @param assigner e.g. `TumblingEventTimeWindows.of(10_000)`.
+   */
+  window<W extends Window>(
+    assigner: WindowAssigner<TaggedUnion<T1, T2>, W>,
+  ): JoinedWithWindow<T1, T2, K, W> {
+    return new JoinedWithWindow({
+      first: this.#first,
+      second: this.#second,
+      firstKey: this.#firstKey,
+      secondKey: this.#secondKey,
+      assigner,
+    });
+  }
+}
+
+/**
+ * A windowed join, to be configured and applied (Flink's
+ * `JoinedStreams.WithWindow`).
+ *
+ * @typeParam T1 records of the first input.
+ * @typeParam T2 records of the second input.
+ * @typeParam K the key.
+ * @typeParam W the window type.
+ */
+export class JoinedWithWindow<T1, T2, K extends Key, W extends Window> {
+  readonly #first: DataStream<T1>;
+  readonly #second: DataStream<T2>;
+  readonly #firstKey: (value: T1) => K;
+  readonly #secondKey: (value: T2) => K;
+  readonly #settings: TwoInputWindowSettings<T1, T2, W>;
+
+  /** @internal Use `JoinedEqualTo.window`. */
+  constructor(options: {
+    first: DataStream<T1>;
+    second: DataStream<T2>;
+    firstKey: (value: T1) => K;
+    secondKey: (value: T2) => K;
+    assigner: WindowAssigner<TaggedUnion<T1, T2>, W>;
+  }) {
+    this.#first = options.first;
+    this.#second = options.second;
+    this.#firstKey = options.firstKey;
+    this.#secondKey = options.secondKey;
+    this.#settings = {
+      assigner: options.assigner,
+      trigger: undefined,
+      evictor: undefined,
+      allowedLateness: 0,
+    };
+  }
+
+  /** Sets the trigger (see `WindowedStream.trigger`); checked when applied. */
+  trigger(trigger: Trigger<TaggedUnion<T1, T2>, W>): this {
+    this.#settings.trigger = trigger;
+    return this;
+  }
+
+  /** Sets an evictor (see `WindowedStream.evictor`). */
+  evictor(evictor: Evictor<TaggedUnion<T1, T2>, W>): this {
+    this.#settings.evictor = evictor;
+    return this;
+  }
+
+  /**
+   * Lets elements up to `ms` behind a window's end still update it and fire
+   * it again; a window that fires again emits all its pairs again, as in
+   * Flink. Default 0.
+   * @throws {RangeError} unless `ms` is an integer >= 0.
+   */
+  allowedLateness(ms: number): this {
+    if (!Number.isSafeInteger(ms) || ms < 0) {
+      throw new RangeError(
+        `join().allowedLateness() needs an integer >= 0 ms: current value is ${ms}`,
+      );
+    }
+    this.#settings.allowedLateness = ms;
+    return this;
+  }
+
+  /**
+   * Applies `fn` to every pair of a key's window when it fires: a
+   * {@linkcode JoinFunction} emits its result, a {@linkcode FlatJoinFunction}
+   * (three declared parameters) emits through its collector. Set a `uid` on
+   * the result: it is the window operator.
+   * @throws {TypeError} when `fn` is neither a function nor an object with
+   *   `join`, or for a trigger that cannot merge on a merging assigner.
+   */
+  apply<O>(fn: JoinFunction<T1, T2, O>): SingleOutputStreamOperator<O>;
+  /** Applies a {@linkcode FlatJoinFunction} to every pair (see the overload above). */
+  apply<O>(fn: FlatJoinFunction<T1, T2, O>): SingleOutputStreamOperator<O>;
+  apply<O>(
+    fn: JoinFunction<T1, T2, O> | FlatJoinFunction<T1, T2, O>,
+  ): SingleOutputStreamOperator<O> {
+    return buildTwoInputWindow<T1, T2, K, W, O>({
+      first: this.#first,
+      second: this.#second,
+      firstKey: this.#firstKey,
+      secondKey: this.#secondKey,
+      settings: this.#settings,
+      fn: new CoGroupWindowFunction(fn, joinCaller<T1, T2, O>(fn)),
+      name: "Join",
+    });
+  }
+}
+
+type AnyJoin<T1, T2, O> = JoinFunction<T1, T2, O> | FlatJoinFunction<T1, T2, O>;
+
+/** The cross product loop of Flink's `JoinCoGroupFunction` / `FlatJoinCoGroupFunction`. */
+function joinCaller<T1, T2, O>(
+  fn: AnyJoin<T1, T2, O>,
+): (user: AnyJoin<T1, T2, O>, first: T1[], second: T2[], out: Collector<O>) => void {
+  const method = typeof fn === "function"
+    ? fn
+    : typeof fn === "object" && fn !== null && typeof fn.join === "function"
+    ? fn.join
+    : undefined;
+  if (method === undefined) {
+    throw new TypeError(
+      `join().apply() needs a JoinFunction or FlatJoinFunction (a function, or an object with join()): current value is ${
+        String(fn)
+      }`,
+    );
+  }
+  const flat = method.length >= 3;
+  const pick = typeof fn === "function"
+    ? (user: AnyJoin<T1, T2, O>) => user as (a: T1, b: T2, out: Collector<O>) => O | void
+    : (user: AnyJoin<T1, T2, O>) => {
+      const obj = user as { join(a: T1, b: T2, out: Collector<O>): O | void };
+      return (a: T1, b: T2, out: Collector<O>) => obj.join(a, b, out);
+    };
+  return (user, first, second, out) => {
+    if (first.length === 0 || second.length === 0) return;
+    const join = pick(user);
+    for (const a of first) {
+      for (const b of second) {
+        if (flat) join(a, b, out);
+        else out.collect(join(a, b, out) as O);
+      }
+    }
+  };
+}
