@@ -43,16 +43,41 @@ export {
   SingleOutputStreamOperator,
 } from "./runtime/api/datastream.ts";
 export type { StreamGraphOwner, StreamInput } from "./runtime/api/datastream.ts";
+export {
+  ConnectedStreams,
+  KeyedConnectedStreams,
+  type TwoInputRequest,
+  type TwoInputTransform,
+} from "./runtime/api/connected_streams.ts";
+export { BroadcastConnectedStream, BroadcastStream } from "./runtime/api/broadcast_stream.ts";
+export type {
+  BroadcastContext,
+  BroadcastProcessFunction,
+  BroadcastReadOnlyContext,
+  BroadcastState,
+  KeyedBroadcastContext,
+  KeyedBroadcastOnTimerContext,
+  KeyedBroadcastProcessFunction,
+  KeyedBroadcastReadOnlyContext,
+  KeyedStateDescriptor,
+  KeyedStateFunction,
+  KeyedStateOf,
+  ReadOnlyBroadcastState,
+} from "./runtime/api/broadcast_functions.ts";
 export type {
   AggregateFunction,
   CheckpointedFunction,
   CheckpointListener,
+  CoFlatMapFunction,
+  CoMapFunction,
+  CoProcessFunction,
   Collector,
   FilterFunction,
   FlatMapFunction,
   FunctionHooks,
   FunctionInitializationContext,
   FunctionSnapshotContext,
+  KeyedCoProcessFunction,
   KeyedProcessContext,
   KeyedProcessFunction,
   MapFunction,
@@ -265,6 +290,7 @@ export { StreamGraph } from "./runtime/graph/stream_graph.ts";
 export type {
   KeySelector,
   OperatorSpec,
+  TwoInputOperatorSpec,
   Partitioner,
   StreamEdge,
   StreamNode,

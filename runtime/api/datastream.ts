@@ -49,6 +49,14 @@ import type { GlobalWindow, Window } from "../time/windows/window.ts";
 import { GlobalWindows } from "../time/windows/global_windows.ts";
 import { CountTrigger, PurgingTrigger } from "../time/windows/triggers.ts";
 import { CountEvictor } from "../time/windows/evictors.ts";
+import {
+  addTwoInputNode,
+  ConnectedStreams,
+  type TwoInputRequest,
+  type TwoInputTransform,
+} from "./connected_streams.ts";
+import { BroadcastConnectedStream, BroadcastStream } from "./broadcast_stream.ts";
+import type { MapStateDescriptor } from "./state.ts";
 import { JoinedStreams } from "./joined_streams.ts";
 import { CoGroupedStreams } from "./co_grouped_streams.ts";
 
@@ -217,9 +225,53 @@ export class DataStream<T> {
     return this.#partition("rebalance");
   }
 
-  /** Sends every record to every downstream subtask. */
-  broadcast(): DataStream<T> {
+  /**
+   * Without arguments: sends every record to every downstream subtask
+   * (the `broadcast` partitioner). With broadcast state descriptors: the
+   * control stream of the broadcast state pattern (Flink's
+   * `broadcast(MapStateDescriptor...)`), to `connect` a data stream with;
+   * see `runtime/api/broadcast_stream.ts`.
+   * @throws {TypeError} when a descriptor is not a `MapStateDescriptor`, or two share a name.
+   */
+  broadcast(): DataStream<T>;
+  /** The control stream of the broadcast state pattern, with its broadcast states (see above). */
+  broadcast(
+    descriptor: MapStateDescriptor<unknown, unknown>,
+    ...more: MapStateDescriptor<unknown, unknown>[]
+  ): BroadcastStream<T>;
+  broadcast(
+    ...descriptors: MapStateDescriptor<unknown, unknown>[]
+  ): DataStream<T> | BroadcastStream<T> {
+    if (descriptors.length > 0) return new BroadcastStream<T>(this.inputs, descriptors);
     return this.#partition("broadcast");
+  }
+
+  /**
+   * Connects this stream (input 1) with `other` (input 2) for one
+   * two-input operator (Flink's `connect`): with a `DataStream`, a
+   * {@linkcode ConnectedStreams} (`map`, `flatMap`, `process`, `keyBy(k1, k2)`);
+   * with a `BroadcastStream`, the broadcast state pattern's
+   * {@linkcode BroadcastConnectedStream}. See `connected_streams.ts`.
+   */
+  connect<T2>(other: BroadcastStream<T2>): BroadcastConnectedStream<T, T2>;
+  /** Connects with another stream for a co-map, co-flatMap or co-process operator (see above). */
+  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
+  connect<T2>(
+    other: DataStream<T2> | BroadcastStream<T2>,
+  ): ConnectedStreams<T, T2> | BroadcastConnectedStream<T, T2> {
+    if (other instanceof BroadcastStream) {
+      return new BroadcastConnectedStream<T, T2>(this.inputs, other, this.twoInputTransform());
+    }
+    return new ConnectedStreams<T, T2>(this.inputs, other.inputs, this.twoInputTransform());
+  }
+
+  /** Adds a two-input operator (for `connect` and the joins). */
+  protected twoInputTransform(): TwoInputTransform {
+    return <O>(request: TwoInputRequest) =>
+      new SingleOutputStreamOperator<O>(
+        this.owner,
+        addTwoInputNode(this.owner.streamGraph, request),
+      );
   }
 
   /** Sends records to the downstream subtask with the same index (equal parallelism only). */
@@ -377,6 +429,24 @@ export class SingleOutputStreamOperator<T> extends DataStream<T> {
  * through `process`, per-key timers.
  */
 export class KeyedStream<T, K extends Key> extends DataStream<T> {
+  /**
+   * Connects this keyed stream with `other`: with a `BroadcastStream`, the
+   * keyed side of the broadcast state pattern (`KeyedBroadcastProcessFunction`);
+   * with another `KeyedStream`, keyed connected streams; see
+   * {@linkcode DataStream.connect}.
+   */
+  override connect<T2>(other: BroadcastStream<T2>): BroadcastConnectedStream<T, T2, K>;
+  /** Connects with another stream; keyed when both are keyed (see above). */
+  override connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
+  override connect<T2>(
+    other: DataStream<T2> | BroadcastStream<T2>,
+  ): ConnectedStreams<T, T2> | BroadcastConnectedStream<T, T2, K> {
+    if (other instanceof BroadcastStream) {
+      return new BroadcastConnectedStream<T, T2, K>(this.inputs, other, this.twoInputTransform());
+    }
+    return super.connect(other);
+  }
+
   /** Applies a {@linkcode KeyedProcessFunction}: keyed state, timers, side outputs. */
   override process<O>(
     fn: KeyedProcessFunction<K, T, O> | ProcessFunction<T, O>,

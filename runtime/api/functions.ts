@@ -275,3 +275,72 @@ export interface KeyedProcessFunction<K, I, O> extends FunctionHooks {
   /** Called when a timer registered for the current key fires, at `timestamp` ms. */
   onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
 }
+
+/**
+ * Transforms each record of two connected inputs into one record (Flink's
+ * `CoMapFunction`): `map1` for input 1, `map2` for input 2. An object is
+ * copied per subtask, as every function (see the module docs).
+ */
+export interface CoMapFunction<IN1, IN2, O> extends FunctionHooks {
+  /** Maps a record of input 1. */
+  map1(value: IN1): O;
+  /** Maps a record of input 2. */
+  map2(value: IN2): O;
+}
+
+/**
+ * Transforms each record of two connected inputs into zero or more records
+ * (Flink's `CoFlatMapFunction`).
+ */
+export interface CoFlatMapFunction<IN1, IN2, O> extends FunctionHooks {
+  /** Processes a record of input 1. */
+  flatMap1(value: IN1, out: Collector<O>): void;
+  /** Processes a record of input 2. */
+  flatMap2(value: IN2, out: Collector<O>): void;
+}
+
+/**
+ * A low-level function over two connected inputs (Flink's
+ * `CoProcessFunction`): `processElement1` gets input 1's records,
+ * `processElement2` input 2's, one at a time on the subtask's mailbox loop
+ * (never concurrently). The context gives the record's timestamp, side
+ * outputs (`ctx.output(tag, value)`) and the timer service; timers (and
+ * `onTimer`) need keyed inputs (`connect(...).keyBy(k1, k2)`), otherwise
+ * registering one throws. The watermark is the minimum over both inputs
+ * (idle inputs excluded, as in Flink).
+ */
+export interface CoProcessFunction<IN1, IN2, O> extends FunctionHooks {
+  /** Processes a record of input 1. */
+  processElement1(value: IN1, ctx: ProcessContext, out: Collector<O>): void;
+  /** Processes a record of input 2. */
+  processElement2(value: IN2, ctx: ProcessContext, out: Collector<O>): void;
+  /** Called when a timer fires (keyed inputs only), at `timestamp` ms. */
+  onTimer?(timestamp: number, ctx: OnTimerContext<never>, out: Collector<O>): void;
+}
+
+/**
+ * A process function over two inputs keyed by the same kind of key
+ * (Flink's `KeyedCoProcessFunction`, made by
+ * `a.connect(b).keyBy(k1, k2).process(fn)`): records of both inputs with
+ * equal keys reach the same subtask and share that key's keyed state
+ * (`open(ctx)` → `ctx.getState(...)`) and timers; `ctx.getCurrentKey()`
+ * gives the key in both `processElement*` and `onTimer`.
+ *
+ * @example
+ * ```ts
+ * import type { KeyedCoProcessFunction } from "./functions.ts";
+ * // Emits each order with the customer name known for its key so far.
+ * const enrich: KeyedCoProcessFunction<string, { id: string; name: string }, { id: string; n: number }, string> = {
+ *   processElement1(customer, ctx, out) { out.collect(`${ctx.getCurrentKey()} is ${customer.name}`); },
+ *   processElement2(order, ctx, out) { out.collect(`${ctx.getCurrentKey()} ordered ${order.n}`); },
+ * };
+ * ```
+ */
+export interface KeyedCoProcessFunction<K, IN1, IN2, O> extends FunctionHooks {
+  /** Processes a record of input 1 under its key. */
+  processElement1(value: IN1, ctx: KeyedProcessContext<K>, out: Collector<O>): void;
+  /** Processes a record of input 2 under its key. */
+  processElement2(value: IN2, ctx: KeyedProcessContext<K>, out: Collector<O>): void;
+  /** Called when a timer registered for the current key fires, at `timestamp` ms. */
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
+}

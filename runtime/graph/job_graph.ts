@@ -21,13 +21,14 @@
  * @module
  */
 
-import type {
-  KeySelector,
-  OperatorSpec,
-  Partitioner,
-  StreamEdge,
-  StreamGraph,
-  StreamNode,
+import {
+  isTwoInput,
+  type KeySelector,
+  type OperatorSpec,
+  type Partitioner,
+  type StreamEdge,
+  type StreamGraph,
+  type StreamNode,
 } from "./stream_graph.ts";
 
 /** One operator inside a vertex. */
@@ -42,8 +43,10 @@ export interface ChainedOperator {
   readonly name: string;
   /** What it does. */
   readonly spec: OperatorSpec;
-  /** Key selector of its keyed input, for keyed operators. */
+  /** Key selector of its keyed input, for keyed operators (of input 1 for two-input ones). */
   readonly keySelector: KeySelector | undefined;
+  /** Key selector of input 2, for a keyed two-input operator. */
+  readonly keySelector2?: KeySelector | undefined;
   /** Where its output goes. */
   readonly outputs: OperatorOutput[];
 }
@@ -91,6 +94,12 @@ export interface JobEdge {
   readonly keySelector: KeySelector | undefined;
   /** The side output carried, or `undefined` for the main output. */
   readonly sideOutput: string | undefined;
+  /**
+   * The target's input this edge feeds (Flink's `typeNumber`): 0 for a
+   * one-input head (or absent), 1 or 2 for a two-input head
+   * (`processElement1`/`2`).
+   */
+  readonly typeNumber?: 0 | 1 | 2 | undefined;
 }
 
 /** The executable dataflow of one job. */
@@ -129,6 +138,9 @@ export function isStateful(spec: OperatorSpec): boolean {
     case "reduce":
     case "aggregate":
     case "window":
+    case "keyedCoProcess":
+    case "broadcastProcess":
+    case "keyedBroadcastProcess":
       return true;
     case "sink":
       // A SinkV2 keeps committables (with a committer) or writer state (read back by checkWriterState).
@@ -140,6 +152,28 @@ export function isStateful(spec: OperatorSpec): boolean {
     default:
       return typeof spec.fn === "object" && spec.fn !== null &&
         typeof (spec.fn as { snapshotState?: unknown }).snapshotState === "function";
+  }
+}
+
+/**
+ * A two-input operator needs edges numbered 1 and 2 and no others; a
+ * one-input operator takes no numbered edge.
+ * @throws {InvalidJobGraphError} otherwise.
+ */
+function checkInputNumbers(node: StreamNode, ins: readonly StreamEdge[]): void {
+  const numbers = new Set(ins.map((e) => e.typeNumber ?? 0));
+  if (isTwoInput(node.spec)) {
+    if (!numbers.has(1) || !numbers.has(2) || numbers.has(0)) {
+      throw new InvalidJobGraphError(
+        `Two-input operator '${node.name}' needs input edges numbered 1 and 2: current numbers are [${
+          [...numbers].sort().join(", ")
+        }]`,
+      );
+    }
+  } else if (numbers.has(1) || numbers.has(2)) {
+    throw new InvalidJobGraphError(
+      `One-input operator '${node.name}' (${node.spec.kind}) has an input edge numbered for a two-input operator`,
+    );
   }
 }
 
@@ -162,7 +196,9 @@ function assignUids(graph: StreamGraph, incoming: Map<number, StreamEdge[]>): st
       uids[node.id] = node.uid;
     } else {
       const inputs = (incoming.get(node.id) ?? []).map((e) =>
-        `${uids[e.source]}/${e.sideOutput ?? ""}`
+        `${uids[e.source]}/${e.sideOutput ?? ""}${
+          e.typeNumber === undefined ? "" : `#${e.typeNumber}`
+        }`
       )
         .sort().join(",");
       const basis = `${node.spec.kind}|${node.name}|${inputs}`;
@@ -219,6 +255,7 @@ export function buildJobGraph(
     (incoming.get(edge.target) ?? incoming.set(edge.target, []).get(edge.target)!).push(edge);
     (outgoing.get(edge.source) ?? outgoing.set(edge.source, []).get(edge.source)!).push(edge);
   }
+  for (const node of graph.nodes) checkInputNumbers(node, incoming.get(node.id) ?? []);
   const uids = assignUids(graph, incoming);
   for (const node of graph.nodes) {
     if (node.uid === undefined && isStateful(node.spec)) {
@@ -251,7 +288,10 @@ export function buildJobGraph(
   const chainedTo = new Map<number, number>();
   for (const node of graph.nodes) {
     const ins = incoming.get(node.id) ?? [];
-    if (!options.chaining || !node.chainable || node.spec.kind === "source" || ins.length !== 1) {
+    if (
+      !options.chaining || !node.chainable || node.spec.kind === "source" || ins.length !== 1 ||
+      isTwoInput(node.spec) // a two-input operator heads its vertex (its inputs are numbered)
+    ) {
       continue;
     }
     const edge = ins[0]!;
@@ -311,6 +351,7 @@ export function buildJobGraph(
       partitioner: resolve(edge),
       keySelector: edge.keySelector,
       sideOutput: edge.sideOutput,
+      typeNumber: edge.typeNumber ?? 0,
     });
     (vertexInputs.get(target) ?? vertexInputs.set(target, []).get(target)!).push(index);
     (vertexOutputs.get(source) ?? vertexOutputs.set(source, []).get(source)!).push(index);
@@ -332,6 +373,7 @@ export function buildJobGraph(
         name: node.name,
         spec: node.spec,
         keySelector: node.keySelector,
+        keySelector2: node.keySelector2,
         outputs: [...(chainedOutputs.get(id) ?? []), ...(networkOutputs.get(id) ?? [])],
       };
     });

@@ -17,13 +17,22 @@
 
 import type {
   AggregateFunction,
+  CoFlatMapFunction,
+  CoMapFunction,
+  CoProcessFunction,
   FilterFunction,
   FlatMapFunction,
+  KeyedCoProcessFunction,
   KeyedProcessFunction,
   MapFunction,
   ProcessFunction,
   ReduceFunction,
 } from "../api/functions.ts";
+import type {
+  BroadcastProcessFunction,
+  KeyedBroadcastProcessFunction,
+} from "../api/broadcast_functions.ts";
+import type { MapStateDescriptor } from "../api/state.ts";
 import type { Sink } from "../api/sink.ts";
 import type { WindowOperatorSpec } from "../api/windowed_stream.ts";
 import type { Source, SourceSplit } from "../api/source.ts";
@@ -63,7 +72,49 @@ export type OperatorSpec =
     readonly fn: WatermarkStrategy<unknown>;
   }
   | { readonly kind: "window"; readonly window: WindowOperatorSpec }
-  | { readonly kind: "sink"; readonly sink: Sink<unknown> };
+  | { readonly kind: "sink"; readonly sink: Sink<unknown> }
+  | TwoInputOperatorSpec;
+
+/**
+ * What a two-input operator does (Flink's `TwoInputStreamOperator`): its
+ * input edges carry `typeNumber` 1 or 2 and its records go to
+ * `processElement1` or `processElement2`. `ConnectedStreams` makes the
+ * `co*` kinds, `BroadcastConnectedStream` the `*broadcastProcess` kinds,
+ * whose `descriptors` name the broadcast states (input 2 is broadcast).
+ */
+export type TwoInputOperatorSpec =
+  | { readonly kind: "coMap"; readonly fn: CoMapFunction<unknown, unknown, unknown> }
+  | { readonly kind: "coFlatMap"; readonly fn: CoFlatMapFunction<unknown, unknown, unknown> }
+  | { readonly kind: "coProcess"; readonly fn: CoProcessFunction<unknown, unknown, unknown> }
+  | {
+    readonly kind: "keyedCoProcess";
+    readonly fn: KeyedCoProcessFunction<Key, unknown, unknown, unknown>;
+  }
+  | {
+    readonly kind: "broadcastProcess";
+    readonly fn: BroadcastProcessFunction<unknown, unknown, unknown>;
+    readonly descriptors: readonly MapStateDescriptor<unknown, unknown>[];
+  }
+  | {
+    readonly kind: "keyedBroadcastProcess";
+    readonly fn: KeyedBroadcastProcessFunction<Key, unknown, unknown, unknown>;
+    readonly descriptors: readonly MapStateDescriptor<unknown, unknown>[];
+  };
+
+/** The kinds of {@linkcode TwoInputOperatorSpec}. */
+export const TWO_INPUT_KINDS: ReadonlySet<OperatorSpec["kind"]> = new Set([
+  "coMap",
+  "coFlatMap",
+  "coProcess",
+  "keyedCoProcess",
+  "broadcastProcess",
+  "keyedBroadcastProcess",
+]);
+
+/** Whether `spec` is a two-input operator's. */
+export function isTwoInput(spec: OperatorSpec): spec is TwoInputOperatorSpec {
+  return TWO_INPUT_KINDS.has(spec.kind);
+}
 
 /** One operator of the logical dataflow. */
 export interface StreamNode {
@@ -79,8 +130,13 @@ export interface StreamNode {
   parallelism: number | undefined;
   /** Explicit max parallelism (number of key groups), if set. */
   maxParallelism: number | undefined;
-  /** For operators on a KeyedStream: the key selector of their input. */
+  /**
+   * For operators on a KeyedStream: the key selector of their input (of
+   * input 1 for a two-input operator).
+   */
   keySelector: KeySelector | undefined;
+  /** For a keyed two-input operator: the key selector of input 2. */
+  keySelector2: KeySelector | undefined;
   /** Whether this operator may be chained to its input (`disableChaining()` clears it). */
   chainable: boolean;
 }
@@ -97,6 +153,12 @@ export interface StreamEdge {
   readonly keySelector: KeySelector | undefined;
   /** The side output this edge carries (an `OutputTag` id), or `undefined` for the main output. */
   readonly sideOutput: string | undefined;
+  /**
+   * Which input of the target the edge feeds (Flink's `StreamEdge`
+   * `typeNumber`): 1 or 2 for a two-input operator, absent (0) for a
+   * one-input operator.
+   */
+  readonly typeNumber?: 1 | 2 | undefined;
 }
 
 /** The logical dataflow of one job. */
@@ -116,6 +178,7 @@ export class StreamGraph {
       parallelism: undefined,
       maxParallelism: undefined,
       keySelector: undefined,
+      keySelector2: undefined,
       chainable: true,
     };
     this.nodes.push(node);

@@ -39,6 +39,7 @@ import { dispatchBuffer } from "./buffer_dispatch.ts";
 import type { InputChannel, InputGate } from "./input_gate.ts";
 import type { ChannelEvent } from "./messages.ts";
 import type { StreamOperator } from "./operators/operator.ts";
+import { inputOf, type TwoInputStreamOperator } from "./operators/two_input_operator.ts";
 import type { CheckpointRequest } from "./subtask_checkpointer.ts";
 import { StatusWatermarkValve, type ValveAction } from "../time/status_watermark_valve.ts";
 
@@ -50,6 +51,8 @@ export interface CheckpointedInputOptions {
   readonly checkpointingMode: CheckpointingMode | "none";
   /** The head operator's key selector: an edge keyed by the same one passes its key groups and keys. */
   readonly headKeySelector: unknown;
+  /** A keyed two-input head's key selector of input 2 (see `headKeySelector`). */
+  readonly headKeySelector2?: unknown;
   /** Awaits the chained operators' queued asynchronous work. */
   readonly quiesce: () => Promise<void>;
   /** Takes a checkpoint whose barriers all arrived (or were counted). */
@@ -79,6 +82,10 @@ export class CheckpointedInput {
   readonly #pending = new Map<number, { readonly ts: number; readonly type: SnapshotType }>();
   #alignmentFaultFor = 0;
   #alignmentTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The input views of a two-input head (`#inputView`). */
+  #views:
+    | { readonly head: StreamOperator; readonly inputs: Pick<StreamOperator, "processElement">[] }
+    | undefined;
   /** Records handed to the head operator. */
   recordsIn = 0;
 
@@ -122,7 +129,18 @@ export class CheckpointedInput {
       // Buffers are queued decoded (or as handed over in-thread). A
       // producer's key groups and keys are those of the edge's key selector;
       // they are the head's only when it keys by that same selector.
-      dispatchBuffer(head, message, channel.edge.keySelector === o.headKeySelector);
+      const input = channel.edge.typeNumber;
+      if (!input) {
+        dispatchBuffer(head, message, channel.edge.keySelector === o.headKeySelector);
+      } else {
+        // A two-input head (Flink's StreamTwoInputProcessor): the edge's
+        // input number picks processElement1 or processElement2.
+        dispatchBuffer(
+          this.#inputView(head, input),
+          message,
+          channel.edge.keySelector === (input === 1 ? o.headKeySelector : o.headKeySelector2),
+        );
+      }
       this.recordsIn += message.v.length;
       await o.quiesce();
       o.gate.consumed(channel);
@@ -130,6 +148,15 @@ export class CheckpointedInput {
       await this.#handleEvent(head, channel, message.e);
     }
     return true;
+  }
+
+  /** The one-input view of input 1 or 2 of a two-input head, made once per head. */
+  #inputView(head: StreamOperator, input: 1 | 2): Pick<StreamOperator, "processElement"> {
+    if (this.#views?.head !== head) {
+      const two = head as TwoInputStreamOperator;
+      this.#views = { head, inputs: [inputOf(two, 1), inputOf(two, 2)] };
+    }
+    return this.#views.inputs[input - 1]!;
   }
 
   /** Checkpoint `checkpointId` was aborted by the coordinator: alignment for it ends. */

@@ -17,6 +17,15 @@ import { SimpleSinkOperator } from "./operators/sink_operators.ts";
 import { SinkWriterOperator, subtaskSinkV2 } from "./operators/sink_writer_operator.ts";
 import { WindowOperator } from "./operators/window_operator.ts";
 import {
+  CoFlatMapOperator,
+  CoMapOperator,
+  CoProcessOperator,
+} from "./operators/co_process_operators.ts";
+import {
+  BroadcastProcessOperator,
+  KeyedBroadcastProcessOperator,
+} from "./operators/broadcast_process_operators.ts";
+import {
   AggregateOperator,
   FilterOperator,
   FlatMapOperator,
@@ -154,6 +163,32 @@ export class OperatorChain {
           break;
         case "window":
           ops[i] = new WindowOperator({ ...common, spec: s.window });
+          break;
+        case "coMap":
+          ops[i] = new CoMapOperator({ ...common, keySelector2: spec.keySelector2, fn: s.fn });
+          break;
+        case "coFlatMap":
+          ops[i] = new CoFlatMapOperator({ ...common, keySelector2: spec.keySelector2, fn: s.fn });
+          break;
+        case "coProcess":
+        case "keyedCoProcess":
+          ops[i] = new CoProcessOperator({ ...common, keySelector2: spec.keySelector2, fn: s.fn });
+          break;
+        case "broadcastProcess":
+          ops[i] = new BroadcastProcessOperator({
+            ...common,
+            keySelector2: undefined,
+            fn: s.fn,
+            descriptors: s.descriptors,
+          });
+          break;
+        case "keyedBroadcastProcess":
+          ops[i] = new KeyedBroadcastProcessOperator({
+            ...common,
+            keySelector2: undefined,
+            fn: s.fn,
+            descriptors: s.descriptors,
+          });
           break;
         case "timestampsAndWatermarks":
           ops[i] = new TimestampsAndWatermarksOperator({

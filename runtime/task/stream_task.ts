@@ -135,6 +135,7 @@ export class StreamTask {
       gate: this.#gate,
       checkpointingMode: options.config.checkpointingMode,
       headKeySelector: vertex.operators[0]!.keySelector,
+      headKeySelector2: vertex.operators[0]!.keySelector2,
       quiesce: () => this.#quiesce(),
       checkpoint: (request) => this.#checkpoint(request),
       decline: (id, code, reason) =>
