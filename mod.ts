@@ -188,6 +188,12 @@ export {
 } from "./runtime/api/co_grouped_streams.ts";
 export type { CoGroupFunction, TwoInputWindowSettings } from "./runtime/api/co_grouped_streams.ts";
 export { keyedTaggedUnion } from "./runtime/api/tagged_union.ts";
+export { IntervalJoin, IntervalJoined } from "./runtime/api/interval_join.ts";
+export type {
+  IntervalJoinOperatorSpec,
+  ProcessJoinContext,
+  ProcessJoinFunction,
+} from "./runtime/api/interval_join.ts";
 export type { KeyedTaggedUnionOptions, TaggedUnion } from "./runtime/api/tagged_union.ts";
 export type {
   WindowFunctionSpec,

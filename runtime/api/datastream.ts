@@ -58,6 +58,7 @@ import {
 import { BroadcastConnectedStream, BroadcastStream } from "./broadcast_stream.ts";
 import type { MapStateDescriptor } from "./state.ts";
 import { JoinedStreams } from "./joined_streams.ts";
+import { IntervalJoin } from "./interval_join.ts";
 import { CoGroupedStreams } from "./co_grouped_streams.ts";
 
 /** One input of a stream-to-be: a node's (side) output, and how it is partitioned. */
@@ -445,6 +446,21 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
       return new BroadcastConnectedStream<T, T2, K>(this.inputs, other, this.twoInputTransform());
     }
     return super.connect(other);
+  }
+
+  /**
+   * Starts an interval join of this keyed stream (left) with `other`
+   * (right), on event time (Flink's `KeyedStream.intervalJoin`): continue
+   * with `between(lowerMs, upperMs)` and `process(ProcessJoinFunction)`;
+   * see `runtime/api/interval_join.ts`. Both streams must be keyed by keys
+   * of one kind; pairs of equal keys within the bounds join.
+   */
+  intervalJoin<T2>(other: KeyedStream<T2, K>): IntervalJoin<T, T2> {
+    return new IntervalJoin<T, T2>({
+      left: this.inputs,
+      right: other.inputs,
+      transform: this.twoInputTransform(),
+    });
   }
 
   /** Applies a {@linkcode KeyedProcessFunction}: keyed state, timers, side outputs. */

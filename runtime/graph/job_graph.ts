@@ -141,6 +141,7 @@ export function isStateful(spec: OperatorSpec): boolean {
     case "keyedCoProcess":
     case "broadcastProcess":
     case "keyedBroadcastProcess":
+    case "intervalJoin":
       return true;
     case "sink":
       // A SinkV2 keeps committables (with a committer) or writer state (read back by checkWriterState).

@@ -34,6 +34,7 @@ import type {
 } from "../api/broadcast_functions.ts";
 import type { MapStateDescriptor } from "../api/state.ts";
 import type { Sink } from "../api/sink.ts";
+import type { IntervalJoinOperatorSpec } from "../api/interval_join.ts";
 import type { WindowOperatorSpec } from "../api/windowed_stream.ts";
 import type { Source, SourceSplit } from "../api/source.ts";
 import type { WatermarkStrategy } from "../time/watermark.ts";
@@ -99,7 +100,8 @@ export type TwoInputOperatorSpec =
     readonly kind: "keyedBroadcastProcess";
     readonly fn: KeyedBroadcastProcessFunction<Key, unknown, unknown, unknown>;
     readonly descriptors: readonly MapStateDescriptor<unknown, unknown>[];
-  };
+  }
+  | IntervalJoinOperatorSpec;
 
 /** The kinds of {@linkcode TwoInputOperatorSpec}. */
 export const TWO_INPUT_KINDS: ReadonlySet<OperatorSpec["kind"]> = new Set([
@@ -109,6 +111,7 @@ export const TWO_INPUT_KINDS: ReadonlySet<OperatorSpec["kind"]> = new Set([
   "keyedCoProcess",
   "broadcastProcess",
   "keyedBroadcastProcess",
+  "intervalJoin",
 ]);
 
 /** Whether `spec` is a two-input operator's. */

@@ -21,6 +21,7 @@ import {
   CoMapOperator,
   CoProcessOperator,
 } from "./operators/co_process_operators.ts";
+import { IntervalJoinOperator } from "./operators/interval_join_operator.ts";
 import {
   BroadcastProcessOperator,
   KeyedBroadcastProcessOperator,
@@ -180,6 +181,13 @@ export class OperatorChain {
             keySelector2: undefined,
             fn: s.fn,
             descriptors: s.descriptors,
+          });
+          break;
+        case "intervalJoin":
+          ops[i] = new IntervalJoinOperator({
+            ...common,
+            keySelector2: spec.keySelector2,
+            spec: s,
           });
           break;
         case "keyedBroadcastProcess":
