@@ -16,7 +16,8 @@
  *   abort discards it. An alignment that may time out arms a wake-up
  *   (`wakeUp`) for its deadline; the deadline is checked before each item.
  * - **Watermarks and watermark status** go through a
- *   `StatusWatermarkValve`; the head operator gets the combined watermark
+ *   `StatusWatermarkValve` (for a two-input head, one per input, combined
+ *   by `TwoInputWatermarkValve`); the head operator gets the combined watermark
  *   and status changes.
  * - **End of data** on every channel ends the subtask's input (FLIP-147).
  *
@@ -42,6 +43,7 @@ import type { StreamOperator } from "./operators/operator.ts";
 import { inputOf, type TwoInputStreamOperator } from "./operators/two_input_operator.ts";
 import type { CheckpointRequest } from "./subtask_checkpointer.ts";
 import { StatusWatermarkValve, type ValveAction } from "../time/status_watermark_valve.ts";
+import { TwoInputWatermarkValve } from "../time/two_input_watermark_valve.ts";
 
 /** Options of {@linkcode CheckpointedInput}. */
 export interface CheckpointedInputOptions {
@@ -77,7 +79,7 @@ export interface CheckpointedInputOptions {
 export class CheckpointedInput {
   readonly #o: CheckpointedInputOptions;
   readonly #barriers: CheckpointBarrierHandler;
-  readonly #valve: StatusWatermarkValve | undefined;
+  readonly #valve: StatusWatermarkValve | TwoInputWatermarkValve | undefined;
   /** Trigger time and type of each checkpoint whose barrier arrived and which was not taken yet. */
   readonly #pending = new Map<number, { readonly ts: number; readonly type: SnapshotType }>();
   #alignmentFaultFor = 0;
@@ -103,7 +105,12 @@ export class CheckpointedInput {
         alignedCheckpointTimeoutMs: options.unaligned.alignedCheckpointTimeoutMs,
       })
       : new AlignedBarrierHandler(channels);
-    this.#valve = options.gate.size > 0 ? new StatusWatermarkValve(options.gate.size) : undefined;
+    const inputs = options.gate.channels.map((c) => c.edge.typeNumber ?? 0);
+    this.#valve = options.gate.size === 0
+      ? undefined
+      : inputs.some((n) => n !== 0)
+      ? new TwoInputWatermarkValve(inputs) // one valve per input, combined as Flink does
+      : new StatusWatermarkValve(options.gate.size);
   }
 
   /**

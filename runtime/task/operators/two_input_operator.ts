@@ -22,12 +22,10 @@
  *
  * ## Time
  *
- * The task combines the watermarks of all channels of both inputs in one
- * `StatusWatermarkValve` (minimum over active channels). Flink keeps one
- * valve per input and takes the minimum of the two inputs' watermarks,
- * leaving out an input whose channels are all idle; the minimum over the
- * active channels of both inputs is the same number, and both are idle
- * exactly when every channel is.
+ * The task's input combines the channels of each input in its own
+ * `StatusWatermarkValve` and the two inputs in a `TwoInputWatermarkValve`
+ * (Flink's `CombinedWatermarkStatus`): the operator's watermark is the
+ * minimum over the inputs that are not idle, and it is idle when both are.
  *
  * @module
  */
