@@ -23,6 +23,7 @@ import { NexmarkGenerator } from "../../connectors/datagen/nexmark/mod.ts";
 import type { NexmarkConfig } from "../../connectors/datagen/nexmark/mod.ts";
 import { type Q1Bid, q1Convert, q2Keep, q3Auction, q3Person, type QueryName } from "./queries.ts";
 import { runWindowedBaseline } from "./windowed_baseline.ts";
+import { q20Loop } from "./q20.ts";
 import { isWindowedQueryName, type WindowedQueryName } from "./windowed_rows.ts";
 
 /** What a baseline run produced. */
@@ -137,6 +138,7 @@ const LOOPS: Readonly<Record<Exclude<QueryName, WindowedQueryName>, Loop>> = {
     }
     return sink < 0 ? -1 : count;
   },
+  q20: q20Loop,
 };
 
 /**

@@ -1,6 +1,6 @@
 /**
- * Nexmark queries q0, q1, q2, q3, q18-style dedup and the windowed q5, q7,
- * q8 and q11 as Weir DataStream jobs, each ending in a counting blackhole
+ * Nexmark queries q0, q1, q2, q3, q18-style dedup, q20 and the windowed q5,
+ * q7, q8 and q11 as Weir DataStream jobs, each ending in a counting blackhole
  * sink (Flink's `blackhole` connector, which the Nexmark suite uses as every
  * query's sink).
  *
@@ -15,8 +15,10 @@
  * - **q2** (selection): `SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0`.
  * - **q3** (local item suggestion): `SELECT P.name, P.city, P.state, A.id FROM auction A
  *   JOIN person P ON A.seller = P.id WHERE A.category = 10 AND P.state IN ('OR','ID','CA')`,
- *   an incremental (non-windowed) inner join: both sides are keyed by person id
- *   (`seller` for auctions) and meet in one {@linkcode Q3Join}.
+ *   an incremental (non-windowed) inner join: the persons and the auctions are
+ *   connected (`connect`), keyed by person id (`seller` for auctions), and meet
+ *   in one {@linkcode Q3Join}, a `KeyedCoProcessFunction` whose two inputs share
+ *   the key's state.
  * - **dedup** (Flink's keep-first-row deduplication, on q18's key): `ROW_NUMBER() OVER
  *   (PARTITION BY bidder, auction ORDER BY PROCTIME() ASC) = 1`, an append stream: the
  *   first bid to arrive for each (bidder, auction) is emitted, later ones are dropped
@@ -26,6 +28,9 @@
  *   newer than the kept one", its count depends on the order in which a key's bids
  *   arrive, which parallelism > 1 does not fix, so the harness could not check it
  *   exactly.)
+ * - **q20** (expand bid with auction): `SELECT ... FROM bid B INNER JOIN auction A
+ *   ON B.auction = A.id WHERE A.category = 10`, a regular join of bids and auctions
+ *   connected and keyed by auction id, in `q20.ts` with its baseline.
  * - **q5, q7, q8, q11** (hot items, highest bid, new users, user sessions):
  *   event-time windows, in `windowed_queries.ts`; their baselines are in
  *   `windowed_baseline.ts`.
@@ -59,10 +64,13 @@
 import {
   type Collector,
   type DataStream,
+  type KeyedCoProcessFunction,
   type KeyedProcessContext,
   type KeyedProcessFunction,
   type ListState,
   ListStateDescriptor,
+  OutputTag,
+  type ProcessContext,
   type RuntimeContext,
   type SingleOutputStreamOperator,
   type SinkInitContext,
@@ -77,10 +85,19 @@ import type { Auction, Bid, NexmarkEvent, Person } from "../../connectors/datage
 import { NexmarkSource, type NexmarkSourceOptions } from "../../connectors/datagen/nexmark/mod.ts";
 import { wallClockMs } from "../jobs/_report.ts";
 import { nexmarkEventTimeEvents, WINDOWED_JOBS } from "./windowed_queries.ts";
+import { q20Job } from "./q20.ts";
 import { WINDOWED_QUERY_NAMES, type WindowedQueryName, windowedRowHash } from "./windowed_rows.ts";
 
 /** The queries, by name. */
-export const QUERY_NAMES = ["q0", "q1", "q2", "q3", "dedup", ...WINDOWED_QUERY_NAMES] as const;
+export const QUERY_NAMES = [
+  "q0",
+  "q1",
+  "q2",
+  "q3",
+  "dedup",
+  "q20",
+  ...WINDOWED_QUERY_NAMES,
+] as const;
 /** A query's name. */
 export type QueryName = typeof QUERY_NAMES[number];
 
@@ -149,19 +166,23 @@ export function q3Auction(a: Auction): Q3Input | undefined {
   return a.category === Q3_CATEGORY ? { side: "auction", id: a.id, seller: a.seller } : undefined;
 }
 
+/** q3's side output of the auctions it keeps (the persons are the main output). */
+export const Q3_AUCTIONS: OutputTag<Q3Input> = new OutputTag<Q3Input>("q3-auctions");
+
 /** q3's join key: the person's id, or the auction's seller. */
 export function q3Key(r: Q3Input): number {
   return r.side === "person" ? r.id : r.seller;
 }
 
 /**
- * q3's incremental inner join for one person id (the key). The person (at
- * most one per id) is kept in a `ValueState`; auctions that arrive before
- * their seller wait in a `ListState` and are emitted, then dropped, when the
- * person arrives. Later auctions join at once. Either arrival order gives the
- * same rows, as Flink's regular join does.
+ * q3's incremental inner join for one person id (the key), Flink's
+ * `KeyedCoProcessFunction`: input 1 is the persons, input 2 the auctions.
+ * The person (at most one per id) is kept in a `ValueState`; auctions that
+ * arrive before their seller wait in a `ListState` and are emitted, then
+ * dropped, when the person arrives. Later auctions join at once. Either
+ * arrival order gives the same rows, as Flink's regular join does.
  */
-export class Q3Join implements KeyedProcessFunction<number, Q3Input, Q3Row> {
+export class Q3Join implements KeyedCoProcessFunction<number, Q3Input, Q3Input, Q3Row> {
   private person!: ValueState<readonly [name: string, city: string, state: string]>;
   private pending!: ListState<number>;
 
@@ -171,16 +192,23 @@ export class Q3Join implements KeyedProcessFunction<number, Q3Input, Q3Row> {
     this.pending = ctx.getListState(new ListStateDescriptor<number>("pending-auctions"));
   }
 
-  /** Joins one person or auction with the other side's state. */
-  processElement(r: Q3Input, _ctx: KeyedProcessContext<number>, out: Collector<Q3Row>): void {
-    if (r.side === "person") {
-      this.person.update([r.name, r.city, r.state]);
-      const waiting = this.pending.get();
-      if (waiting.length > 0) {
-        for (const id of waiting) out.collect([r.name, r.city, r.state, id]);
-        this.pending.clear();
-      }
-      return;
+  /** Keeps a person and emits the auctions that waited for it. */
+  processElement1(r: Q3Input, _ctx: KeyedProcessContext<number>, out: Collector<Q3Row>): void {
+    if (r.side !== "person") {
+      throw new TypeError(`q3: input 1 takes persons, got an auction ${r.id}`);
+    }
+    this.person.update([r.name, r.city, r.state]);
+    const waiting = this.pending.get();
+    if (waiting.length > 0) {
+      for (const id of waiting) out.collect([r.name, r.city, r.state, id]);
+      this.pending.clear();
+    }
+  }
+
+  /** Joins an auction with its seller, or keeps it until the seller arrives. */
+  processElement2(r: Q3Input, _ctx: KeyedProcessContext<number>, out: Collector<Q3Row>): void {
+    if (r.side !== "auction") {
+      throw new TypeError(`q3: input 2 takes auctions, got a person ${r.id}`);
     }
     const p = this.person.value();
     if (p === undefined) this.pending.add(r.id);
@@ -443,21 +471,28 @@ export const QUERIES: Readonly<Record<QueryName, QueryBuilder>> = {
       .sinkTo(sink(o)).uid("blackhole");
   },
   q3: (env, o) => {
-    const all = events(env, o);
-    const persons = all.flatMap<Q3Input>((e: NexmarkEvent, out) => {
-      const r = e.type === "person" ? q3Person(e.person) : undefined;
-      if (r !== undefined) out.collect(r);
-    }).name("q3-person");
-    const auctions = all.flatMap<Q3Input>((e: NexmarkEvent, out) => {
-      const r = e.type === "auction" ? q3Auction(e.auction) : undefined;
-      if (r !== undefined) out.collect(r);
-    }).name("q3-auction");
-    persons.union(auctions).keyBy(q3Key).process(new Q3Join()).uid("q3-join")
+    // One pass over the events: persons on the main output, auctions on a side output.
+    const persons = events(env, o).process<Q3Input>({
+      processElement(e: NexmarkEvent, ctx: ProcessContext, out: Collector<Q3Input>) {
+        if (e.type === "person") {
+          const p = q3Person(e.person);
+          if (p !== undefined) out.collect(p);
+        } else if (e.type === "auction") {
+          const a = q3Auction(e.auction);
+          if (a !== undefined) ctx.output(Q3_AUCTIONS, a);
+        }
+      },
+    }).name("q3-split");
+    persons.connect(persons.getSideOutput(Q3_AUCTIONS)).keyBy(q3Key, q3Key)
+      .process(new Q3Join()).uid("q3-join")
       .sinkTo(sink(o)).uid("blackhole");
   },
   dedup: (env, o) => {
     bids(env, o).keyBy(dedupKey).process(new DedupFirst()).uid("dedup")
       .sinkTo(sink(o)).uid("blackhole");
+  },
+  q20: (env, o) => {
+    q20Job(events(env, o)).sinkTo(sink(o)).uid("blackhole");
   },
   q5: windowed("q5"),
   q7: windowed("q7"),

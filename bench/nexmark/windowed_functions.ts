@@ -29,8 +29,9 @@ import {
   ValueStateDescriptor,
 } from "../../mod.ts";
 import type { AggregateFunction, FunctionHooks } from "../../runtime/api/functions.ts";
+import type { CoGroupFunction } from "../../runtime/api/co_grouped_streams.ts";
 import type { Bid, NexmarkEvent } from "../../connectors/datagen/nexmark/model.ts";
-import type { Q11Row, Q5Row, Q7Row, Q8Row } from "./windowed_rows.ts";
+import { type Q11Row, type Q5Row, type Q7Row, Q8_SIZE_MS, type Q8Row } from "./windowed_rows.ts";
 
 /**
  * How {@linkcode WindowTopSelect} reads a record of the first stage: the
@@ -284,64 +285,21 @@ export class Q7WindowTop
   }
 }
 
-/**
- * One side of q8's join, projected: what crosses the keyBy (by person id).
- * A person is `[id, true, name]`, an auction `[seller, false, ""]`: one flat
- * tuple shape for both, which the data plane encodes column by column (a
- * union of two object shapes falls back to MessagePack).
- */
-export type Q8Input = readonly [id: number, person: boolean, name: string];
-
-/** q8's projection of an event: persons and auctions; bids are dropped (`undefined`). */
-export function q8Input(e: NexmarkEvent): Q8Input | undefined {
-  if (e.type === "person") return [e.person.id, true, e.person.name];
-  if (e.type === "auction") return [e.auction.seller, false, ""];
-  return undefined;
-}
-
-/** q8's join key: the person's id, or the auction's seller. */
-export function q8Key(r: Q8Input): number {
-  return r[0];
-}
-
-/** q8's accumulator for one person id in one window. */
-export interface Q8Accumulator {
-  /** The person's name, when the person was created in the window; else `null`. */
-  name: string | null;
-  /** Whether the person created an auction in the window. */
-  sold: boolean;
-}
+/** A person as q8's coGroup takes it: `[id, name, dateTime]` (a flat tuple crosses the keyBy cheaply). */
+export type Q8Person = readonly [id: number, name: string, dateTime: number];
 
 /**
- * Whether a person id was created and sold in a window (q8's join of
- * distinct persons with distinct sellers), as an `AggregateFunction` that
- * changes its accumulator in place.
+ * q8's coGroup function for one person id and window: `(id, name,
+ * starttime)` when the window holds the person and at least one auction of
+ * theirs. The window's start is that of the person's `dateTime` (the person
+ * is in the window).
  */
-export const PERSON_SOLD: AggregateFunction<Q8Input, Q8Accumulator, Q8Accumulator> = {
-  createAccumulator: () => ({ name: null, sold: false }),
-  add: (r, acc) => {
-    if (r[1]) acc.name = r[2];
-    else acc.sold = true;
-    return acc;
-  },
-  getResult: (acc) => ({ name: acc.name, sold: acc.sold }),
-  merge: (a, b) => ({ name: a.name ?? b.name, sold: a.sold || b.sold }),
-};
-
-/** Emits `(id, name, starttime)` for a person id that was created and sold in the window. */
-export class Q8NewSeller
-  implements ProcessWindowFunction<Q8Accumulator, Q8Row, number, TimeWindow> {
-  /** Emits the row when the window saw both the person and an auction of theirs. */
-  process(
-    id: number,
-    ctx: ProcessWindowContext<TimeWindow>,
-    results: readonly Q8Accumulator[],
-    out: Collector<Q8Row>,
-  ): void {
-    const r = results[0]!;
-    if (r.name !== null && r.sold) out.collect([id, r.name, ctx.window().start]);
+export const Q8_NEW_SELLER: CoGroupFunction<Q8Person, number, Q8Row> = (persons, sellers, out) => {
+  if (persons.length === 0 || sellers.length === 0) return;
+  for (const [id, name, dateTime] of persons) {
+    out.collect([id, name, dateTime - (dateTime % Q8_SIZE_MS)]);
   }
-}
+};
 
 /** Turns a bidder's count in a session window into q11's row. */
 export class Q11Session implements ProcessWindowFunction<AuctionCount, Q11Row, number, TimeWindow> {

@@ -8,11 +8,9 @@ import {
 import type { NexmarkEvent } from "../../connectors/datagen/nexmark/model.ts";
 import {
   COUNT_BIDS,
-  PERSON_SOLD,
   q7Row,
   Q7RunningMaxFilter,
-  q8Input,
-  q8Key,
+  Q8_NEW_SELLER,
   SUM_COUNTS,
   TOP_BIDS,
   type TopOf,
@@ -141,47 +139,18 @@ Deno.test("TOP_BIDS keeps every row at the highest price, and merges ties", () =
   );
 });
 
-Deno.test("PERSON_SOLD needs both the person and an auction of theirs in the window", () => {
-  const person = q8Input({
-    type: "person",
-    person: {
-      id: 1001,
-      name: "Kate Smith",
-      emailAddress: "",
-      creditCard: "",
-      city: "",
-      state: "OR",
-      dateTime: 0,
-      extra: "",
-    },
-  })!;
-  const auction = q8Input({
-    type: "auction",
-    auction: {
-      id: 2000,
-      itemName: "",
-      description: "",
-      initialBid: 1,
-      reserve: 1,
-      dateTime: 0,
-      expires: 1,
-      seller: 1001,
-      category: 10,
-      extra: "",
-    },
-  })!;
-  assert.equal(q8Key(person), 1001);
-  assert.equal(q8Key(auction), 1001);
-  assert.equal(q8Input(bid(1, 1, 0)), undefined);
-  const only = (inputs: typeof person[]) =>
-    PERSON_SOLD.getResult(
-      inputs.reduce((a, r) => PERSON_SOLD.add(r, a), PERSON_SOLD.createAccumulator()),
-    );
-  assert.deepEqual(only([person]), { name: "Kate Smith", sold: false });
-  assert.deepEqual(only([auction]), { name: null, sold: true });
-  assert.deepEqual(only([auction, person]), { name: "Kate Smith", sold: true });
-  assert.deepEqual(
-    PERSON_SOLD.merge(only([auction]), only([person])),
-    { name: "Kate Smith", sold: true },
-  );
+Deno.test("Q8_NEW_SELLER emits (id, name, window start) only when the window holds the person and an auction of theirs", () => {
+  const kate = [1001, "Kate Smith", 1_547_718_203_456] as const;
+  const run = (persons: (typeof kate)[], sellers: number[]) => {
+    const out = collector<readonly [number, string, number]>();
+    (Q8_NEW_SELLER as (
+      p: (typeof kate)[],
+      s: number[],
+      o: Collector<readonly [number, string, number]>,
+    ) => void)(persons, sellers, out);
+    return out.rows;
+  };
+  assert.deepEqual(run([kate], [1001, 1001]), [[1001, "Kate Smith", 1_547_718_200_000]]);
+  assert.deepEqual(run([kate], []), []);
+  assert.deepEqual(run([], [1001]), []);
 });

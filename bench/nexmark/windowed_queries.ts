@@ -38,16 +38,20 @@
  *   cross the shuffle, and every auction's top bids (with their `extra`)
  *   would sit in window state and in every checkpoint until the window
  *   fires; with it, a handful of bids per window and subtask do.
- * - **q8**: persons and auctions as one tagged stream (no two-input join
- *   operator yet, as q3 does), keyed by person id (the auction's seller),
- *   per 10 s tumbling window whether the person was created and sold there,
- *   and a row when both.
+ * - **q8**: a window coGroup (Flink's `CoGroupedStreams`, the window join
+ *   that hands over both sides' groups) of the persons `[id, name,
+ *   dateTime]` and the auctions' sellers, where person id equals seller,
+ *   per 10 s tumbling window: a row when both groups are non-empty. That is
+ *   the SQL's join of the window's distinct persons with its distinct
+ *   sellers; `join` (the pairwise inner join) would emit one row per
+ *   auction of the person instead.
  * - **q11**: the bids' bidder ids, keyed by bidder, counted per event-time
  *   session window (gap 10 s; sessions merge with their state and timers).
  *
  * Only the fields a query needs cross a shuffle (q5: the auction id, its
  * time travelling as the record's timestamp; q7: the row's five fields;
- * q8: `[id, person, name]`; q11: the bidder id), as flat tuples where they
+ * q8: persons as `[id, name, dateTime]`, sellers as numbers, each tagged with its side; q11: the
+ * bidder id), as flat tuples where they
  * can be, which the data plane encodes column by column.
  *
  * ## How much event time a run covers
@@ -92,8 +96,11 @@
  */
 
 import {
+  type Collector,
   type DataStream,
   EventTimeSessionWindows,
+  OutputTag,
+  type ProcessContext,
   type SingleOutputStreamOperator,
   SlidingEventTimeWindows,
   type StreamExecutionEnvironment,
@@ -104,17 +111,14 @@ import type { NexmarkEvent } from "../../connectors/datagen/nexmark/model.ts";
 import { NexmarkSource, type NexmarkSourceOptions } from "../../connectors/datagen/nexmark/mod.ts";
 import {
   COUNT_BIDS,
-  PERSON_SOLD,
   Q11Session,
   Q5_TOP,
   Q5WindowCount,
   Q7_TOP,
   Q7RunningMaxFilter,
   Q7WindowTop,
-  type Q8Input,
-  q8Input,
-  q8Key,
-  Q8NewSeller,
+  Q8_NEW_SELLER,
+  type Q8Person,
   SUM_COUNTS,
   TOP_BIDS,
   WindowTopSelect,
@@ -192,17 +196,25 @@ export function q7Job(events: DataStream<NexmarkEvent>): SingleOutputStreamOpera
     .uid("q7-highest");
 }
 
-/** q8 over `events` (see the module docs: a tagged union keyed by person id, per window). */
+/** q8's side output of the auctions' sellers (the persons are the main output). */
+export const Q8_SELLERS: OutputTag<number> = new OutputTag<number>("q8-sellers");
+
+/** q8 over `events` (see the module docs: a window coGroup of persons and sellers). */
 export function q8Job(events: DataStream<NexmarkEvent>): SingleOutputStreamOperator<Q8Row> {
-  return events
-    .flatMap<Q8Input>((e: NexmarkEvent, out) => {
-      const r = q8Input(e);
-      if (r !== undefined) out.collect(r);
+  // One pass over the events: persons on the main output, sellers on a side output.
+  const persons = events
+    .process<Q8Person>({
+      processElement(e: NexmarkEvent, ctx: ProcessContext, out: Collector<Q8Person>) {
+        if (e.type === "person") out.collect([e.person.id, e.person.name, e.person.dateTime]);
+        else if (e.type === "auction") ctx.output(Q8_SELLERS, e.auction.seller);
+      },
     })
-    .name("q8-person-auction")
-    .keyBy(q8Key)
+    .name("q8-split");
+  return persons.coGroup(persons.getSideOutput(Q8_SELLERS))
+    .where((p) => p[0])
+    .equalTo((seller) => seller)
     .window(TumblingEventTimeWindows.of(Q8_SIZE_MS))
-    .aggregate(PERSON_SOLD, new Q8NewSeller())
+    .apply(Q8_NEW_SELLER)
     .uid("q8-new-sellers");
 }
 
