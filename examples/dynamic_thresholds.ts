@@ -8,6 +8,13 @@
  *
  *     deno run -A examples/dynamic_thresholds.ts [--parallelism N]
  *
+ * Run (cluster mode, with a coordinator and workers running; see `cli.ts`):
+ *
+ *     deno run -A examples/dynamic_thresholds.ts --nats nats://127.0.0.1:4222
+ *
+ * In cluster mode the alert lines are printed by the workers (on their
+ * stdout) and this process prints the summary.
+ *
  * It prints one line per alert, in the order the subtasks emit them, e.g.
  *
  *     alert> 5000 sensor_2 27 > 25 (threshold of sensor_2 since 5000)
@@ -218,7 +225,7 @@ export function thresholdsJob(
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
-    options: { parallelism: { type: "string", default: "2" } },
+    options: { parallelism: { type: "string", default: "2" }, nats: { type: "string" } },
   });
   const env = StreamExecutionEnvironment.getExecutionEnvironment()
     .setParallelism(Number(values.parallelism))
