@@ -69,9 +69,9 @@ export type {
   CheckpointedFunction,
   CheckpointListener,
   CoFlatMapFunction,
+  Collector,
   CoMapFunction,
   CoProcessFunction,
-  Collector,
   FilterFunction,
   FlatMapFunction,
   FunctionHooks,
@@ -296,10 +296,10 @@ export { StreamGraph } from "./runtime/graph/stream_graph.ts";
 export type {
   KeySelector,
   OperatorSpec,
-  TwoInputOperatorSpec,
   Partitioner,
   StreamEdge,
   StreamNode,
+  TwoInputOperatorSpec,
 } from "./runtime/graph/stream_graph.ts";
 export type { FaultInjector, FaultPoint, FaultSite } from "./runtime/task/stream_task.ts";
 export type { CoordinatorFaultPoint } from "./runtime/cluster/coordinator.ts";
