@@ -129,7 +129,8 @@ export class BroadcastConnectedStream<IN1, IN2, K extends Key = never> {
    *   not keyed.
    */
   process<O>(
-    fn: KeyedBroadcastProcessFunction<K, IN1, IN2, O> | BroadcastProcessFunction<IN1, IN2, O>,
+    fn: [K] extends [never] ? BroadcastProcessFunction<IN1, IN2, O>
+      : KeyedBroadcastProcessFunction<K, IN1, IN2, O>,
   ): SingleOutputStreamOperator<O> {
     checkMethods(fn, ["processElement", "processBroadcastElement"], "broadcast process function");
     const keyed = keySelectorOf(this.inputs1, "The data stream of a broadcast connection") !==

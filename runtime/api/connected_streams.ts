@@ -242,9 +242,7 @@ export class KeyedConnectedStreams<IN1, IN2, K extends Key> extends ConnectedStr
    * operator is stateful.
    * @throws {TypeError} when `fn` lacks `processElement1` or `processElement2`.
    */
-  override process<O>(
-    fn: KeyedCoProcessFunction<K, IN1, IN2, O> | CoProcessFunction<IN1, IN2, O>,
-  ): SingleOutputStreamOperator<O> {
+  override process<O>(fn: KeyedCoProcessFunction<K, IN1, IN2, O>): SingleOutputStreamOperator<O> {
     return super.process(fn as CoProcessFunction<IN1, IN2, O>);
   }
 }

@@ -96,7 +96,7 @@ Deno.test("broadcast(...descriptors) makes a BroadcastStream; connect picks the 
   );
   assert.throws(() => b.broadcast(rules, rules), /two descriptors are named 'rules'/);
   assert.throws(
-    () => a.connect(b.broadcast(rules)).process({ ...fn, onTimer() {} }),
+    () => a.connect(b.broadcast(rules)).process({ ...fn, onTimer() {} } as never),
     /onTimer needs a keyed data stream/,
   );
   // Without descriptors broadcast() stays the partitioner.
