@@ -20,6 +20,7 @@ import {
   type DataStream,
   type KeyedProcessContext,
   type KeyedProcessFunction,
+  type ProcessContext,
   type RuntimeContext,
   type StreamExecutionEnvironment,
   type ValueState,
@@ -35,6 +36,7 @@ import {
   newTally,
   q1Convert,
   q2Keep,
+  Q3_AUCTIONS,
   q3Auction,
   type Q3Input,
   Q3Join,
@@ -91,16 +93,20 @@ const JOBS: Readonly<Record<PeerQueryName, Job>> = {
       .sinkTo(sink).uid("blackhole");
   },
   q3: (env, n, sink) => {
-    const all = events(env, n);
-    const persons = all.flatMap<Q3Input>((e: NexmarkEvent, out) => {
-      const r = e.type === "person" ? q3Person(e.person) : undefined;
-      if (r !== undefined) out.collect(r);
-    }).name("q3-person");
-    const auctions = all.flatMap<Q3Input>((e: NexmarkEvent, out) => {
-      const r = e.type === "auction" ? q3Auction(e.auction) : undefined;
-      if (r !== undefined) out.collect(r);
-    }).name("q3-auction");
-    persons.union(auctions).keyBy(q3Key).process(new Q3Join()).uid("q3-join")
+    // As bench/nexmark/queries.ts: persons on the main output, auctions on a side output, connected.
+    const persons = events(env, n).process<Q3Input>({
+      processElement(e: NexmarkEvent, ctx: ProcessContext, out: Collector<Q3Input>) {
+        if (e.type === "person") {
+          const p = q3Person(e.person);
+          if (p !== undefined) out.collect(p);
+        } else if (e.type === "auction") {
+          const a = q3Auction(e.auction);
+          if (a !== undefined) ctx.output(Q3_AUCTIONS, a);
+        }
+      },
+    }).name("q3-split");
+    persons.connect(persons.getSideOutput(Q3_AUCTIONS)).keyBy(q3Key, q3Key)
+      .process(new Q3Join()).uid("q3-join")
       .sinkTo(sink).uid("blackhole");
   },
   dedup: (env, n, sink) => {
