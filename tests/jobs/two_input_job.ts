@@ -128,12 +128,12 @@ if (import.meta.main) {
     .assignTimestampsAndWatermarks(
       WatermarkStrategy.forMonotonousTimestamps<Person>().withTimestampAssigner((p) => p.ts),
     ).uid("person-time").setParallelism(1);
-  let attempt = 0;
+  let attempt = 0; // per slot thread: both copies of the map see the same attempt
   const auctions = env.fromSource(
     new SequenceSource(0, AUCTIONS - 1, { recordsPerSecond: 1500 }),
     WatermarkStrategy.noWatermarks(),
     "auctions",
-  ).uid("auctions").setParallelism(1)
+  ).uid("auctions").setParallelism(2)
     .map({
       open(ctx: RuntimeContext) {
         attempt = ctx.attempt;
@@ -144,10 +144,10 @@ if (import.meta.main) {
         }
         return auction(n);
       },
-    }).uid("to-auction").setParallelism(1)
+    }).uid("to-auction").setParallelism(2)
     .assignTimestampsAndWatermarks(
       WatermarkStrategy.forMonotonousTimestamps<Auction>().withTimestampAssigner((a) => a.ts),
-    ).uid("auction-time").setParallelism(1);
+    ).uid("auction-time").setParallelism(2);
   persons.connect(auctions)
     .keyBy((p) => p.id, (a) => a.seller)
     .process(new SellerJoin()).uid("seller-join")
