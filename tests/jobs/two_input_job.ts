@@ -9,8 +9,9 @@
  *
  *     deno run -A tests/jobs/two_input_job.ts --nats nats://127.0.0.1:4222 [--fail-once]
  *
- * With `--fail-once` the auction map throws in attempt 0 at auction 300,
- * after checkpoints completed: the job restarts from the latest one. The
+ * With `--fail-once` the first auction map subtask throws in attempt 0 at
+ * its first record after a checkpoint completed: the job restarts from the
+ * latest one. The
  * print sink is at-least-once, so lines after that checkpoint may repeat;
  * no line may be missing or wrong. {@linkcode expectedLines} computes them.
  *
@@ -109,6 +110,27 @@ class SellerJoin implements KeyedCoProcessFunction<string, Person, Auction, stri
   }
 }
 
+/** Auction `n` of a number; with `failOnce`, subtask 0 throws in attempt 0 after a completed checkpoint. */
+class ToAuction {
+  private attempt = 0;
+  private subtask = 0;
+  private checkpointed = false;
+  constructor(readonly failOnce: boolean) {}
+  open(ctx: RuntimeContext): void {
+    this.attempt = ctx.attempt;
+    this.subtask = ctx.subtaskIndex;
+  }
+  notifyCheckpointComplete(): void {
+    this.checkpointed = true;
+  }
+  map(n: number): Auction {
+    if (this.failOnce && this.attempt === 0 && this.subtask === 0 && this.checkpointed) {
+      throw new Error(`planned failure at auction ${n}, after a completed checkpoint`);
+    }
+    return auction(n);
+  }
+}
+
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
@@ -128,23 +150,12 @@ if (import.meta.main) {
     .assignTimestampsAndWatermarks(
       WatermarkStrategy.forMonotonousTimestamps<Person>().withTimestampAssigner((p) => p.ts),
     ).uid("person-time").setParallelism(1);
-  let attempt = 0; // per slot thread: both copies of the map see the same attempt
   const auctions = env.fromSource(
-    new SequenceSource(0, AUCTIONS - 1, { recordsPerSecond: 1500 }),
+    new SequenceSource(0, AUCTIONS - 1, { recordsPerSecond: 400 }),
     WatermarkStrategy.noWatermarks(),
     "auctions",
   ).uid("auctions").setParallelism(2)
-    .map({
-      open(ctx: RuntimeContext) {
-        attempt = ctx.attempt;
-      },
-      map(n: number): Auction {
-        if (failOnce && attempt === 0 && n === 300) {
-          throw new Error("planned failure at auction 300");
-        }
-        return auction(n);
-      },
-    }).uid("to-auction").setParallelism(2)
+    .map(new ToAuction(failOnce)).uid("to-auction").setParallelism(2)
     .assignTimestampsAndWatermarks(
       WatermarkStrategy.forMonotonousTimestamps<Auction>().withTimestampAssigner((a) => a.ts),
     ).uid("auction-time").setParallelism(2);
