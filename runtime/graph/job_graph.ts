@@ -9,6 +9,9 @@
  * edge is `forward`, both sides have equal parallelism and max parallelism,
  * the input is not a sink, and neither side disabled chaining. A vertex is
  * therefore a tree of operators rooted at its head; side outputs may chain.
+ * A two-input operator always heads its vertex: each of its input edges
+ * carries the input it feeds (`typeNumber` 1 or 2, Flink's `StreamEdge`
+ * `typeNumber`), and each input may be keyed by its own key selector.
  *
  * ## Uids
  *

@@ -16,6 +16,11 @@
  *   through the codec) has its key computed by the head. On an edge keyed
  *   by another selector, neither is passed: they are not the head's.
  *
+ * A two-input head (`two_input_operator.ts`) is dispatched the same way,
+ * through the one-input view of the buffer's input (`inputOf`: its
+ * `processElement1` or `processElement2`), with the key groups and keys of
+ * an edge keyed by that input's own key selector.
+ *
  * One loop per combination, so the per-record path tests nothing it need
  * not. Performs no I/O; the caller counts records, awaits `quiesce` and
  * returns credit.
