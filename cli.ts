@@ -13,6 +13,7 @@
  *                     [--restore-mode CLAIM|NO_CLAIM] [--nats URL] [-- job args]
  *     weir read        --nats URL --stream S [--committed] [--from SEQ]
  *                      [--subject F] [--txn-bucket B] [--follow]
+ *     weir stream add | ls | info | rm | publish | load | read …   (see cli/stream.ts)
  *
  * `weir <command> --help` describes a command, its options and exit codes.
  * Every command that talks to NATS takes the connection options `--nats URL`,
@@ -22,7 +23,8 @@
  * `WEIR_NATS_TLS_CA`, `WEIR_NATS_TLS_CERT` and `WEIR_NATS_TLS_KEY`.
  *
  * The commands live in `cli/`: `servers.ts` (coordinator, worker), `jobs.ts`
- * (run, list, cancel, savepoint, stop), `read.ts`; `_args.ts` holds what
+ * (run, list, cancel, savepoint, stop), `read.ts`, `stream.ts` (JetStream
+ * streams: add, ls, info, rm, publish, load, read); `_args.ts` holds what
  * they share. A command is one {@linkcode Command} object and one row of
  * {@linkcode COMMANDS}.
  *
@@ -43,6 +45,7 @@ import {
   stopCommand,
 } from "./cli/jobs.ts";
 import { readCommand } from "./cli/read.ts";
+import { streamCommand } from "./cli/stream.ts";
 
 /** Every `weir` command by name, in the order `weir --help` lists them. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
@@ -54,6 +57,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   savepoint: savepointCommand,
   stop: stopCommand,
   read: readCommand,
+  stream: streamCommand,
 };
 
 /** The text of `weir --help`. */
