@@ -44,7 +44,12 @@
  *   per 10 s tumbling window: a row when both groups are non-empty. That is
  *   the SQL's join of the window's distinct persons with its distinct
  *   sellers; `join` (the pairwise inner join) would emit one row per
- *   auction of the person instead.
+ *   auction of the person instead. The window keeps every person and
+ *   seller of the window in list state (Flink's window join does the same),
+ *   copied into every checkpoint: measured against its loop (2 shared,
+ *   loaded cores, checkpoint every 1 s), 0.51–0.55 of its events per CPU
+ *   second at 2M events, 0.44–0.52 at 5M and 0.445 at 10M (the aggregate it
+ *   replaced, one accumulator per person and window: 0.555 at 5M).
  * - **q11**: the bids' bidder ids, keyed by bidder, counted per event-time
  *   session window (gap 10 s; sessions merge with their state and timers).
  *
