@@ -91,6 +91,12 @@ export interface SubtaskAck {
   readonly alignmentDurationMs: number;
   /** Size of the blobs this snapshot wrote (shared blobs written earlier excluded), in bytes. */
   readonly stateBytes: number;
+  /**
+   * Time from the checkpoint's trigger (wall clock of the coordinator) to
+   * the start of this subtask's snapshot, less its alignment, in ms
+   * (Flink's `checkpointStartDelayNanos`, in ms); absent from older senders.
+   */
+  readonly startDelayMs?: number;
 }
 
 /** What one subtask contributed to a completed checkpoint. */

@@ -128,6 +128,12 @@ export class CheckpointCoordinator {
         o.restoreFrom.checkpointId,
         o.restoreFrom.jobId === o.jobId ? undefined : [],
       );
+      o.stats?.reportRestored({
+        checkpointId: o.restoreFrom.checkpointId,
+        jobId: o.restoreFrom.jobId,
+        kind: o.restoreSettings?.kind ?? "checkpoint",
+        restoredAt: Date.now(),
+      });
     }
   }
 
@@ -207,8 +213,10 @@ export class CheckpointCoordinator {
    */
   async acknowledged(ack: SubtaskAck): Promise<void> {
     const outcome = this.#tracker.acknowledge(ack);
-    if (outcome.result === "SUCCESS") this.#retention.acknowledged(ack);
-    else {
+    if (outcome.result === "SUCCESS") {
+      this.#retention.acknowledged(ack);
+      this.#o.stats?.reportAck(ack, Date.now());
+    } else {
       log.debug(
         `job ${this.#o.jobId}: ack of checkpoint ${ack.checkpointId} from ${ack.vertexId}#${ack.subtask}: ${outcome.result}`,
       );
@@ -261,6 +269,7 @@ export class CheckpointCoordinator {
     this.#savepoints.failAll(failure);
     const abortedIds = this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING)
       .map((p) => p.checkpointId);
+    for (const id of abortedIds) this.#o.stats?.reportFailed(id, Date.now(), failure);
     this.#tracker.stopScheduler();
     return abortedIds;
   }
@@ -293,6 +302,15 @@ export class CheckpointCoordinator {
       point.checkpointId > this.#tracker.lastCheckpointId
     ) {
       this.#tracker.restoreCounter(point.checkpointId);
+    }
+    if (point !== null) {
+      this.#o.stats?.reportRestored({
+        checkpointId: point.checkpointId,
+        jobId: point.jobId,
+        kind: point.jobId === this.#o.jobId ? "checkpoint" : this.#o.restoreSettings?.kind ??
+          "checkpoint",
+        restoredAt: Date.now(),
+      });
     }
   }
 
@@ -366,6 +384,12 @@ export class CheckpointCoordinator {
       kind,
     });
     this.#retention.triggered(decision.checkpointId);
+    this.#o.stats?.reportPending({
+      checkpointId: decision.checkpointId,
+      kind,
+      triggeredAt: now,
+      numSubtasks: this.#o.tasks.length,
+    });
     log.debug(`job ${this.#o.jobId}: triggering ${kind} ${decision.checkpointId}`);
     for (const s of this.#o.sources) {
       this.#host.toTask(s, { t: "trigger", id: decision.checkpointId, ts: now, type: kind });
@@ -399,6 +423,11 @@ export class CheckpointCoordinator {
     const o = this.#o;
     const reason = pending.failureReason ?? CheckpointFailureReason.ABORTED_BY_COORDINATOR;
     this.#host.toAllTasks({ t: "abort", id: pending.checkpointId, reason: reason.message });
+    this.#o.stats?.reportFailed(
+      pending.checkpointId,
+      Date.now(),
+      `${reason.code}: ${detail ?? reason.message}`,
+    );
     this.#savepoints.failed(pending.checkpointId, `${reason.code}: ${detail ?? reason.message}`);
     this.#retention.aborted(pending.checkpointId);
     if (this.#host.phase() === "running" && pending.attempt === this.#host.attempt().number) {
@@ -487,6 +516,7 @@ export class CheckpointCoordinator {
     o.faults?.("before-notify-complete", pending.checkpointId, attempt);
     const outcome = this.#tracker.completed(pending.checkpointId, location, Date.now());
     const stats = this.#tracker.latestCompleted;
+    o.stats?.reportCompleted(pending.checkpointId, stats?.completedAt ?? Date.now(), location);
     log.info(`job ${o.jobId}: ${this.#tracker.summary()}`, {
       name: "checkpoint-completed",
       jobId: o.jobId,

@@ -15,6 +15,7 @@ import type { MessageBody, RestorePoint, TaskControlMessage } from "../task/mess
 import type { CheckpointConfig, CoordinatorFaultPoint, RestoreMode } from "../api/executor.ts";
 import type { ExecutionAttempt } from "./execution_attempt.ts";
 import type { JobPhase } from "./job_phase.ts";
+import type { CheckpointStatsTracker } from "../metrics/checkpoint_stats.ts";
 
 /**
  * What a `CheckpointCoordinator` needs from the job coordinator that owns
@@ -61,6 +62,11 @@ export interface CheckpointCoordinatorOptions {
   } | undefined;
   /** Storage rooted at a savepoint directory; without it, savepoints are refused. */
   readonly savepointStorage?: ((directory: string | undefined) => CheckpointStorage) | undefined;
+  /**
+   * Receives every trigger, accepted ack, completion, failure and restore,
+   * for the REST API and metrics (`runtime/metrics/checkpoint_stats.ts`).
+   */
+  readonly stats?: CheckpointStatsTracker | undefined;
   /** Test hook: throwing fails the attempt at that point. */
   readonly faults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)

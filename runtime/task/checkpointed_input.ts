@@ -91,6 +91,11 @@ export class CheckpointedInput {
   /** Records handed to the head operator. */
   recordsIn = 0;
 
+  /** The watermark given to the head operator (ms, Flink's `currentInputWatermark`); `-Infinity` before the first and for a source. */
+  get inputWatermark(): number {
+    return this.#valve?.lastOutputWatermark ?? Number.NEGATIVE_INFINITY;
+  }
+
   /** Makes the input over `options.gate` (a source's gate has no channel). */
   constructor(options: CheckpointedInputOptions) {
     this.#o = options;

@@ -49,6 +49,7 @@ import type { CheckpointFailureCode, SnapshotType, SubtaskAck } from "../checkpo
 import { SuppressRestartsError } from "../failure.ts";
 import { chainMessage } from "../error_chain.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
+import type { SubtaskMetricsSample } from "../metrics/task_io_metrics.ts";
 
 /**
  * An in-band control event of a channel: a checkpoint barrier, a watermark
@@ -256,6 +257,17 @@ export type CoordinatorMessage =
      * `worker` is the worker (slot, in cluster mode) id it was sent to.
      */
     | { readonly t: "attempt-cancelled"; readonly worker: string }
+    /**
+     * A running subtask's metrics, sent every `METRICS_REPORT_INTERVAL_MS`
+     * (`runtime/metrics/task_io_metrics.ts`); the coordinator keeps the
+     * latest per subtask of the current attempt.
+     */
+    | {
+      readonly t: "metrics";
+      readonly vertex: string;
+      readonly subtask: number;
+      readonly sample: SubtaskMetricsSample;
+    }
   );
 
 /**
@@ -273,6 +285,14 @@ export interface RestorePoint {
 /** Coordinator -> worker messages. */
 export type WorkerMessage =
   & Envelope
+  & {
+    /**
+     * The sending coordinator's leader epoch (high availability); absent: 0.
+     * Workers refuse messages of an epoch below the highest they saw
+     * (`../cluster/ha/epoch_fence.ts`).
+     */
+    readonly epoch?: number | undefined;
+  }
   & (
     | {
       readonly t: "deploy";

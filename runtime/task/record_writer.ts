@@ -256,6 +256,11 @@ export class RecordWriter {
   #endOfData = false;
   /** Records written, for metrics. */
   recordsOut = 0;
+
+  /** The last watermark sent (ms, Flink's `currentOutputWatermark`); `-Infinity` before the first. */
+  get lastWatermark(): number {
+    return this.#lastWatermark;
+  }
   /** Buffers sent, for metrics. */
   buffersOut = 0;
   /**

@@ -71,6 +71,7 @@ import {
   taskSubject,
 } from "./messages.ts";
 import { faultSite, type StreamTaskOptions, TaskFailedError } from "./task_options.ts";
+import { METRICS_REPORT_INTERVAL_MS, TaskIOMetrics } from "../metrics/task_io_metrics.ts";
 
 export {
   type FaultInjector,
@@ -104,8 +105,9 @@ export class StreamTask {
   #inputEnded = false;
   /** A processing-time wake-up came before `start`; it is handled at start. */
   #timerBeforeStart = false;
-  /** Time spent unable to emit for lack of credit, in ms. */
-  backPressuredMs = 0;
+  /** Idle and back-pressured time, sampled once a second into live metrics. */
+  readonly #io = new TaskIOMetrics(performance.now());
+  #metricsTimer: ReturnType<typeof setInterval> | undefined;
   readonly #startedAt = performance.now();
 
   /** Sets up the subtask's input and checkpointer; `run` starts it. */
@@ -201,6 +203,7 @@ export class StreamTask {
       throw TaskFailedError.of(error, `Subtask ${this.#name} of job ${o.jobId}`);
     } finally {
       this.#done = true;
+      clearInterval(this.#metricsTimer);
       this.#input.dispose();
       this.#subscription.unsubscribe();
       this.#mailbox.close();
@@ -270,10 +273,10 @@ export class StreamTask {
         continue;
       }
       if (!this.#writersAvailable()) {
-        const t0 = performance.now();
+        this.#io.startWait("backPressured", performance.now());
         await this.#mailbox.signal.wait();
-        this.backPressuredMs += performance.now() - t0;
         sliceStart = performance.now();
+        this.#io.endWait(sliceStart);
         continue;
       }
       const progressed = source
@@ -281,8 +284,10 @@ export class StreamTask {
         : await this.#input.processNext(chain.head);
       if (!progressed) {
         for (const w of this.#writerList) w.flush();
+        this.#io.startWait("idle", performance.now());
         await this.#mailbox.signal.wait();
         sliceStart = performance.now();
+        this.#io.endWait(sliceStart);
         continue;
       }
       const now = performance.now();
@@ -332,6 +337,8 @@ export class StreamTask {
       case "start":
         if (this.#started) return;
         this.#started = true;
+        this.#io.sample(performance.now(), this.#counters()); // the first window starts now
+        this.#metricsTimer = setInterval(() => this.#reportMetrics(), METRICS_REPORT_INTERVAL_MS);
         this.#source?.start();
         this.#gate.grantInitialCredits();
         if (this.#timerBeforeStart) this.#mailbox.put({ t: "timer" });
@@ -395,12 +402,42 @@ export class StreamTask {
     }
   }
 
+  #counters() {
+    let numRecordsOut = 0;
+    let outputWatermark = Number.NEGATIVE_INFINITY;
+    for (const w of this.#writerList) {
+      numRecordsOut += w.recordsOut;
+      outputWatermark = Math.max(outputWatermark, w.lastWatermark);
+    }
+    return {
+      numRecordsIn: this.recordsIn,
+      numRecordsOut,
+      inputWatermark: this.#input.inputWatermark,
+      outputWatermark,
+      epochMs: Date.now(),
+    };
+  }
+
+  /** Sends a metrics sample to the coordinator (every `METRICS_REPORT_INTERVAL_MS` while running). */
+  #reportMetrics(): void {
+    if (this.#done) return;
+    const o = this.#o;
+    try {
+      const sample = this.#io.sample(performance.now(), this.#counters());
+      this.#report({ t: "metrics", vertex: o.vertex.id, subtask: o.subtask, sample });
+    } catch (error) {
+      this.#fail(error); // from a timer: the mailbox loop rethrows it
+    }
+  }
+
   #metrics(): SubtaskMetrics {
     const durationMs = performance.now() - this.#startedAt;
     return {
       numRecordsIn: this.recordsIn,
       numRecordsOut: this.#writerList.reduce((n, w) => n + w.recordsOut, 0),
-      backPressuredTimeMsPerSecond: durationMs > 0 ? (1000 * this.backPressuredMs) / durationMs : 0,
+      backPressuredTimeMsPerSecond: durationMs > 0
+        ? (1000 * this.#io.backPressuredMs) / durationMs
+        : 0,
       durationMs,
       operators: this.#chain?.metrics() ?? {},
     };

@@ -153,6 +153,8 @@ export interface CheckpointRequest {
   readonly type: SnapshotType;
   /** Time this subtask spent aligning barriers for it, in ms (0 for a source or when not aligned). */
   readonly alignmentDurationMs: number;
+  /** Set by the checkpointer: trigger to snapshot start, less alignment, in ms (`SubtaskAck.startDelayMs`). */
+  readonly startDelayMs?: number;
   /**
    * For a checkpoint taken unaligned at this subtask: the recording of the
    * input channels whose barrier had not arrived (the ack waits for it).
@@ -196,6 +198,8 @@ export class SubtaskCheckpointer {
     const { checkpointId, timestamp, type } = request;
     this.#o.faults?.("before-snapshot", checkpointId);
     const t0 = performance.now();
+    // Flink's checkpoint start delay: trigger to the first barrier, so less the alignment.
+    const startDelayMs = Math.max(0, Date.now() - timestamp - request.alignmentDurationMs);
     for (const op of targets.operators) await op.quiesce();
     const barrier: ChannelEvent = { k: "barrier", id: checkpointId, ts: timestamp, type };
     // Unaligned (never for a savepoint): the barrier overtakes the output
@@ -220,7 +224,7 @@ export class SubtaskCheckpointer {
       throw error;
     }
     const syncDurationMs = performance.now() - t0;
-    this.#start(request, results, syncDurationMs);
+    this.#start({ ...request, startDelayMs }, results, syncDurationMs);
   }
 
   /** Checkpoint `checkpointId` was aborted: its asynchronous part writes nothing more. */
@@ -316,6 +320,7 @@ export class SubtaskCheckpointer {
       asyncDurationMs: performance.now() - t0,
       alignmentDurationMs: request.alignmentDurationMs,
       stateBytes: writer.bytesWritten,
+      startDelayMs: request.startDelayMs ?? 0,
     };
     o.report({ t: "ack", ack });
     // The local copy is sealed after the ack, which never waits for it.
