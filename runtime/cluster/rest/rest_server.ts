@@ -1,0 +1,361 @@
+/**
+ * The coordinator's REST API (Flink's `WebMonitorEndpoint` routes and JSON
+ * shapes, where they fit Weir), served by Hono on `Deno.serve`. Every route
+ * and body is specified in `runtime/cluster/rest/openapi.yaml`.
+ *
+ * | Method and path | Body |
+ * |---|---|
+ * | `GET /overview` | workers, slots, jobs by state |
+ * | `GET /jobs`, `GET /jobs/overview` | job ids with states; one line per job |
+ * | `GET /jobs/:jobid` | job details with vertices |
+ * | `PATCH /jobs/:jobid?mode=cancel` | cancels the job: `202 {}` |
+ * | `GET /jobs/:jobid/exceptions` | its latest failure |
+ * | `GET /jobs/:jobid/vertices/:vertexid` (and `/backpressure`, `/watermarks`, `/metrics`, `/subtasks/metrics`) | one vertex |
+ * | `GET /jobs/:jobid/checkpoints` (and `/config`, `/details/:checkpointid`, `/details/:checkpointid/subtasks/:vertexid`) | checkpoint statistics |
+ * | `POST /jobs/:jobid/savepoints`, `POST /jobs/:jobid/stop` | `202 {"request-id"}` |
+ * | `GET /jobs/:jobid/savepoints/:triggerid` | the operation's status and savepoint path |
+ * | `GET /metrics` | Prometheus text (`prometheus.ts`) |
+ *
+ * Errors are Flink's `{"errors": ["…"]}` with 400 (bad input, naming the
+ * parameter or field and its value), 404 (unknown job, vertex, checkpoint,
+ * trigger or route), 409 (the job is not running) or 503 (the coordinator
+ * is taking over the leadership). With a token, every
+ * route needs `Authorization: Bearer <token>` (401 otherwise; Hono's
+ * `bearerAuth`, which compares in constant time).
+ *
+ * @module
+ */
+
+import { type Context, Hono } from "npm:hono@4.13.19";
+import { bearerAuth } from "npm:hono@4.13.19/bearer-auth";
+import { CoordinatorNotReadyError, type RestBackend } from "./job_facts.ts";
+import {
+  aggregatedSubtaskMetricsView,
+  backPressureView,
+  exceptionsView,
+  isEnded,
+  jobDetailsView,
+  jobsOverviewView,
+  jobsView,
+  overviewView,
+  vertexMetricsView,
+  vertexView,
+  watermarksView,
+} from "./job_views.ts";
+import {
+  checkpointConfigView,
+  checkpointDetailsView,
+  checkpointSubtasksView,
+  checkpointsView,
+} from "./checkpoint_views.ts";
+import { SavepointTriggers } from "./savepoint_triggers.ts";
+import { PrometheusMetrics } from "./prometheus.ts";
+import { logger } from "../../log.ts";
+
+const log = logger("rest");
+
+/** The version `GET /overview` reports as `flink-version` (Weir's, from `deno.json`). */
+export const WEIR_VERSION = "weir-0.1.0";
+
+/** Options of {@linkcode createRestApp}. */
+export interface RestAppOptions {
+  /** The coordinator. */
+  readonly backend: RestBackend;
+  /** When set, every route needs `Authorization: Bearer <token>`. */
+  readonly token?: string | undefined;
+}
+
+/** Options of {@linkcode RestServer.start}. */
+export interface RestServerOptions extends RestAppOptions {
+  /** TCP port; 0 picks a free one (read it from `port`). */
+  readonly port: number;
+  /** Interface to bind. Default `"0.0.0.0"` (all). */
+  readonly hostname?: string | undefined;
+}
+
+/** A client error with its HTTP status (400, 404 or 409). */
+class RestError extends Error {
+  override name = "RestError";
+  readonly status: 400 | 404 | 409;
+  constructor(status: 400 | 404 | 409, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * Builds the Hono app of the REST API (without serving it).
+ * @throws {RangeError} when `token` is given but empty.
+ */
+export function createRestApp(options: RestAppOptions): Hono {
+  const { backend, token } = options;
+  if (token !== undefined && token === "") {
+    throw new RangeError("the REST API's bearer token must not be empty: current value is ''");
+  }
+  const triggers = new SavepointTriggers();
+  const prometheus = new PrometheusMetrics(backend);
+  const app = new Hono();
+  if (token !== undefined) app.use("*", bearerAuth({ token }));
+
+  const facts = (c: Context) => {
+    const jobId = c.req.param("jobid")!;
+    const f = backend.jobFacts(jobId);
+    if (f === undefined) throw new RestError(404, `Job ${jobId} not found`);
+    return f;
+  };
+  const found = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new RestError(404, what);
+    return value;
+  };
+  const list = (c: Context, name: string) => {
+    const v = c.req.query(name);
+    return v === undefined ? undefined : v.split(",").map((s) => s.trim()).filter((s) => s);
+  };
+
+  app.get("/overview", (c) => {
+    const overview = backend.overview();
+    const used = new Set<string>();
+    for (const j of overview.jobs) {
+      if (isEnded(j.status)) continue;
+      for (const slot of backend.jobFacts(j.jobId)?.placement.values() ?? []) used.add(slot);
+    }
+    return c.json(overviewView(overview, used, WEIR_VERSION));
+  });
+  app.get("/jobs", (c) => c.json(jobsView(backend.overview())));
+  app.get("/jobs/overview", (c) => {
+    const all = backend.overview().jobs.map((j) => backend.jobFacts(j.jobId))
+      .filter((f) => f !== undefined);
+    return c.json(jobsOverviewView(all, Date.now()));
+  });
+  app.get("/jobs/:jobid", (c) => c.json(jobDetailsView(facts(c), Date.now())));
+  app.patch("/jobs/:jobid", (c) => {
+    const f = facts(c);
+    const mode = c.req.query("mode") ?? "cancel";
+    if (mode !== "cancel") {
+      throw new RestError(
+        400,
+        `query parameter 'mode' must be 'cancel' (stop with a savepoint is POST ` +
+          `/jobs/:jobid/stop): current value is '${mode}'`,
+      );
+    }
+    const reply = backend.cancelJob(f.status.jobId);
+    if (!reply.ok) throw new RestError(409, reply.error);
+    return c.json({}, 202);
+  });
+  app.get("/jobs/:jobid/exceptions", (c) => c.json(exceptionsView(facts(c))));
+  app.get("/jobs/:jobid/vertices/:vertexid", (c) => {
+    const id = c.req.param("vertexid");
+    return c.json(found(vertexView(facts(c), id, Date.now()), `Vertex ${id} not found`));
+  });
+  app.get("/jobs/:jobid/vertices/:vertexid/backpressure", (c) => {
+    const id = c.req.param("vertexid");
+    return c.json(found(backPressureView(facts(c), id, Date.now()), `Vertex ${id} not found`));
+  });
+  app.get("/jobs/:jobid/vertices/:vertexid/watermarks", (c) => {
+    const id = c.req.param("vertexid");
+    return c.json(found(watermarksView(facts(c), id), `Vertex ${id} not found`));
+  });
+  app.get("/jobs/:jobid/vertices/:vertexid/metrics", (c) => {
+    const id = c.req.param("vertexid");
+    return c.json(
+      found(vertexMetricsView(facts(c), id, list(c, "get")), `Vertex ${id} not found`),
+    );
+  });
+  app.get("/jobs/:jobid/vertices/:vertexid/subtasks/metrics", (c) => {
+    const id = c.req.param("vertexid");
+    const agg = list(c, "agg");
+    const bad = agg?.find((a) => !["min", "max", "avg", "sum"].includes(a));
+    if (bad !== undefined) {
+      throw new RestError(
+        400,
+        `query parameter 'agg' takes min, max, avg, sum: current value has '${bad}'`,
+      );
+    }
+    return c.json(
+      found(
+        aggregatedSubtaskMetricsView(facts(c), id, list(c, "get"), agg),
+        `Vertex ${id} not found`,
+      ),
+    );
+  });
+  app.get("/jobs/:jobid/checkpoints", (c) => c.json(checkpointsView(facts(c))));
+  app.get("/jobs/:jobid/checkpoints/config", (c) => c.json(checkpointConfigView(facts(c))));
+  app.get("/jobs/:jobid/checkpoints/details/:checkpointid", (c) => {
+    const id = checkpointIdOf(c);
+    return c.json(
+      found(checkpointDetailsView(facts(c), id), `Checkpoint ${id} not found (or no longer kept)`),
+    );
+  });
+  app.get("/jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid", (c) => {
+    const id = checkpointIdOf(c);
+    const vertex = c.req.param("vertexid");
+    return c.json(
+      found(
+        checkpointSubtasksView(facts(c), id, vertex),
+        `Checkpoint ${id} or vertex ${vertex} not found`,
+      ),
+    );
+  });
+  app.post("/jobs/:jobid/savepoints", async (c) => {
+    const f = facts(c);
+    const body = await jsonBody(c, ["target-directory", "cancel-job", "formatType"]);
+    if (body["cancel-job"] !== undefined && body["cancel-job"] !== false) {
+      throw new RestError(
+        400,
+        `field 'cancel-job' is not supported (stop the job with a savepoint with POST ` +
+          `/jobs/:jobid/stop): current value is ${JSON.stringify(body["cancel-job"])}`,
+      );
+    }
+    checkFormat(body.formatType);
+    const directory = optionalString(body, "target-directory");
+    return c.json(trigger(f.status.jobId, f.status.status, { directory, stop: false }), 202);
+  });
+  app.post("/jobs/:jobid/stop", async (c) => {
+    const f = facts(c);
+    const body = await jsonBody(c, ["targetDirectory", "drain", "formatType"]);
+    if (body.drain !== undefined && typeof body.drain !== "boolean") {
+      throw new RestError(
+        400,
+        `field 'drain' must be a boolean: current value is ${JSON.stringify(body.drain)}`,
+      );
+    }
+    checkFormat(body.formatType);
+    const directory = optionalString(body, "targetDirectory");
+    const drain = body.drain === true;
+    return c.json(trigger(f.status.jobId, f.status.status, { directory, stop: true, drain }), 202);
+  });
+  app.get("/jobs/:jobid/savepoints/:triggerid", (c) => {
+    const f = facts(c);
+    const id = c.req.param("triggerid");
+    return c.json(
+      found(triggers.status(f.status.jobId, id), `Savepoint operation ${id} not found`),
+    );
+  });
+  app.get("/metrics", async (c) => {
+    const text = await prometheus.scrape();
+    return c.body(text, 200, { "Content-Type": prometheus.contentType });
+  });
+
+  app.notFound((c) => c.json({ errors: [`Not found: ${c.req.method} ${c.req.path}`] }, 404));
+  app.onError((error, c) => {
+    if (error instanceof RestError) return c.json({ errors: [error.message] }, error.status);
+    if (error instanceof CoordinatorNotReadyError) return c.json({ errors: [error.message] }, 503);
+    // Hono's HTTPException (e.g. bearerAuth's 401) carries its own response.
+    const res = (error as { getResponse?: () => Response }).getResponse?.();
+    if (res !== undefined) return res;
+    log.error(`REST ${c.req.method} ${c.req.path} failed: ${error.stack ?? error}`);
+    return c.json({ errors: [`Internal server error: ${error.name}: ${error.message}`] }, 500);
+  });
+
+  function trigger(
+    jobId: string,
+    status: string,
+    o: { directory: string | undefined; stop: boolean; drain?: boolean },
+  ): { "request-id": string } {
+    if (isEnded(status)) throw new RestError(409, `Job ${jobId} is ${status}`);
+    const done = backend.savepoint({
+      jobId,
+      directory: o.directory,
+      stop: o.stop,
+      drain: o.drain ?? false,
+    });
+    return { "request-id": triggers.start(jobId, done) };
+  }
+  return app;
+}
+
+function checkpointIdOf(c: Context): number {
+  const raw = c.req.param("checkpointid")!;
+  const id = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || !Number.isSafeInteger(id)) {
+    throw new RestError(
+      400,
+      `path parameter 'checkpointid' must be a non-negative integer: current value is '${raw}'`,
+    );
+  }
+  return id;
+}
+
+/** The request's JSON object body (`{}` when empty); 400 for anything else or an unknown field. */
+async function jsonBody(c: Context, fields: readonly string[]): Promise<Record<string, unknown>> {
+  const text = await c.req.text();
+  if (text.trim() === "") return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new RestError(400, `request body is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new RestError(400, `request body must be a JSON object: current value is ${text}`);
+  }
+  const unknown = Object.keys(body).filter((k) => !fields.includes(k));
+  if (unknown.length > 0) {
+    throw new RestError(
+      400,
+      `request body has unknown field(s) ${unknown.map((k) => `'${k}'`).join(", ")}; ` +
+        `known: ${fields.join(", ")}`,
+    );
+  }
+  return body as Record<string, unknown>;
+}
+
+function optionalString(body: Record<string, unknown>, field: string): string | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string") {
+    throw new RestError(
+      400,
+      `field '${field}' must be a string: current value is ${JSON.stringify(v)}`,
+    );
+  }
+  return v;
+}
+
+function checkFormat(format: unknown): void {
+  if (format === undefined || format === "CANONICAL") return;
+  throw new RestError(
+    400,
+    `field 'formatType' must be CANONICAL (Weir's only savepoint format): current value is ` +
+      JSON.stringify(format),
+  );
+}
+
+/** The REST API served on a TCP port (see the module docs). */
+export class RestServer {
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+
+  private constructor(server: Deno.HttpServer<Deno.NetAddr>) {
+    this.#server = server;
+  }
+
+  /**
+   * Binds the port and serves the REST API.
+   * @throws {RangeError} when `port` is not an integer in 0..65535, or the token is empty.
+   * @throws {Deno.errors.AddrInUse} when the port is taken.
+   */
+  static start(options: RestServerOptions): RestServer {
+    const { port } = options;
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw new RangeError(
+        `the REST port must be an integer from 0 to 65535: current value is ${port}`,
+      );
+    }
+    const app = createRestApp(options);
+    const server = Deno.serve(
+      { hostname: options.hostname ?? "0.0.0.0", port, onListen() {} },
+      app.fetch,
+    );
+    return new RestServer(server);
+  }
+
+  /** The bound port (the one picked, when started with port 0). */
+  get port(): number {
+    return this.#server.addr.port;
+  }
+
+  /** Stops serving; resolves once open connections closed. */
+  async close(): Promise<void> {
+    await this.#server.shutdown();
+  }
+}
