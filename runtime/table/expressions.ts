@@ -1,0 +1,288 @@
+/**
+ * Compiles SQL expressions (`sql_ast.ts`) into functions of a row's fields,
+ * with their result types checked at planning time (Flink's code-generated
+ * `Calc` expressions, here closures).
+ *
+ * ## Semantics
+ *
+ * - Three-valued logic: a comparison with NULL is NULL; `AND`/`OR`/`NOT` as
+ *   SQL's truth tables; WHERE and HAVING keep a row only when TRUE.
+ * - Arithmetic: NULL in gives NULL; `BIGINT op BIGINT` is BIGINT (integer
+ *   division truncates toward zero, as Flink's); with a DOUBLE it is DOUBLE.
+ *   Integer division or `%` by zero throws (Flink's `ArithmeticException`),
+ *   which fails the job.
+ * - Comparisons need both sides of one family (numbers with numbers,
+ *   strings with strings...); anything else is a planning error.
+ *
+ * @module
+ */
+
+import { PlanningError } from "./changelog_mode.ts";
+import { compareValues } from "./aggregates.ts";
+import { exprText } from "./parser.ts";
+import type { SqlValue } from "./row.ts";
+import { SCALAR_FUNCTIONS } from "./scalar_functions.ts";
+import type { Expr } from "./sql_ast.ts";
+import { castValue, type Column, type DataType, TYPES } from "./types.ts";
+
+/** An expression compiled against an input schema. */
+export interface CompiledExpr {
+  /** Its value for a row's fields. */
+  readonly evaluate: (fields: readonly SqlValue[]) => SqlValue;
+  /** Its result type. */
+  readonly type: DataType;
+  /** Its SQL text, for plan descriptions. */
+  readonly text: string;
+}
+
+/** What names mean while an expression is compiled. */
+export interface Scope {
+  /** The input's columns, by position. */
+  readonly columns: readonly Column[];
+  /** Names the input (`clicks`) in messages. */
+  readonly inputName: string;
+  /**
+   * A whole subexpression that is already an input column (a GROUP BY key
+   * or an aggregate's result after GROUP BY), by its SQL text.
+   */
+  readonly computed?: ReadonlyMap<string, number>;
+  /** Where `name` first appears in the statement, for messages (`" at line 1, column 8"`). */
+  readonly locate: (name: string) => string;
+  /** Refuses an aggregate outside SELECT/HAVING of a grouped query, naming it. */
+  readonly aggregatesAllowed: boolean;
+}
+
+const numeric = (t: DataType) => t.family === "BIGINT" || t.family === "DOUBLE";
+
+/**
+ * Compiles `expr` in `scope`.
+ * @throws {PlanningError} for an unknown column, an unknown function, an
+ *   aggregate where none is allowed, or operand types that do not fit,
+ *   naming the expression and where it is.
+ */
+export function compileExpr(expr: Expr, scope: Scope): CompiledExpr {
+  const text = exprText(expr);
+  const hit = scope.computed?.get(text);
+  if (hit !== undefined) {
+    return {
+      evaluate: (f) => f[hit] ?? null,
+      type: scope.columns[hit]!.type,
+      text: scope.columns[hit]!.name,
+    };
+  }
+  const fail = (message: string, name: string): never => {
+    throw new PlanningError(`${message}${scope.locate(name)}`);
+  };
+  switch (expr.k) {
+    case "column": {
+      const index = scope.columns.findIndex((c) => c.name === expr.name);
+      if (index === -1) {
+        return fail(
+          `Column '${expr.name}' not found in ${scope.inputName} (columns: ${
+            scope.columns.map((c) => c.name).join(", ")
+          })`,
+          expr.name,
+        );
+      }
+      return { evaluate: (f) => f[index] ?? null, type: scope.columns[index]!.type, text };
+    }
+    case "literal": {
+      const v = expr.value;
+      const type = typeof v === "number"
+        ? (Number.isInteger(v) ? TYPES.BIGINT : TYPES.DOUBLE)
+        : typeof v === "boolean"
+        ? TYPES.BOOLEAN
+        : TYPES.STRING;
+      return { evaluate: () => v, type, text };
+    }
+    case "not": {
+      const inner = compileExpr(expr.expr, scope);
+      if (inner.type.family !== "BOOLEAN") {
+        fail(`NOT needs a BOOLEAN, got ${inner.type.name} in ${text}`, "NOT");
+      }
+      return {
+        evaluate: (f) => {
+          const v = inner.evaluate(f);
+          return v === null ? null : !v;
+        },
+        type: TYPES.BOOLEAN,
+        text,
+      };
+    }
+    case "negate": {
+      const inner = compileExpr(expr.expr, scope);
+      if (!numeric(inner.type)) {
+        fail(`unary minus needs a number, got ${inner.type.name} in ${text}`, "-");
+      }
+      return {
+        evaluate: (f) => {
+          const v = inner.evaluate(f);
+          return v === null ? null : -Number(v);
+        },
+        type: inner.type,
+        text,
+      };
+    }
+    case "isNull": {
+      const inner = compileExpr(expr.expr, scope);
+      return {
+        evaluate: (f) => (inner.evaluate(f) === null) !== expr.negated,
+        type: TYPES.BOOLEAN,
+        text,
+      };
+    }
+    case "cast": {
+      const inner = compileExpr(expr.expr, scope);
+      return { evaluate: (f) => castValue(inner.evaluate(f), expr.type), type: expr.type, text };
+    }
+    case "case":
+      return compileCase(expr, scope, text);
+    case "call": {
+      const fn = SCALAR_FUNCTIONS[expr.name];
+      if (fn === undefined) {
+        return fail(
+          `No function named ${expr.name} (supported: ${Object.keys(SCALAR_FUNCTIONS).join(", ")})`,
+          expr.name,
+        );
+      }
+      const args = expr.args.map((a) => compileExpr(a, scope));
+      const type = fn.resultType(args.map((a) => a.type));
+      if (typeof type === "string") return fail(`${type}, in ${text}`, expr.name);
+      return { evaluate: (f) => fn.evaluate(args.map((a) => a.evaluate(f))), type, text };
+    }
+    case "aggregate":
+      return fail(
+        scope.aggregatesAllowed
+          ? `${text} is neither a GROUP BY key nor an aggregate of this query`
+          : `the aggregate ${text} is not allowed here (only in SELECT and HAVING)`,
+        expr.fn === "COUNT_STAR" ? "COUNT" : expr.fn,
+      );
+    case "binary":
+      return compileBinary(expr, scope, text, fail);
+  }
+}
+
+function compileCase(expr: Extract<Expr, { k: "case" }>, scope: Scope, text: string): CompiledExpr {
+  const operand = expr.operand === null ? null : compileExpr(expr.operand, scope);
+  const whens = expr.whens.map((w) => ({
+    when: compileExpr(w.when, scope),
+    then: compileExpr(w.then, scope),
+  }));
+  const otherwise = expr.otherwise === null ? null : compileExpr(expr.otherwise, scope);
+  const type = whens[0]?.then.type ?? otherwise?.type ?? TYPES.STRING;
+  return {
+    evaluate(f) {
+      const subject = operand === null ? null : operand.evaluate(f);
+      for (const w of whens) {
+        const v = w.when.evaluate(f);
+        const hit = operand === null
+          ? v === true
+          : v !== null && subject !== null && compareValues(subject, v) === 0;
+        if (hit) return w.then.evaluate(f);
+      }
+      return otherwise === null ? null : otherwise.evaluate(f);
+    },
+    type,
+    text,
+  };
+}
+
+function compileBinary(
+  expr: Extract<Expr, { k: "binary" }>,
+  scope: Scope,
+  text: string,
+  fail: (message: string, name: string) => never,
+): CompiledExpr {
+  const l = compileExpr(expr.left, scope);
+  const r = compileExpr(expr.right, scope);
+  const op = expr.op;
+  if (op === "AND" || op === "OR") {
+    if (l.type.family !== "BOOLEAN" || r.type.family !== "BOOLEAN") {
+      fail(`${op} needs BOOLEAN operands, got ${l.type.name} and ${r.type.name} in ${text}`, op);
+    }
+    const and = op === "AND";
+    return {
+      evaluate(f) {
+        const a = l.evaluate(f);
+        if (and ? a === false : a === true) return a;
+        const b = r.evaluate(f);
+        if (and ? b === false : b === true) return b;
+        return a === null || b === null ? null : and;
+      },
+      type: TYPES.BOOLEAN,
+      text,
+    };
+  }
+  if (op === "||") {
+    return {
+      evaluate(f) {
+        const a = l.evaluate(f);
+        const b = r.evaluate(f);
+        return a === null || b === null ? null : String(a) + String(b);
+      },
+      type: TYPES.STRING,
+      text,
+    };
+  }
+  const comparison = ["=", "<>", "<", "<=", ">", ">="].includes(op);
+  if (comparison) {
+    const sameFamily = l.type.family === r.type.family || (numeric(l.type) && numeric(r.type));
+    if (!sameFamily) {
+      fail(`cannot compare ${l.type.name} with ${r.type.name} in ${text}`, op);
+    }
+    const test: (c: number) => boolean = op === "="
+      ? (c) => c === 0
+      : op === "<>"
+      ? (c) => c !== 0
+      : op === "<"
+      ? (c) => c < 0
+      : op === "<="
+      ? (c) => c <= 0
+      : op === ">"
+      ? (c) => c > 0
+      : (c) => c >= 0;
+    return {
+      evaluate(f) {
+        const a = l.evaluate(f);
+        const b = r.evaluate(f);
+        return a === null || b === null ? null : test(compareValues(a, b));
+      },
+      type: TYPES.BOOLEAN,
+      text,
+    };
+  }
+  if (!numeric(l.type) || !numeric(r.type)) {
+    fail(`${op} needs numbers, got ${l.type.name} and ${r.type.name} in ${text}`, op);
+  }
+  const integral = l.type.family === "BIGINT" && r.type.family === "BIGINT";
+  const apply = arithmetic(op, integral, text);
+  return {
+    evaluate(f) {
+      const a = l.evaluate(f);
+      const b = r.evaluate(f);
+      return a === null || b === null ? null : apply(a as number, b as number);
+    },
+    type: integral ? TYPES.BIGINT : TYPES.DOUBLE,
+    text,
+  };
+}
+
+function arithmetic(op: string, integral: boolean, text: string): (a: number, b: number) => number {
+  switch (op) {
+    case "+":
+      return (a, b) => a + b;
+    case "-":
+      return (a, b) => a - b;
+    case "*":
+      return (a, b) => a * b;
+    case "/":
+    case "%":
+      return (a, b) => {
+        if (integral && b === 0) throw new RangeError(`division by zero in ${text}`);
+        if (op === "%") return a % b;
+        return integral ? Math.trunc(a / b) : a / b;
+      };
+    default:
+      throw new PlanningError(`the operator ${op} is not supported yet, in ${text}`);
+  }
+}

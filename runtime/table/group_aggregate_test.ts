@@ -1,0 +1,190 @@
+import assert from "node:assert/strict";
+import fc from "npm:fast-check@4.11.0";
+import { type AggregateName, createAggregate } from "./aggregates.ts";
+import { decideGroupUpdate, type GroupState } from "./group_aggregate.ts";
+import { applyChange, formatRow, type Row, type SqlValue } from "./row.ts";
+
+/** The aggregates of the property: each over column `v` (NULL allowed), plus COUNT(*). */
+const CALLS: { fn: AggregateName; distinct: boolean }[] = [
+  { fn: "COUNT_STAR", distinct: false },
+  { fn: "COUNT", distinct: false },
+  { fn: "COUNT", distinct: true },
+  { fn: "SUM", distinct: false },
+  { fn: "AVG", distinct: false },
+  { fn: "MIN", distinct: false },
+  { fn: "MAX", distinct: false },
+];
+
+type Input = { key: string; v: number | null };
+
+/** The batch GROUP BY over the final rows, written plainly: one result row per group. */
+function batch(rows: readonly Input[]): Map<string, number> {
+  const groups = new Map<string, (number | null)[]>();
+  for (const r of rows) groups.set(r.key, [...(groups.get(r.key) ?? []), r.v]);
+  const table = new Map<string, number>();
+  for (const [key, vs] of groups) {
+    const nn = vs.filter((v): v is number => v !== null);
+    const sum = nn.reduce((a, b) => a + b, 0);
+    const fields: SqlValue[] = [
+      key,
+      vs.length,
+      nn.length,
+      new Set(nn).size,
+      nn.length === 0 ? null : sum,
+      nn.length === 0 ? null : Math.trunc(sum / nn.length),
+      nn.length === 0 ? null : Math.min(...nn),
+      nn.length === 0 ? null : Math.max(...nn),
+    ];
+    applyChange(table, { kind: "INSERT", fields });
+  }
+  return table;
+}
+
+/** Runs the continuous GROUP BY over a changelog; returns its output changelog. */
+function continuous(changes: readonly Row[], generateUpdateBefore: boolean): Row[] {
+  const aggregates = CALLS.map((c) => createAggregate({ ...c, integral: true }));
+  const states = new Map<string, GroupState>();
+  const out: Row[] = [];
+  for (const row of changes) {
+    const key = row.fields[0] as string;
+    const v = row.fields[1] ?? null;
+    const update = decideGroupUpdate(
+      aggregates,
+      CALLS.map(() => v),
+      [key],
+      states.get(key),
+      row,
+      generateUpdateBefore,
+    );
+    if (update.state === null) states.delete(key);
+    else states.set(key, update.state);
+    out.push(...update.emit);
+  }
+  return out;
+}
+
+/** Operations: insert a row, or retract (as -D or as a -U/+U pair) the i-th live row. */
+const operation = fc.oneof(
+  fc.record({
+    op: fc.constant("insert" as const),
+    key: fc.constantFrom("a", "b", "c"),
+    v: fc.option(fc.integer({ min: -5, max: 5 }), { nil: null }),
+  }),
+  fc.record({ op: fc.constant("delete" as const), index: fc.nat() }),
+  fc.record({
+    op: fc.constant("update" as const),
+    index: fc.nat(),
+    v: fc.option(fc.integer({ min: -5, max: 5 }), { nil: null }),
+  }),
+);
+
+/** Turns operations into an input changelog and the final live rows. */
+type Op = { op: string; key?: string; v?: number | null; index?: number };
+
+function script(ops: readonly Op[]) {
+  const live: Input[] = [];
+  const changes: Row[] = [];
+  for (const o of ops) {
+    if (o.op === "insert") {
+      live.push({ key: o.key!, v: o.v ?? null });
+      changes.push({ kind: "INSERT", fields: [o.key!, o.v ?? null] });
+    } else if (live.length > 0) {
+      const i = o.index! % live.length;
+      const old = live[i]!;
+      if (o.op === "delete") {
+        live.splice(i, 1);
+        changes.push({ kind: "DELETE", fields: [old.key, old.v] });
+      } else {
+        live[i] = { key: old.key, v: o.v ?? null };
+        changes.push({ kind: "UPDATE_BEFORE", fields: [old.key, old.v] });
+        changes.push({ kind: "UPDATE_AFTER", fields: [old.key, o.v ?? null] });
+      }
+    }
+  }
+  return { live, changes };
+}
+
+Deno.test("GroupAggregate in retract mode: its changelog applied to an empty table equals the batch GROUP BY over the final input", () => {
+  fc.assert(
+    fc.property(fc.array(operation, { maxLength: 60 }), (ops) => {
+      const { live, changes } = script(ops);
+      const table = new Map<string, number>();
+      for (const row of continuous(changes, true)) applyChange(table, row);
+      assert.deepEqual(table, batch(live));
+    }),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("GroupAggregate in upsert mode: its changelog upserted by key equals the batch GROUP BY over the final input", () => {
+  fc.assert(
+    fc.property(fc.array(operation, { maxLength: 60 }), (ops) => {
+      const { live, changes } = script(ops);
+      const byKey = new Map<string, readonly SqlValue[]>();
+      for (const row of continuous(changes, false)) {
+        assert.notEqual(row.kind, "UPDATE_BEFORE", "upsert mode emits no -U");
+        const key = row.fields[0] as string;
+        if (row.kind === "DELETE") {
+          assert.ok(byKey.has(key), `-D of a key never upserted: ${formatRow(row)}`);
+          byKey.delete(key);
+        } else {
+          byKey.set(key, row.fields);
+        }
+      }
+      const table = new Map<string, number>();
+      for (const fields of byKey.values()) applyChange(table, { kind: "INSERT", fields });
+      assert.deepEqual(table, batch(live));
+    }),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("GroupAggregate emits the seed's clicks changelog for COUNT(url) GROUP BY user", () => {
+  const users = ["Mary", "Bob", "Mary", "Liz", "Bob", "Mary"];
+  const count = [createAggregate({ fn: "COUNT", distinct: false, integral: false })];
+  const states = new Map<string, GroupState>();
+  const out: string[] = [];
+  for (const user of users) {
+    const update = decideGroupUpdate(count, ["./url"], [user], states.get(user), {
+      kind: "INSERT",
+      fields: [user],
+    }, true);
+    states.set(user, update.state!);
+    out.push(...update.emit.map(formatRow));
+  }
+  assert.equal(
+    out.join(" "),
+    "+I(Mary,1) +I(Bob,1) -U(Mary,1) +U(Mary,2) +I(Liz,1) -U(Bob,1) +U(Bob,2) -U(Mary,2) +U(Mary,3)",
+  );
+});
+
+Deno.test("GroupAggregate emits nothing when a group's result does not change, and -D when it empties", () => {
+  const max = [createAggregate({ fn: "MAX", distinct: false, integral: true })];
+  let state: GroupState | undefined;
+  const step = (kind: Row["kind"], v: number) => {
+    const update = decideGroupUpdate(max, [v], ["k"], state, { kind, fields: ["k", v] }, true);
+    state = update.state ?? undefined;
+    return update.emit.map(formatRow).join(" ");
+  };
+  assert.equal(step("INSERT", 5), "+I(k,5)");
+  assert.equal(step("INSERT", 3), "");
+  assert.equal(step("DELETE", 5), "-U(k,5) +U(k,3)");
+  assert.equal(step("DELETE", 3), "-D(k,3)");
+  assert.equal(state, undefined);
+});
+
+Deno.test("GroupAggregate refuses a retraction for an empty group, naming the row", () => {
+  const count = [createAggregate({ fn: "COUNT_STAR", distinct: false, integral: true })];
+  assert.throws(
+    () =>
+      decideGroupUpdate(
+        count,
+        [null],
+        ["k"],
+        undefined,
+        { kind: "DELETE", fields: ["k", 1] },
+        true,
+      ),
+    /GroupAggregate got -D\(k,1\) for group \(k\), which holds no rows/,
+  );
+});
