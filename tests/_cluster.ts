@@ -78,12 +78,24 @@ export class Proc {
    * @param name Its name in messages.
    * @param args Arguments of `deno`, e.g. `["run", "-A", "cli.ts", "worker"]`.
    * @param env More environment variables.
+   * @param launcher A command that starts `deno` for it, e.g. `["ip", "netns",
+   *   "exec", "<namespace>"]` to run it in a network namespace
+   *   (`tests/_netns.ts`); default none: `deno` is started directly. The
+   *   launcher must exec `deno` in place (as `ip netns exec` does), so the
+   *   child's pid and signals are deno's.
    */
-  constructor(name: string, args: string[], env: Record<string, string> = {}) {
+  constructor(
+    name: string,
+    args: string[],
+    env: Record<string, string> = {},
+    launcher: readonly string[] = [],
+  ) {
     this.name = name;
-    this.child = new Deno.Command(Deno.execPath(), {
-      // No lockfile: modules served over HTTP on a random port must not pile up in deno.lock.
-      args: args[0] === "run" ? ["run", "--no-lock", ...args.slice(1)] : args,
+    // No lockfile: modules served over HTTP on a random port must not pile up in deno.lock.
+    const denoArgs = args[0] === "run" ? ["run", "--no-lock", ...args.slice(1)] : args;
+    const [command, ...launcherArgs] = [...launcher, Deno.execPath()];
+    this.child = new Deno.Command(command!, {
+      args: [...launcherArgs, ...denoArgs],
       cwd: REPO_ROOT,
       env,
       stdin: "null",

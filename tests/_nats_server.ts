@@ -9,7 +9,7 @@
  * `nats://127.0.0.1:4222`); `deno task test` (`tests/_with_nats.ts`) starts
  * one there when none answers.
  *
- * A private server listens on 127.0.0.1 on a free port (or `port`) and keeps
+ * A private server listens on 127.0.0.1 (or `host`) on a free port (or `port`) and keeps
  * its JetStream store and log in a temporary directory (or in `storeDir`,
  * when given), which {@linkcode NatsServerHandle.stop} removes. Its binary is
  * `nats-server` on `PATH`, else Debian's `/usr/sbin/nats-server`
@@ -101,11 +101,17 @@ export interface NatsServerOptions {
   readonly args?: readonly string[];
   /** The port to listen on. Default: a free port (tried again when another process takes it). */
   readonly port?: number;
+  /**
+   * The IPv4 address to listen on (`-a`), which must be one of this host's.
+   * Default `127.0.0.1`. `tests/_netns.ts` gives the address of a bridge that
+   * network namespaces (simulated hosts) reach.
+   */
+  readonly host?: string;
 }
 
 /** A running private nats-server; see {@linkcode startNatsServer}. */
 export interface NatsServerHandle {
-  /** `nats://127.0.0.1:<port>`. */
+  /** `nats://<host>:<port>` (host default `127.0.0.1`). */
   readonly url: string;
   /** The TCP port it listens on. */
   readonly port: number;
@@ -128,7 +134,7 @@ export interface NatsServerHandle {
 }
 
 /**
- * Starts a nats-server on 127.0.0.1, on a free port or `options.port`, and
+ * Starts a nats-server on 127.0.0.1 (or `options.host`), on a free port or `options.port`, and
  * resolves once it accepts TCP connections.
  *
  * @param options JetStream, store directory, port and extra arguments.
@@ -141,9 +147,10 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const dir = await Deno.makeTempDir({ prefix: "weir-nats-" });
   const storeDir = options.storeDir ?? `${dir}/store`;
   const logFile = `${dir}/nats.log`;
+  const host = options.host ?? "127.0.0.1";
   const argsFor = (port: number) => [
     "-a",
-    "127.0.0.1",
+    host,
     "-p",
     String(port),
     "-l",
@@ -156,9 +163,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   try {
     // Another process may take the free port before the server binds it: try a few.
     for (let attempt = 0;; attempt++) {
-      port = options.port ?? freePort();
+      port = options.port ?? freePort(host);
       try {
-        process = await launch(binary, argsFor(port), port, logFile);
+        process = await launch(binary, argsFor(port), { host, port }, logFile);
         break;
       } catch (error) {
         const retry = options.port === undefined && attempt < 4 &&
@@ -183,7 +190,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     await running.status;
   };
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `nats://${host}:${port}`,
     port,
     storeDir,
     async stop() {
@@ -198,24 +205,24 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
         throw new Error(`Cannot restart the nats-server of port ${port}: it was stopped`);
       }
       await halt("SIGTERM");
-      process = await launch(binary, argsFor(port), port, logFile);
+      process = await launch(binary, argsFor(port), { host, port }, logFile);
     },
   };
 }
 
-/** A port that was free a moment ago. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+/** A port of `hostname` that was free a moment ago. */
+function freePort(hostname: string): number {
+  const listener = Deno.listen({ hostname, port: 0 });
   const { port } = listener.addr as Deno.NetAddr;
   listener.close();
   return port;
 }
 
-/** Spawns `binary` and waits until `port` accepts connections. */
+/** Spawns `binary` and waits until `host:port` accepts connections. */
 async function launch(
   binary: string,
   args: string[],
-  port: number,
+  { host, port }: { host: string; port: number },
   logFile: string,
 ): Promise<Deno.ChildProcess> {
   const child = new Deno.Command(binary, {
@@ -235,7 +242,7 @@ async function launch(
       );
     }
     try {
-      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      const conn = await Deno.connect({ hostname: host, port });
       conn.close();
       return child;
     } catch {
