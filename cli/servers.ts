@@ -2,16 +2,22 @@
  * The cluster's long-running processes: `weir coordinator` (Flink's
  * JobManager role) and `weir worker` (the TaskManager role). Both log at
  * `info` unless `WEIR_LOG_LEVEL` says otherwise, and run until SIGINT or
- * SIGTERM: the coordinator then cancels its running jobs, a worker ends its
- * slot threads.
+ * SIGTERM: the coordinator then suspends its running jobs and hands the
+ * leadership over (high availability: they go on under a standby or the
+ * next coordinator started), a worker ends its slot threads.
  *
  * @module
  */
 
-import { connectNats, watchReconnects } from "../runtime/actor/nats_connect.ts";
+import { connectNats, watchConnection, watchReconnects } from "../runtime/actor/nats_connect.ts";
 import { NatsTransport } from "../runtime/actor/nats_transport.ts";
 import { ObjectStoreCheckpointStorage } from "../runtime/checkpoint/object_store_storage.ts";
-import { ClusterCoordinator } from "../runtime/cluster/cluster_coordinator.ts";
+import {
+  DEFAULT_HA_BUCKET,
+  DEFAULT_JOBS_BUCKET,
+  DEFAULT_LEASE_MS,
+  HaCoordinator,
+} from "../runtime/cluster/ha/ha_coordinator.ts";
 import { WorkerProcess } from "../runtime/cluster/worker_process.ts";
 import { setLogLevel } from "../runtime/log.ts";
 import {
@@ -25,7 +31,9 @@ import {
   positiveInt,
   requireNats,
   untilSignal,
+  UsageError,
 } from "./_args.ts";
+import { REST_HELP, REST_OPTIONS, restEndpoint } from "./_rest_options.ts";
 
 /** Cluster processes log at info by default (checkpoints, deployments, failovers). */
 function defaultToInfo(): void {
@@ -34,14 +42,27 @@ function defaultToInfo(): void {
 
 /** `weir coordinator`: the cluster's coordinator, until SIGINT/SIGTERM. */
 export const coordinatorCommand: Command = {
-  summary:
-    "coordinator   run the cluster's coordinator [--checkpoint-bucket B] [--heartbeat-timeout MS]",
+  summary: "coordinator   run the cluster's coordinator [--checkpoint-bucket B] " +
+    "[--heartbeat-timeout MS] [--ha-bucket B] [--jobs-bucket B] [--lease-ms MS]",
   help: `usage: weir coordinator --nats URL [--checkpoint-bucket B] [--heartbeat-timeout MS]
+                        [--ha-bucket B] [--jobs-bucket B] [--lease-ms MS]
+                        [--rest-port N] [--rest-token T]
 
-Runs the cluster's coordinator (Flink's JobManager role) until SIGINT or
-SIGTERM, which cancel its running jobs. Checkpoints and savepoints go to the
-NATS Object Store bucket B (default weir-checkpoints). A worker silent for
-MS milliseconds (default 3000) is declared lost.
+Runs a coordinator (Flink's JobManager role) until SIGINT or SIGTERM.
+Checkpoints and savepoints go to the NATS Object Store bucket B (default
+weir-checkpoints). A worker silent for --heartbeat-timeout MS (default 3000)
+is declared lost.
+
+High availability: run one or more coordinators on the same NATS server.
+One leads (a lease in KV bucket --ha-bucket, default ${DEFAULT_HA_BUCKET},
+renewed every --lease-ms / 4); the others print that they stand by and who
+leads, and take over once the lease was not renewed for --lease-ms ms
+(default ${DEFAULT_LEASE_MS}). Jobs are kept in KV bucket --jobs-bucket
+(default ${DEFAULT_JOBS_BUCKET}); a new leader resumes every running job from its
+latest completed checkpoint. SIGINT or SIGTERM suspends the leader's jobs
+and hands the lease over; they keep running under the next leader.
+
+${REST_HELP}
 
 ${NATS_HELP}
 
@@ -51,8 +72,17 @@ ${EXIT_CODES_HELP}`,
       ...NATS_OPTIONS,
       "checkpoint-bucket": { type: "string" },
       "heartbeat-timeout": { type: "string" },
+      "ha-bucket": { type: "string" },
+      "jobs-bucket": { type: "string" },
+      "lease-ms": { type: "string" },
+      ...REST_OPTIONS,
     });
     atMostPositionals("coordinator", positionals, 0, "no positional arguments");
+    const rest = restEndpoint(values, () => coordinator.leader);
+    const leaseMs = positiveInt(values["lease-ms"], "--lease-ms", DEFAULT_LEASE_MS);
+    if (leaseMs < 100) {
+      throw new UsageError(`--lease-ms must be at least 100, got ${leaseMs}`);
+    }
     const nats = requireNats("coordinator", args);
     const heartbeatTimeoutMs = positiveInt(
       values["heartbeat-timeout"],
@@ -64,20 +94,44 @@ ${EXIT_CODES_HELP}`,
     const transport = new NatsTransport(nc, { ownsConnection: true });
     const bucket = values["checkpoint-bucket"] ?? "weir-checkpoints";
     const storage = await ObjectStoreCheckpointStorage.open({ connection: nc, bucket });
-    const coordinator = new ClusterCoordinator({
+    const haBucket = values["ha-bucket"] ?? DEFAULT_HA_BUCKET;
+    const coordinator = new HaCoordinator({
+      connection: nc,
       transport,
       storage,
       checkpointBucket: bucket,
       heartbeatTimeoutMs,
+      haBucket,
+      jobsBucket: values["jobs-bucket"] ?? DEFAULT_JOBS_BUCKET,
+      leaseMs,
+      onRole: (role) => {
+        console.error(
+          role.kind === "leader"
+            ? `weir coordinator: leading (epoch ${role.epoch})`
+            : role.kind === "standby"
+            ? `weir coordinator: standby; coordinator ${role.leader.holder} ` +
+              `(${role.leader.description}) leads with epoch ${role.leader.epoch}`
+            : `weir coordinator: no longer leading (${role.reason}); standing by`,
+        );
+        // The REST API is served by the leader only.
+        if (role.kind === "leader") rest.leading();
+        else void rest.notLeading();
+      },
     });
-    coordinator.start();
-    watchReconnects(nc, () => coordinator.connectionRestored());
+    await coordinator.start();
+    // A NATS outage is reported as one, not as lost workers (ClusterCoordinator.connectionLost).
+    watchConnection(nc, {
+      disconnected: () => coordinator.connectionLost(),
+      reconnected: () => coordinator.connectionRestored(),
+    });
     console.error(
-      `weir coordinator: listening on ${nats.servers}, checkpoints in bucket ${bucket}`,
+      `weir coordinator: listening on ${nats.servers}, checkpoints in bucket ${bucket}, ` +
+        `leader lease in KV bucket ${haBucket}`,
     );
     const signal = await untilSignal();
-    console.error(`weir coordinator: ${signal}, cancelling running jobs`);
-    await coordinator.close();
+    console.error(`weir coordinator: ${signal}, suspending running jobs and handing over the lead`);
+    await rest.notLeading();
+    await coordinator.stop();
     await transport.close();
     return 0;
   },

@@ -67,9 +67,9 @@ export class Watch {
     return this.#cluster.workers.filter((w) => !this.#exited.has(w));
   }
 
-  /** Where the coordinator's log is now (to wait for what comes after). */
+  /** Where the coordinators' merged log is now (to wait for what comes after). */
   mark(): number {
-    return this.#cluster.coordinator.output.length;
+    return this.#cluster.coordinatorLog.length;
   }
 
   /**
@@ -81,7 +81,7 @@ export class Watch {
   async checkpointAfter(mark: number, timeoutMs: number, what: string): Promise<boolean> {
     const until = Date.now() + timeoutMs;
     const completed = /: checkpoints: .* latest #\d+/;
-    while (!completed.test(this.#cluster.coordinator.output.slice(mark))) {
+    while (!completed.test(this.#cluster.coordinatorLog.slice(mark))) {
       if (this.#jobExited) return false;
       if (Date.now() > until) {
         throw new Error(`no checkpoint completed within ${timeoutMs} ms ${what}`);

@@ -186,6 +186,13 @@ export interface ClusterOptions {
   readonly env?: Record<string, string>;
   /** Extra arguments of every `cli.ts worker` (e.g. `--local-state-dir DIR`). */
   readonly workerArgs?: readonly string[];
+  /**
+   * Coordinator processes started by `start` (high availability: one leads,
+   * the others stand by). Default 1.
+   */
+  readonly coordinators?: number;
+  /** Extra arguments of every `cli.ts coordinator` (e.g. `--lease-ms 2000`). */
+  readonly coordinatorArgs?: readonly string[];
 }
 
 /** A coordinator and workers, each a `cli.ts` process. */
@@ -194,8 +201,13 @@ export class TestCluster {
   readonly options: ClusterOptions;
   /** The checkpoint bucket of the coordinator. */
   readonly bucket: string;
-  /** The coordinator process, once {@linkcode TestCluster.start} ran. */
+  /** The first coordinator process, once {@linkcode TestCluster.start} ran. */
   coordinator!: Proc;
+  /** Every coordinator process started, in order (killed ones included). */
+  readonly coordinators: Proc[] = [];
+  readonly #exited = new Set<Proc>();
+  #coordinatorLog = "";
+  readonly #logged = new Map<Proc, number>();
   /** Every worker process started, in order (killed ones included). */
   readonly workers: Proc[] = [];
   #started = 0;
@@ -215,23 +227,63 @@ export class TestCluster {
     return ["run", "-A", join(REPO_ROOT, "cli.ts"), ...args, "--nats", this.options.nats];
   }
 
-  /** Starts the coordinator and the workers; resolves once all are up. */
+  /** Starts the coordinator(s) and the workers; resolves once all are up. */
   async start(): Promise<void> {
-    this.coordinator = new Proc(
-      "coordinator",
+    this.coordinator = await this.startCoordinator();
+    for (let i = 1; i < (this.options.coordinators ?? 1); i++) await this.startCoordinator();
+    await Promise.all(
+      Array.from({ length: this.options.workers ?? 2 }, () => this.startWorker()),
+    );
+  }
+
+  /**
+   * Starts one more coordinator process; resolves once it leads or stands by.
+   * @returns the process.
+   */
+  async startCoordinator(): Promise<Proc> {
+    const n = this.coordinators.length;
+    const proc = new Proc(
+      n === 0 ? "coordinator" : `coordinator${n}`,
       this.#cli(
         "coordinator",
         "--checkpoint-bucket",
         this.bucket,
         "--heartbeat-timeout",
         String(this.options.heartbeatTimeoutMs ?? 3000),
+        ...(this.options.coordinatorArgs ?? []),
       ),
       this.options.env,
     );
-    await this.coordinator.waitFor(/weir coordinator: listening/);
-    await Promise.all(
-      Array.from({ length: this.options.workers ?? 2 }, () => this.startWorker()),
-    );
+    this.coordinators.push(proc);
+    proc.child.status.then(() => this.#exited.add(proc));
+    await proc.waitFor(/weir coordinator: listening/);
+    return proc;
+  }
+
+  /** The live coordinator process whose latest role line says it leads, if any. */
+  leader(): Proc | undefined {
+    return this.coordinators.find((p) => {
+      if (this.#exited.has(p)) return false;
+      const roles = p.output.match(/weir coordinator: (leading|standby|no longer leading)/g);
+      return roles !== null && roles.at(-1) === "weir coordinator: leading";
+    });
+  }
+
+  /**
+   * Every coordinator's output, merged line by line as it is read
+   * (append-only, so an offset into it marks a moment across leader changes).
+   */
+  get coordinatorLog(): string {
+    for (const p of this.coordinators) {
+      const out = p.output;
+      const from = this.#logged.get(p) ?? 0;
+      const end = out.lastIndexOf("\n") + 1;
+      if (end > from) {
+        this.#coordinatorLog += out.slice(from, end);
+        this.#logged.set(p, end);
+      }
+    }
+    return this.#coordinatorLog;
   }
 
   /**
@@ -268,7 +320,7 @@ export class TestCluster {
   /** Stops every process (SIGTERM, then SIGKILL) and deletes the checkpoint bucket. */
   async stop(): Promise<void> {
     await Promise.all(
-      [...this.workers, this.coordinator].filter(Boolean).map(async (p) => {
+      [...this.workers, ...this.coordinators].map(async (p) => {
         try {
           p.child.kill("SIGTERM");
         } catch {
@@ -300,7 +352,7 @@ export class TestCluster {
 
   /** Everything the processes printed, for failure messages. */
   logs(): string {
-    return [this.coordinator, ...this.workers].filter(Boolean)
+    return [...this.coordinators, ...this.workers]
       .map((p) => `----- ${p.name}\n${p.output}`).join("\n");
   }
 }

@@ -6,13 +6,14 @@
  * record against the failure-free expectation (per key exactly 1..N, in
  * order).
  *
- *     deno task chaos   # the long run: 1M records, 30 kills, 2 NATS crashes with 3 s outages
+ *     deno task chaos   # the long run: 1M records, 30 kills, 2 NATS crashes with 3 s outages,
+ *                       # 3 SIGKILLs of the leading coordinator (two coordinators)
  *     deno run -A tests/chaos.ts [--keys K] [--per-key N] [--kills N] [--rate R]
  *                                [--checkpoint-interval MS] [--nats-restarts N] [--seed S]
  *                                [--nats-crash] [--nats-outage MS] [--logs FILE]
  *                                [--state-backend heap|sqlite] [--incremental]
  *                                [--materialization-interval MS] [--retain-on-finish]
- *                                [--savepoints]
+ *                                [--savepoints] [--coordinator-kills N]
  *
  * `tests/chaos_test.ts` is the short run of `deno task test`.
  *
@@ -49,6 +50,13 @@
  *    nothing of the job may be left; with it, only the retained
  *    checkpoint's objects and the shared blobs its metadata refers to, and
  *    none of those may be missing.
+ *
+ * With `coordinatorKills` N > 0 the cluster runs two coordinators (high
+ * availability, lease 2 s): N times, spread over the worker kills and once
+ * a checkpoint completed since the previous fault, the leading coordinator
+ * is SIGKILLed and a new coordinator process started in its place (it
+ * stands by); the standby takes over and resumes the job from its latest
+ * checkpoint. The `KILLS` line counts them as `coordinator=…`.
  *
  * `stateBackend` / `incremental` / `materializationIntervalMs` run the job
  * on the SQLite backend and/or with incremental checkpoints (the changelog
@@ -160,6 +168,12 @@ export interface ChaosOptions {
    * in ms (0: unaligned from the start). Default: aligned checkpoints.
    */
   readonly unalignedTimeoutMs?: number;
+  /**
+   * SIGKILLs of the leading coordinator, spread over the worker kills; the
+   * run then has two coordinators (see the module docs). Default 0: one
+   * coordinator, never killed.
+   */
+  readonly coordinatorKills?: number;
   /** Also write the cluster's and the job's logs to this file at the end (pass or fail). */
   readonly logFile?: string;
   /** Receives progress and result lines. Default `console.error` for progress, `console.log` for results. */
@@ -201,6 +215,8 @@ export interface ChaosResult {
   readonly totalKills: number;
   /** NATS server restarts made. */
   readonly natsRestarts: number;
+  /** SIGKILLs of the leading coordinator made. */
+  readonly coordinatorKills: number;
   /** The job's restarts (failovers), from its result. */
   readonly restarts: number;
   /** The audit of the committed output. */
@@ -259,7 +275,13 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
   const connection: NatsConnectionOptions = { servers: nats.url, name: "weir-chaos" };
   const files = serveDirectory();
   const armDir = await Deno.makeTempDir({ prefix: "weir-chaos-" });
-  const cluster = new TestCluster({ nats: nats.url, workers: 2, slots: 2 });
+  const coordinatorKills = options.coordinatorKills ?? 0;
+  const cluster = new TestCluster({
+    nats: nats.url,
+    workers: 2,
+    slots: 2,
+    ...(coordinatorKills > 0 ? { coordinators: 2, coordinatorArgs: ["--lease-ms", "2000"] } : {}),
+  });
   let job: Proc | undefined;
   let failed = true;
   try {
@@ -306,6 +328,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       "before-commit": 0,
     };
     let restartsMade = 0;
+    let coordinatorKillsMade = 0;
     const spOutcomes: SavepointOutcomes = {
       triggered: 0,
       stored: 0,
@@ -360,6 +383,12 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
         (_, i) => Math.floor(((i + 1) * kills) / (natsRestarts + 1)),
       ),
     );
+    const killCoordinatorAfter = new Set(
+      Array.from(
+        { length: coordinatorKills },
+        (_, i) => Math.max(1, Math.floor(((i + 0.5) * kills) / coordinatorKills)),
+      ),
+    );
     let mark = 0;
     const plan = planKills(kills, rand);
     let done = 0;
@@ -390,6 +419,25 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
           `${await sinkMessages(connection, sink)} messages (${elapsed()})`,
       );
       watch.track(await cluster.startWorker());
+      if (killCoordinatorAfter.has(done)) {
+        killCoordinatorAfter.delete(done);
+        if (!await watch.checkpointAfter(mark, recoveryTimeoutMs, `after kill ${done}`)) break;
+        mark = watch.mark();
+        const leader = cluster.leader();
+        if (leader === undefined) {
+          progress(
+            `chaos: no coordinator leads now; the coordinator kill is skipped (${elapsed()})`,
+          );
+        } else {
+          await leader.kill("SIGKILL");
+          coordinatorKillsMade++;
+          progress(
+            `chaos: coordinator kill ${coordinatorKillsMade}/${coordinatorKills}: SIGKILL of the ` +
+              `leader ${leader.name} (${elapsed()})`,
+          );
+          await cluster.startCoordinator();
+        }
+      }
       if (restartAfter.has(done)) {
         if (!await watch.checkpointAfter(mark, recoveryTimeoutMs, `after kill ${done}`)) break;
         mark = watch.mark();
@@ -428,7 +476,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       );
       const finalLine = /all sources ended; final checkpoint \d+/;
       await waitUntil(
-        () => watch.jobEnded || finalLine.test(cluster.coordinator.output.slice(mark)),
+        () => watch.jobEnded || finalLine.test(cluster.coordinatorLog.slice(mark)),
         {
           timeoutMs: finishMs,
           pollMs: 5,
@@ -442,7 +490,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       } else {
         made[endKind]++;
         const final = /all sources ended; final checkpoint (\d+)/.exec(
-          cluster.coordinator.output.slice(mark),
+          cluster.coordinatorLog.slice(mark),
         )?.[1];
         progress(
           `chaos: end-of-input kill: ${endKind}, ${killed}` +
@@ -491,7 +539,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
     }
     const totalKills = KILL_KINDS.reduce((n, k) => n + made[k], 0);
     const killsLine = `KILLS ${KILL_KINDS.map((k) => `${k}=${made[k]}`).join(" ")} ` +
-      `nats_restarts=${restartsMade}`;
+      `nats_restarts=${restartsMade} coordinator=${coordinatorKillsMade}`;
     const resultLine =
       `RESULT records=${report.records} kills=${totalKills} restarts=${restarts} ` +
       `lost=${report.lost} duplicated=${report.duplicated} out_of_order=${report.outOfOrder} ` +
@@ -503,6 +551,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       plannedKills: done,
       totalKills,
       natsRestarts: restartsMade,
+      coordinatorKills: coordinatorKillsMade,
       restarts,
       report,
       openTransactions,
@@ -515,6 +564,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
     failed = !chaosPassed(result, {
       kills,
       natsRestarts,
+      coordinatorKills,
       retainOnFinish: options.retainOnFinish ?? false,
     });
     progress(`chaos: done in ${elapsed()}, seed ${seed}`);
@@ -568,6 +618,7 @@ export function chaosPassed(
   expected: {
     readonly kills: number;
     readonly natsRestarts: number;
+    readonly coordinatorKills?: number;
     readonly retainOnFinish?: boolean;
   },
 ): boolean {
@@ -585,7 +636,8 @@ export function chaosPassed(
     r.outOfOrder === 0 &&
     r.violations === 0 &&
     r.unexpected === 0 && r.records === result.expectedRecords && result.openTransactions === 0 &&
-    result.plannedKills >= expected.kills && result.natsRestarts >= expected.natsRestarts;
+    result.plannedKills >= expected.kills && result.natsRestarts >= expected.natsRestarts &&
+    result.coordinatorKills >= (expected.coordinatorKills ?? 0);
 }
 
 if (import.meta.main) {
@@ -608,6 +660,7 @@ if (import.meta.main) {
       "materialization-interval": text,
       "retain-on-finish": { type: "boolean" },
       savepoints: { type: "boolean" },
+      "coordinator-kills": text,
     },
   });
   const number = (v: string | undefined) => v === undefined ? undefined : Number(v);
@@ -630,12 +683,16 @@ if (import.meta.main) {
       materializationIntervalMs: number(values["materialization-interval"]),
       retainOnFinish: values["retain-on-finish"],
       savepoints: values.savepoints,
+      coordinatorKills: number(values["coordinator-kills"]),
     }).filter(([, v]) => v !== undefined),
   );
   try {
     const result = await runChaos(options);
     const retainOnFinish = values["retain-on-finish"] ?? false;
-    Deno.exit(chaosPassed(result, { kills, natsRestarts, retainOnFinish }) ? 0 : 1);
+    const coordinatorKills = number(values["coordinator-kills"]) ?? 0;
+    Deno.exit(
+      chaosPassed(result, { kills, natsRestarts, coordinatorKills, retainOnFinish }) ? 0 : 1,
+    );
   } catch (error) {
     console.error(`error: ${error instanceof Error ? error.stack : error}`);
     Deno.exit(1);

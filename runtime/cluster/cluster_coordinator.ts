@@ -13,9 +13,16 @@
  * timeout between JobManager and TaskManagers; full failover). A worker that
  * comes back (a new process) joins the pool for later deployments.
  *
- * Limitation: the coordinator keeps its jobs in memory. A restarted
- * coordinator process does not resume the jobs of the one before it (their
- * checkpoints stay in the bucket and can be resumed with `resumeFrom`).
+ * ## High availability
+ *
+ * With `ha` (the `weir coordinator` process, through `ha/ha_coordinator.ts`)
+ * this coordinator serves one leadership term: it records each job in the
+ * job store (`ha/leader_job_records.ts`: on submission before it answers,
+ * before each attempt deploys, on completed checkpoints within one sweep,
+ * at the end), stamps its leader epoch on every message to workers, and
+ * deploys nothing for `workerRegistrationMs` after `start` (workers
+ * register with a new leader). A new leader `recover`s the stored jobs; a
+ * deposed one is `suspend`ed. Without `ha`, jobs live in this process only.
  *
  * @module
  */
@@ -23,7 +30,10 @@
 import type { Subscription, Transport, TransportMessage } from "../actor/types.ts";
 import { decode, encode } from "../actor/codec.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
-import { JobCoordinator } from "./coordinator.ts";
+import { JobCoordinator, JobSuspendedError } from "./coordinator.ts";
+import type { LeaderJobRecords } from "./ha/leader_job_records.ts";
+import type { StoredJob } from "./ha/job_store.ts";
+import type { JobRecoveryPlan } from "./ha/job_recovery.ts";
 import { JobFailedError } from "./job_result.ts";
 import { checkRestorable, resolveResume, ResumeError } from "./local_executor.ts";
 import {
@@ -32,6 +42,7 @@ import {
   readSavepointMetadata,
 } from "../checkpoint/savepoint_storage.ts";
 import type { RestorePoint } from "../task/messages.ts";
+import type { RestoreMode } from "../api/executor.ts";
 import { errorInfo } from "../task/messages.ts";
 import {
   CANCEL_SUBJECT,
@@ -56,6 +67,10 @@ import {
   type SubmitRequest,
 } from "./cluster_protocol.ts";
 import { logger } from "../log.ts";
+import { InvalidConfigurationError } from "../failure.ts";
+import { INFO_SUBJECT } from "./cluster_protocol.ts";
+import type { JobFacts, RestBackend, SavepointOrder } from "./rest/job_facts.ts";
+import { answerJobInfo } from "./rest/job_info.ts";
 
 const log = logger("cluster");
 
@@ -73,6 +88,13 @@ export interface ClusterCoordinatorOptions {
   readonly deployTimeoutMs?: number;
   /** Ended jobs kept for `list`. Default 100. */
   readonly retainedEndedJobs?: number;
+  /** High availability: this leader term's job records, and the worker registration window. */
+  readonly ha?: {
+    /** The job store as this leader term writes it. */
+    readonly records: LeaderJobRecords;
+    /** Nothing deploys for this long after `start`, in ms (workers register). */
+    readonly workerRegistrationMs: number;
+  } | undefined;
 }
 
 interface WorkerEntry {
@@ -88,12 +110,18 @@ interface JobEntry {
 }
 
 /** Runs the jobs of a cluster (see the module docs). */
-export class ClusterCoordinator {
+export class ClusterCoordinator implements RestBackend {
   readonly #o: ClusterCoordinatorOptions;
   readonly #workers = new Map<string, WorkerEntry>();
   readonly #jobs = new Map<string, JobEntry>();
   readonly #subscriptions: Subscription[] = [];
   #sweeper: ReturnType<typeof setInterval> | undefined;
+  /** When the NATS connection was lost, while it is (see `connectionLost`). */
+  #disconnectedAt: number | undefined;
+  /** High availability: no deployment before this time (epoch ms; workers register). */
+  #registeringUntil = 0;
+  /** High availability: jobs that ended under an earlier leader, served from the job store. */
+  readonly #storedEnded = new Map<string, { status: JobStatus; outcome: JobOutcome }>();
 
   constructor(options: ClusterCoordinatorOptions) {
     this.#o = options;
@@ -121,14 +149,107 @@ export class ClusterCoordinator {
     on(SAVEPOINT_SUBJECT, (m) => this.#onSavepoint(m, false));
     on(STOP_SUBJECT, (m) => this.#onSavepoint(m, true));
     on(JOB_STATUS_SUBJECT, (m) => this.#onJobStatus(m));
+    on(INFO_SUBJECT, (m) => this.#reply(m, answerJobInfo(this, decodeJobId(m), Date.now())));
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, this.#heartbeatTimeoutMs / 4));
+    this.#registeringUntil = Date.now() + (this.#o.ha?.workerRegistrationMs ?? 0);
+  }
+
+  /**
+   * High availability: takes over a job of the job store as `plan` says
+   * (`ha/job_recovery.ts`): resumes a running one (same job id, the plan's
+   * attempt and restore point), serves an ended one's status and outcome,
+   * or fails one that cannot be resumed (recording that). Call before `start`.
+   */
+  recover(stored: StoredJob, plan: JobRecoveryPlan): void {
+    const request = stored.request;
+    const status: JobStatus = {
+      jobId: request.jobId,
+      name: request.graph.name,
+      status: stored.status,
+      attempt: stored.attempt,
+      startedAt: stored.submittedAt,
+      endedAt: stored.endedAt,
+      moduleUrl: request.moduleUrl,
+      args: request.args,
+      defaultParallelism: request.defaultParallelism,
+      parallelism: Math.max(...request.graph.vertices.map((v) => v.parallelism)),
+      error: stored.error,
+    };
+    if (plan.kind === "serve-ended") {
+      const outcome = stored.outcome ??
+        { t: "failed", error: errorInfo(new Error(stored.error ?? `job ${status.status}`)) };
+      this.#storedEnded.set(request.jobId, { status, outcome });
+      return;
+    }
+    if (plan.kind === "fail") {
+      const error = new JobFailedError(plan.reason);
+      const endedAt = Date.now();
+      const outcome: JobOutcome = { t: "failed", error: errorInfo(error) };
+      log.error(`job ${request.jobId}: ${plan.reason}`);
+      this.#storedEnded.set(request.jobId, {
+        status: { ...status, status: "FAILED", endedAt, error: describe(error) },
+        outcome,
+      });
+      this.#o.ha?.records.ended(request.jobId, {
+        status: "FAILED",
+        endedAt,
+        outcome,
+        error: describe(error),
+      }).catch((e) => log.warn(`job ${request.jobId}: cannot record its failure: ${e}`));
+      return;
+    }
+    const coordinator = this.#jobCoordinator(request, plan.restoreFrom, {
+      firstAttempt: plan.attempt,
+      restoreSettings: plan.fromSubmission
+        ? stored.restoreSettings
+        : { kind: "checkpoint", mode: "NO_CLAIM" },
+    });
+    log.info(
+      `job ${request.jobId} '${request.graph.name}': taken over from the previous leader; ` +
+        `resuming as attempt ${plan.attempt} from ` +
+        (plan.restoreFrom === null
+          ? "scratch"
+          : `checkpoint ${plan.restoreFrom.checkpointId} of job ${plan.restoreFrom.jobId}`),
+      { name: "job-recovered", jobId: request.jobId, attempt: plan.attempt },
+    );
+    const entry: JobEntry = {
+      request,
+      coordinator,
+      status: {
+        ...status,
+        attempt: plan.attempt,
+        restartedAfter: `the leading coordinator changed (leader epoch ${
+          this.#o.ha?.records.epoch ?? 0
+        } took the job over at attempt ${stored.attempt})`,
+      },
+    };
+    this.#jobs.set(request.jobId, entry);
+    void this.#runJob(entry);
+  }
+
+  /**
+   * High availability: this process lost its leadership. Stops answering
+   * and sweeping, and suspends every running job (`JobCoordinator.suspend`):
+   * nothing more goes to workers or to the job store; the next leader
+   * resumes them.
+   */
+  suspend(): void {
+    clearInterval(this.#sweeper);
+    for (const s of this.#subscriptions.splice(0)) s.unsubscribe();
+    for (const job of this.#jobs.values()) {
+      if (job.status.status === "RUNNING") {
+        job.coordinator.suspend("this coordinator is no longer the leader");
+      }
+    }
   }
 
   /** The jobs and live workers. */
   overview(): ClusterOverview {
     const now = Date.now();
-    const jobs = [...this.#jobs.values()].map((j) => this.#status(j)).sort((a, b) =>
-      Number(a.status !== "RUNNING") - Number(b.status !== "RUNNING") ||
+    const ended = (j: JobStatus) => Number(j.endedAt !== undefined);
+    const stored = [...this.#storedEnded.values()].map((j) => j.status);
+    const jobs = [...this.#jobs.values()].map((j) => this.#status(j)).concat(stored).sort((a, b) =>
+      ended(a) - ended(b) ||
       (b.endedAt ?? b.startedAt) - (a.endedAt ?? a.startedAt)
     );
     const workers = [...this.#workers.values()].map((w) => ({
@@ -156,23 +277,43 @@ export class ClusterCoordinator {
   }
 
   /**
+   * The coordinator's NATS connection was lost (a NATS outage, as seen from
+   * here): no heartbeat can arrive meanwhile, so no worker is declared lost
+   * until the connection is back (it would be a NATS outage reported as lost
+   * workers). Call {@linkcode ClusterCoordinator.connectionRestored} when it is.
+   */
+  connectionLost(): void {
+    this.#disconnectedAt ??= Date.now();
+    log.warn(
+      `the coordinator lost its NATS connection; reconnecting (workers are not declared lost ` +
+        `meanwhile)`,
+    );
+  }
+
+  /**
    * The coordinator's NATS connection was lost and re-established: core NATS
    * may have dropped control messages (acknowledgements, notifications), so
-   * every running job fails its attempt and restarts from its latest
-   * checkpoint rather than wait for a checkpoint timeout. Workers are
-   * forgotten until their next heartbeat, so the restart deploys only to
-   * workers that are connected again.
+   * every running job fails its attempt with a {@linkcode NatsConnectionLostError}
+   * and restarts from its latest checkpoint rather than wait for a
+   * checkpoint timeout. Workers are forgotten until their next heartbeat, so
+   * the restart deploys only to workers that are connected again.
    */
   connectionRestored(): void {
+    const lostForMs = this.#disconnectedAt === undefined
+      ? undefined
+      : Date.now() - this.#disconnectedAt;
+    this.#disconnectedAt = undefined;
     // Workers count again once a heartbeat shows they reconnected too: a
     // deployment sent to a worker still disconnected would be lost.
     this.#workers.clear();
     for (const job of this.#jobs.values()) {
       if (job.status.status !== "RUNNING") continue;
       job.coordinator.failAttempt(
-        new Error(
-          `the coordinator lost its NATS connection and reconnected: messages of job ` +
-            `${job.request.jobId} may have been lost`,
+        new NatsConnectionLostError(
+          `NATS outage: the coordinator's NATS connection was lost` +
+            (lostForMs === undefined ? "" : ` for ${lostForMs} ms`) +
+            ` and is back; messages of job ${job.request.jobId} may have been lost, so it ` +
+            `restarts from its latest checkpoint`,
         ),
       );
     }
@@ -216,6 +357,14 @@ export class ClusterCoordinator {
   }
   /** Declares silent workers dead and fails the attempts that used them. */
   #sweep(): void {
+    for (const job of this.#jobs.values()) {
+      if (job.status.status !== "RUNNING") continue;
+      this.#o.ha?.records.checkpointCompleted(
+        job.request.jobId,
+        job.coordinator.latestCheckpointId,
+      );
+    }
+    if (this.#disconnectedAt !== undefined) return; // a NATS outage, not lost workers
     const now = Date.now();
     for (const [id, w] of this.#workers) {
       const silentMs = now - w.lastSeen;
@@ -273,22 +422,19 @@ export class ClusterCoordinator {
       this.#reply(m, { ok: false, error: describe(error) } satisfies SubmitReply);
       return;
     }
-    const coordinator = new JobCoordinator({
-      transport: o.transport,
-      jobId: request.jobId,
-      graph: request.graph,
-      storage: o.storage,
-      checkpointing: request.checkpointing,
-      restartStrategy: request.restartStrategy,
-      workers: () => this.slots(),
-      restoreFrom,
-      deployTimeoutMs: o.deployTimeoutMs ?? 60_000,
-      savepointStorage: (directory) => this.#savepointStorage(directory),
-      restoreSettings: {
-        kind: request.resume?.savepointPath !== undefined ? "savepoint" : "checkpoint",
-        mode: request.resume?.restoreMode ?? "NO_CLAIM",
-      },
-    });
+    let coordinator: JobCoordinator;
+    try {
+      coordinator = this.#jobCoordinator(request, restoreFrom);
+    } catch (error) {
+      // Settings a client should have refused (a job that bypassed its checks).
+      const invalid = new InvalidConfigurationError(
+        `job ${request.jobId} '${request.graph.name}' has an invalid configuration: ` +
+          describe(error),
+        { cause: error },
+      );
+      this.#reply(m, { ok: false, error: describe(invalid) } satisfies SubmitReply);
+      return;
+    }
     const entry: JobEntry = {
       request,
       coordinator,
@@ -299,8 +445,31 @@ export class ClusterCoordinator {
         attempt: 0,
         startedAt: Date.now(),
         moduleUrl: request.moduleUrl,
+        args: request.args,
+        defaultParallelism: request.defaultParallelism,
+        parallelism: Math.max(...request.graph.vertices.map((v) => v.parallelism)),
       },
     };
+    if (this.#o.ha !== undefined) {
+      try {
+        // Before the client hears of the job: a new leader must know it.
+        await this.#o.ha.records.submitted({
+          request,
+          restoreFrom,
+          restoreSettings: jobRestoreSettings(request),
+          submittedAt: entry.status.startedAt,
+        });
+      } catch (error) {
+        this.#reply(
+          m,
+          {
+            ok: false,
+            error: `cannot record job ${request.jobId} in the job store: ${describe(error)}`,
+          } satisfies SubmitReply,
+        );
+        return;
+      }
+    }
     this.#jobs.set(request.jobId, entry);
     log.info(`job ${request.jobId} '${request.graph.name}' submitted from ${request.moduleUrl}`, {
       name: "job-submitted",
@@ -308,6 +477,12 @@ export class ClusterCoordinator {
       jobName: request.graph.name,
     });
     this.#reply(m, { ok: true, jobId: request.jobId } satisfies SubmitReply);
+    await this.#runJob(entry);
+  }
+
+  /** Runs a job to its end and records how it ended (unless it was suspended). */
+  async #runJob(entry: JobEntry): Promise<void> {
+    const { coordinator, request } = entry;
     let outcome: JobOutcome;
     try {
       const result = await coordinator.run();
@@ -319,6 +494,7 @@ export class ClusterCoordinator {
       };
       outcome = { t: "result", result };
     } catch (error) {
+      if (error instanceof JobSuspendedError) return; // the next leader takes it over
       const cancelled = error instanceof JobFailedError && / was cancelled$/.test(error.message);
       entry.status = {
         ...entry.status,
@@ -330,25 +506,104 @@ export class ClusterCoordinator {
       outcome = { t: "failed", error: errorInfo(error) };
     }
     entry.outcome = outcome;
+    const status = entry.status;
+    if (status.status !== "RUNNING" && status.status !== "WAITING_FOR_RESOURCES") {
+      this.#o.ha?.records.ended(request.jobId, {
+        status: status.status,
+        endedAt: status.endedAt ?? Date.now(),
+        outcome,
+        error: status.error,
+      }).catch((e) => log.warn(`job ${request.jobId}: cannot record its end: ${e}`));
+    }
     this.#forgetOldJobs();
+  }
+
+  /**
+   * The job's coordinator, from its submission.
+   * @throws {RangeError} for settings the coordinator refuses (e.g. a negative timeout).
+   */
+  #jobCoordinator(
+    request: SubmitRequest,
+    restoreFrom: RestorePoint | null,
+    resumed?: {
+      readonly firstAttempt: number;
+      readonly restoreSettings: { kind: "checkpoint" | "savepoint"; mode: RestoreMode };
+    },
+  ): JobCoordinator {
+    const o = this.#o;
+    const records = o.ha?.records;
+    return new JobCoordinator({
+      ...(records === undefined ? {} : {
+        leaderEpoch: records.epoch,
+        beforeDeploy: (attempt: number) => records.attemptDeploying(request.jobId, attempt),
+      }),
+      firstAttempt: resumed?.firstAttempt ?? 0,
+      transport: o.transport,
+      jobId: request.jobId,
+      graph: request.graph,
+      storage: o.storage,
+      checkpointing: request.checkpointing,
+      restartStrategy: request.restartStrategy,
+      workers: () => Date.now() < this.#registeringUntil ? [] : this.slots(),
+      restoreFrom,
+      deployTimeoutMs: o.deployTimeoutMs ?? 60_000,
+      savepointStorage: (directory) => this.#savepointStorage(directory),
+      restoreSettings: resumed?.restoreSettings ?? jobRestoreSettings(request),
+    });
   }
 
   #onCancel(m: TransportMessage): void {
     const { jobId } = decode(m.data) as { jobId: string };
+    this.#reply(m, this.cancelJob(jobId));
+  }
+
+  /** Cancels job `jobId` (`weir cancel`, the REST API's `PATCH /jobs/:jobid`); the reply says why not. */
+  cancelJob(jobId: string): CancelReply {
     const job = this.#jobs.get(jobId);
-    if (!job) return this.#reply(m, { ok: false, error: `no job ${jobId}` } satisfies CancelReply);
+    if (!job) return { ok: false, error: `no job ${jobId}` };
     if (job.status.status !== "RUNNING") {
-      return this.#reply(
-        m,
-        {
-          ok: false,
-          error: `job ${jobId} is already ${job.status.status}`,
-        } satisfies CancelReply,
-      );
+      return { ok: false, error: `job ${jobId} is already ${job.status.status}` };
     }
     log.info(`job ${jobId}: cancel requested`);
     job.coordinator.cancel();
-    this.#reply(m, { ok: true } satisfies CancelReply);
+    return { ok: true };
+  }
+
+  /** What the REST API and `weir info` show of job `jobId` (`rest/job_facts.ts`), if known. */
+  jobFacts(jobId: string): JobFacts | undefined {
+    const job = this.#jobs.get(jobId);
+    if (!job) return undefined;
+    const c = job.coordinator;
+    return {
+      status: this.#status(job),
+      graph: job.request.graph,
+      checkpointing: job.request.checkpointing,
+      metrics: c.liveMetrics,
+      checkpoints: c.checkpointStats,
+      placement: c.placement,
+      restarts: c.restarts,
+    };
+  }
+
+  /**
+   * Takes a savepoint of job `order.jobId`, or stops it with one (REST API).
+   * @returns the savepoint's path, once stored.
+   * @throws (rejects) when the job is unknown or not running, or the savepoint fails.
+   */
+  savepoint(order: SavepointOrder): Promise<string> {
+    const job = this.#jobs.get(order.jobId);
+    if (!job || job.status.status !== "RUNNING") {
+      return Promise.reject(
+        new Error(job ? `job ${order.jobId} is ${job.status.status}` : `no job ${order.jobId}`),
+      );
+    }
+    log.info(
+      `job ${order.jobId}: ${order.stop ? "stop with savepoint" : "savepoint"} requested` +
+        (order.directory === undefined ? "" : ` into ${order.directory}`),
+    );
+    return order.stop
+      ? job.coordinator.stopWithSavepoint({ directory: order.directory, drain: order.drain })
+      : job.coordinator.triggerSavepoint(order.directory);
   }
 
   /**
@@ -399,27 +654,19 @@ export class ClusterCoordinator {
   /** Serves a savepoint trigger or a stop-with-savepoint; replies once the savepoint is stored. */
   async #onSavepoint(m: TransportMessage, stop: boolean): Promise<void> {
     const request = decode(m.data) as StopRequest | SavepointRequest;
-    const job = this.#jobs.get(request.jobId);
-    if (!job || job.status.status !== "RUNNING") {
-      const error = job
-        ? `job ${request.jobId} is ${job.status.status}`
-        : `no job ${request.jobId}`;
-      return this.#reply(m, { ok: false, error } satisfies SavepointReply);
-    }
-    log.info(
-      `job ${request.jobId}: ${stop ? "stop with savepoint" : "savepoint"} requested` +
-        (request.directory === undefined ? "" : ` into ${request.directory}`),
-    );
     try {
-      const path = stop
-        ? await job.coordinator.stopWithSavepoint({
-          directory: request.directory,
-          drain: (request as StopRequest).drain === true,
-        })
-        : await job.coordinator.triggerSavepoint(request.directory);
+      const path = await this.savepoint({
+        jobId: request.jobId,
+        directory: request.directory,
+        stop,
+        drain: stop && (request as StopRequest).drain === true,
+      });
       this.#reply(m, { ok: true, path } satisfies SavepointReply);
     } catch (error) {
-      this.#reply(m, { ok: false, error: describe(error) } satisfies SavepointReply);
+      // A job unknown or not running is answered with the bare message, as before.
+      const known = this.#jobs.get(request.jobId)?.status.status === "RUNNING";
+      const text = known ? describe(error) : (error as Error).message;
+      this.#reply(m, { ok: false, error: text } satisfies SavepointReply);
     }
   }
 
@@ -440,6 +687,7 @@ export class ClusterCoordinator {
           args: r.args,
           fingerprint: r.graph.fingerprint,
           checkpointBucket: this.#o.checkpointBucket,
+          defaultParallelism: r.defaultParallelism,
         },
       } satisfies JobSpecReply,
     );
@@ -448,14 +696,16 @@ export class ClusterCoordinator {
   #status(job: JobEntry): JobStatus {
     const c = job.coordinator;
     const lastFailure = c.lastFailure;
-    const restartedAfter = c.restartedAfter;
+    const restartedAfter = c.restartedAfter ?? job.status.restartedAfter;
+    const waitingForSlots = c.waitingForSlots;
     return job.status.status === "RUNNING"
       ? {
         ...job.status,
+        status: waitingForSlots === undefined ? "RUNNING" : "WAITING_FOR_RESOURCES",
         attempt: c.attempt,
         lastFailure,
         restartedAfter,
-        waitingForSlots: c.waitingForSlots,
+        waitingForSlots,
       }
       : { ...job.status, lastFailure, restartedAfter };
   }
@@ -463,6 +713,8 @@ export class ClusterCoordinator {
   #onJobStatus(m: TransportMessage): void {
     const { jobId } = decode(m.data) as { jobId: string };
     const job = this.#jobs.get(jobId);
+    const stored = this.#storedEnded.get(jobId);
+    if (!job && stored) return this.#reply(m, { ok: true, ...stored } satisfies JobStatusReply);
     if (!job) {
       return this.#reply(m, { ok: false, error: `no job ${jobId}` } satisfies JobStatusReply);
     }
@@ -482,8 +734,19 @@ export class ClusterCoordinator {
       .sort((a, b) => (a.status.endedAt ?? 0) - (b.status.endedAt ?? 0));
     for (const j of ended.slice(0, Math.max(0, ended.length - keep))) {
       this.#jobs.delete(j.request.jobId);
+      this.#o.ha?.records.forget(j.request.jobId);
     }
   }
+}
+
+/**
+ * The coordinator's NATS connection was lost and is back (a NATS outage):
+ * messages of the job's attempt may have been lost, so the attempt fails
+ * and the restart strategy restarts it (a retry can fix it).
+ */
+export class NatsConnectionLostError extends Error {
+  /** The error class name. */
+  override name = "NatsConnectionLostError";
 }
 
 /** A worker stopped heartbeating while it ran subtasks of a job. */
@@ -492,6 +755,21 @@ export class WorkerLostError extends Error {
   override name = "WorkerLostError";
 }
 
+/** How a submission's restore point is restored: its kind and restore mode. */
+function jobRestoreSettings(
+  request: SubmitRequest,
+): { kind: "checkpoint" | "savepoint"; mode: RestoreMode } {
+  return {
+    kind: request.resume?.savepointPath !== undefined ? "savepoint" : "checkpoint",
+    mode: request.resume?.restoreMode ?? "NO_CLAIM",
+  };
+}
+
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** The `jobId` of a request body, as sent (checked by the one who answers). */
+function decodeJobId(m: TransportMessage): unknown {
+  return (decode(m.data) as { jobId?: unknown } | null)?.jobId;
 }

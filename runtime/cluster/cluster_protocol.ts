@@ -12,6 +12,8 @@
  * | `weir.cluster.job-spec` | request | worker → coordinator | `{ jobId }` → {@linkcode JobSpecReply} |
  * | `weir.cluster.job-status` | request | client → coordinator | `{ jobId }` → {@linkcode JobStatusReply} |
  * | `weir.cluster.heartbeat` | publish | worker → coordinator | {@linkcode Heartbeat}, every interval |
+ * | `weir.cluster.info` | request | CLI → coordinator | `{ jobId }` → `JobInfoReply` (`rest/job_info.ts`: the REST API's job, checkpoints and exceptions bodies) |
+ * | `weir.cluster.leader` | publish | new leader → workers | {@linkcode LeaderAnnouncement}, once per takeover |
  * | `weir.worker.<slotId>` | publish | job coordinator → worker | `WorkerMessage` (deploy, cancel, release) |
  *
  * Job ids come from {@linkcode newJobId} (the job name's `[A-Za-z0-9_-]`
@@ -44,6 +46,21 @@ export const JOB_SPEC_SUBJECT = "weir.cluster.job-spec";
 export const JOB_STATUS_SUBJECT = "weir.cluster.job-status";
 /** Subject of worker heartbeats. */
 export const HEARTBEAT_SUBJECT = "weir.cluster.heartbeat";
+/** Subject of `weir info` requests (answered from the REST API's views, `rest/job_info.ts`). */
+export const INFO_SUBJECT = "weir.cluster.info";
+/** Subject where a coordinator that became leader announces its epoch (high availability, `ha/`). */
+export const LEADER_SUBJECT = "weir.cluster.leader";
+
+/**
+ * A new leader's announcement: workers end the slot threads an older epoch
+ * started and heartbeat at once, registering with the new leader.
+ */
+export interface LeaderAnnouncement {
+  /** The leader epoch (an integer >= 1, one above the previous leader's). */
+  readonly epoch: number;
+  /** The leading coordinator's candidate id. */
+  readonly leader: string;
+}
 
 /** A job submission (Flink's client submitting a JobGraph). */
 export interface SubmitRequest {
@@ -61,6 +78,12 @@ export interface SubmitRequest {
   readonly restartStrategy: RestartStrategyConfig;
   /** The checkpoint to resume from, if any. */
   readonly resume?: ResumeRequest | undefined;
+  /**
+   * The client's default parallelism (`weir run -p N`, Flink's
+   * `parallelism.default`), if it had one: slot threads rebuild the graph
+   * with it, so it must reach them as the arguments do.
+   */
+  readonly defaultParallelism?: number | undefined;
 }
 
 /** The coordinator's answer to a {@linkcode SubmitRequest}. */
@@ -80,6 +103,8 @@ export interface JobSpec {
   readonly fingerprint: string;
   /** The Object Store bucket of checkpoint storage. */
   readonly checkpointBucket: string;
+  /** The submission's default parallelism, if it had one (see {@linkcode SubmitRequest}). */
+  readonly defaultParallelism?: number | undefined;
 }
 
 /** The answer to a job-spec request. */
@@ -108,8 +133,19 @@ export interface Heartbeat {
   readonly sentAt: number;
 }
 
-/** The state of a job, as `cli.ts list` shows it (Flink's JobStatus names). */
-export type JobStatusName = "RUNNING" | "FINISHED" | "FAILED" | "CANCELED";
+/**
+ * The state of a job, as `cli.ts list` shows it (Flink's JobStatus names):
+ * `WAITING_FOR_RESOURCES` while its current attempt waits for a slot to
+ * deploy on (no worker registered; Flink's adaptive scheduler calls this
+ * state `WaitingForResources`), `RUNNING` otherwise until it ends
+ * `FINISHED`, `FAILED` or `CANCELED`.
+ */
+export type JobStatusName =
+  | "WAITING_FOR_RESOURCES"
+  | "RUNNING"
+  | "FINISHED"
+  | "FAILED"
+  | "CANCELED";
 
 /** One job in a {@linkcode ClusterOverview}. */
 export interface JobStatus {
@@ -127,6 +163,12 @@ export interface JobStatus {
   readonly endedAt?: number | undefined;
   /** The job module's URL. */
   readonly moduleUrl: string;
+  /** The job module's arguments (what `weir resume JOB` runs it with again). */
+  readonly args?: readonly string[] | undefined;
+  /** The submission's default parallelism (`weir run -p N`), if it had one. */
+  readonly defaultParallelism?: number | undefined;
+  /** The largest parallelism of the job's vertices. */
+  readonly parallelism?: number | undefined;
   /** Why it failed, when it did. */
   readonly error?: string | undefined;
   /** Why its latest attempt failed, when one did (the job may have restarted since). */
@@ -136,7 +178,10 @@ export interface JobStatus {
    * failed: <name>: <message>`, naming the failed attempt.
    */
   readonly restartedAfter?: string | undefined;
-  /** While the current attempt waits for slots to deploy on: what it waits for. */
+  /**
+   * While the current attempt waits for slots to deploy on (`status` is then
+   * `WAITING_FOR_RESOURCES`): what it waits for.
+   */
   readonly waitingForSlots?: string | undefined;
 }
 

@@ -25,7 +25,10 @@
  *   its subtasks to end;
  * - `failover_restart.ts`: restart strategy, restart delay and the restore
  *   decision after a failure;
- * - `job_metrics.ts`: vertex metrics summed from subtask metrics.
+ * - `job_metrics.ts`: vertex metrics summed from subtask metrics;
+ * - `runtime/metrics/`: live metrics (the latest per-second sample of every
+ *   subtask, `MetricStore`) and checkpoint statistics
+ *   (`CheckpointStatsTracker`), which the REST API reads.
  *
  * ## Recovery
  *
@@ -102,11 +105,20 @@ import { AttemptCancellation } from "./attempt_cancellation.ts";
 import { planRestart } from "./failover_restart.ts";
 import { aggregateVertexMetrics } from "./job_metrics.ts";
 import type { JobPhase } from "./job_phase.ts";
+import { classifyFailure } from "../failure.ts";
+import { CheckpointStatsTracker } from "../metrics/checkpoint_stats.ts";
+import { MetricStore } from "../metrics/metric_store.ts";
 
 const log = logger("coordinator");
 
 export type { CheckpointConfig, CoordinatorFaultPoint } from "../api/executor.ts";
 export type { JobCoordinatorOptions } from "./job_coordinator_options.ts";
+
+/** The coordinator process lost its leadership: the job was suspended, to be resumed by the next leader. */
+export class JobSuspendedError extends Error {
+  /** The error class name. */
+  override name = "JobSuspendedError";
+}
 
 /** Coordinates one job. */
 export class JobCoordinator {
@@ -124,8 +136,14 @@ export class JobCoordinator {
   #current: ExecutionAttempt;
   #phase: JobPhase = "deploying";
   readonly #subtaskMetrics = new Map<string, SubtaskMetrics>();
+  /** Latest per-second metrics of the current attempt's subtasks. */
+  readonly #liveMetrics = new MetricStore();
+  /** Checkpoint history, counts and summary. */
+  readonly #checkpointStats = new CheckpointStatsTracker();
   #subscription: Subscription | undefined;
   #restarts = 0;
+  /** Suspended (leadership lost): nothing more goes to workers. */
+  #suspended = false;
   #lastFailure: string | undefined;
   #restartedAfter: string | undefined;
   #startedAt = Date.now();
@@ -138,6 +156,8 @@ export class JobCoordinator {
    */
   constructor(options: JobCoordinatorOptions) {
     this.#o = options;
+    // A job taken over at attempt n restarted n times before (each earlier attempt ended).
+    this.#restarts = options.firstAttempt ?? 0;
     const cancellationTimeoutMs = options.cancellationTimeoutMs ??
       DEFAULT_CANCELLATION_TIMEOUT_MS;
     if (!Number.isFinite(cancellationTimeoutMs) || cancellationTimeoutMs < 0) {
@@ -154,7 +174,7 @@ export class JobCoordinator {
       }
     }
     this.#current = new ExecutionAttempt({
-      number: 0,
+      number: options.firstAttempt ?? 0,
       subtasks: this.#tasks.length,
       sourceSubtasks: this.#sources.length,
     });
@@ -185,6 +205,7 @@ export class JobCoordinator {
       restoreFrom: options.restoreFrom,
       restoreSettings: options.restoreSettings,
       savepointStorage: options.savepointStorage,
+      stats: this.#checkpointStats,
       faults: options.faults,
     });
     this.#deployment = new AttemptDeployment({
@@ -211,6 +232,35 @@ export class JobCoordinator {
   /** The current attempt. */
   get attempt(): number {
     return this.#current.number;
+  }
+
+  /** Latest per-second metrics of the current attempt's subtasks (Flink's `MetricStore`). */
+  get liveMetrics(): MetricStore {
+    return this.#liveMetrics;
+  }
+
+  /** Checkpoint statistics: counts, history, latest, summary (Flink's `CheckpointStatsTracker`). */
+  get checkpointStats(): CheckpointStatsTracker {
+    return this.#checkpointStats;
+  }
+
+  /** Where the latest attempt's subtasks were deployed: worker (slot) id by `vertexId#subtask`. */
+  get placement(): ReadonlyMap<string, string> {
+    const out = new Map<string, string>();
+    for (const [worker, subtasks] of this.#deployment.deployment) {
+      for (const key of subtasks) out.set(key, worker);
+    }
+    return out;
+  }
+
+  /** Restarts so far (Flink's `numRestarts`). */
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  /** When `run` started, epoch ms. */
+  get startedAt(): number {
+    return this.#startedAt;
   }
 
   /** Why the latest attempt failed (`name: message`), if one did. */
@@ -279,6 +329,25 @@ export class JobCoordinator {
   }
 
   /**
+   * Suspends the job (Flink's SUSPENDED: this coordinator process lost its
+   * leadership): checkpointing and deployment stop, `run()` rejects with a
+   * {@linkcode JobSuspendedError}, and nothing is sent to workers or
+   * deleted from storage. The next leader resumes the job; workers end its
+   * subtasks when they see that leader's epoch.
+   */
+  suspend(reason: string): void {
+    if (this.#phase === "done") return;
+    this.#suspended = true;
+    this.#subscription?.unsubscribe();
+    this.#end(new JobSuspendedError(`Job ${this.#o.jobId} was suspended: ${reason}`));
+  }
+
+  /** The latest checkpoint whose metadata this coordinator wrote, if any. */
+  get latestCheckpointId(): number | undefined {
+    return this.#checkpoints.latestWritten;
+  }
+
+  /**
    * Cancels the job: every subtask is cancelled and `run()` rejects. The
    * retained checkpoints stay (a resume may use them); shared blobs no
    * retained checkpoint refers to (of aborted checkpoints, or written by a
@@ -342,13 +411,25 @@ export class JobCoordinator {
 
   #toWorker(worker: string, body: MessageBody<WorkerMessage>): void {
     const o = this.#o;
-    const msg = { ...body, job: o.jobId, att: this.#current.number } as WorkerMessage;
+    const msg = {
+      ...body,
+      job: o.jobId,
+      att: this.#current.number,
+      ...(o.leaderEpoch === undefined ? {} : { epoch: o.leaderEpoch }),
+    } as WorkerMessage;
     o.transport.publish(workerSubject(worker), encode(msg));
   }
 
   #deploy(restore: RestorePoint | null): void {
     this.#phase = "deploying";
-    this.#deployment.deploy(restore);
+    const gate = this.#o.beforeDeploy;
+    if (gate === undefined) return this.#deployment.deploy(restore);
+    const attempt = this.#current.number;
+    const still = () => this.#phase === "deploying" && this.#current.number === attempt;
+    gate(attempt).then(
+      () => still() && this.#deployment.deploy(restore),
+      (error) => still() && void this.#failover(error),
+    );
   }
 
   async #onMessage(msg: CoordinatorMessage): Promise<void> {
@@ -382,6 +463,9 @@ export class JobCoordinator {
         ) {
           this.#checkpoints.sourcesEnded();
         }
+        return;
+      case "metrics":
+        this.#liveMetrics.update(msg.att, msg.vertex, msg.subtask, msg.sample);
         return;
       case "finished":
         this.#subtaskMetrics.set(this.#key(msg.vertex, msg.subtask), msg.metrics);
@@ -426,7 +510,16 @@ export class JobCoordinator {
     this.#phase = "restarting";
     this.#deployment.failingOver();
     this.#lastFailure = describe(error);
-    log.warn(`job ${o.jobId}: attempt ${this.#current.number} failed: ${this.#lastFailure}`);
+    // A failure that ends the job (one a retry cannot fix, or the restart strategy
+    // gives up) is the job's error, said once there; one it restarts after is a warning.
+    const unrecoverable = classifyFailure(error).type === "NonRecoverableError";
+    const restarts = !unrecoverable && this.#backoff.wouldRestart(Date.now(), error);
+    (restarts ? log.warn : log.info)(
+      `job ${o.jobId}: attempt ${this.#current.number} failed` +
+        (unrecoverable ? " with an error a restart cannot fix" : "") +
+        (!unrecoverable && !restarts ? " and the restart strategy gives up" : "") +
+        `: ${this.#lastFailure}`,
+    );
     const abortedIds = this.#checkpoints.failingOver(
       `attempt ${this.#current.number} of job ${o.jobId} failed (${this.#lastFailure})`,
     );
@@ -457,6 +550,7 @@ export class JobCoordinator {
     this.#restarts++;
     this.#restartedAfter = `attempt ${this.#current.number} failed: ${this.#lastFailure}`;
     this.#current = this.#current.next();
+    this.#liveMetrics.startAttempt(this.#current.number);
     log.warn(
       `job ${o.jobId}: restarting as attempt ${this.#current.number} (restart ${this.#restarts}) from ` +
         (latest === null ? "scratch" : describePoint(latest, o.jobId)),
@@ -498,6 +592,7 @@ export class JobCoordinator {
 
   #shutDown(): void {
     this.#subscription?.unsubscribe();
+    if (this.#suspended) return; // the next leader's epoch fences the workers
     // Workers may free what they hold for the job (cluster mode: its slot threads).
     for (const w of this.#o.workers()) this.#toWorker(w, { t: "release" });
   }

@@ -65,6 +65,26 @@ export interface JobCoordinatorOptions {
     readonly kind: "checkpoint" | "savepoint";
     readonly mode: RestoreMode;
   } | undefined;
+  /**
+   * The leader epoch of the coordinator process that runs this job (high
+   * availability, `ha/`): every message to workers carries it, so workers
+   * refuse messages of a deposed leader (`ha/epoch_fence.ts`). Absent: no
+   * epoch is sent (workers treat it as 0).
+   */
+  readonly leaderEpoch?: number | undefined;
+  /**
+   * The first attempt's number. Default 0. A leader that takes over a job
+   * starts above every attempt the previous leader deployed; the job's
+   * restart count starts at this number (each earlier attempt ended).
+   */
+  readonly firstAttempt?: number | undefined;
+  /**
+   * Called before each attempt deploys, with its number; the deployment
+   * waits for it (high availability records the attempt in the job store
+   * first). A rejection fails the attempt (a failover, through the restart
+   * strategy). Absent: deploy at once.
+   */
+  readonly beforeDeploy?: ((attempt: number) => Promise<void>) | undefined;
   /** Test hook: throwing fails the job at that point. */
   readonly faults?:
     | ((point: CoordinatorFaultPoint, checkpointId: number, attempt: number) => void)

@@ -33,12 +33,34 @@
  * plane.
  *
  * A subtask's exception is reported by the thread and never reaches the
- * process. An uncaught error in a thread (a job module that throws while
- * loading, or an unhandled rejection in user code) is caught here: the
- * thread is terminated and the failure is reported to the job's coordinator,
- * which restarts the job; the next deployment starts a fresh thread. When a
- * job ends, its coordinator sends `release` and the process terminates the
- * job's threads, which also frees subtasks stuck in user code.
+ * process. An uncaught error in a thread is caught here: the thread is
+ * terminated and the failure is reported to the job's coordinator. How the
+ * coordinator reacts depends on when it happened (`../failure.ts`):
+ *
+ * - before the thread said it is ready (the module is still loading: its
+ *   import failed, its top-level code threw or called `Deno.exit`, a
+ *   configuration check it runs failed): a {@linkcode JobModuleLoadError}
+ *   naming the module URL, the slot and the thrown error, which fails the
+ *   job without restarts, since every restart would load the same module;
+ * - a graph that differs from the submitted one: the thread's
+ *   `JobGraphMismatchError`, likewise without restarts;
+ * - later (an unhandled rejection in user code), or the thread's own setup
+ *   failing (NATS unreachable): an ordinary failure, which the restart
+ *   strategy retries; the next deployment starts a fresh thread.
+ *
+ * When a job ends, its coordinator sends `release` and the process
+ * terminates the job's threads, which also frees subtasks stuck in user
+ * code.
+ *
+ * ## Leader epochs
+ *
+ * With a highly available coordinator (`ha/`), every message from a
+ * coordinator carries its leader epoch. The process refuses messages of an
+ * epoch below the highest it saw, and when it sees a higher one (a message,
+ * or the new leader's announcement on `weir.cluster.leader`) it releases
+ * every slot thread an older epoch started, as it does at a job's end, and
+ * heartbeats at once to register with the new leader (`ha/epoch_fence.ts`).
+ * Slot threads of different epochs are never peers.
  *
  * @module
  */
@@ -60,11 +82,14 @@ import {
   HEARTBEAT_SUBJECT,
   JOB_SPEC_SUBJECT,
   type JobSpecReply,
+  LEADER_SUBJECT,
+  type LeaderAnnouncement,
 } from "./cluster_protocol.ts";
 import { SLOT_NAME_PREFIX, type SlotLaunch } from "./role.ts";
 import type { SlotPeerMessage, SlotThreadMessage } from "./slot.ts";
-import { SuppressRestartsError } from "./restart_strategy.ts";
+import { JobModuleLoadError, SuppressRestartsError } from "../failure.ts";
 import { logger } from "../log.ts";
+import { EpochFence, type EpochVerdict } from "./ha/epoch_fence.ts";
 
 const log = logger("worker");
 
@@ -122,6 +147,8 @@ export class WorkerProcess {
   #heartbeat: ReturnType<typeof setInterval> | undefined;
   #beat: (() => void) | undefined;
   readonly #instance = crypto.randomUUID();
+  /** The highest leader epoch seen (high availability; see `ha/epoch_fence.ts`). */
+  readonly #fence = new EpochFence();
 
   constructor(options: WorkerProcessOptions) {
     this.#o = options;
@@ -157,6 +184,17 @@ export class WorkerProcess {
         this.#onMessage(slotId, msg, m.data);
       }));
     }
+    this.#subscriptions.push(this.#o.transport.subscribe(LEADER_SUBJECT, (m) => {
+      try {
+        const { epoch, leader } = decode(m.data) as LeaderAnnouncement;
+        const verdict = this.#fence.observe(epoch);
+        if (verdict.kind === "newer") this.#newLeader(verdict.previous);
+        log.info(`worker ${this.workerId}: coordinator ${leader} leads with epoch ${epoch}`);
+        this.heartbeatNow(); // register with it at once
+      } catch (error) {
+        log.warn(`worker ${this.workerId}: dropping a leader announcement: ${error}`);
+      }
+    }));
     const beat = () => {
       const hb: Heartbeat = {
         workerId: this.workerId,
@@ -197,6 +235,7 @@ export class WorkerProcess {
     for (const [key, other] of this.#threads) {
       const [otherJob, otherSlot] = splitKey(key);
       if (otherJob !== job || otherSlot === slotId || other.dead) continue;
+      if (other.epoch !== thread.epoch) continue; // started by another leader
       const channel = new MessageChannel();
       thread.postPeer({ t: "peer", slotId: otherSlot, port: channel.port1 }, [channel.port1]);
       other.postPeer({ t: "peer", slotId, port: channel.port2 }, [channel.port2]);
@@ -210,7 +249,31 @@ export class WorkerProcess {
     for (const [key, other] of this.#threads) {
       const [otherJob, otherSlot] = splitKey(key);
       if (otherJob !== job || other === thread || otherSlot === slotId) continue;
+      if (other.epoch !== thread.epoch) continue; // started by another leader
       other.postPeer({ t: "peer-lost", slotId, reason }, []);
+    }
+  }
+
+  /**
+   * A leader of a higher epoch than `previous` appeared: ends every slot
+   * thread an older leader started (Flink fences a deposed JobManager), so
+   * subtasks it deployed stop writing; the new leader deploys afresh.
+   */
+  #newLeader(previous: number): void {
+    const epoch = this.#fence.highest;
+    const stale = [...this.#threads].filter(([, t]) => t.epoch < epoch);
+    if (previous > 0 || stale.length > 0) {
+      log.info(
+        `worker ${this.workerId}: leader epoch ${previous} -> ${epoch}; ending ${stale.length} ` +
+          `slot thread(s) the previous leader started`,
+        { name: "leader-epoch-changed", epoch, previous, threads: stale.length },
+      );
+    }
+    for (const [key, thread] of stale) {
+      this.#threads.delete(key);
+      const [job] = splitKey(key);
+      const release: WorkerMessage = { t: "release", job, att: 0, epoch };
+      thread.release(encode(release), this.#o.releaseGraceMs ?? 5000);
     }
   }
 
@@ -220,6 +283,24 @@ export class WorkerProcess {
     } catch (error) {
       log.warn(`slot ${slotId}: dropping a ${msg.t} message: ${error}`);
       return;
+    }
+    let verdict: EpochVerdict;
+    try {
+      verdict = this.#fence.observe(msg.epoch);
+    } catch (error) {
+      log.warn(`slot ${slotId}: dropping a ${msg.t} message of job ${msg.job}: ${error}`);
+      return;
+    }
+    if (verdict.kind === "stale") {
+      log.warn(
+        `slot ${slotId}: refusing a ${msg.t} of job ${msg.job} attempt ${msg.att} from leader ` +
+          `epoch ${msg.epoch ?? 0}: the leader is at epoch ${verdict.highest}`,
+      );
+      return;
+    }
+    if (verdict.kind === "newer") {
+      this.#newLeader(verdict.previous);
+      this.heartbeatNow();
     }
     const key = `${msg.job}/${slotId}`;
     let thread = this.#threads.get(key);
@@ -244,6 +325,7 @@ export class WorkerProcess {
     }
     if (!thread) {
       const created: SlotThread = new SlotThread({
+        epoch: this.#fence.highest,
         jobId: msg.job,
         slotId,
         transport: this.#o.transport,
@@ -269,6 +351,8 @@ export class WorkerProcess {
 }
 
 interface SlotThreadOptions {
+  /** The leader epoch that deployed it. */
+  readonly epoch: number;
   readonly jobId: string;
   readonly slotId: string;
   readonly transport: Transport;
@@ -291,6 +375,11 @@ class SlotThread {
 
   constructor(options: SlotThreadOptions) {
     this.#o = options;
+  }
+
+  /** The leader epoch that started the thread. */
+  get epoch(): number {
+    return this.#o.epoch;
   }
 
   noteDeploy(msg: Extract<WorkerMessage, { t: "deploy" }>): void {
@@ -317,6 +406,7 @@ class SlotThread {
       args: spec.args,
       fingerprint: spec.fingerprint,
       checkpointBucket: spec.checkpointBucket,
+      defaultParallelism: spec.defaultParallelism,
       nats: o.nats,
       ...(o.localRecovery === undefined ? {} : { localRecovery: o.localRecovery }),
     };
@@ -340,14 +430,31 @@ class SlotThread {
         clearTimeout(this.#startTimer);
         this.#ready = true;
         for (const q of this.#queue.splice(0)) worker.postMessage(q.message, q.transfer);
+      } else if (m.suppressRestarts) {
+        const error = new SuppressRestartsError(
+          `slot ${o.slotId} cannot run job ${o.jobId} from ${spec.moduleUrl}: ${m.message}`,
+        );
+        if (m.name !== undefined) error.name = m.name;
+        this.#fail(error);
+      } else if (m.byJobCode === true && !this.#ready) {
+        this.#fail(this.#loadError(spec.moduleUrl, m.message));
       } else {
-        const message = `slot ${o.slotId} cannot run job ${o.jobId}: ${m.message}`;
-        this.#fail(m.suppressRestarts ? new SuppressRestartsError(message) : new Error(message));
+        this.#fail(new Error(`slot ${o.slotId} cannot run job ${o.jobId}: ${m.message}`));
       }
     };
     worker.onerror = (e: ErrorEvent) => {
       e.preventDefault(); // never let a job's error take the worker process down
-      this.#fail(new Error(`uncaught error in the slot thread of job ${o.jobId}: ${e.message}`));
+      const where = e.filename ? ` (${e.filename}:${e.lineno}:${e.colno})` : "";
+      // The thread's own "Uncaught (in promise)" prefix says nothing here: the worker caught it.
+      const thrown = e.message.replace(/^Uncaught (\(in promise\) )?/, "");
+      this.#fail(
+        this.#ready
+          ? new Error(
+            `uncaught error in the slot thread of job ${o.jobId} on slot ${o.slotId}: ` +
+              `${thrown}${where}`,
+          )
+          : this.#loadError(spec.moduleUrl, `${thrown}${where}`),
+      );
     };
     this.#startTimer = setTimeout(() => {
       if (!this.#ready) {
@@ -359,6 +466,16 @@ class SlotThread {
         );
       }
     }, o.startTimeoutMs);
+  }
+
+  /** The job module failed while the thread loaded it: a retry cannot fix it (see the module docs). */
+  #loadError(moduleUrl: string, reason: string): JobModuleLoadError {
+    return new JobModuleLoadError({
+      moduleUrl,
+      slotId: this.#o.slotId,
+      jobId: this.#o.jobId,
+      reason,
+    });
   }
 
   /** Whether the thread ended (or never started). */
