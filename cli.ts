@@ -6,6 +6,7 @@
  *     weir coordinator --nats URL [--checkpoint-bucket B] [--heartbeat-timeout MS]
  *     weir worker      --nats URL [--slots N] [--id ID] [--heartbeat-interval MS]
  *     weir list        --nats URL [--json]
+ *     weir info JOB    --nats URL [--checkpoints N] [--json]
  *     weir cancel JOB  --nats URL
  *     weir savepoint JOB [DIR] --nats URL
  *     weir stop JOB --savepoint [DIR] [--drain] --nats URL
@@ -45,6 +46,7 @@ import {
   stopCommand,
 } from "./cli/jobs.ts";
 import { readCommand } from "./cli/read.ts";
+import { infoCommand } from "./cli/info.ts";
 import { streamCommand } from "./cli/stream.ts";
 
 /** Every `weir` command by name, in the order `weir --help` lists them. */
@@ -53,6 +55,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   worker: workerCommand,
   run: runCommand,
   list: listCommand,
+  info: infoCommand,
   cancel: cancelCommand,
   savepoint: savepointCommand,
   stop: stopCommand,
