@@ -17,7 +17,9 @@
  *      then `+U(new)`.
  * 3. A `-U`/`-D` for a group that holds no rows is an error naming the row
  *    (Flink drops it silently; this slice has no state TTL that could
- *    explain it, so it means a wrong changelog).
+ *    explain it, so it means a wrong changelog). Here and when an argument
+ *    fails to evaluate, the job ends at once (`SuppressRestartsError`): the
+ *    same row would fail again after a restart.
  *
  * The state is copied before it is changed, so a snapshot taken from the
  * heap backend never sees a half-applied row. Costs: one state read and one
@@ -36,6 +38,7 @@ import type {
 import { type ValueState, ValueStateDescriptor } from "../api/state.ts";
 import { type Accumulator, createAggregate, type RetractableAggregate } from "./aggregates.ts";
 import type { AggregateCall } from "./plan.ts";
+import { SuppressRestartsError } from "../failure.ts";
 import type { CompiledExpr } from "./expressions.ts";
 import { formatRow, isAccumulate, type Row, type SqlValue } from "./row.ts";
 
@@ -110,13 +113,17 @@ export function groupKeyOf(keys: readonly CompiledExpr[]): (row: Row) => string 
   return (row) => JSON.stringify(keys.map((k) => k.evaluate(row.fields)));
 }
 
-/** The GroupAggregate operator's function (see the module docs). */
+/**
+ * The GroupAggregate operator's function (see the module docs). Its fields
+ * are TypeScript `private`, not `#private`: function objects are copied per
+ * subtask.
+ */
 export class GroupAggregateFunction implements KeyedProcessFunction<string, Row, Row> {
-  readonly #keys: readonly CompiledExpr[];
-  readonly #calls: readonly AggregateCall[];
-  readonly #generateUpdateBefore: boolean;
-  #aggregates: RetractableAggregate[] = [];
-  #state: ValueState<GroupState> | undefined;
+  private readonly keys: readonly CompiledExpr[];
+  private readonly calls: readonly AggregateCall[];
+  private readonly generateUpdateBefore: boolean;
+  private aggregates: RetractableAggregate[] = [];
+  private state: ValueState<GroupState> | undefined;
 
   /**
    * @param keys the GROUP BY key expressions.
@@ -128,29 +135,40 @@ export class GroupAggregateFunction implements KeyedProcessFunction<string, Row,
     calls: readonly AggregateCall[],
     generateUpdateBefore: boolean,
   ) {
-    this.#keys = keys;
-    this.#calls = calls;
-    this.#generateUpdateBefore = generateUpdateBefore;
+    this.keys = keys;
+    this.calls = calls;
+    this.generateUpdateBefore = generateUpdateBefore;
   }
 
   /** Creates the aggregates and binds the group state (`group-aggregate-state`). */
   open(ctx: RuntimeContext): void {
-    this.#aggregates = this.#calls.map((c) => createAggregate(c.spec));
-    this.#state = ctx.getState(new ValueStateDescriptor<GroupState>("group-aggregate-state"));
+    this.aggregates = this.calls.map((c) => createAggregate(c.spec));
+    this.state = ctx.getState(new ValueStateDescriptor<GroupState>("group-aggregate-state"));
   }
 
   /** Applies one row to its group and emits the group's change. */
   processElement(row: Row, _ctx: KeyedProcessContext<string>, out: Collector<Row>): void {
-    const state = this.#state!;
-    const args = this.#calls.map((c) => c.arg === null ? null : c.arg.evaluate(row.fields));
-    const keys = this.#keys.map((k) => k.evaluate(row.fields));
+    const state = this.state!;
+    let args: SqlValue[];
+    let keys: SqlValue[];
+    try {
+      args = this.calls.map((c) => c.arg === null ? null : c.arg.evaluate(row.fields));
+      keys = this.keys.map((k) => k.evaluate(row.fields));
+    } catch (error) {
+      throw new SuppressRestartsError(
+        `GroupAggregate failed on ${formatRow(row)}: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { cause: error },
+      );
+    }
     const update = decideGroupUpdate(
-      this.#aggregates,
+      this.aggregates,
       args,
       keys,
       state.value(),
       row,
-      this.#generateUpdateBefore,
+      this.generateUpdateBefore,
     );
     if (update.state === null) state.clear();
     else state.update(update.state);

@@ -111,9 +111,12 @@ export type PlanNode = ScanNode | CalcNode | GroupAggregateNode;
 /** What the planner needs from the catalog. */
 export interface PlannerContext {
   /**
-   * The columns of table `name`, or `undefined` when there is none.
+   * The columns of table `name` and, for a view defined by a query, that
+   * query's plan (planned in place of a scan), or `undefined` when there is none.
    */
-  lookup(name: string): { readonly columns: readonly Column[] } | undefined;
+  lookup(
+    name: string,
+  ): { readonly columns: readonly Column[]; readonly plan?: PlanNode } | undefined;
   /** Where `name` first appears in the statement, for messages (`" at line 1, column 8"`, or `""`). */
   locate(name: string): string;
 }

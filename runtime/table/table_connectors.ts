@@ -1,0 +1,228 @@
+/**
+ * The table connectors built into the runtime: `values`, `datagen`,
+ * `print` and `blackhole` (Flink's connector identifiers and option names).
+ * Each is a {@linkcode TableConnector}: it checks a `CREATE TABLE`'s
+ * options and builds a source or a sink of rows. They are built from the
+ * runtime's own collection source and print sink, so the runtime still
+ * imports no connector (DESIGN §16); connectors of `connectors/` (jetstream,
+ * mariadb, postgres, filesystem) come as later table factories.
+ *
+ * | connector | role | options | notes |
+ * |---|---|---|---|
+ * | `values` | source | none | rows come from `INSERT INTO t VALUES ...` statements run before the query (Flink's test connector holds them by `data-id`) |
+ * | `datagen` | source | `number-of-rows` (required here), `fields.<col>.kind` (`random`/`sequence`), `fields.<col>.min`/`max`, `fields.<col>.start`/`end`, `fields.<col>.length` | rows are generated when the job is built, from a fixed seed, so a restart replays them; unbounded generation is not supported yet |
+ * | `print` | sink, takes updates | `print-identifier`, `standard-error` | prints each change as `+I(...)`, `-U(...)`, `+U(...)`, `-D(...)`; at-least-once (a restart prints the replayed changes again) |
+ * | `blackhole` | sink, takes updates | none | discards every row |
+ *
+ * @module
+ */
+
+import type { SingleOutputStreamOperator } from "../api/datastream.ts";
+import type { StreamExecutionEnvironment } from "../api/environment.ts";
+import { PrintSink } from "../api/print_sink.ts";
+import type { Sink } from "../api/sink.ts";
+import { PlanningError } from "./changelog_mode.ts";
+import { formatRow, insertRow, type Row, type SqlValue } from "./row.ts";
+import type { Column } from "./types.ts";
+
+/** A table created by `CREATE TABLE ... WITH ('connector' = ...)`. */
+export interface ConnectorTable {
+  /** The table's name. */
+  readonly name: string;
+  /** Its columns. */
+  readonly columns: readonly Column[];
+  /** Its `WITH` options. */
+  readonly options: Readonly<Record<string, string>>;
+  /** Rows inserted with `INSERT INTO ... VALUES` (the `values` connector's data). */
+  readonly rows: SqlValue[][];
+}
+
+/** A sink of rows and what it accepts. */
+export interface TableSink {
+  /** The sink. */
+  readonly sink: Sink<Row>;
+  /** `append` only (`+I`), or `updates` too (any RowKind). */
+  readonly accepts: "append" | "updates";
+}
+
+/** A connector for `CREATE TABLE ... WITH ('connector' = '<identifier>')` (Flink's `DynamicTableFactory`). */
+export interface TableConnector {
+  /** The `connector` option's value. */
+  readonly identifier: string;
+  /**
+   * Checks a table's options.
+   * @throws {PlanningError} naming an unknown option or a bad value.
+   */
+  validate(table: ConnectorTable): void;
+  /** Reads the table as an append-only stream of `+I` rows; absent for sink-only connectors. */
+  source?(table: ConnectorTable, env: StreamExecutionEnvironment): SingleOutputStreamOperator<Row>;
+  /** Writes rows into the table; absent for source-only connectors. */
+  sink?(table: ConnectorTable): TableSink;
+}
+
+function checkOptions(table: ConnectorTable, allowed: readonly (string | RegExp)[]): void {
+  for (const key of Object.keys(table.options)) {
+    if (key === "connector") continue;
+    if (!allowed.some((a) => typeof a === "string" ? a === key : a.test(key))) {
+      throw new PlanningError(
+        `Unsupported option '${key}' for connector '${table.options.connector}' of table ${table.name}; supported: ${
+          allowed.length === 0 ? "none" : allowed.map(String).join(", ")
+        }`,
+      );
+    }
+  }
+}
+
+function numberOption(table: ConnectorTable, key: string, fallback?: number): number {
+  const raw = table.options[key];
+  if (raw === undefined) {
+    if (fallback !== undefined) return fallback;
+    throw new PlanningError(`table ${table.name} needs option '${key}'`);
+  }
+  const n = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(n)) {
+    throw new PlanningError(
+      `option '${key}' of table ${table.name} must be a number: current value is '${raw}'`,
+    );
+  }
+  return n;
+}
+
+const values: TableConnector = {
+  identifier: "values",
+  validate: (table) => checkOptions(table, []),
+  source: (table, env) =>
+    env.fromCollection(table.rows.map((r) => insertRow(r))).name(`values: ${table.name}`),
+};
+
+/** mulberry32: a small seeded generator, so datagen tables repeat across runs and restarts. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const MAX_DATAGEN_ROWS = 10_000_000;
+
+const datagen: TableConnector = {
+  identifier: "datagen",
+  validate(table) {
+    checkOptions(table, ["number-of-rows", /^fields\.[^.]+\.(kind|min|max|start|end|length)$/]);
+    const rows = numberOption(table, "number-of-rows");
+    if (!Number.isInteger(rows) || rows < 0 || rows > MAX_DATAGEN_ROWS) {
+      throw new PlanningError(
+        `option 'number-of-rows' of table ${table.name} must be an integer from 0 to ${MAX_DATAGEN_ROWS}: current value is ${rows}`,
+      );
+    }
+    for (const key of Object.keys(table.options)) {
+      const m = /^fields\.([^.]+)\.(\w+)$/.exec(key);
+      if (m === null) continue;
+      const column = table.columns.find((c) => c.name === m[1]);
+      if (column === undefined) {
+        throw new PlanningError(`option '${key}' of table ${table.name} names no column`);
+      }
+      if (m[2] === "kind" && !["random", "sequence"].includes(table.options[key]!)) {
+        throw new PlanningError(
+          `option '${key}' must be 'random' or 'sequence': current value is '${
+            table.options[key]
+          }'`,
+        );
+      }
+      if (m[2] !== "kind" && m[2] !== "length") numberOption(table, key);
+    }
+  },
+  source(table, env) {
+    const n = numberOption(table, "number-of-rows");
+    const random = seeded(0x5eed);
+    const rows: Row[] = [];
+    for (let i = 0; i < n; i++) {
+      rows.push(insertRow(table.columns.map((c) => generate(table, c, i, random))));
+    }
+    return env.fromCollection(rows).name(`datagen: ${table.name}`);
+  },
+};
+
+function generate(
+  table: ConnectorTable,
+  column: Column,
+  i: number,
+  random: () => number,
+): SqlValue {
+  const option = (name: string, fallback: number) =>
+    numberOption(table, `fields.${column.name}.${name}`, fallback);
+  if (table.options[`fields.${column.name}.kind`] === "sequence") {
+    const start = option("start", 0);
+    const end = option("end", Number.MAX_SAFE_INTEGER);
+    const v = start + i;
+    if (v > end) {
+      throw new PlanningError(
+        `the sequence of fields.${column.name} of table ${table.name} ends at ${end}, before row ${
+          i + 1
+        }`,
+      );
+    }
+    return column.type.family === "STRING" ? String(v) : v;
+  }
+  switch (column.type.family) {
+    case "BIGINT": {
+      const min = option("min", 0);
+      const max = option("max", 1_000_000);
+      return min + Math.floor(random() * (max - min + 1));
+    }
+    case "DOUBLE": {
+      const min = option("min", 0);
+      const max = option("max", 1);
+      return min + random() * (max - min);
+    }
+    case "BOOLEAN":
+      return random() < 0.5;
+    case "TIMESTAMP":
+      return new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString().replace("T", " ").slice(0, 23);
+    case "STRING": {
+      const length = option("length", 10);
+      let s = "";
+      for (let k = 0; k < length; k++) s += "abcdefghijklmnopqrstuvwxyz"[Math.floor(random() * 26)];
+      return s;
+    }
+  }
+}
+
+const print: TableConnector = {
+  identifier: "print",
+  validate(table) {
+    checkOptions(table, ["print-identifier", "standard-error"]);
+    const stderr = table.options["standard-error"];
+    if (stderr !== undefined && stderr !== "true" && stderr !== "false") {
+      throw new PlanningError(
+        `option 'standard-error' of table ${table.name} must be 'true' or 'false': current value is '${stderr}'`,
+      );
+    }
+  },
+  sink(table) {
+    const prefix = table.options["print-identifier"];
+    return {
+      sink: new PrintSink<Row>({
+        formatter: formatRow,
+        target: table.options["standard-error"] === "true" ? "stderr" : "stdout",
+        ...(prefix === undefined ? {} : { prefix }),
+      }),
+      accepts: "updates",
+    };
+  },
+};
+
+const blackhole: TableConnector = {
+  identifier: "blackhole",
+  validate: (table) => checkOptions(table, []),
+  sink: () => ({ sink: { kind: "simple", invoke() {} }, accepts: "updates" }),
+};
+
+/** The built-in connectors by identifier. */
+export const TABLE_CONNECTORS: ReadonlyMap<string, TableConnector> = new Map(
+  [values, datagen, print, blackhole].map((c) => [c.identifier, c]),
+);

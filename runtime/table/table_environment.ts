@@ -1,0 +1,577 @@
+/**
+ * `StreamTableEnvironment`: the Table API and SQL over a
+ * `StreamExecutionEnvironment` (Flink's `StreamTableEnvironment`).
+ *
+ * ```ts ignore
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(1);
+ * const tEnv = StreamTableEnvironment.create(env);
+ * await tEnv.executeSql("CREATE TABLE clicks (`user` VARCHAR, cTime VARCHAR, url VARCHAR) WITH ('connector' = 'values')");
+ * await tEnv.executeSql("INSERT INTO clicks VALUES ('Mary', '12:00:00', './home')");
+ * await tEnv.executeSql("SELECT `user`, COUNT(url) AS cnt FROM clicks GROUP BY `user`"); // prints +I(Mary,1)
+ * ```
+ *
+ * ## What each statement does
+ *
+ * | statement | effect |
+ * |---|---|
+ * | `CREATE TABLE t (...) WITH ('connector' = ...)` | registers a connector table (`table_connectors.ts`) |
+ * | `INSERT INTO t VALUES (...)` | into a `values` table: appends the rows; into a sink: runs a job |
+ * | `INSERT INTO t SELECT ...` | runs a job writing the query's changelog into sink `t` |
+ * | `SELECT ...` | runs a job printing the query's changelog on stdout, one `+I(...)` line per change (at-least-once, as `print`) |
+ *
+ * `executeSql` resolves when the job ends (Flink's `executeSql(...).await()`);
+ * a query over an unbounded source runs until it is cancelled.
+ *
+ * ## One job per environment
+ *
+ * Weir's `StreamExecutionEnvironment` keeps its operators after `execute`
+ * (Flink's clears them), so one environment runs one job. A second
+ * `INSERT`/`SELECT` on the same environment is refused with a message;
+ * `executeScript` takes a factory of fresh environments for scripts with
+ * several jobs (connector tables carry over; views over DataStreams of the
+ * old environment do not).
+ *
+ * ## Simplifications of this slice
+ *
+ * `fromDataStream` takes no event-time attribute or watermark yet; there is
+ * no window, join, Top-N, deduplication, TTL, user-defined function or
+ * `CREATE VIEW` in SQL (use `createTemporaryView`). Each is refused with a
+ * message naming it.
+ *
+ * @module
+ */
+
+import type { DataStream } from "../api/datastream.ts";
+import type { StreamExecutionEnvironment } from "../api/environment.ts";
+import { PrintSink } from "../api/print_sink.ts";
+import type { Sink } from "../api/sink.ts";
+import { SuppressRestartsError } from "../failure.ts";
+import { checkSinkMode, PlanningError } from "./changelog_mode.ts";
+import { compileExpr } from "./expressions.ts";
+import { parseScript, positionOf } from "./parser.ts";
+import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } from "./plan.ts";
+import { formatRow, insertRow, type Row, type SqlValue } from "./row.ts";
+import type { SelectQuery, Statement } from "./sql_ast.ts";
+import { Table, type TablePlanner, type TableResult } from "./table.ts";
+import { type ConnectorTable, TABLE_CONNECTORS } from "./table_connectors.ts";
+import { translatePlan } from "./translate.ts";
+import { castValue, type Column, dataTypeOf, SUPPORTED_TYPES, valueFits } from "./types.ts";
+
+/** A column of `fromDataStream`'s schema: its name and SQL type (`VARCHAR`, `BIGINT`, `TIMESTAMP(3)`...). */
+export interface SchemaColumn {
+  /** The column's name. */
+  readonly name: string;
+  /** Its SQL type, as written in DDL. */
+  readonly type: string;
+}
+
+/** An entry of the catalog: a connector table, or a view over a DataStream or a query. */
+type CatalogEntry =
+  | { readonly kind: "connector"; readonly table: ConnectorTable }
+  | {
+    readonly kind: "stream";
+    readonly columns: readonly Column[];
+    readonly stream: DataStream<Row>;
+    readonly env: StreamExecutionEnvironment;
+  }
+  | { readonly kind: "query"; readonly table: Table };
+
+/** Options of {@linkcode StreamTableEnvironment.executeScript}. */
+export interface ScriptOptions {
+  /** A fresh environment for each job after the first (see the module docs). */
+  readonly newEnvironment?: () => StreamExecutionEnvironment;
+  /** Called before each statement runs, with its 1-based line in the script. */
+  readonly onStatement?: (statement: Statement, line: number) => void;
+}
+
+/** The Table API and SQL over a StreamExecutionEnvironment (Flink's `StreamTableEnvironment`). */
+export class StreamTableEnvironment implements TablePlanner {
+  #env: StreamExecutionEnvironment;
+  #jobRan = false;
+  readonly #catalog = new Map<string, CatalogEntry>();
+  #queries = 0;
+  #anonymous = 0;
+
+  private constructor(env: StreamExecutionEnvironment) {
+    this.#env = env;
+  }
+
+  /**
+   * A table environment over `env` (Flink's `StreamTableEnvironment.create`).
+   * @param env where its jobs' operators are added and run.
+   */
+  static create(env: StreamExecutionEnvironment): StreamTableEnvironment {
+    return new StreamTableEnvironment(env);
+  }
+
+  /** The StreamExecutionEnvironment the next job is built on. */
+  get environment(): StreamExecutionEnvironment {
+    return this.#env;
+  }
+
+  /**
+   * A table over an append-only DataStream (Flink's `fromDataStream`).
+   * Each record becomes one `+I` row: an array gives the fields by
+   * position, an object by column name.
+   *
+   * @param stream the records.
+   * @param schema the columns, in order.
+   * @returns the table `SELECT * FROM <the stream>`.
+   * @throws {PlanningError} for an empty schema, a repeated column or an
+   *   unsupported type, naming it. A record that does not fit the schema
+   *   ends the job (no restart) with a message naming the column and value.
+   */
+  fromDataStream<T>(stream: DataStream<T>, schema: readonly SchemaColumn[]): Table {
+    const name = `*anonymous_datastream_source$${++this.#anonymous}*`;
+    this.#registerStream(name, stream, schema);
+    return this.#scanTable(name);
+  }
+
+  /**
+   * Registers `name` as a view (Flink's `createTemporaryView`): of a Table
+   * (planned in place wherever the view is read), or of a DataStream with a
+   * schema (as `fromDataStream`).
+   * @throws {PlanningError} when `name` is taken, or as `fromDataStream`.
+   */
+  createTemporaryView<T>(
+    name: string,
+    source: Table | DataStream<T>,
+    schema?: readonly SchemaColumn[],
+  ): void {
+    this.#checkFree(name);
+    if (source instanceof Table) {
+      if (source.planner !== this) {
+        throw new PlanningError(
+          `the Table given for view ${name} belongs to another StreamTableEnvironment`,
+        );
+      }
+      source.getColumns();
+      this.#catalog.set(name, { kind: "query", table: source });
+      return;
+    }
+    if (schema === undefined) {
+      throw new PlanningError(`createTemporaryView(${name}) of a DataStream needs a schema`);
+    }
+    this.#registerStream(name, source, schema);
+  }
+
+  /**
+   * A Table for one SELECT statement (Flink's `sqlQuery`).
+   * @throws {SqlParseError} for SQL that does not parse or is not supported,
+   *   with its line and column.
+   * @throws {PlanningError} when the statement is not a SELECT, or cannot be planned.
+   */
+  sqlQuery(sql: string): Table {
+    const statements = parseScript(sql);
+    const statement = statements[0];
+    if (statements.length !== 1 || statement?.k !== "select") {
+      throw new PlanningError(
+        `sqlQuery takes one SELECT statement; got ${
+          statements.length === 1 ? statement!.k : `${statements.length} statements`
+        }`,
+      );
+    }
+    const table = new Table(this, statement.query, sql, statement.at);
+    table.getColumns();
+    return table;
+  }
+
+  /**
+   * Runs one statement (Flink's `executeSql(...).await()`; see the module
+   * docs for what each does).
+   * @returns what happened; a job's result when a job ran.
+   * @throws {SqlParseError} for SQL that does not parse or is not supported.
+   * @throws {PlanningError} for a statement that cannot be planned (unknown
+   *   table or column, an updating query into an append-only sink, a
+   *   second job on this environment...).
+   * @throws {JobFailedError} when the job fails for good.
+   */
+  async executeSql(sql: string): Promise<TableResult> {
+    const statements = parseScript(sql);
+    if (statements.length !== 1) {
+      throw new PlanningError(
+        `executeSql takes one statement; got ${statements.length} (use executeScript)`,
+      );
+    }
+    return await this.#execute(statements[0]!, sql);
+  }
+
+  /**
+   * Runs a script of `;`-separated statements in order (what `weir sql -f` does).
+   * @returns one result per statement.
+   * @throws as {@linkcode StreamTableEnvironment.executeSql}; statements
+   *   after a failing one do not run.
+   */
+  async executeScript(script: string, options: ScriptOptions = {}): Promise<TableResult[]> {
+    const results: TableResult[] = [];
+    for (const statement of parseScript(script)) {
+      options.onStatement?.(statement, positionOf(script, statement.at).line);
+      const job = statement.k === "select" || statement.k === "insertSelect" ||
+        (statement.k === "insertValues" &&
+          this.#connectorTable(statement.table, script, statement.at).options.connector !==
+            "values");
+      if (job && this.#jobRan && options.newEnvironment !== undefined) {
+        this.#env = options.newEnvironment();
+        this.#jobRan = false;
+      }
+      results.push(await this.#execute(statement, script));
+    }
+    return results;
+  }
+
+  /**
+   * The plan of one SELECT, printed with each operator's changelog mode
+   * (Flink's `explainSql(sql, CHANGELOG_MODE)`).
+   * @throws as {@linkcode StreamTableEnvironment.sqlQuery}.
+   */
+  explainSql(sql: string): string {
+    return this.sqlQuery(sql).explain();
+  }
+
+  /**
+   * An append-only table as a DataStream of `+I` rows (Flink's `toDataStream`).
+   * @throws {PlanningError} when the table is updating, naming the operator
+   *   that produces the updates (use `toChangelogStream`).
+   */
+  toDataStream(table: Table): DataStream<Row> {
+    const root = this.plan(table);
+    checkSinkMode("toDataStream", "append", root.mode, this.#producer(root));
+    return this.#translate(root);
+  }
+
+  /**
+   * A table as the DataStream of its changelog (Flink's
+   * `toChangelogStream`): `+I`, `-U`, `+U`, `-D` rows in `retract` mode
+   * (the default), or `+I`, `+U`, `-D` keyed by the GROUP BY keys in `upsert` mode.
+   * @throws {PlanningError} for upsert mode after HAVING, or without the
+   *   GROUP BY keys selected.
+   */
+  toChangelogStream(table: Table, mode: "retract" | "upsert" = "retract"): DataStream<Row> {
+    return this.#translate(this.plan(table, { upsert: mode === "upsert" }));
+  }
+
+  /**
+   * Plans a table (used by `Table`).
+   * @throws {PlanningError} for a query that cannot be planned.
+   */
+  plan(table: Table, options: { readonly upsert?: boolean } = {}): PlanNode {
+    if (table.planner !== this) {
+      throw new PlanningError("the Table belongs to another StreamTableEnvironment");
+    }
+    return this.#planQuery(table.query, table.sql, table.offset, options);
+  }
+
+  /**
+   * A table's plan, printed (used by `Table.explain`).
+   * @throws {PlanningError} for a query that cannot be planned.
+   */
+  explain(table: Table): string {
+    return explainPlan(this.plan(table));
+  }
+
+  #planQuery(
+    query: SelectQuery,
+    sql: string,
+    offset: number,
+    options: { readonly upsert?: boolean },
+  ): PlanNode {
+    const locate = (name: string): string => {
+      const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      const m = new RegExp(`(?<![\\w$])${escaped}(?![\\w$])`, "i").exec(sql.slice(offset));
+      if (m === null) return "";
+      const p = positionOf(sql, offset + m.index);
+      return ` at line ${p.line}, column ${p.column}`;
+    };
+    return planQuery(query, {
+      lookup: (name) => {
+        const entry = this.#catalog.get(name);
+        if (entry === undefined) return undefined;
+        switch (entry.kind) {
+          case "connector":
+            if (TABLE_CONNECTORS.get(entry.table.options.connector!)?.source === undefined) {
+              throw new PlanningError(
+                `table ${name} (connector '${entry.table.options.connector}') is a sink and cannot be read${
+                  locate(name)
+                }`,
+              );
+            }
+            return { columns: entry.table.columns };
+          case "stream":
+            if (entry.env !== this.#env) {
+              throw new PlanningError(
+                `view ${name} reads a DataStream of another StreamExecutionEnvironment${
+                  locate(name)
+                }`,
+              );
+            }
+            return { columns: entry.columns };
+          case "query":
+            return { columns: entry.table.getColumns(), plan: this.plan(entry.table) };
+        }
+      },
+      locate,
+    }, options);
+  }
+
+  #producer(root: PlanNode): string | undefined {
+    const node = updateProducer(root);
+    return node === undefined ? undefined : describeNode(node);
+  }
+
+  #translate(root: PlanNode): DataStream<Row> {
+    const prefix = `sql-${++this.#queries}`;
+    return translatePlan(root, (name) => {
+      const entry = this.#catalog.get(name)!;
+      if (entry.kind === "stream") return entry.stream;
+      if (entry.kind === "connector") {
+        return TABLE_CONNECTORS.get(entry.table.options.connector!)!.source!(entry.table, this.#env)
+          .uid(`${prefix}-source-${name}`);
+      }
+      throw new PlanningError(`view ${name} is planned in place, not scanned`);
+    }, prefix);
+  }
+
+  #checkFree(name: string): void {
+    if (this.#catalog.has(name)) throw new PlanningError(`Table or view '${name}' already exists`);
+  }
+
+  #registerStream<T>(name: string, stream: DataStream<T>, schema: readonly SchemaColumn[]): void {
+    this.#checkFree(name);
+    if (schema.length === 0) throw new PlanningError(`the schema of ${name} has no column`);
+    const columns: Column[] = schema.map((c) => {
+      const base = /^\s*(\w+)/.exec(c.type)?.[1] ?? "";
+      const type = dataTypeOf(base, c.type.trim());
+      if (type === undefined) {
+        throw new PlanningError(
+          `column ${c.name} of ${name} has type ${c.type}, which is not supported (supported: ${SUPPORTED_TYPES})`,
+        );
+      }
+      return { name: c.name, type };
+    });
+    const seen = new Set<string>();
+    for (const c of columns) {
+      if (seen.has(c.name)) {
+        throw new PlanningError(`the schema of ${name} names column ${c.name} twice`);
+      }
+      seen.add(c.name);
+    }
+    const rows = stream.map((value: T): Row => insertRow(toFields(value, columns, name))).name(
+      `fromDataStream: ${name}`,
+    );
+    this.#catalog.set(name, { kind: "stream", columns, stream: rows, env: this.#env });
+  }
+
+  #scanTable(name: string): Table {
+    const query: SelectQuery = {
+      items: [{ k: "star" }],
+      from: name,
+      fromAt: 0,
+      where: null,
+      groupBy: [],
+      having: null,
+    };
+    return new Table(this, query, `SELECT * FROM ${name}`, 0);
+  }
+
+  #connectorTable(name: string, sql: string, at: number): ConnectorTable {
+    const entry = this.#catalog.get(name);
+    if (entry?.kind !== "connector") {
+      const p = positionOf(sql, at);
+      throw new PlanningError(
+        `Table '${name}' not found (INSERT INTO needs a table made by CREATE TABLE) at line ${p.line}, column ${p.column}`,
+      );
+    }
+    return entry.table;
+  }
+
+  #claimJob(): void {
+    if (this.#jobRan) {
+      throw new PlanningError(
+        "this StreamTableEnvironment's StreamExecutionEnvironment already ran a job; Weir's environment keeps its operators after execute, so run the next INSERT or SELECT on a new environment (executeScript's newEnvironment option does this)",
+      );
+    }
+    this.#jobRan = true;
+  }
+
+  async #runJob(
+    stream: DataStream<Row>,
+    sink: Sink<Row>,
+    name: string,
+    statement: string,
+  ): Promise<TableResult> {
+    stream.sinkTo(sink).uid(`${name}-sink`).name(`Sink: ${name}`);
+    const jobResult = await this.#env.execute(name);
+    return { resultKind: "SUCCESS_WITH_CONTENT", statement, jobResult };
+  }
+
+  async #execute(statement: Statement, sql: string): Promise<TableResult> {
+    switch (statement.k) {
+      case "createTable": {
+        const p = positionOf(sql, statement.at);
+        const where = ` at line ${p.line}, column ${p.column}`;
+        if (this.#catalog.has(statement.name)) {
+          throw new PlanningError(`Table or view '${statement.name}' already exists${where}`);
+        }
+        const connectorName = statement.options.connector;
+        if (connectorName === undefined) {
+          throw new PlanningError(
+            `CREATE TABLE ${statement.name} needs a 'connector' option${where}`,
+          );
+        }
+        const connector = TABLE_CONNECTORS.get(connectorName);
+        if (connector === undefined) {
+          throw new PlanningError(
+            `Could not find a connector for identifier '${connectorName}' (table ${statement.name}${where}); available: ${
+              [...TABLE_CONNECTORS.keys()].join(", ")
+            }`,
+          );
+        }
+        const table: ConnectorTable = {
+          name: statement.name,
+          columns: statement.columns,
+          options: statement.options,
+          rows: [],
+        };
+        connector.validate(table);
+        this.#catalog.set(statement.name, { kind: "connector", table });
+        return { resultKind: "SUCCESS", statement: "CREATE TABLE" };
+      }
+      case "insertValues": {
+        const table = this.#connectorTable(statement.table, sql, statement.at);
+        const rows = statement.rows.map((row, r) => valuesRow(row, r, table, sql, statement.at));
+        if (table.options.connector === "values") {
+          table.rows.push(...rows);
+          return { resultKind: "SUCCESS", statement: "INSERT" };
+        }
+        const sink = this.#sinkOf(table);
+        this.#claimJob();
+        const stream = this.#env.fromCollection(rows.map((r) => insertRow(r))).name(
+          `values for ${table.name}`,
+        );
+        return await this.#runJob(stream, sink.sink, `insert-into_${table.name}`, "INSERT");
+      }
+      case "insertSelect": {
+        const table = this.#connectorTable(statement.table, sql, statement.at);
+        const sink = this.#sinkOf(table);
+        const root = this.#planQuery(statement.query, sql, statement.at, {});
+        checkSinkMode(
+          `table ${table.name} (connector '${table.options.connector}')`,
+          sink.accepts,
+          root.mode,
+          this.#producer(root),
+        );
+        if (root.columns.length !== table.columns.length) {
+          throw new PlanningError(
+            `INSERT INTO ${table.name}: the query has ${root.columns.length} column(s), the table ${table.columns.length}`,
+          );
+        }
+        this.#claimJob();
+        return await this.#runJob(
+          this.#translate(root),
+          sink.sink,
+          `insert-into_${table.name}`,
+          "INSERT",
+        );
+      }
+      case "select": {
+        const root = this.#planQuery(statement.query, sql, statement.at, {});
+        this.#claimJob();
+        const sink = new PrintSink<Row>({ formatter: formatRow });
+        return await this.#runJob(
+          this.#translate(root),
+          sink,
+          `collect_${this.#queries}`,
+          "SELECT",
+        );
+      }
+    }
+  }
+
+  #sinkOf(table: ConnectorTable) {
+    const sink = TABLE_CONNECTORS.get(table.options.connector!)?.sink?.(table);
+    if (sink === undefined) {
+      throw new PlanningError(
+        `table ${table.name} (connector '${table.options.connector}') is a source and cannot be written by a job`,
+      );
+    }
+    return sink;
+  }
+}
+
+/** Evaluates one VALUES row and fits it to the table's columns. */
+function valuesRow(
+  row: readonly import("./sql_ast.ts").Expr[],
+  r: number,
+  table: ConnectorTable,
+  sql: string,
+  at: number,
+): SqlValue[] {
+  const p = positionOf(sql, at);
+  const where = `row ${r + 1} of INSERT INTO ${table.name} at line ${p.line}, column ${p.column}`;
+  if (row.length !== table.columns.length) {
+    throw new PlanningError(
+      `${where} has ${row.length} value(s); the table has ${table.columns.length} column(s)`,
+    );
+  }
+  return row.map((expr, i) => {
+    const column = table.columns[i]!;
+    const value = compileExpr(expr, {
+      columns: [],
+      inputName: "VALUES",
+      locate: () => "",
+      aggregatesAllowed: false,
+    }).evaluate([]);
+    const fitted = column.type.family === "TIMESTAMP" ||
+        (column.type.family === "DOUBLE" && typeof value === "number")
+      ? (() => {
+        try {
+          return castValue(value, column.type);
+        } catch (error) {
+          throw new PlanningError(`${where}: column ${column.name}: ${(error as Error).message}`);
+        }
+      })()
+      : value;
+    if (!valueFits(fitted, column.type)) {
+      throw new PlanningError(
+        `${where}: column ${column.name} is ${column.type.name}, got ${JSON.stringify(value)}`,
+      );
+    }
+    return fitted;
+  });
+}
+
+/** A DataStream record as a row's fields (see `fromDataStream`). */
+function toFields(value: unknown, columns: readonly Column[], name: string): SqlValue[] {
+  let fields: unknown[];
+  if (Array.isArray(value)) {
+    if (value.length !== columns.length) {
+      throw new SuppressRestartsError(
+        `${name}: a record has ${value.length} field(s), the schema ${columns.length}: ${
+          JSON.stringify(value)
+        }`,
+      );
+    }
+    fields = value;
+  } else if (value !== null && typeof value === "object") {
+    fields = columns.map((c) => (value as Record<string, unknown>)[c.name] ?? null);
+  } else {
+    throw new SuppressRestartsError(
+      `${name}: a record must be an array or an object: current value is ${JSON.stringify(value)}`,
+    );
+  }
+  return fields.map((f, i) => {
+    const column = columns[i]!;
+    const v = f === undefined ? null : f;
+    if (
+      !(v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean") ||
+      !valueFits(v, column.type)
+    ) {
+      throw new SuppressRestartsError(
+        `${name}: column ${column.name} is ${column.type.name}, got ${
+          JSON.stringify(v)
+        } in record ${JSON.stringify(value)}`,
+      );
+    }
+    return v;
+  });
+}

@@ -1,0 +1,84 @@
+/**
+ * Turns a plan (`plan.ts`) into DataStream operators, as Flink's
+ * `ExecNode`s translate into transformations:
+ *
+ * | plan node | DataStream operator | uid |
+ * |---|---|---|
+ * | `TableSourceScan` | the table's source stream | the source's own |
+ * | `Calc` | `flatMap` (stateless) | `<prefix>-calc-<n>` |
+ * | `GroupAggregate` | `keyBy(JSON of the keys).process(GroupAggregateFunction)` | `<prefix>-group-aggregate-<n>` |
+ *
+ * Uids are numbered from the sources up, under the prefix the table
+ * environment gives each query (`sql-1`, `sql-2`...), so the same program
+ * rebuilds the same uids and restores its state after a restart.
+ *
+ * An expression that fails on a row (a CAST of a bad value, an integer
+ * division by zero) or a changelog a GroupAggregate cannot apply ends the
+ * job at once with a `SuppressRestartsError` naming the operator and the
+ * row: the same row would fail again after any restart.
+ *
+ * @module
+ */
+
+import type { DataStream } from "../api/datastream.ts";
+import type { Collector } from "../api/functions.ts";
+import { GroupAggregateFunction, groupKeyOf } from "./group_aggregate.ts";
+import { describeNode, type PlanNode } from "./plan.ts";
+import { formatRow, type Row } from "./row.ts";
+import { SuppressRestartsError } from "../failure.ts";
+
+const errorText = (error: unknown) => error instanceof Error ? error.message : String(error);
+
+/** How the translation reaches a scan's source. */
+export type ScanSource = (table: string) => DataStream<Row>;
+
+/**
+ * Translates `root` into a stream of changes.
+ * @param root the plan.
+ * @param scan gives the stream of a scanned table.
+ * @param uidPrefix the query's uid prefix.
+ * @returns the stream of the root's changes.
+ */
+export function translatePlan(
+  root: PlanNode,
+  scan: ScanSource,
+  uidPrefix: string,
+): DataStream<Row> {
+  let n = 0;
+  const walk = (node: PlanNode): DataStream<Row> => {
+    switch (node.op) {
+      case "TableSourceScan":
+        return scan(node.table);
+      case "Calc": {
+        const input = walk(node.input);
+        const { projections, filter } = node;
+        const name = describeNode(node);
+        return input.flatMap((row: Row, out: Collector<Row>) => {
+          let fields;
+          try {
+            if (filter !== null && filter.evaluate(row.fields) !== true) return;
+            fields = projections.map((p) => p.evaluate(row.fields));
+          } catch (error) {
+            throw new SuppressRestartsError(
+              `${name} failed on ${formatRow(row)}: ${errorText(error)}`,
+              {
+                cause: error,
+              },
+            );
+          }
+          out.collect({ kind: row.kind, fields });
+        }).uid(`${uidPrefix}-calc-${++n}`).name(describeNode(node));
+      }
+      case "GroupAggregate": {
+        const input = walk(node.input);
+        return input.keyBy(groupKeyOf(node.keys))
+          .process(
+            new GroupAggregateFunction(node.keys, node.aggregates, node.generateUpdateBefore),
+          )
+          .uid(`${uidPrefix}-group-aggregate-${++n}`)
+          .name(describeNode(node));
+      }
+    }
+  };
+  return walk(root);
+}
