@@ -261,6 +261,17 @@ export type { Clock } from "./runtime/time/clock.ts";
 export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/restart_strategy.ts";
 export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
 export {
+  classifyFailure,
+  InvalidConfigurationError,
+  JobGraphMismatchError,
+  JobModuleLoadError,
+} from "./runtime/failure.ts";
+export type {
+  FailureClassification,
+  JobModuleLoadErrorOptions,
+  ThrowableType,
+} from "./runtime/failure.ts";
+export {
   CheckpointFailureThresholdError,
   ClusterRequestError,
   JobFailedError,

@@ -63,6 +63,7 @@
  * @module
  */
 
+import { isAbsolute, resolve } from "node:path";
 import { OutputTag } from "../../runtime/api/output_tag.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import type {
@@ -138,6 +139,10 @@ export interface DeserializationErrorOptions {
  *
  * The message reads, for example,
  * `Cannot read /nonexistent.csv in FileSource Source: readings: no such file (…)`.
+ * A relative path is named with the absolute path it resolved to in the
+ * process that opened it (on a cluster, the worker, whose working directory
+ * may differ from the client's): `Cannot read data.csv (resolved against
+ * the working directory /srv/weir of this process: /srv/weir/data.csv) …`.
  */
 export class FileNotReadableError extends SuppressRestartsError {
   /** The file's path, as given. */
@@ -194,6 +199,19 @@ export class DeserializationError extends SuppressRestartsError {
     this.offset = options.offset;
     this.raw = options.raw;
   }
+}
+
+/** `path`, and for a relative one the absolute path it resolves to here. */
+function describePath(path: string): string {
+  if (isAbsolute(path)) return path;
+  let cwd: string;
+  try {
+    cwd = Deno.cwd();
+  } catch {
+    return `${path} (a relative path)`;
+  }
+  return `${path} (resolved against the working directory ${cwd} of this process: ` +
+    `${resolve(cwd, path)})`;
 }
 
 /** Options of {@linkcode FileSource.forLines}. */
@@ -488,8 +506,8 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) {
         throw new FileNotReadableError(
-          `Cannot read ${path} in FileSource ${this.#operatorName}: no such file (a restart ` +
-            `would not find it either, so the job fails without restarts)`,
+          `Cannot read ${describePath(path)} in FileSource ${this.#operatorName}: no such file ` +
+            `(a restart would not find it either, so the job fails without restarts)`,
           { path, cause: error },
         );
       }
@@ -497,8 +515,9 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
         error instanceof Deno.errors.PermissionDenied || error instanceof Deno.errors.IsADirectory
       ) {
         throw new FileNotReadableError(
-          `Cannot read ${path} in FileSource ${this.#operatorName}: ${messageOf(error)} (a ` +
-            `restart would fail the same way, so the job fails without restarts)`,
+          `Cannot read ${describePath(path)} in FileSource ${this.#operatorName}: ` +
+            `${messageOf(error)} (a restart would fail the same way, so the job fails without ` +
+            `restarts)`,
           { path, cause: error },
         );
       }

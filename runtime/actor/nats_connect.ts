@@ -400,6 +400,37 @@ function watchStatus(nc: NatsConnection, name: string): void {
   })().catch((error) => log.error(`${who}: status watch failed: ${error}`));
 }
 
+/** What {@linkcode watchConnection} calls on a connection's status changes. */
+export interface ConnectionWatcher {
+  /** The connection lost its server and is reconnecting (a NATS outage, as seen from here). */
+  readonly disconnected?: () => void;
+  /** It is connected again (core NATS may have dropped messages in between). */
+  readonly reconnected?: () => void;
+}
+
+/**
+ * Calls `watcher.disconnected` each time `nc` loses its server and
+ * `watcher.reconnected` each time it is back, in that order. Ends when `nc`
+ * closes.
+ *
+ * @param nc the connection.
+ * @param watcher what to call.
+ */
+export function watchConnection(nc: NatsConnection, watcher: ConnectionWatcher): void {
+  (async () => {
+    let down = false;
+    for await (const status of nc.status()) {
+      if ((status.type === "disconnect" || status.type === "staleConnection") && !down) {
+        down = true;
+        watcher.disconnected?.();
+      } else if (status.type === "reconnect") {
+        down = false;
+        watcher.reconnected?.();
+      }
+    }
+  })().catch(() => {});
+}
+
 /**
  * Calls `onReconnect` each time `nc` reconnects after losing its server
  * (core NATS may have dropped messages in between). Ends when `nc` closes.

@@ -193,6 +193,38 @@ export function validateRestartStrategy(config: RestartStrategyConfig): RestartS
   }
 }
 
+/** Restarts the default strategy of local mode grants a job with checkpointing on. */
+export const LOCAL_DEFAULT_RESTART_ATTEMPTS = 3;
+
+/** The delay of each restart of the default strategies, in ms (Flink's 1 s). */
+export const DEFAULT_RESTART_DELAY_MS = 1000;
+
+/**
+ * The restart strategy of a job that sets none. Pure.
+ *
+ * - Without checkpointing: `none` (Flink's default).
+ * - With checkpointing, on a cluster (`role` `"client"`, which submits it):
+ *   `fixed-delay`, unlimited, 1 s apart (Flink's legacy default): a
+ *   cluster job outlives failures of workers and NATS.
+ * - With checkpointing, in local mode (`role` `"local"`): `fixed-delay`,
+ *   {@linkcode LOCAL_DEFAULT_RESTART_ATTEMPTS} restarts 1 s apart, so a job
+ *   whose failure persists ends with its cause instead of restarting
+ *   forever in the user's terminal. Errors a retry cannot fix end the job at
+ *   once under every strategy (`runtime/failure.ts`).
+ *
+ * @param facts whether periodic checkpointing is on, and where the job runs
+ *   (`"slot"` takes the client's strategy and gets the cluster default).
+ * @returns a validated configuration.
+ */
+export function defaultRestartStrategy(
+  facts: { readonly checkpointing: boolean; readonly role: "local" | "client" | "slot" },
+): RestartStrategyConfig {
+  if (!facts.checkpointing) return RestartStrategies.noRestart();
+  return facts.role === "local"
+    ? RestartStrategies.fixedDelay(LOCAL_DEFAULT_RESTART_ATTEMPTS, DEFAULT_RESTART_DELAY_MS)
+    : RestartStrategies.fixedDelay(Number.MAX_SAFE_INTEGER, DEFAULT_RESTART_DELAY_MS);
+}
+
 /**
  * Factories of validated {@linkcode RestartStrategyConfig}s (Flink's
  * `RestartStrategies`).

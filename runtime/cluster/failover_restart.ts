@@ -24,6 +24,7 @@ import { logger } from "../log.ts";
 import { JobFailedError } from "./job_result.ts";
 import type { RestartBackoff } from "./restart_strategy.ts";
 import { decideRestore, restoreTarget } from "./restore_decision.ts";
+import { classifyFailure } from "../failure.ts";
 
 const log = logger("coordinator");
 
@@ -73,17 +74,17 @@ export async function planRestart(
     const decision = o.backoff.onFailure(Date.now(), failure);
     if (decision.kind === "fail") {
       await o.writesSettled();
+      const hint = resumeHint({
+        jobId: o.jobId,
+        latestWritten: o.latestWritten(),
+        restoreFrom: o.restoreFrom,
+      });
       return {
         kind: "fail",
         error: new JobFailedError(
-          `Job ${o.jobId} '${o.jobName}' failed${decision.suppressed ? " " : ": "}` +
-            `${decision.reason}${
-              resumeHint({
-                jobId: o.jobId,
-                latestWritten: o.latestWritten(),
-                restoreFrom: o.restoreFrom,
-              })
-            }`,
+          decision.suppressed
+            ? failedWithoutRestarts(o, failure, hint)
+            : `Job ${o.jobId} '${o.jobName}' failed: ${decision.reason}${hint}`,
           { cause: failure },
         ),
       };
@@ -122,6 +123,28 @@ export async function planRestart(
     }
     return { kind: "fail", error: new JobFailedError(restore.message, { cause: restore.cause }) };
   }
+}
+
+/**
+ * The message of a job that an error a retry cannot fix ended: `Job <id>
+ * '<name>' failed without restarts (<its class><resume hint>): <the failure's
+ * message>`.
+ * The failure's message (where it happened: subtask and attempt, with the
+ * unrecoverable error's text) is the message's body, and its `cause` chain
+ * (the unrecoverable error, whose text it already holds) follows in
+ * reports as `caused by … (message above)`: each text once. Pure.
+ */
+function failedWithoutRestarts(
+  o: { readonly jobId: string; readonly jobName: string },
+  failure: unknown,
+  hint: string,
+): string {
+  const found = classifyFailure(failure);
+  const name = found.type === "NonRecoverableError" ? found.by.name : "SuppressRestartsError";
+  const text = failure instanceof Error ? failure.message : String(failure);
+  // The failure's text stays whole (a relayed one may hold its own `caused by`
+  // lines), so reports of the chain find it contained and do not repeat it.
+  return `Job ${o.jobId} '${o.jobName}' failed without restarts (${name}${hint}): ${text}`;
 }
 
 /**

@@ -17,6 +17,7 @@ function scripted(decisions: RestartDecision[]): RestartBackoff & { seen: unknow
       if (next === undefined) throw new Error("scripted restart strategy ran out of decisions");
       return next;
     },
+    wouldRestart: () => decisions[0]?.kind === "restart",
     onRecovered() {},
   };
 }

@@ -27,13 +27,14 @@
  *   `backoffMultiplier` per failure, capped at `maxBackoffMs`, and resets to
  *   `initialBackoffMs` after `resetBackoffThresholdMs` without failure.
  * - A {@linkcode SuppressRestartsError} anywhere in a failure's `cause` chain
- *   fails the job under every strategy.
+ *   (`classifyFailure` of `../failure.ts`: a `NonRecoverableError`) fails
+ *   the job under every strategy.
  * - Delays are integers of ms, `>= 0`.
  *
  * @module
  */
 
-import { SuppressRestartsError } from "../failure.ts";
+import { classifyFailure, SuppressRestartsError } from "../failure.ts";
 import {
   type RestartStrategyConfig,
   validateRestartStrategy,
@@ -75,6 +76,17 @@ export interface RestartBackoff {
    */
   onFailure(nowMs: number, error: unknown): RestartDecision;
   /**
+   * Whether {@linkcode RestartBackoff.onFailure} would restart after this
+   * failure, without recording it (the coordinator logs a failure the job
+   * restarts after at `warn`, and leaves the last one to the job's error).
+   * Performs no I/O and changes nothing.
+   *
+   * @param nowMs time of the failure, in epoch ms.
+   * @param error what failed.
+   * @returns true when `onFailure(nowMs, error)` would return `restart`.
+   */
+  wouldRestart(nowMs: number, error: unknown): boolean;
+  /**
    * Records that the job is running again after a restart. `exponential-delay`
    * measures its quiet period from here; the others ignore it.
    *
@@ -92,17 +104,6 @@ export { SuppressRestartsError };
 function describeError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
-}
-
-function suppressed(error: unknown): SuppressRestartsError | undefined {
-  const seen = new Set<unknown>();
-  let e: unknown = error;
-  while (e instanceof Error && !seen.has(e)) {
-    if (e instanceof SuppressRestartsError) return e;
-    seen.add(e);
-    e = e.cause;
-  }
-  return undefined;
 }
 
 /**
@@ -137,14 +138,15 @@ export function createRestartBackoff(
     delayMs: Math.max(0, Math.round(delayMs)),
     attempt: ++restarts,
   });
+  const recoverable = (error: unknown) => classifyFailure(error).type === "RecoverableError";
   const wrap =
     (decide: (nowMs: number, error: unknown) => RestartDecision) =>
     (nowMs: number, error: unknown): RestartDecision => {
-      const s = suppressed(error);
-      if (s !== undefined) {
+      const classified = classifyFailure(error);
+      if (classified.type === "NonRecoverableError") {
         return {
           kind: "fail",
-          reason: `without restarts: ${describeError(s)}`,
+          reason: `without restarts: ${describeError(classified.by)}`,
           suppressed: true,
         };
       }
@@ -159,6 +161,7 @@ export function createRestartBackoff(
           kind: "fail",
           reason: `Restart strategy none does not restart: ${describeError(error)}`,
         })),
+        wouldRestart: () => false,
         onRecovered() {},
       };
     case "fixed-delay":
@@ -171,21 +174,27 @@ export function createRestartBackoff(
               `last failure: ${describeError(error)}`,
           }
         ),
+        wouldRestart: (_now, error) => recoverable(error) && restarts < config.attempts,
         onRecovered() {},
       };
     case "failure-rate": {
       // Times of the latest failures, at most maxFailuresPerInterval + 1 of them.
       const failures: number[] = [];
+      /** The failure times kept after one at `nowMs`, and whether they exceed the rate. */
+      const withFailure = (nowMs: number) => {
+        const next = [...failures, nowMs];
+        if (next.length > config.maxFailuresPerInterval + 1) next.shift();
+        const oldest = next[0] ?? nowMs;
+        const exceeded = next.length > config.maxFailuresPerInterval &&
+          nowMs - oldest <= config.failureRateIntervalMs;
+        return { next, exceeded };
+      };
       return {
         config,
         onFailure: wrap((nowMs, error) => {
-          failures.push(nowMs);
-          if (failures.length > config.maxFailuresPerInterval + 1) failures.shift();
-          const oldest = failures[0] ?? nowMs;
-          if (
-            failures.length > config.maxFailuresPerInterval &&
-            nowMs - oldest <= config.failureRateIntervalMs
-          ) {
+          const { next, exceeded } = withFailure(nowMs);
+          failures.splice(0, failures.length, ...next);
+          if (exceeded) {
             return {
               kind: "fail",
               reason:
@@ -195,6 +204,7 @@ export function createRestartBackoff(
           }
           return restart(config.delayMs);
         }),
+        wouldRestart: (nowMs, error) => recoverable(error) && !withFailure(nowMs).exceeded,
         onRecovered() {},
       };
     }
@@ -222,6 +232,7 @@ export function createRestartBackoff(
             : Math.min(Math.floor(random() * (2 * spread + 1)), 2 * spread) - spread;
           return restart(Math.min(currentBackoffMs + jitter, config.maxBackoffMs));
         }),
+        wouldRestart: (_now, error) => recoverable(error),
         onRecovered(nowMs: number) {
           recoveredAt = nowMs;
         },

@@ -35,6 +35,8 @@ export interface SlotLaunch {
   readonly fingerprint: string;
   /** The Object Store bucket of checkpoint storage. */
   readonly checkpointBucket: string;
+  /** The job's default parallelism from `weir run -p N`, if it had one. */
+  readonly defaultParallelism?: number | undefined;
   /**
    * Local recovery on: the worker's id and the root directory of its local
    * state copies (`../task/local_state_store.ts`). Absent: off.
@@ -72,6 +74,7 @@ if (launch !== undefined) {
         t: "error",
         message: `the job's code called Deno.exit(${code ?? ""}) on slot thread ${launch.slotId}`,
         suppressRestarts: false,
+        byJobCode: true,
       });
       scope.close();
       throw new Error(`Deno.exit(${code ?? ""}) on a slot thread`);

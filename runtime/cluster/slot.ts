@@ -39,7 +39,7 @@ import type { JobGraph } from "../graph/job_graph.ts";
 import { jobGraphFingerprint } from "../graph/job_graph_summary.ts";
 import type { WorkerMessage } from "../task/messages.ts";
 import type { SlotLaunch } from "./role.ts";
-import { SuppressRestartsError } from "./restart_strategy.ts";
+import { JobGraphMismatchError, SuppressRestartsError } from "../failure.ts";
 import { type JobRuntime, Worker } from "./worker.ts";
 import { LocalStateStore } from "../task/local_state_store.ts";
 
@@ -52,7 +52,19 @@ export type SlotThreadMessage =
    * through ports and through NATS.
    */
   | { readonly t: "released"; readonly exchange: PortTransportStats }
-  | { readonly t: "error"; readonly message: string; readonly suppressRestarts: boolean };
+  /**
+   * The thread cannot run the job. `suppressRestarts`: a retry cannot fix it
+   * (`name` is then the error's class, e.g. `JobGraphMismatchError`);
+   * `byJobCode`: the job's own code ended the thread (`Deno.exit`), which
+   * before `ready` means the module failed while loading.
+   */
+  | {
+    readonly t: "error";
+    readonly message: string;
+    readonly suppressRestarts: boolean;
+    readonly name?: string;
+    readonly byJobCode?: boolean;
+  };
 
 /**
  * What the worker process posts to a slot thread besides the coordinator's
@@ -80,7 +92,7 @@ export async function runSlot(
   try {
     const fingerprint = jobGraphFingerprint(graph);
     if (fingerprint !== launch.fingerprint) {
-      throw new SuppressRestartsError(
+      throw new JobGraphMismatchError(
         `the job module built a different graph on slot ${launch.slotId} than on the client ` +
           `(fingerprint ${fingerprint.slice(0, 12)} vs ${
             launch.fingerprint.slice(0, 12)
@@ -150,6 +162,7 @@ export async function runSlot(
       t: "error",
       message: error instanceof Error ? error.message : String(error),
       suppressRestarts: error instanceof SuppressRestartsError,
+      ...(error instanceof SuppressRestartsError ? { name: error.name } : {}),
     });
   }
   return await new Promise<never>(() => {});
