@@ -40,10 +40,13 @@
 
 import { pack } from "npm:msgpackr@2.1.4";
 import {
+  createInbox,
   headers as natsHeaders,
   jetstreamApi,
+  type Msg,
   type MsgHdrs,
   type NatsConnection,
+  type Subscription,
 } from "../runtime/actor/nats_deps.ts";
 import { UsageError } from "./_args.ts";
 import { checkSubject } from "./_stream_config.ts";
@@ -65,29 +68,138 @@ export interface PublishTotals {
   readonly lastSequence: number;
 }
 
+/** How long a publish may wait for its acknowledgement while none arrives, in ms. */
+export const ACK_TIMEOUT_MS = 10_000;
+
+/** A message published and not yet acknowledged. */
+interface Pending {
+  readonly what: string;
+  readonly subject: string;
+}
+
 /**
  * Publishes with JetStream acknowledgements, at most `maxPending` awaited
- * at once: a publish waits for the oldest acknowledgement when the window
- * is full. After a failure it publishes nothing more; {@linkcode flush}
- * then waits for what is in flight and throws.
+ * at once: a publish waits for room when the window is full. After a
+ * failure it publishes nothing more; {@linkcode flush} then waits for what
+ * is in flight and throws.
+ *
+ * It speaks JetStream's publish protocol itself rather than calling the
+ * client's `js.publish` once per message: each message is a core NATS
+ * publish whose reply subject is `<inbox>.<n>`, and one subscription on
+ * `<inbox>.*` reads the acknowledgements (`{"stream":…,"seq":…}`, or
+ * `{"error":{…}}`, turned into the client's `JetStreamApiError`). That is
+ * what `js.publish` sends too, without a request object, a promise and a
+ * timer per message: measured here with 20 000 messages of 50 bytes and
+ * 1000 in flight, 15 500–34 000 messages/s against 4 200–5 700 through
+ * `js.publish` (a loaded 2-core machine). Acknowledgements come back in
+ * publish order for one stream, so the first failure recorded is the
+ * earliest message that failed. When none arrives for
+ * {@linkcode ACK_TIMEOUT_MS} while messages wait, the oldest waiting one
+ * fails.
  */
 export class PublishWindow {
-  readonly #js: jetstreamApi.JetStreamClient;
+  readonly #nc: NatsConnection;
   readonly #maxPending: number;
-  readonly #pending: Promise<void>[] = [];
+  readonly #inbox: string;
+  readonly #subscription: Subscription;
+  readonly #pending = new Map<number, Pending>();
+  #next = 0;
   #count = 0;
   #stream: string | undefined;
   #lastSequence = 0;
   #failure: Error | undefined;
+  #progress: (() => void) | undefined;
+  #lastProgressAt = performance.now();
+  readonly #watchdogTimer: ReturnType<typeof setInterval>;
+  #closed = false;
 
   /**
-   * An empty window.
-   * @param js the JetStream client to publish with.
+   * An empty window, subscribed to its acknowledgements until
+   * {@linkcode flush}.
+   * @param nc the connection to publish on.
    * @param maxPending acknowledgements awaited at most at once (default {@linkcode DEFAULT_MAX_PENDING_ACKS}).
    */
-  constructor(js: jetstreamApi.JetStreamClient, maxPending: number = DEFAULT_MAX_PENDING_ACKS) {
-    this.#js = js;
+  constructor(nc: NatsConnection, maxPending: number = DEFAULT_MAX_PENDING_ACKS) {
+    this.#nc = nc;
     this.#maxPending = maxPending;
+    this.#inbox = createInbox();
+    this.#subscription = nc.subscribe(`${this.#inbox}.*`, {
+      callback: (error, msg) => this.#acknowledged(error, msg),
+    });
+    this.#watchdogTimer = setInterval(() => this.#watchdog(), 1000);
+    Deno.unrefTimer(Number(this.#watchdogTimer)); // never keeps the process alive on its own
+  }
+
+  #fail(entry: Pending | undefined, reason: string, cause?: unknown): void {
+    this.#failure ??= new Error(
+      `Cannot publish ${entry?.what ?? "a message"} to ${
+        entry?.subject ?? "its subject"
+      }: ${reason}`,
+      cause === undefined ? undefined : { cause },
+    );
+  }
+
+  #acknowledged(error: Error | null, msg: Msg): void {
+    if (error !== null) {
+      this.#fail(this.#pending.values().next().value, error.message, error);
+    } else {
+      const id = Number(msg.subject.slice(this.#inbox.length + 1));
+      const entry = this.#pending.get(id);
+      if (entry !== undefined) {
+        this.#pending.delete(id);
+        if (msg.headers?.code === 503) {
+          this.#fail(entry, "no stream stores the subject (503 no responders)");
+        } else {
+          try {
+            const ack = JSON.parse(utf8.decode(msg.data)) as {
+              stream?: string;
+              seq?: number;
+              error?: { code: number; err_code: number; description: string };
+            };
+            if (ack.error !== undefined) {
+              const apiError = new jetstreamApi.JetStreamApiError(ack.error);
+              this.#fail(entry, apiError.message, apiError);
+            } else if (typeof ack.stream !== "string" || typeof ack.seq !== "number") {
+              this.#fail(entry, `unexpected acknowledgement ${JSON.stringify(ack)}`);
+            } else {
+              this.#count++;
+              this.#stream = ack.stream;
+              if (ack.seq > this.#lastSequence) this.#lastSequence = ack.seq;
+            }
+          } catch (cause) {
+            this.#fail(entry, "the acknowledgement is not JSON", cause);
+          }
+        }
+      }
+    }
+    this.#wake();
+  }
+
+  /** Checks every second that acknowledgements keep arriving (see {@linkcode ACK_TIMEOUT_MS}). */
+  #watchdog(): void {
+    if (this.#pending.size === 0) {
+      this.#lastProgressAt = performance.now();
+      return;
+    }
+    if (performance.now() - this.#lastProgressAt < ACK_TIMEOUT_MS) return;
+    this.#fail(
+      this.#pending.values().next().value,
+      `no acknowledgement within ${ACK_TIMEOUT_MS} ms`,
+    );
+    this.#pending.clear();
+    this.#wake();
+  }
+
+  #wake(): void {
+    this.#lastProgressAt = performance.now();
+    const progress = this.#progress;
+    this.#progress = undefined;
+    progress?.();
+  }
+
+  /** Resolves at the next acknowledgement (or when the watchdog gives up). */
+  #awaitProgress(): Promise<void> {
+    return new Promise((resolve) => this.#progress = resolve);
   }
 
   /**
@@ -106,35 +218,36 @@ export class PublishWindow {
     headers?: MsgHdrs,
   ): Promise<void> {
     if (this.#failure !== undefined) await this.flush();
-    this.#pending.push(
-      this.#js.publish(subject, data, headers === undefined ? {} : { headers }).then(
-        (ack) => {
-          this.#count++;
-          this.#stream = ack.stream;
-          if (ack.seq > this.#lastSequence) this.#lastSequence = ack.seq;
-        },
-        (error: unknown) => {
-          this.#failure ??= new Error(
-            `Cannot publish ${what} to ${subject}: ${
-              error instanceof Error ? error.message : String(error)
-            }`,
-            { cause: error },
-          );
-        },
-      ),
-    );
-    if (this.#pending.length >= this.#maxPending) await this.#pending.shift();
+    const id = this.#next++;
+    this.#pending.set(id, { what, subject });
+    try {
+      this.#nc.publish(subject, data, {
+        reply: `${this.#inbox}.${id}`,
+        ...(headers === undefined ? {} : { headers }),
+      });
+    } catch (error) {
+      this.#pending.delete(id);
+      this.#fail({ what, subject }, error instanceof Error ? error.message : String(error), error);
+    }
+    while (this.#pending.size >= this.#maxPending && this.#failure === undefined) {
+      await this.#awaitProgress();
+    }
     if (this.#failure !== undefined) await this.flush();
   }
 
   /**
-   * Waits for every acknowledgement in flight.
+   * Waits for every acknowledgement in flight and ends the subscription.
    * @returns what was stored.
    * @throws {Error} the first failed publish's error, followed by how many
    *   messages were stored and the last sequence.
    */
   async flush(): Promise<PublishTotals> {
-    while (this.#pending.length > 0) await this.#pending.shift();
+    while (this.#pending.size > 0) await this.#awaitProgress();
+    if (!this.#closed) {
+      this.#closed = true;
+      clearInterval(this.#watchdogTimer);
+      this.#subscription.unsubscribe();
+    }
     if (this.#failure !== undefined) {
       const failure = this.#failure;
       throw new Error(
@@ -147,6 +260,8 @@ export class PublishWindow {
     return { count: this.#count, stream: this.#stream, lastSequence: this.#lastSequence };
   }
 }
+
+const utf8 = new TextDecoder();
 
 /**
  * Checks a subject to publish to: valid tokens and no wildcards.
@@ -247,7 +362,7 @@ export async function publishMessages(
     );
   }
   const stream = await streamOfSubject(nc, options.subject);
-  const window = new PublishWindow(jetstreamApi.jetstream(nc));
+  const window = new PublishWindow(nc);
   for (let i = 1; i <= options.count; i++) {
     await window.publish(
       options.subject,
@@ -417,17 +532,23 @@ export async function loadJsonLines(
     }
   }
   const stream = await streamOfSubject(nc, options.subject);
-  const window = new PublishWindow(jetstreamApi.jetstream(nc), options.maxPending);
+  const window = new PublishWindow(nc, options.maxPending);
   const pairs = options.headers ?? [];
-  for await (const { line, text } of fileLines(options.path)) {
-    if (text.trim() === "") continue;
-    const where = `line ${line} of ${options.path}`;
-    await window.publish(
-      options.subject,
-      encodeJsonLine(text, format, `${options.path}:${line}`),
-      where,
-      headersOf(pairs),
-    );
+  try {
+    for await (const { line, text } of fileLines(options.path)) {
+      if (text.trim() === "") continue;
+      const where = `line ${line} of ${options.path}`;
+      await window.publish(
+        options.subject,
+        encodeJsonLine(text, format, `${options.path}:${line}`),
+        where,
+        headersOf(pairs),
+      );
+    }
+  } catch (error) {
+    // The file changed between the passes, or a publish failed: settle what is in flight first.
+    await window.flush().catch(() => {});
+    throw error;
   }
   const totals = await window.flush();
   return { ...totals, stream: totals.stream ?? stream, blankLines };

@@ -109,7 +109,7 @@ function onePositional(positionals: readonly string[], subcommand: string, what:
   if (positionals.length === 0) throw new UsageError(`weir stream ${subcommand} needs ${what}`);
   if (positionals.length > 1) {
     throw new UsageError(
-      `weir stream ${subcommand} takes one ${what}; unexpected: ${
+      `weir stream ${subcommand} takes only ${what}; unexpected: ${
         JSON.stringify(positionals.slice(1))
       }`,
     );
