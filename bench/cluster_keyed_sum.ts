@@ -87,7 +87,7 @@ import { newLatencyHistogram } from "./jobs/keyed_sum_job.ts";
 
 const JOB = fileURLToPath(new URL("./jobs/keyed_sum_job.ts", import.meta.url));
 /** Keys of the job (`--keys` of `keyed_sum_job.ts`). */
-const KEYS = 10_000;
+export const KEYS = 10_000;
 
 /** What the job's client prints on its `RESULT` line. */
 interface JobResultLine {
@@ -98,8 +98,8 @@ interface JobResultLine {
   readonly metrics: Record<string, { name: string; backPressuredTimeMsPerSecond: number }>;
 }
 
-/** One run of the job. */
-interface Run {
+/** One run of the job ({@linkcode runJob}). */
+export interface Run {
   /** Records the run made and summed. */
   readonly records: number;
   /** The source's rate limit, records per second; 0 for none. */
@@ -116,11 +116,13 @@ interface Run {
   readonly failedCheckpoints: number;
 }
 
-/** The options of one run. */
-interface RunOptions {
+/** The options of one run ({@linkcode runJob}). */
+export interface RunOptions {
+  /** Records the source makes (`--records` of the job). */
   readonly records: number;
   /** Records per second; 0 for as fast as it goes. */
   readonly rate: number;
+  /** The job's parallelism. */
   readonly parallelism: number;
   /** NATS URL for the cluster; `undefined` for local mode. */
   readonly nats: string | undefined;
@@ -128,7 +130,19 @@ interface RunOptions {
   readonly workerPids: readonly number[];
 }
 
-async function runJob(o: RunOptions): Promise<Run> {
+/**
+ * Runs `keyed_sum_job.ts` once (in local mode, or submitted to the cluster
+ * at `o.nats`) to its end and checks it: no restart, the sources' record
+ * count and checksum, the sinks' update count and checksum against
+ * `expectedUpdateChecksum()`, and in cluster mode that the subtasks ran in
+ * exactly the processes `o.workerPids`. `bench/multihost.ts` runs it too.
+ *
+ * @returns Its rate (records per second, first record made to last update
+ *   sunk), latencies and checkpoint figures.
+ * @throws {Error} naming the expected and the received value when a check
+ *   fails, or with the job's output when it fails.
+ */
+export async function runJob(o: RunOptions): Promise<Run> {
   const dir = await Deno.makeTempDir({ prefix: "weir-bench-keyed-" });
   try {
     const mode = o.nats === undefined
