@@ -376,7 +376,9 @@ Deno.test({
         const location = (status.operation as Json).location as string;
         assert.match(location, new RegExp(`^nats-object-store://${bucket}/savepoint-`));
         const cp = await get(`/jobs/${jobId}/checkpoints`);
-        assert.equal(((cp.latest as Json).savepoint as Json).is_savepoint, true);
+        const savepoint = (cp.latest as Json).savepoint as Json;
+        assert.equal(savepoint.is_savepoint, true);
+        assert.equal(savepoint.external_path, location);
       });
 
       await t.step("PATCH ?mode=cancel ends the job CANCELED", async () => {

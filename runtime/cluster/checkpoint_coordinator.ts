@@ -505,18 +505,20 @@ export class CheckpointCoordinator {
       this.#finalizing.delete(tracked);
     }
     if (!this.#stillRunning(attempt)) return;
+    let externalPath = location;
     if (this.#savepoints.isSavepoint(pending.checkpointId)) {
       // Stored in its own location before anyone is told it completed.
-      await this.#savepoints.completed(
+      externalPath = await this.#savepoints.completed(
         pending.checkpointId,
         (directory) => this.#storeSavepoint(pending.checkpointId, directory),
-      );
+      ) ?? location;
       if (!this.#stillRunning(attempt)) return;
     }
     o.faults?.("before-notify-complete", pending.checkpointId, attempt);
     const outcome = this.#tracker.completed(pending.checkpointId, location, Date.now());
     const stats = this.#tracker.latestCompleted;
-    o.stats?.reportCompleted(pending.checkpointId, stats?.completedAt ?? Date.now(), location);
+    // A savepoint's statistics name its own location (Flink's external path), not the job's copy.
+    o.stats?.reportCompleted(pending.checkpointId, stats?.completedAt ?? Date.now(), externalPath);
     log.info(`job ${o.jobId}: ${this.#tracker.summary()}`, {
       name: "checkpoint-completed",
       jobId: o.jobId,
