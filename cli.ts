@@ -10,8 +10,9 @@
  *     weir cancel JOB  --nats URL
  *     weir savepoint JOB [DIR] --nats URL
  *     weir stop JOB --savepoint [DIR] [--drain] --nats URL
- *     weir run job.ts [-s SAVEPOINT] [--allow-non-restored-state]
+ *     weir run job.ts [-p N] [--detached] [-s SAVEPOINT] [--allow-non-restored-state]
  *                     [--restore-mode CLAIM|NO_CLAIM] [--nats URL] [-- job args]
+ *     weir resume JOB|SAVEPOINT [job.ts] [-p N] [--detached] [--nats URL] [-- job args]
  *     weir read        --nats URL --stream S [--committed] [--from SEQ]
  *                      [--subject F] [--txn-bucket B] [--follow]
  *     weir stream add | ls | info | rm | publish | load | read …   (see cli/stream.ts)
@@ -24,14 +25,14 @@
  * `WEIR_NATS_TLS_CA`, `WEIR_NATS_TLS_CERT` and `WEIR_NATS_TLS_KEY`.
  *
  * The commands live in `cli/`: `servers.ts` (coordinator, worker), `jobs.ts`
- * (run, list, cancel, savepoint, stop), `read.ts`, `stream.ts` (JetStream
+ * (run, resume, list, cancel, savepoint, stop), `read.ts`, `stream.ts` (JetStream
  * streams: add, ls, info, rm, publish, load, read); `_args.ts` holds what
  * they share. A command is one {@linkcode Command} object and one row of
  * {@linkcode COMMANDS}.
  *
  * Exit codes: 0 success, 1 failure (one `error: ...` line on stderr), 2 bad
  * usage (the message, then a pointer to the command's `--help`); `weir run`
- * exits with the job process's code.
+ * and `weir resume` exit with the job process's code (130 after Ctrl-C).
  *
  * @module
  */
@@ -41,6 +42,7 @@ import { coordinatorCommand, workerCommand } from "./cli/servers.ts";
 import {
   cancelCommand,
   listCommand,
+  resumeJobCommand,
   runCommand,
   savepointCommand,
   stopCommand,
@@ -54,6 +56,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   coordinator: coordinatorCommand,
   worker: workerCommand,
   run: runCommand,
+  resume: resumeJobCommand,
   list: listCommand,
   info: infoCommand,
   cancel: cancelCommand,
@@ -75,7 +78,8 @@ NATS options: --nats URL --nats-user U --nats-password P --nats-token T
               --nats-tls-ca F --nats-tls-cert F --nats-tls-key F (or WEIR_NATS_* variables)
 
 'weir <command> --help' describes a command, its options and exit codes.
-Exit codes: 0 success, 1 failure, 2 bad usage; 'weir run' exits with the job's code.`;
+Exit codes: 0 success, 1 failure, 2 bad usage; 'weir run' and 'weir resume' exit with
+the job process's code.`;
 }
 
 /** Whether `args` ask for help (`--help` or `-h` before any `--`). */

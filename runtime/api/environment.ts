@@ -32,7 +32,7 @@ import { WatermarkStrategy } from "../time/watermark.ts";
 import { type Clock, systemClock } from "../time/clock.ts";
 import { DEFAULT_MAX_PARALLELISM } from "../state/key_group.ts";
 import {
-  RestartStrategies,
+  defaultRestartStrategy,
   type RestartStrategyConfig,
   validateRestartStrategy,
 } from "./restart_strategy_config.ts";
@@ -42,6 +42,7 @@ import {
   type CoordinatorFaultPoint,
   type JobClient,
   type JobExecutionRequest,
+  type JobExecutor,
   jobExecutor,
   type ResumeOptions,
   type SavepointRestoreSettings,
@@ -214,7 +215,8 @@ function positiveInteger(name: string, value: number): number {
 export class StreamExecutionEnvironment implements StreamGraphOwner {
   /** The graph the job's streams build. */
   readonly streamGraph: StreamGraph = new StreamGraph();
-  #parallelism = 1;
+  /** Set by `setParallelism`; else the executor's default (`weir run -p`), else 1. */
+  #parallelism: number | undefined;
   #maxParallelism = DEFAULT_MAX_PARALLELISM;
   #chaining = true;
   #checkpointIntervalMs = 0;
@@ -256,7 +258,9 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   }
 
   /**
-   * Sets the default parallelism of operators (default 1).
+   * Sets the default parallelism of operators. Without it, operators run at
+   * the executor's default (`weir run -p N`, Flink's `parallelism.default`),
+   * else 1; an operator's own `setParallelism` wins over both, as in Flink.
    * @throws {RangeError} unless a positive integer.
    */
   setParallelism(parallelism: number): this {
@@ -264,9 +268,14 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     return this;
   }
 
-  /** The default parallelism. */
+  /**
+   * The default parallelism: the one set with `setParallelism`, else the
+   * executor's default (`weir run -p N`), else 1.
+   * @throws {RangeError} when `weir run -p`'s value (`WEIR_PARALLELISM`) is
+   *   not a positive integer.
+   */
   getParallelism(): number {
-    return this.#parallelism;
+    return this.#parallelism ?? executorDefaultParallelism() ?? 1;
   }
 
   /**
@@ -414,7 +423,10 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   }
 
   /**
-   * Sets the restart strategy (see `RestartStrategies`).
+   * Sets the restart strategy (see `RestartStrategies`). Without one, a job
+   * with checkpointing restarts 3 times in local mode and without limit on a
+   * cluster, 1 s apart; without checkpointing it does not restart (see
+   * `defaultRestartStrategy`).
    * @throws {RangeError} for invalid settings.
    */
   setRestartStrategy(strategy: RestartStrategyConfig): this {
@@ -617,7 +629,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    */
   getJobGraph(name: string = "Weir job"): JobGraph {
     return buildJobGraph(this.streamGraph, name, {
-      parallelism: this.#parallelism,
+      parallelism: this.getParallelism(),
       maxParallelism: this.#maxParallelism,
       chaining: this.#chaining,
     });
@@ -699,10 +711,10 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       });
       for (const warning of deliveryWarnings) log.warn(warning);
     }
-    const restartStrategy = this.#restartStrategy ??
-      (this.#checkpointIntervalMs > 0
-        ? RestartStrategies.fixedDelay(Number.MAX_SAFE_INTEGER, 1000)
-        : RestartStrategies.noRestart());
+    const restartStrategy = this.#restartStrategy ?? defaultRestartStrategy({
+      checkpointing: this.#checkpointIntervalMs > 0,
+      role: role === "local" ? "local" : role === "slot" ? "slot" : "client",
+    });
     const checkpointing: CheckpointConfig = {
       intervalMs: this.#checkpointIntervalMs,
       timeoutMs: this.#checkpointing.timeoutMs,
@@ -731,6 +743,17 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       coordinatorFaults: this.#coordinatorFaults,
     };
   }
+}
+
+/** The registered executor's default parallelism, if an executor is registered and has one. */
+function executorDefaultParallelism(): number | undefined {
+  let executor: JobExecutor;
+  try {
+    executor = jobExecutor();
+  } catch {
+    return undefined; // none registered (environment.ts imported without mod.ts)
+  }
+  return executor.defaultParallelism?.();
 }
 
 function checkRestoreMode(mode: unknown): void {

@@ -221,6 +221,15 @@ export interface JobExecutor {
    * @throws what starting throws (`ResumeError`, `ClusterRequestError`, …).
    */
   submit?(request: JobExecutionRequest): Promise<JobClient>;
+  /**
+   * The client-level default parallelism (Flink's `parallelism.default`, set
+   * by `flink run -p N`): what operators run at when neither they nor the
+   * environment (`setParallelism`) set one. `undefined`: 1.
+   *
+   * @returns a positive integer, or `undefined` when none was given.
+   * @throws {RangeError} when the value given is not a positive integer.
+   */
+  defaultParallelism?(): number | undefined;
 }
 
 let registered: JobExecutor | undefined;

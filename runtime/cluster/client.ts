@@ -36,10 +36,17 @@ import type { CheckpointConfig } from "./coordinator.ts";
 import type { RestartStrategyConfig } from "./restart_strategy.ts";
 import { newJobId, type ResumeRequest } from "./local_executor.ts";
 import { ClusterRequestError, type JobExecutionResult, JobFailedError } from "./job_result.ts";
-import { connectNats, natsOptionsFromArgs } from "../actor/nats_connect.ts";
+import {
+  connectNats,
+  type NatsConnectionOptions,
+  natsOptionsFromArgs,
+  watchConnection,
+} from "../actor/nats_connect.ts";
 import { NatsTransport } from "../actor/nats_transport.ts";
 import { logger } from "../log.ts";
 import type { JobClient } from "../api/executor.ts";
+import { natsFlags, resumeCommand } from "./resume_command.ts";
+import { onInterrupt } from "./interrupt.ts";
 
 const log = logger("client");
 
@@ -59,6 +66,10 @@ export interface SubmitOptions {
   readonly resume?: ResumeRequest | undefined;
   /** Period of status polls, in ms. Default 250. */
   readonly pollIntervalMs?: number;
+  /** The default parallelism from `weir run -p N`, for the slot threads (see `SubmitRequest`). */
+  readonly defaultParallelism?: number | undefined;
+  /** How the client reached NATS, for the commands it prints (secrets are never printed). */
+  readonly nats?: NatsConnectionOptions | undefined;
 }
 
 /**
@@ -115,16 +126,20 @@ export async function submitJob(graph: JobGraph, options: SubmitOptions): Promis
     checkpointing: options.checkpointing,
     restartStrategy: options.restartStrategy,
     resume: options.resume,
+    ...(options.defaultParallelism === undefined
+      ? {}
+      : { defaultParallelism: options.defaultParallelism }),
   };
   const reply = await askCoordinator<SubmitReply>(options.transport, SUBMIT_SUBJECT, request);
   if (!reply.ok) {
     throw new ClusterRequestError(`The coordinator refused job '${graph.name}': ${reply.error}`);
   }
-  // Always shown (Flink's client prints the JobID too): it is what `cli.ts cancel` needs.
+  // Always shown (Flink's client prints the JobID too): it is what `weir cancel` needs.
+  const nats = natsText(options.nats);
   console.error(
     `weir: submitted job ${reply.jobId} '${graph.name}' from ${options.moduleUrl}; ` +
-      `cancel it with: cli.ts cancel ${reply.jobId} --nats <url>; stop it with a savepoint ` +
-      `with: cli.ts stop ${reply.jobId} --savepoint --nats <url>`,
+      `cancel it with: weir cancel ${reply.jobId} ${nats}; stop it with a savepoint ` +
+      `with: weir stop ${reply.jobId} --savepoint ${nats}`,
   );
   return reply.jobId;
 }
@@ -191,22 +206,18 @@ export async function submitOnCluster(
   graph: JobGraph,
   options: Omit<SubmitOptions, "transport">,
 ): Promise<JobClient> {
-  const nats = natsOptionsFromArgs([...options.args], Deno.env);
-  if (nats === undefined) {
-    throw new ClusterRequestError("cluster mode needs --nats <url> or WEIR_NATS_URL");
-  }
-  const nc = await connectNats({ ...nats, name: `weir-client-${graph.name}` });
-  const transport = new NatsTransport(nc, { ownsConnection: true });
+  const { transport, nats, disconnected } = await connectClient(graph, options.args);
   let jobId: string;
   try {
-    jobId = await submitJob(graph, { ...options, transport });
+    jobId = await submitJob(graph, { ...options, transport, nats });
   } catch (error) {
     await transport.close();
     throw error;
   }
-  const result = awaitJob(transport, jobId, options.pollIntervalMs ?? 250).finally(() =>
-    transport.close()
-  );
+  const result = awaitJob(transport, jobId, {
+    pollIntervalMs: options.pollIntervalMs ?? 250,
+    disconnected,
+  }).finally(() => transport.close());
   result.catch(() => {}); // observed through result()
   return {
     jobId,
@@ -217,19 +228,47 @@ export async function submitOnCluster(
   };
 }
 
+/** How often the waiting client repeats that its job waits for slots, at most, in ms. */
+export const WAITING_REPEAT_MS = 5_000;
+
+/** Options of {@linkcode awaitJob}. */
+export interface AwaitJobOptions {
+  /** Period of status polls, in ms. Default 250. */
+  readonly pollIntervalMs?: number | undefined;
+  /**
+   * Whether the client's own NATS connection is down now (see
+   * `watchConnection`): while it is, the client does not also report the
+   * coordinator as unreachable (the connection's log line says NATS is
+   * down and reconnecting). Default: never down.
+   */
+  readonly disconnected?: (() => boolean) | undefined;
+}
+
 /**
  * Polls a job's status until it ends (polling survives NATS reconnects; a
- * one-shot notification could be lost).
+ * one-shot notification could be lost). On the way it logs (warn) each
+ * restart once, naming the failed attempt, and, while the job waits for
+ * slots (`WAITING_FOR_RESOURCES`), what it waits for: when that starts or
+ * changes, then at most every {@linkcode WAITING_REPEAT_MS} ms.
+ *
+ * @param transport the client's transport.
+ * @param jobId the job.
+ * @param options poll period in ms (a number), or {@linkcode AwaitJobOptions}.
+ * @returns the job's result.
  * @throws {JobFailedError} when the job fails or is cancelled.
  */
 export async function awaitJob(
   transport: Transport,
   jobId: string,
-  pollIntervalMs = 250,
+  options: number | AwaitJobOptions = 250,
 ): Promise<JobExecutionResult> {
+  const o: AwaitJobOptions = typeof options === "number" ? { pollIntervalMs: options } : options;
+  const pollIntervalMs = o.pollIntervalMs ?? 250;
   let unreachableSince: number | undefined;
   let attempt = 0;
   let lastWaiting: string | undefined;
+  let waitingSince = 0;
+  let waitingSaidAt = 0;
   while (true) {
     await delay(pollIntervalMs);
     let answer: JobStatusReply;
@@ -240,9 +279,12 @@ export async function awaitJob(
       // NATS may be restarting: keep polling, but say so once in a while.
       const now = Date.now();
       unreachableSince ??= now;
-      if (now - unreachableSince > 10_000) {
+      if (o.disconnected?.() === true) {
+        unreachableSince = now; // a NATS outage: the connection's own log line says so
+      } else if (now - unreachableSince > 10_000) {
         log.warn(
-          `job ${jobId}: cannot reach the coordinator for ${now - unreachableSince} ms: ${error}`,
+          `job ${jobId}: cannot reach the coordinator for ${now - unreachableSince} ms ` +
+            `(NATS is connected): ${error}`,
         );
         unreachableSince = now;
       }
@@ -255,7 +297,18 @@ export async function awaitJob(
       log.warn(`job ${jobId} restarted as attempt ${attempt} after ${restartReason(status)}`);
     }
     const waiting = status.waitingForSlots;
-    if (waiting !== undefined && waiting !== lastWaiting) log.warn(`job ${jobId}: ${waiting}`);
+    const now = Date.now();
+    if (waiting !== undefined && waiting !== lastWaiting) {
+      waitingSince = waitingSaidAt = now;
+      log.warn(`job ${jobId} is ${status.status}: ${waiting}`);
+    } else if (waiting !== undefined && now - waitingSaidAt >= WAITING_REPEAT_MS) {
+      waitingSaidAt = now;
+      log.warn(
+        `job ${jobId} is still ${status.status} after ${
+          Math.round((now - waitingSince) / 1000)
+        } s: ${waiting}`,
+      );
+    }
     lastWaiting = waiting;
     const outcome = answer.outcome;
     if (outcome === undefined) continue;
@@ -289,17 +342,105 @@ export async function executeOnCluster(
   graph: JobGraph,
   options: Omit<SubmitOptions, "transport">,
 ): Promise<JobExecutionResult> {
-  const nats = natsOptionsFromArgs([...options.args], Deno.env);
+  const { transport, nats, disconnected } = await connectClient(graph, options.args);
+  try {
+    const jobId = await submitJob(graph, { ...options, transport, nats });
+    let interrupted = false;
+    const stopListening = onInterrupt(() => {
+      if (interrupted) {
+        console.error(
+          `weir: Ctrl-C again: leaving without waiting; job ${jobId} may still be running ` +
+            `(weir list ${natsText(nats)}; weir cancel ${jobId} ${natsText(nats)})`,
+        );
+        Deno.exit(130);
+      }
+      interrupted = true;
+      console.error(
+        `weir: Ctrl-C: cancelling job ${jobId} on the cluster (Ctrl-C again to leave at once)`,
+      );
+      cancelJob(transport, jobId).catch((error) =>
+        log.warn(`job ${jobId}: the cancel after Ctrl-C failed: ${error}`)
+      );
+    });
+    try {
+      return await awaitJob(transport, jobId, {
+        pollIntervalMs: options.pollIntervalMs ?? 250,
+        disconnected,
+      });
+    } catch (error) {
+      if (error instanceof JobFailedError) {
+        console.error(
+          `weir: job ${jobId} did not finish; resume it from its latest retained checkpoint ` +
+            `with: ${resumeCommand({ jobId, nats })}`,
+        );
+        if (interrupted) Deno.exit(130);
+      }
+      throw error;
+    } finally {
+      stopListening();
+    }
+  } finally {
+    await transport.close();
+  }
+}
+
+/**
+ * A detached submission (Flink's `flink run --detached`): connects as
+ * {@linkcode executeOnCluster} does, submits, prints the job id and the
+ * commands to follow it on stdout, and disconnects; the job runs on without
+ * this client.
+ * @returns the job's id.
+ * @throws {ClusterRequestError} when NATS or the coordinator cannot be reached
+ *   or the coordinator refuses the job.
+ */
+export async function submitDetached(
+  graph: JobGraph,
+  options: Omit<SubmitOptions, "transport">,
+): Promise<string> {
+  const { transport, nats } = await connectClient(graph, options.args);
+  try {
+    const jobId = await submitJob(graph, { ...options, transport, nats });
+    const flags = natsText(nats);
+    console.log(
+      `Job has been submitted with JobID ${jobId}\n` +
+        `follow it with:  weir list ${flags}\n` +
+        `                 weir info ${jobId} ${flags}\n` +
+        `cancel it with:  weir cancel ${jobId} ${flags}`,
+    );
+    return jobId;
+  } finally {
+    await transport.close();
+  }
+}
+
+/**
+ * Connects with the NATS options of `args` and the environment.
+ * @throws {ClusterRequestError} when neither gives a URL.
+ */
+async function connectClient(
+  graph: JobGraph,
+  args: readonly string[],
+): Promise<
+  { transport: NatsTransport; nats: NatsConnectionOptions; disconnected: () => boolean }
+> {
+  const nats = natsOptionsFromArgs([...args], Deno.env);
   if (nats === undefined) {
     throw new ClusterRequestError("cluster mode needs --nats <url> or WEIR_NATS_URL");
   }
   const nc = await connectNats({ ...nats, name: `weir-client-${graph.name}` });
-  const transport = new NatsTransport(nc, { ownsConnection: true });
-  try {
-    return await submitToCluster(graph, { ...options, transport });
-  } finally {
-    await transport.close();
-  }
+  // Whether the connection has lost its server now: a NATS outage, said by its own log line.
+  let down = false;
+  watchConnection(nc, { disconnected: () => down = true, reconnected: () => down = false });
+  return {
+    transport: new NatsTransport(nc, { ownsConnection: true }),
+    nats,
+    disconnected: () => down,
+  };
+}
+
+/** The NATS flags of the commands the client prints (`--nats <url>` when unknown). */
+function natsText(nats: NatsConnectionOptions | undefined): string {
+  return nats === undefined ? "--nats <url>" : natsFlags(nats).join(" ");
 }
 
 /**

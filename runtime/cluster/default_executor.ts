@@ -17,9 +17,12 @@ import {
   type JobExecutor,
   registerJobExecutor,
 } from "../api/executor.ts";
-import type { JobExecutionResult } from "./job_result.ts";
+import { type JobExecutionResult, JobFailedError } from "./job_result.ts";
 import { type LocalExecutionOptions, type ResumeRequest, startLocally } from "./local_executor.ts";
 import { executionRole, slotLaunch, wantsCluster } from "./role.ts";
+import { displayModule, resumeCommand } from "./resume_command.ts";
+import { onInterrupt } from "./interrupt.ts";
+import { reportUncaughtJobFailures } from "./job_failure_report.ts";
 
 async function removeEmptyDefaultDirectories(directory: string): Promise<void> {
   for (const dir of [directory, ".weir"]) {
@@ -46,8 +49,58 @@ export const SAVEPOINT_ENV = {
 } as const;
 
 /**
+ * More environment variables `weir run` and `weir resume` set for the job
+ * module they start (Flink's `flink run -p N` / `--detached` put into the
+ * job's configuration):
+ *
+ * | variable | meaning |
+ * |---|---|
+ * | `WEIR_PARALLELISM` | the default parallelism (Flink's `parallelism.default`): operators run at it unless they, or the job's `env.setParallelism`, set one |
+ * | `WEIR_RESUME_JOB_ID` | resume the latest retained checkpoint of this earlier job (as `resumeFrom({ jobId })`), unless the job chose a restore itself; `WEIR_ALLOW_NON_RESTORED_STATE` and `WEIR_RESTORE_MODE` apply |
+ * | `WEIR_DETACHED` | `"true"`: in cluster mode, `execute()` submits the job, prints its id and the commands to follow it, and ends the process with exit code 0; code after `execute()` does not run |
+ */
+export const RUN_ENV = {
+  /** A positive integer. */
+  parallelism: "WEIR_PARALLELISM",
+  /** A job id. */
+  resumeJobId: "WEIR_RESUME_JOB_ID",
+  /** `"true"` for a detached submission. */
+  detached: "WEIR_DETACHED",
+} as const;
+
+/** `name`'s value, or `""` when unset or unreadable (no `--allow-env`). */
+function envValue(name: string): string {
+  try {
+    return Deno.env.get(name) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * The default parallelism of this run: on a slot thread the one its job was
+ * submitted with, else `WEIR_PARALLELISM` (`weir run -p N`).
+ * @returns a positive integer, or `undefined` when none was given.
+ * @throws {RangeError} when `WEIR_PARALLELISM` is not a positive integer.
+ */
+export function defaultParallelism(): number | undefined {
+  const launch = slotLaunch();
+  if (launch !== undefined) return launch.defaultParallelism;
+  const text = envValue(RUN_ENV.parallelism);
+  if (text === "") return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1) {
+    throw new RangeError(
+      `${RUN_ENV.parallelism} must be a positive integer: current value is ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
+}
+
+/**
  * What the run resumes from: the job's own `resumeFrom` / `fromSavepoint`,
- * else the savepoint `weir run -s` named in the environment.
+ * else the savepoint `weir run -s` named in the environment, else the
+ * earlier job `weir resume` named there (its latest retained checkpoint).
  * @throws {RangeError} when `WEIR_RESTORE_MODE` is neither CLAIM nor NO_CLAIM.
  */
 export function resumeOf(request: JobExecutionRequest): ResumeRequest | undefined {
@@ -61,8 +114,9 @@ export function resumeOf(request: JobExecutionRequest): ResumeRequest | undefine
       restoreMode: sp.restoreMode,
     };
   }
-  const path = Deno.env.get(SAVEPOINT_ENV.path) ?? "";
-  if (path === "") return undefined;
+  const path = envValue(SAVEPOINT_ENV.path);
+  const jobId = envValue(RUN_ENV.resumeJobId);
+  if (path === "" && jobId === "") return undefined;
   const mode = Deno.env.get(SAVEPOINT_ENV.restoreMode) ?? "NO_CLAIM";
   if (mode !== "CLAIM" && mode !== "NO_CLAIM") {
     throw new RangeError(
@@ -71,12 +125,9 @@ export function resumeOf(request: JobExecutionRequest): ResumeRequest | undefine
       }`,
     );
   }
-  return {
-    jobId: "",
-    savepointPath: path,
-    allowNonRestoredState: Deno.env.get(SAVEPOINT_ENV.allowNonRestoredState) === "true",
-    restoreMode: mode,
-  };
+  const allowNonRestoredState = envValue(SAVEPOINT_ENV.allowNonRestoredState) === "true";
+  if (path === "") return { jobId, allowNonRestoredState, restoreMode: mode };
+  return { jobId: "", savepointPath: path, allowNonRestoredState, restoreMode: mode };
 }
 
 function localOptions(request: JobExecutionRequest): LocalExecutionOptions {
@@ -108,27 +159,36 @@ export const defaultJobExecutor: JobExecutor = Object.freeze({
         faults: request.faults,
       });
     }
+    // An expected failure the job module does not catch: one `error:` line, no stack.
+    reportUncaughtJobFailures();
     if (wantsCluster()) {
-      const { executeOnCluster } = await import("./client.ts");
-      return await executeOnCluster(request.graph, {
+      const { executeOnCluster, submitDetached } = await import("./client.ts");
+      const options = {
         moduleUrl: Deno.mainModule,
         args: Deno.args,
         checkpointing: request.checkpointing,
         restartStrategy: request.restartStrategy,
         resume: resumeOf(request),
-      });
+        defaultParallelism: defaultParallelism(),
+      };
+      if (envValue(RUN_ENV.detached) !== "true") {
+        return await executeOnCluster(request.graph, options);
+      }
+      await submitDetached(request.graph, options);
+      Deno.exit(0);
     }
     const job = await startLocally(request.graph, localOptions(request));
     console.error(
       `weir: running job ${job.jobId} '${request.graph.name}' locally`,
     );
-    const result = await job.result;
+    const result = await awaitLocalJob(job, request);
     if (request.defaultCheckpointDirectory) {
       await removeEmptyDefaultDirectories(request.checkpointDirectory);
     }
     return result;
   },
   async submit(request: JobExecutionRequest): Promise<JobClient> {
+    reportUncaughtJobFailures();
     if (wantsCluster()) {
       const { submitOnCluster } = await import("./client.ts");
       return await submitOnCluster(request.graph, {
@@ -137,9 +197,11 @@ export const defaultJobExecutor: JobExecutor = Object.freeze({
         checkpointing: request.checkpointing,
         restartStrategy: request.restartStrategy,
         resume: resumeOf(request),
+        defaultParallelism: defaultParallelism(),
       });
     }
     const job = await startLocally(request.graph, localOptions(request));
+    console.error(`weir: running job ${job.jobId} '${request.graph.name}' locally`);
     const result = job.result.finally(async () => {
       if (request.defaultCheckpointDirectory) {
         await removeEmptyDefaultDirectories(request.checkpointDirectory);
@@ -154,6 +216,59 @@ export const defaultJobExecutor: JobExecutor = Object.freeze({
       result: () => result,
     };
   },
+  defaultParallelism,
 });
+
+/**
+ * Waits for a local job's end. The first Ctrl-C (SIGINT) cancels it and,
+ * once it ended, prints the command that resumes it and exits with code 130
+ * (a second Ctrl-C exits at once); a job that fails or is cancelled
+ * otherwise gets the same command printed before its error propagates. The
+ * command is printed only with periodic checkpointing on: without, there is
+ * no checkpoint to resume from.
+ */
+async function awaitLocalJob(
+  job: { readonly jobId: string; readonly result: Promise<JobExecutionResult>; cancel(): void },
+  request: JobExecutionRequest,
+): Promise<JobExecutionResult> {
+  const hint = () => {
+    let module = Deno.mainModule;
+    try {
+      module = displayModule(module, Deno.cwd());
+    } catch {
+      // no --allow-read: the module's URL as it is
+    }
+    return resumeCommand({
+      jobId: job.jobId,
+      module,
+      args: Deno.args,
+      defaultParallelism: defaultParallelism(),
+    });
+  };
+  let interrupted = false;
+  const stopListening = onInterrupt(() => {
+    if (interrupted) Deno.exit(130);
+    interrupted = true;
+    console.error(`weir: Ctrl-C: cancelling job ${job.jobId} (Ctrl-C again to leave at once)`);
+    job.cancel();
+  });
+  try {
+    return await job.result;
+  } catch (error) {
+    const checkpointed = request.checkpointing.intervalMs > 0;
+    if (checkpointed && (interrupted || error instanceof JobFailedError)) {
+      console.error(
+        `weir: job ${job.jobId} did not finish; resume it from its latest retained checkpoint ` +
+          `with: ${hint()}`,
+      );
+    } else if (interrupted) {
+      console.error(`weir: job ${job.jobId} cancelled; it has no checkpoints to resume from`);
+    }
+    if (interrupted) Deno.exit(130);
+    throw error;
+  } finally {
+    stopListening();
+  }
+}
 
 registerJobExecutor(defaultJobExecutor);
