@@ -16,6 +16,7 @@
  *     weir read        --nats URL --stream S [--committed] [--from SEQ]
  *                      [--subject F] [--txn-bucket B] [--follow]
  *     weir stream add | ls | info | rm | publish | load | read …   (see cli/stream.ts)
+ *     weir sql -f FILE [-p N] [--explain]   (see cli/sql.ts)
  *
  * `weir <command> --help` describes a command, its options and exit codes.
  * Every command that talks to NATS takes the connection options `--nats URL`,
@@ -50,6 +51,7 @@ import {
 import { readCommand } from "./cli/read.ts";
 import { infoCommand } from "./cli/info.ts";
 import { streamCommand } from "./cli/stream.ts";
+import { sqlCommand } from "./cli/sql.ts";
 
 /** Every `weir` command by name, in the order `weir --help` lists them. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
@@ -64,6 +66,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   stop: stopCommand,
   read: readCommand,
   stream: streamCommand,
+  sql: sqlCommand,
 };
 
 /** The text of `weir --help`. */

@@ -327,3 +327,14 @@ export type {
 export type { CheckpointCounts } from "./runtime/checkpoint/tracker.ts";
 export type { KeyPart } from "./runtime/state/key_group.ts";
 export type { CheckpointFailureCode, CheckpointId } from "./runtime/checkpoint/types.ts";
+export { StreamTableEnvironment } from "./runtime/table/table_environment.ts";
+export type { SchemaColumn, ScriptOptions } from "./runtime/table/table_environment.ts";
+export { Table } from "./runtime/table/table.ts";
+export type { ResultKind, TableResult } from "./runtime/table/table.ts";
+export { formatRow, shortString } from "./runtime/table/row.ts";
+export type { Row, RowKind, SqlValue } from "./runtime/table/row.ts";
+export { PlanningError } from "./runtime/table/changelog_mode.ts";
+export type { ChangelogMode } from "./runtime/table/changelog_mode.ts";
+export { SqlParseError } from "./runtime/table/parser.ts";
+export type { SourcePosition } from "./runtime/table/parser.ts";
+export type { Column, DataType, TypeFamily } from "./runtime/table/types.ts";

@@ -60,6 +60,7 @@ export class SqlParseError extends Error {
   /** Where the problem is. */
   readonly position: SourcePosition;
   /**
+   * Creates the error.
    * @param message what is wrong (the position is prefixed).
    * @param position where.
    */

@@ -4,80 +4,84 @@
  *
  * A Table is planned when it is consumed, because its changelog mode
  * depends on its consumer: `toChangelogStream(t, "upsert")` plans the
- * GROUP BY without `-U` rows, everything else plans retract mode.
+ * GROUP BY without `-U` rows, everything else plans retract mode. Its
+ * query and planner are kept out of its public face (a module-private
+ * WeakMap), so the public API is `getColumns()` and `explain()`.
  *
  * @module
  */
 
-import type { JobExecutionResult } from "../api/job_execution_result.ts";
-import type { PlanNode } from "./plan.ts";
+import type { JobExecutionResult } from "../cluster/job_result.ts";
+import { explainPlan, type PlanNode } from "./plan.ts";
 import type { SelectQuery } from "./sql_ast.ts";
 import type { Column } from "./types.ts";
 
-/** What a Table's owner does for it (implemented by `StreamTableEnvironment`). */
+/** What a Table's owner does for it (the `StreamTableEnvironment`). */
 export interface TablePlanner {
   /**
    * Plans `table`.
    * @throws {PlanningError} for a query that cannot be planned.
    */
   plan(table: Table, options?: { readonly upsert?: boolean }): PlanNode;
-  /**
-   * The plan of `table`, printed.
-   * @throws {PlanningError} for a query that cannot be planned.
-   */
-  explain(table: Table): string;
 }
 
-/**
- * A query over the environment's tables, planned lazily (Flink's `Table`).
- * Made by `sqlQuery`, `fromDataStream`; consumed by `toDataStream`,
- * `toChangelogStream`, `createTemporaryView` and `explain`.
- */
-export class Table {
+/** A Table's hidden parts. */
+export interface TableInternals {
+  /** The environment's planner. */
+  readonly planner: TablePlanner;
   /** The SELECT this table stands for. */
   readonly query: SelectQuery;
-  /** The SQL text it was parsed from (for messages), or a description. */
+  /** The SQL text it was parsed from (for messages' lines and columns). */
   readonly sql: string;
-  /** The offset of the statement in `sql`. */
+  /** The statement's offset in `sql`. */
   readonly offset: number;
-  readonly #planner: TablePlanner;
+}
+
+const internals = new WeakMap<Table, TableInternals>();
+
+/**
+ * A query over a StreamTableEnvironment's tables, planned lazily (Flink's
+ * `Table`). Made by `sqlQuery` and `fromDataStream`; consumed by
+ * `toDataStream`, `toChangelogStream` and `createTemporaryView`.
+ */
+export class Table {
+  private constructor() {}
 
   /**
-   * Made by `StreamTableEnvironment`; not for direct use.
-   * @param planner the owner.
-   * @param query the query.
-   * @param sql its text.
-   * @param offset its statement's offset in `sql`.
-   */
-  constructor(planner: TablePlanner, query: SelectQuery, sql: string, offset: number) {
-    this.#planner = planner;
-    this.query = query;
-    this.sql = sql;
-    this.offset = offset;
-  }
-
-  /** The planner of this table (its environment). */
-  get planner(): TablePlanner {
-    return this.#planner;
-  }
-
-  /**
-   * The result's columns (Flink's `getResolvedSchema()`).
+   * The result's columns, in order (Flink's `getResolvedSchema()`).
    * @throws {PlanningError} when the query cannot be planned.
    */
   getColumns(): readonly Column[] {
-    const root = this.#planner.plan(this);
-    return root.columns;
+    return tableInternals(this).planner.plan(this).columns;
   }
 
   /**
-   * The plan as Flink's `EXPLAIN CHANGELOG_MODE` prints it: one operator
-   * per line with its changelog mode (`[I]`, `[I,UB,UA,D]`, `[I,UA,D]`).
+   * The plan as Flink's `EXPLAIN CHANGELOG_MODE` prints its optimized
+   * physical plan: one operator per line, inputs indented under `+- `, each
+   * with its changelog mode (`[I]` append-only, `[I,UB,UA,D]` retract,
+   * `[I,UA,D]` upsert).
    * @throws {PlanningError} when the query cannot be planned.
    */
   explain(): string {
-    return this.#planner.explain(this);
+    return explainPlan(tableInternals(this).planner.plan(this));
   }
+}
+
+/** A new Table (for `StreamTableEnvironment` only). */
+export function makeTable(parts: TableInternals): Table {
+  const table = Object.create(Table.prototype) as Table;
+  internals.set(table, parts);
+  return table;
+}
+
+/**
+ * A Table's hidden parts.
+ * @throws {TypeError} for an object that was not made by `makeTable`.
+ */
+export function tableInternals(table: Table): TableInternals {
+  const parts = internals.get(table);
+  if (parts === undefined) throw new TypeError("not a Table made by a StreamTableEnvironment");
+  return parts;
 }
 
 /** Flink's `ResultKind`: `SUCCESS` for DDL and `INSERT INTO ... VALUES` into a values table; `SUCCESS_WITH_CONTENT` when a job ran. */

@@ -52,7 +52,7 @@ import { parseScript, positionOf } from "./parser.ts";
 import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } from "./plan.ts";
 import { formatRow, insertRow, type Row, type SqlValue } from "./row.ts";
 import type { SelectQuery, Statement } from "./sql_ast.ts";
-import { Table, type TablePlanner, type TableResult } from "./table.ts";
+import { makeTable, Table, tableInternals, type TablePlanner, type TableResult } from "./table.ts";
 import { type ConnectorTable, TABLE_CONNECTORS } from "./table_connectors.ts";
 import { translatePlan } from "./translate.ts";
 import { castValue, type Column, dataTypeOf, SUPPORTED_TYPES, valueFits } from "./types.ts";
@@ -76,21 +76,39 @@ type CatalogEntry =
   }
   | { readonly kind: "query"; readonly table: Table };
 
+const STATEMENT_NAMES: Readonly<Record<Statement["k"], string>> = {
+  createTable: "CREATE TABLE",
+  insertValues: "INSERT",
+  insertSelect: "INSERT",
+  select: "SELECT",
+};
+
 /** Options of {@linkcode StreamTableEnvironment.executeScript}. */
 export interface ScriptOptions {
   /** A fresh environment for each job after the first (see the module docs). */
   readonly newEnvironment?: () => StreamExecutionEnvironment;
-  /** Called before each statement runs, with its 1-based line in the script. */
-  readonly onStatement?: (statement: Statement, line: number) => void;
+  /**
+   * Called before each statement runs, with what it is (`CREATE TABLE`,
+   * `INSERT`, `SELECT`) and its 1-based line in the script.
+   */
+  readonly onStatement?: (statement: string, line: number) => void;
+  /** Called with the printed plan (as `Table.explain()`) of each query, before its job runs. */
+  readonly onQuery?: (plan: string) => void;
 }
 
 /** The Table API and SQL over a StreamExecutionEnvironment (Flink's `StreamTableEnvironment`). */
-export class StreamTableEnvironment implements TablePlanner {
+export class StreamTableEnvironment {
   #env: StreamExecutionEnvironment;
   #jobRan = false;
   readonly #catalog = new Map<string, CatalogEntry>();
   #queries = 0;
   #anonymous = 0;
+  readonly #planner: TablePlanner = {
+    plan: (table, options = {}) => {
+      const parts = this.#own(table);
+      return this.#planQuery(parts.query, parts.sql, parts.offset, options);
+    },
+  };
 
   private constructor(env: StreamExecutionEnvironment) {
     this.#env = env;
@@ -140,11 +158,7 @@ export class StreamTableEnvironment implements TablePlanner {
   ): void {
     this.#checkFree(name);
     if (source instanceof Table) {
-      if (source.planner !== this) {
-        throw new PlanningError(
-          `the Table given for view ${name} belongs to another StreamTableEnvironment`,
-        );
-      }
+      this.#own(source);
       source.getColumns();
       this.#catalog.set(name, { kind: "query", table: source });
       return;
@@ -171,7 +185,12 @@ export class StreamTableEnvironment implements TablePlanner {
         }`,
       );
     }
-    const table = new Table(this, statement.query, sql, statement.at);
+    const table = makeTable({
+      planner: this.#planner,
+      query: statement.query,
+      sql,
+      offset: statement.at,
+    });
     table.getColumns();
     return table;
   }
@@ -205,7 +224,7 @@ export class StreamTableEnvironment implements TablePlanner {
   async executeScript(script: string, options: ScriptOptions = {}): Promise<TableResult[]> {
     const results: TableResult[] = [];
     for (const statement of parseScript(script)) {
-      options.onStatement?.(statement, positionOf(script, statement.at).line);
+      options.onStatement?.(STATEMENT_NAMES[statement.k], positionOf(script, statement.at).line);
       const job = statement.k === "select" || statement.k === "insertSelect" ||
         (statement.k === "insertValues" &&
           this.#connectorTable(statement.table, script, statement.at).options.connector !==
@@ -214,7 +233,7 @@ export class StreamTableEnvironment implements TablePlanner {
         this.#env = options.newEnvironment();
         this.#jobRan = false;
       }
-      results.push(await this.#execute(statement, script));
+      results.push(await this.#execute(statement, script, options.onQuery));
     }
     return results;
   }
@@ -234,7 +253,7 @@ export class StreamTableEnvironment implements TablePlanner {
    *   that produces the updates (use `toChangelogStream`).
    */
   toDataStream(table: Table): DataStream<Row> {
-    const root = this.plan(table);
+    const root = this.#planner.plan(table);
     checkSinkMode("toDataStream", "append", root.mode, this.#producer(root));
     return this.#translate(root);
   }
@@ -247,26 +266,15 @@ export class StreamTableEnvironment implements TablePlanner {
    *   GROUP BY keys selected.
    */
   toChangelogStream(table: Table, mode: "retract" | "upsert" = "retract"): DataStream<Row> {
-    return this.#translate(this.plan(table, { upsert: mode === "upsert" }));
+    return this.#translate(this.#planner.plan(table, { upsert: mode === "upsert" }));
   }
 
-  /**
-   * Plans a table (used by `Table`).
-   * @throws {PlanningError} for a query that cannot be planned.
-   */
-  plan(table: Table, options: { readonly upsert?: boolean } = {}): PlanNode {
-    if (table.planner !== this) {
+  #own(table: Table) {
+    const parts = tableInternals(table);
+    if (parts.planner !== this.#planner) {
       throw new PlanningError("the Table belongs to another StreamTableEnvironment");
     }
-    return this.#planQuery(table.query, table.sql, table.offset, options);
-  }
-
-  /**
-   * A table's plan, printed (used by `Table.explain`).
-   * @throws {PlanningError} for a query that cannot be planned.
-   */
-  explain(table: Table): string {
-    return explainPlan(this.plan(table));
+    return parts;
   }
 
   #planQuery(
@@ -306,7 +314,7 @@ export class StreamTableEnvironment implements TablePlanner {
             }
             return { columns: entry.columns };
           case "query":
-            return { columns: entry.table.getColumns(), plan: this.plan(entry.table) };
+            return { columns: entry.table.getColumns(), plan: this.#planner.plan(entry.table) };
         }
       },
       locate,
@@ -370,7 +378,7 @@ export class StreamTableEnvironment implements TablePlanner {
       groupBy: [],
       having: null,
     };
-    return new Table(this, query, `SELECT * FROM ${name}`, 0);
+    return makeTable({ planner: this.#planner, query, sql: `SELECT * FROM ${name}`, offset: 0 });
   }
 
   #connectorTable(name: string, sql: string, at: number): ConnectorTable {
@@ -404,7 +412,11 @@ export class StreamTableEnvironment implements TablePlanner {
     return { resultKind: "SUCCESS_WITH_CONTENT", statement, jobResult };
   }
 
-  async #execute(statement: Statement, sql: string): Promise<TableResult> {
+  async #execute(
+    statement: Statement,
+    sql: string,
+    onQuery?: (plan: string) => void,
+  ): Promise<TableResult> {
     switch (statement.k) {
       case "createTable": {
         const p = positionOf(sql, statement.at);
@@ -454,6 +466,7 @@ export class StreamTableEnvironment implements TablePlanner {
         const table = this.#connectorTable(statement.table, sql, statement.at);
         const sink = this.#sinkOf(table);
         const root = this.#planQuery(statement.query, sql, statement.at, {});
+        onQuery?.(explainPlan(root));
         checkSinkMode(
           `table ${table.name} (connector '${table.options.connector}')`,
           sink.accepts,
@@ -475,6 +488,7 @@ export class StreamTableEnvironment implements TablePlanner {
       }
       case "select": {
         const root = this.#planQuery(statement.query, sql, statement.at, {});
+        onQuery?.(explainPlan(root));
         this.#claimJob();
         const sink = new PrintSink<Row>({ formatter: formatRow });
         return await this.#runJob(
