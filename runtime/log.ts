@@ -23,6 +23,8 @@
  * | `attempt-deploying`    | coordinator | `jobId`, `attempt`, `subtasks`, `checkpointId` (of the restore point, or null) |
  * | `attempt-running`      | coordinator | `jobId`, `attempt`                                 |
  * | `checkpoint-completed` | coordinator | `jobId`, `checkpointId`, `durationMs`, `bytes`, `syncMs`, `asyncMs`, `alignmentMs` |
+ * | `rest-listening`       | rest        | `port` (the REST API serves on it)                 |
+ * | `rest-unavailable`     | rest        | `port` (it could not be bound: the REST API is off) |
  *
  * @module
  */
