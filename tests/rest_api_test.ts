@@ -348,7 +348,7 @@ Deno.test({
           assert.match(info.output, new RegExp(`${v.id}\\t2\\t\\d+\\t\\d+\\t`));
         }
         assert.match(info.output, /checkpoints: \d+ triggered, \d+ completed/);
-        assert.match(info.output, /\n\d+\tCOMPLETED\tCHECKPOINT\t\d+ ms\t\d+ B\t\d+ B/);
+        assert.match(info.output, /\n\d+\tCOMPLETED\tCHECKPOINT\t(\d+ ms|[\d.]+ s)\t\d+ B\t\d+ B/);
         assert.match(info.output, /last failure: none/);
         const unknown = start("info", [
           "run",
