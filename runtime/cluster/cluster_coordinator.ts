@@ -34,6 +34,12 @@ import { JobCoordinator, JobSuspendedError } from "./coordinator.ts";
 import type { LeaderJobRecords } from "./ha/leader_job_records.ts";
 import type { StoredJob } from "./ha/job_store.ts";
 import type { JobRecoveryPlan } from "./ha/job_recovery.ts";
+import {
+  failedRecovery,
+  storedJobStatus,
+  storedOutcome,
+  takeoverReason,
+} from "./ha/recovered_job.ts";
 import { JobFailedError } from "./job_result.ts";
 import { checkRestorable, resolveResume, ResumeError } from "./local_executor.ts";
 import {
@@ -162,39 +168,20 @@ export class ClusterCoordinator implements RestBackend {
    */
   recover(stored: StoredJob, plan: JobRecoveryPlan): void {
     const request = stored.request;
-    const status: JobStatus = {
-      jobId: request.jobId,
-      name: request.graph.name,
-      status: stored.status,
-      attempt: stored.attempt,
-      startedAt: stored.submittedAt,
-      endedAt: stored.endedAt,
-      moduleUrl: request.moduleUrl,
-      args: request.args,
-      defaultParallelism: request.defaultParallelism,
-      parallelism: Math.max(...request.graph.vertices.map((v) => v.parallelism)),
-      error: stored.error,
-    };
     if (plan.kind === "serve-ended") {
-      const outcome = stored.outcome ??
-        { t: "failed", error: errorInfo(new Error(stored.error ?? `job ${status.status}`)) };
-      this.#storedEnded.set(request.jobId, { status, outcome });
+      const served = { status: storedJobStatus(stored), outcome: storedOutcome(stored) };
+      this.#storedEnded.set(request.jobId, served);
       return;
     }
     if (plan.kind === "fail") {
-      const error = new JobFailedError(plan.reason);
-      const endedAt = Date.now();
-      const outcome: JobOutcome = { t: "failed", error: errorInfo(error) };
+      const failed = failedRecovery(stored, plan.reason, Date.now());
       log.error(`job ${request.jobId}: ${plan.reason}`);
-      this.#storedEnded.set(request.jobId, {
-        status: { ...status, status: "FAILED", endedAt, error: describe(error) },
-        outcome,
-      });
+      this.#storedEnded.set(request.jobId, failed);
       this.#o.ha?.records.ended(request.jobId, {
         status: "FAILED",
-        endedAt,
-        outcome,
-        error: describe(error),
+        endedAt: failed.status.endedAt!,
+        outcome: failed.outcome,
+        error: failed.error,
       }).catch((e) => log.warn(`job ${request.jobId}: cannot record its failure: ${e}`));
       return;
     }
@@ -216,11 +203,9 @@ export class ClusterCoordinator implements RestBackend {
       request,
       coordinator,
       status: {
-        ...status,
+        ...storedJobStatus(stored),
         attempt: plan.attempt,
-        restartedAfter: `the leading coordinator changed (leader epoch ${
-          this.#o.ha?.records.epoch ?? 0
-        } took the job over at attempt ${stored.attempt})`,
+        restartedAfter: takeoverReason(this.#o.ha?.records.epoch ?? 0, stored.attempt),
       },
     };
     this.#jobs.set(request.jobId, entry);
