@@ -7,6 +7,9 @@
  * imports no connector (DESIGN §16); connectors of `connectors/` (jetstream,
  * mariadb, postgres, filesystem) come as later table factories.
  *
+ * Both sources run at parallelism 1, so rows keep their order (as the
+ * seed's changelog needs) at any job parallelism.
+ *
  * | connector | role | options | notes |
  * |---|---|---|---|
  * | `values` | source | none | rows come from `INSERT INTO t VALUES ...` statements run before the query (Flink's test connector holds them by `data-id`) |
@@ -92,7 +95,8 @@ const values: TableConnector = {
   identifier: "values",
   validate: (table) => checkOptions(table, []),
   source: (table, env) =>
-    env.fromCollection(table.rows.map((r) => insertRow(r))).name(`values: ${table.name}`),
+    env.fromCollection(table.rows.map((r) => insertRow(r))).name(`values: ${table.name}`)
+      .setParallelism(1),
 };
 
 /** mulberry32: a small seeded generator, so datagen tables repeat across runs and restarts. */
@@ -143,7 +147,7 @@ const datagen: TableConnector = {
     for (let i = 0; i < n; i++) {
       rows.push(insertRow(table.columns.map((c) => generate(table, c, i, random))));
     }
-    return env.fromCollection(rows).name(`datagen: ${table.name}`);
+    return env.fromCollection(rows).name(`datagen: ${table.name}`).setParallelism(1);
   },
 };
 

@@ -41,7 +41,7 @@
  * @module
  */
 
-import type { DataStream } from "../api/datastream.ts";
+import { type DataStream, SingleOutputStreamOperator } from "../api/datastream.ts";
 import type { StreamExecutionEnvironment } from "../api/environment.ts";
 import { PrintSink } from "../api/print_sink.ts";
 import type { Sink } from "../api/sink.ts";
@@ -134,6 +134,9 @@ export class StreamTableEnvironment {
    *
    * @param stream the records.
    * @param schema the columns, in order.
+   *
+   * The conversion runs at the stream's parallelism when it was set on the
+   * stream's operator, so the order of each input subtask is kept.
    * @returns the table `SELECT * FROM <the stream>`.
    * @throws {PlanningError} for an empty schema, a repeated column or an
    *   unsupported type, naming it. A record that does not fit the schema
@@ -363,9 +366,13 @@ export class StreamTableEnvironment {
       }
       seen.add(c.name);
     }
-    const rows = stream.map((value: T): Row => insertRow(toFields(value, columns, name))).name(
-      `fromDataStream: ${name}`,
-    );
+    const rows = stream.map((value: T): Row => insertRow(toFields(value, columns, name)))
+      .name(`fromDataStream: ${name}`);
+    // The conversion keeps the order of each input subtask: it runs at the
+    // input's parallelism (a forward, chained edge) when that is set.
+    if (stream instanceof SingleOutputStreamOperator && stream.node.parallelism !== undefined) {
+      rows.setParallelism(stream.node.parallelism);
+    }
     this.#catalog.set(name, { kind: "stream", columns, stream: rows, env: this.#env });
   }
 
