@@ -96,3 +96,51 @@ Deno.test("the cluster client says once that the job waits for slots, and names 
     await client.close();
   }
 });
+
+Deno.test("the cluster client says how many restarts happened between two polls, so attempt numbers never jump unexplained", async () => {
+  const jobId = "client-restarts-probe";
+  const base: JobStatus = {
+    jobId,
+    name: "probe",
+    status: "RUNNING",
+    attempt: 0,
+    startedAt: 0,
+    moduleUrl: "file:///probe.ts",
+  };
+  const result = { jobId, jobName: "probe", restarts: 3 } as unknown as JobExecutionResult;
+  const script: JobStatusReply[] = [
+    { ok: true, status: base },
+    {
+      ok: true,
+      status: { ...base, attempt: 3, restartedAfter: "attempt 2 failed: RemoteTaskError: boom" },
+    },
+    {
+      ok: true,
+      status: { ...base, status: "FINISHED", attempt: 3 },
+      outcome: { t: "result", result },
+    },
+  ];
+  const bus = new InProcessBus();
+  const coordinator = bus.connect();
+  const client = bus.connect();
+  let asked = 0;
+  coordinator.subscribe(JOB_STATUS_SUBJECT, (m) => {
+    const reply = script[Math.min(asked++, script.length - 1)]!;
+    if (m.reply !== undefined) coordinator.publish(m.reply, encode(reply));
+  });
+  try {
+    const { log } = await capturingLog(() => awaitJob(client, jobId, 1));
+    const restarts = log.filter((l) => l.includes("restarted"));
+    assert.equal(restarts.length, 1, log.join("\n"));
+    assert.ok(
+      restarts[0]!.endsWith(
+        `job ${jobId} restarted 3 times since the last report, now as attempt 3; the last ` +
+          "restart followed attempt 2 failed: RemoteTaskError: boom",
+      ),
+      restarts[0],
+    );
+  } finally {
+    await coordinator.close();
+    await client.close();
+  }
+});

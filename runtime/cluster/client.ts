@@ -247,7 +247,9 @@ export interface AwaitJobOptions {
 /**
  * Polls a job's status until it ends (polling survives NATS reconnects; a
  * one-shot notification could be lost). On the way it logs (warn) each
- * restart once, naming the failed attempt, and, while the job waits for
+ * restart once, naming the failed attempt (restarts between two polls as
+ * one line saying how many, so attempt numbers never jump unexplained),
+ * and, while the job waits for
  * slots (`WAITING_FOR_RESOURCES`), what it waits for: when that starts or
  * changes, then at most every {@linkcode WAITING_REPEAT_MS} ms.
  *
@@ -293,8 +295,15 @@ export async function awaitJob(
     if (!answer.ok) throw new JobFailedError(`Job ${jobId}: ${answer.error}`);
     const status = answer.status;
     if (status.attempt > attempt) {
+      // Restarts faster than the polls: say how many, so attempt numbers never jump unexplained.
+      const restarts = status.attempt - attempt;
       attempt = status.attempt;
-      log.warn(`job ${jobId} restarted as attempt ${attempt} after ${restartReason(status)}`);
+      log.warn(
+        restarts === 1
+          ? `job ${jobId} restarted as attempt ${attempt} after ${restartReason(status)}`
+          : `job ${jobId} restarted ${restarts} times since the last report, now as attempt ` +
+            `${attempt}; the last restart followed ${restartReason(status)}`,
+      );
     }
     const waiting = status.waitingForSlots;
     const now = Date.now();
