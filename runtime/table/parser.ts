@@ -289,12 +289,18 @@ class Translator {
     if (from.length === 0) this.unsupported("SELECT without FROM", /\bselect\b/i);
     if (from.length > 1) this.unsupported("joins", /\bjoin\b|,\s*\w+\s*(where|group|$)/i);
     const source = from[0]!;
-    if (source.expr != null) this.unsupported("subqueries in FROM", /\(\s*select\b/i);
-    if (source.type === "expr" || source.table == null) {
-      this.unsupported(
-        "table functions in FROM (TUMBLE, HOP, ...)",
-        /\b(tumble|hop|cumulate|session|table)\b/i,
+    const window = /\b(tumble|hop|cumulate|session)\s*\(/i.exec(this.#text);
+    if (window !== null) {
+      throw new SqlParseError(
+        `the window table-valued function ${window[1]!.toUpperCase()} is not supported yet`,
+        this.#at(window.index),
       );
+    }
+    if (source.expr != null || source.type === "expr" || source.table == null) {
+      if (/\(\s*select\b/i.test(this.#text)) {
+        this.unsupported("subqueries in FROM", /\(\s*select\b/i);
+      }
+      this.unsupported("table functions in FROM", /\btable\s*\(/i);
     }
     if (source.as != null && source.as !== source.table) {
       this.unsupported("table aliases", new RegExp(`\\b${String(source.as)}\\b`, "i"));

@@ -143,12 +143,8 @@ export function planQuery(
   if (table === undefined) {
     throw new PlanningError(`Object '${query.from}' not found${context.locate(query.from)}`);
   }
-  const scan: ScanNode = {
-    op: "TableSourceScan",
-    table: query.from,
-    columns: table.columns,
-    mode: "append",
-  };
+  const scan: PlanNode = table.plan ??
+    { op: "TableSourceScan", table: query.from, columns: table.columns, mode: "append" };
   const inputScope: Scope = {
     columns: scan.columns,
     inputName: `table ${query.from}`,
