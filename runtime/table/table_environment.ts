@@ -45,17 +45,16 @@ import { type DataStream, SingleOutputStreamOperator } from "../api/datastream.t
 import type { StreamExecutionEnvironment } from "../api/environment.ts";
 import { PrintSink } from "../api/print_sink.ts";
 import type { Sink } from "../api/sink.ts";
-import { SuppressRestartsError } from "../failure.ts";
 import { checkSinkMode, PlanningError } from "./changelog_mode.ts";
-import { compileExpr } from "./expressions.ts";
 import { parseScript, positionOf } from "./parser.ts";
 import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } from "./plan.ts";
-import { formatRow, insertRow, type Row, type SqlValue } from "./row.ts";
+import { formatRow, insertRow, type Row } from "./row.ts";
 import type { SelectQuery, Statement } from "./sql_ast.ts";
 import { makeTable, Table, tableInternals, type TablePlanner, type TableResult } from "./table.ts";
 import { type ConnectorTable, TABLE_CONNECTORS } from "./table_connectors.ts";
+import { toFields, valuesRow } from "./row_conversion.ts";
 import { translatePlan } from "./translate.ts";
-import { castValue, type Column, dataTypeOf, SUPPORTED_TYPES, valueFits } from "./types.ts";
+import { type Column, dataTypeOf, SUPPORTED_TYPES } from "./types.ts";
 
 /** A column of `fromDataStream`'s schema: its name and SQL type (`VARCHAR`, `BIGINT`, `TIMESTAMP(3)`...). */
 export interface SchemaColumn {
@@ -517,82 +516,4 @@ export class StreamTableEnvironment {
     }
     return sink;
   }
-}
-
-/** Evaluates one VALUES row and fits it to the table's columns. */
-function valuesRow(
-  row: readonly import("./sql_ast.ts").Expr[],
-  r: number,
-  table: ConnectorTable,
-  sql: string,
-  at: number,
-): SqlValue[] {
-  const p = positionOf(sql, at);
-  const where = `row ${r + 1} of INSERT INTO ${table.name} at line ${p.line}, column ${p.column}`;
-  if (row.length !== table.columns.length) {
-    throw new PlanningError(
-      `${where} has ${row.length} value(s); the table has ${table.columns.length} column(s)`,
-    );
-  }
-  return row.map((expr, i) => {
-    const column = table.columns[i]!;
-    const value = compileExpr(expr, {
-      columns: [],
-      inputName: "VALUES",
-      locate: () => "",
-      aggregatesAllowed: false,
-    }).evaluate([]);
-    const fitted = column.type.family === "TIMESTAMP" ||
-        (column.type.family === "DOUBLE" && typeof value === "number")
-      ? (() => {
-        try {
-          return castValue(value, column.type);
-        } catch (error) {
-          throw new PlanningError(`${where}: column ${column.name}: ${(error as Error).message}`);
-        }
-      })()
-      : value;
-    if (!valueFits(fitted, column.type)) {
-      throw new PlanningError(
-        `${where}: column ${column.name} is ${column.type.name}, got ${JSON.stringify(value)}`,
-      );
-    }
-    return fitted;
-  });
-}
-
-/** A DataStream record as a row's fields (see `fromDataStream`). */
-function toFields(value: unknown, columns: readonly Column[], name: string): SqlValue[] {
-  let fields: unknown[];
-  if (Array.isArray(value)) {
-    if (value.length !== columns.length) {
-      throw new SuppressRestartsError(
-        `${name}: a record has ${value.length} field(s), the schema ${columns.length}: ${
-          JSON.stringify(value)
-        }`,
-      );
-    }
-    fields = value;
-  } else if (value !== null && typeof value === "object") {
-    fields = columns.map((c) => (value as Record<string, unknown>)[c.name] ?? null);
-  } else {
-    throw new SuppressRestartsError(
-      `${name}: a record must be an array or an object: current value is ${JSON.stringify(value)}`,
-    );
-  }
-  return fields.map((f, i) => {
-    const column = columns[i]!;
-    const v = f === undefined ? null : f;
-    if (
-      !(v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean") ||
-      !valueFits(v, column.type)
-    ) {
-      throw new SuppressRestartsError(
-        `${name}: column ${column.name} is ${column.type.name}, got ${
-          JSON.stringify(v)
-        } in record ${JSON.stringify(value)}`,
-      );
-    }
-    return v;
-  });
 }
