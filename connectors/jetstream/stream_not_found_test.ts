@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { errors, jetstreamApi } from "../../runtime/actor/nats_deps.ts";
+import { errors, headers, jetstreamApi } from "../../runtime/actor/nats_deps.ts";
+import { TXN_HEADER, txnIdOf } from "./protocol.ts";
 import type { SourceReader } from "../../runtime/api/source.ts";
-import { SuppressRestartsError } from "../../runtime/failure.ts";
+import { classifyFailure, SuppressRestartsError } from "../../runtime/failure.ts";
 import {
   JobFailedError,
   type RuntimeContext,
@@ -194,9 +195,40 @@ Deno.test("a job whose stream is deleted while it runs fails once, without resta
       });
       const error = await run;
       assert.ok(error instanceof JobFailedError, String(error));
-      assert.match(error.message, /failed without restarts: \w+Error: /);
+      assert.match(error.message, /failed without restarts \(JetStreamStreamNotFoundError[;)]/);
       assert.match(error.message, new RegExp(`the stream ${t.stream} does not exist`));
       assert.deepEqual([...attempts], [0], "the job restarted");
     });
+  });
+});
+
+Deno.test("a read-committed reader whose transaction bucket does not exist fails without restarts, naming the bucket", async () => {
+  await withJetStream(async (t) => {
+    // A transactional record: reading it committed needs its transaction's state.
+    const h = headers();
+    h.set(TXN_HEADER, txnIdOf("weir-missing-txn-p-0", 1, 1));
+    await t.js.publish(`${t.stream}.a`, new TextEncoder().encode("1"), { headers: h });
+    const bucket = uniqueName("weir-missing-txn");
+    const src = new JetStreamSource<number>({
+      connection: CONNECTION,
+      stream: t.stream,
+      txnBucket: bucket,
+      isolation: "read_committed",
+    });
+    const r = await startReader(src, await src.enumerateSplits({ parallelism: 1 }), "numbers");
+    try {
+      const error = await pollUntilThrows(r, new RecordingReaderOutput<number>());
+      // The feed names the transaction; its cause, the bucket: a retry cannot fix it.
+      const found = classifyFailure(error);
+      assert.equal(found.type, "NonRecoverableError", String(error));
+      const by = found.type === "NonRecoverableError" ? found.by : undefined;
+      assertStreamNotFound(
+        by,
+        `KV_${bucket}`,
+        new RegExp(`^Cannot watch the transactions of KV bucket ${bucket}: the bucket does not`),
+      );
+    } finally {
+      await r.close?.();
+    }
   });
 });

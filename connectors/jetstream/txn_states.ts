@@ -18,6 +18,7 @@
 import { kvApi, type NatsConnection } from "../../runtime/actor/nats_deps.ts";
 import { parseTxnRecord, TXN_KEY_PREFIX, txnKey, type TxnState } from "./protocol.ts";
 import { withRetries } from "./transactions.ts";
+import { isStreamNotFound, JetStreamStreamNotFoundError } from "./stream_not_found.ts";
 import { SuppressRestartsError } from "../../runtime/cluster/restart_strategy.ts";
 
 /** Receives a transaction's state. */
@@ -46,14 +47,27 @@ export class TxnStateTracker {
 
   /**
    * Opens the tracker: binds `bucket` and starts the watch.
-   * @throws {Error} naming the bucket when it does not exist or cannot be watched.
+   * @throws {JetStreamStreamNotFoundError} naming the bucket and its stream
+   *   (`KV_<bucket>`) when the bucket does not exist (a restart would not
+   *   find it either, so the job fails without restarts).
+   * @throws {Error} naming the bucket when it cannot be watched otherwise.
    */
   static async open(nc: NatsConnection, bucket: string): Promise<TxnStateTracker> {
     const kv = await new kvApi.Kvm(nc).open(bucket);
-    const watch = await withRetries(
-      `watch the transactions of KV bucket ${bucket} (does it exist? set txnBucket to the sink's bucket)`,
-      () => kv.watch({ key: `${TXN_KEY_PREFIX}>`, include: kvApi.KvWatchInclude.UpdatesOnly }),
-    );
+    let watch: AsyncIterable<kvApi.KvWatchEntry> & { stop(): void };
+    try {
+      watch = await withRetries(
+        `watch the transactions of KV bucket ${bucket}`,
+        () => kv.watch({ key: `${TXN_KEY_PREFIX}>`, include: kvApi.KvWatchInclude.UpdatesOnly }),
+      );
+    } catch (error) {
+      if (!isStreamNotFound(error)) throw error;
+      throw new JetStreamStreamNotFoundError(
+        `Cannot watch the transactions of KV bucket ${bucket}: the bucket does not exist (set ` +
+          `txnBucket to the bucket the sink writes its transactions to)`,
+        { stream: `KV_${bucket}`, cause: error },
+      );
+    }
     return new TxnStateTracker(bucket, kv, watch);
   }
 
