@@ -20,8 +20,8 @@
  * 120–450 ms; it parsed `STRING`, `WATERMARK FOR` and gave correct AND/OR
  * precedence, but its error for `SELECT a FROM t WHERE` was "Statement is
  * incomplete" (line 2, column 9), where node-sql-parser names the expected
- * tokens. node-sql-parser loads with the module and parses a statement in
- * about a millisecond.
+ * tokens. node-sql-parser loads with the module and parses (and translates)
+ * a GROUP BY statement with HAVING in about 4 ms on the same machine.
  *
  * This slice uses node-sql-parser: nothing to build or cache, and the
  * translation below is one small file. Its gaps, each refused with a clear
