@@ -12,7 +12,8 @@
  *   1 and the resume command of the second job. The committed output of the
  *   two runs (the exactly-once audit: keyed state checks each key's `seq`
  *   goes 1, 2, 3, …) is every record exactly once, with no violation: the
- *   keyed state came back;
+ *   keyed state came back. A savepoint of the second run, resumed with
+ *   `weir resume SAVEPOINT job.ts --detached`, commits nothing again;
  * - Ctrl-C (SIGINT) of `deno run job.ts --nats URL` cancels the job on the
  *   cluster, prints its resume command and exits with code 130;
  * - local mode: Ctrl-C prints the job id's resume command with the job
@@ -164,6 +165,16 @@ async function listed(nats: string, jobId: string): Promise<ListedJob | undefine
   return overview.jobs.find((j) => j.jobId === jobId);
 }
 
+/** Checkpoints job `jobId` completed, as `weir info --json` shows them (0 when it cannot say). */
+async function checkpointsCompleted(nats: string, jobId: string): Promise<number> {
+  const { code, output } = await weirDone("info", jobId, "--json", "--nats", nats);
+  if (code !== 0) return 0;
+  const info = JSON.parse(output.trim().split("\n").at(-1)!) as {
+    checkpoints: { counts: { completed: number } };
+  };
+  return info.checkpoints.counts.completed;
+}
+
 /** Waits until `weir list` shows job `jobId` in `status`. */
 async function waitStatus(nats: string, jobId: string, status: string): Promise<void> {
   let last: string | undefined;
@@ -188,6 +199,7 @@ Deno.test({
 
       await t.step("detached run at -p 2, cancel, resume as printed", async () => {
         const s = await streams(nats, "detached");
+        let savepointPath: string | undefined;
         const half = PER_KEY / 2;
         await publish(nats, s, 1, half);
 
@@ -233,6 +245,12 @@ Deno.test({
           const second = await listed(nats, secondId);
           assert.equal(second?.parallelism, 2, "the resumed job keeps -p 2 from the record");
           await waitCommitted(nats, s, KEYS * PER_KEY);
+          const savepoint = await weirDone("savepoint", secondId, "--nats", nats);
+          assert.equal(savepoint.code, 0, savepoint.output);
+          savepointPath = savepoint.output.split("\n").find((l) =>
+            l.startsWith("nats-object-store://")
+          );
+          assert.ok(savepointPath, `no savepoint path printed:\n${savepoint.output}`);
 
           const cancel2 = await weirDone("cancel", secondId, "--nats", nats);
           assert.equal(cancel2.code, 0, cancel2.output);
@@ -251,6 +269,34 @@ Deno.test({
         } finally {
           await resumed.kill();
         }
+        await assertExactlyOnce(nats, s);
+
+        // weir resume SAVEPOINT job.ts: a third run from the savepoint, which holds the
+        // source's positions past the whole input: nothing is committed again.
+        const third = await weirDone(
+          "resume",
+          savepointPath!,
+          JOB,
+          "--detached",
+          "--nats",
+          nats,
+          "--",
+          ...jobArgs(nats, s),
+        );
+        assert.equal(third.code, 0, `weir resume SAVEPOINT --detached:\n${third.output}`);
+        const thirdId = /Job has been submitted with JobID (\S+)/.exec(third.output)?.[1];
+        assert.ok(thirdId, `no job id printed:\n${third.output}`);
+        await waitStatus(nats, thirdId, "RUNNING");
+        assert.equal((await listed(nats, thirdId))?.parallelism, 1, "no -p: parallelism 1");
+        // A checkpoint of the third run completes (its sink committed an empty
+        // transaction or none): give it time to replay anything it would.
+        await waitUntil(async () => await checkpointsCompleted(nats, thirdId) >= 3, {
+          timeoutMs: STEP_TIMEOUT_MS,
+          pollMs: 300,
+          missing: () => `job ${thirdId} completed fewer than 3 checkpoints`,
+        });
+        const cancel3 = await weirDone("cancel", thirdId, "--nats", nats);
+        assert.equal(cancel3.code, 0, cancel3.output);
         await assertExactlyOnce(nats, s);
       });
 
