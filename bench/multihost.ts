@@ -54,14 +54,19 @@
  * ## Measured
  *
  * On the shared 2-core machine of the project, with five other engineers'
- * tests and benchmarks running (load average 12.8 at the start, 19.7 at the
- * end), 3 rounds of 3M records: single host 0.16M records/s, 0.28M
- * records/CPU-s; 4 hosts 0.14M records/s, 0.22M records/CPU-s; multihost /
- * single 0.748 per CPU-second (rounds 0.669 0.900 0.748, below the 0.8 goal)
- * and 0.887 per wall second. The difference is the keyBy exchange: 3 in 4
+ * tests and benchmarks running (load average 13 to 21 throughout), two
+ * runs of 3M records each:
+ *
+ * | run | single host | 4 hosts | multihost / single, CPU | wall |
+ * | --- | --- | --- | --- | --- |
+ * | 3 rounds | 0.16M records/s, 0.28M records/CPU-s | 0.14M records/s, 0.22M records/CPU-s | 0.748 (rounds 0.669 0.900 0.748) | 0.887 |
+ * | 5 rounds | 0.23M records/s, 0.27M records/CPU-s | 0.22M records/s, 0.22M records/CPU-s | 0.862 (rounds 0.944 0.726 0.862 0.903 0.780) | 1.063 |
+ *
+ * So about 0.75 to 0.86 per CPU-second against the 0.8 goal; at such a load
+ * the figures are rough. The difference is the keyBy exchange: 3 in 4
  * records cross hosts through NATS (encode, TCP over the veths, the server,
  * decode), where one host's slot threads pass transferred buffers through
- * `MessagePort`s. At such a load the figures are rough.
+ * `MessagePort`s.
  *
  * ## Simplifications
  *
