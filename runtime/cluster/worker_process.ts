@@ -57,10 +57,13 @@
  * With a highly available coordinator (`ha/`), every message from a
  * coordinator carries its leader epoch. The process refuses messages of an
  * epoch below the highest it saw, and when it sees a higher one (a message,
- * or the new leader's announcement on `weir.cluster.leader`) it releases
- * every slot thread an older epoch started, as it does at a job's end, and
- * heartbeats at once to register with the new leader (`ha/epoch_fence.ts`).
- * Slot threads of different epochs are never peers.
+ * or the new leader's announcement on `weir.cluster.leader`) it cancels
+ * every subtask in the slot threads an older epoch deployed to (as a
+ * `cancel-attempt` of every attempt), so they stop writing, and heartbeats
+ * at once to register with the new leader (`ha/epoch_fence.ts`). The
+ * threads stay, their job module loaded, for the new leader's deployments
+ * (a job the new leader does not run again keeps idle threads until the
+ * worker restarts). Slot threads of different epochs are never peers.
  *
  * @module
  */
@@ -255,25 +258,32 @@ export class WorkerProcess {
   }
 
   /**
-   * A leader of a higher epoch than `previous` appeared: ends every slot
-   * thread an older leader started (Flink fences a deposed JobManager), so
-   * subtasks it deployed stop writing; the new leader deploys afresh.
+   * A leader of a higher epoch than `previous` appeared: cancels every
+   * subtask in the slot threads an older leader deployed to (Flink fences a
+   * deposed JobManager), so they stop writing. The threads stay, with their
+   * job module loaded, and run the new leader's deployments.
    */
   #newLeader(previous: number): void {
     const epoch = this.#fence.highest;
-    const stale = [...this.#threads].filter(([, t]) => t.epoch < epoch);
+    const stale = [...this.#threads].filter(([, t]) => t.epoch < epoch && !t.dead);
     if (previous > 0 || stale.length > 0) {
       log.info(
-        `worker ${this.workerId}: leader epoch ${previous} -> ${epoch}; ending ${stale.length} ` +
-          `slot thread(s) the previous leader started`,
+        `worker ${this.workerId}: leader epoch ${previous} -> ${epoch}; cancelling the subtasks ` +
+          `of ${stale.length} slot thread(s) the previous leader deployed to`,
         { name: "leader-epoch-changed", epoch, previous, threads: stale.length },
       );
     }
     for (const [key, thread] of stale) {
-      this.#threads.delete(key);
       const [job] = splitKey(key);
-      const release: WorkerMessage = { t: "release", job, att: 0, epoch };
-      thread.release(encode(release), this.#o.releaseGraceMs ?? 5000);
+      // Every attempt of the job: the thread's Worker cancels attempts up to `att`.
+      const cancel: WorkerMessage = {
+        t: "cancel-attempt",
+        job,
+        att: Number.MAX_SAFE_INTEGER,
+        epoch,
+      };
+      thread.post(encode(cancel));
+      thread.adoptEpoch(epoch);
     }
   }
 
@@ -365,6 +375,7 @@ interface SlotThreadOptions {
 /** One job's Web Worker on one slot. */
 class SlotThread {
   readonly #o: SlotThreadOptions;
+  #epoch: number;
   #worker: globalThis.Worker | undefined;
   #ready = false;
   #dead = false;
@@ -375,11 +386,17 @@ class SlotThread {
 
   constructor(options: SlotThreadOptions) {
     this.#o = options;
+    this.#epoch = options.epoch;
   }
 
-  /** The leader epoch that started the thread. */
+  /** The leader epoch whose deployments the thread runs. */
   get epoch(): number {
-    return this.#o.epoch;
+    return this.#epoch;
+  }
+
+  /** The thread's subtasks of older epochs were cancelled: it runs `epoch`'s deployments now. */
+  adoptEpoch(epoch: number): void {
+    this.#epoch = epoch;
   }
 
   noteDeploy(msg: Extract<WorkerMessage, { t: "deploy" }>): void {

@@ -8,9 +8,9 @@
  * - a message of a lower epoch comes from a deposed leader: it is refused
  *   (`stale`);
  * - a message (or leader announcement) of a higher epoch means a new
- *   leader: every slot thread started for a lower epoch is ended (`newer`),
- *   so subtasks an old leader deployed stop writing, and the worker sends a
- *   heartbeat at once to register with the new leader;
+ *   leader (`newer`): every subtask an older leader deployed is cancelled,
+ *   so it stops writing, and the worker sends a heartbeat at once to
+ *   register with the new leader;
  * - the same epoch is `current`.
  *
  * Pure: no I/O; the worker process acts on the verdict.

@@ -18,8 +18,8 @@
  *   {@linkcode ClusterCoordinator} for the term, starts it (only now does
  *   it answer on the cluster subjects, so a client never hears `no job`
  *   from a leader that has not read the store yet), and announces its
- *   epoch to the workers (`weir.cluster.leader`): they end the slot threads
- *   an older leader started and heartbeat at once. Recovered jobs deploy
+ *   epoch to the workers (`weir.cluster.leader`): they cancel the subtasks
+ *   an older leader deployed and heartbeat at once. Recovered jobs deploy
  *   once the registration window (`workerRegistrationMs`) has passed, so
  *   they spread over every worker rather than the first to answer.
  * - **Losing the lease** (a standby took over, or no renewal succeeded for
