@@ -76,6 +76,8 @@ Lists the cluster's jobs (id, status, attempt, largest vertex parallelism,
 name; running jobs first) and live workers (id, host, pid, slots, last
 heartbeat). --json prints the coordinator's answer as one JSON object instead
 (each job with its module URL, arguments and 'weir run -p' default too).
+A job's status is WAITING_FOR_RESOURCES (no slot to deploy on yet), RUNNING,
+FINISHED, FAILED or CANCELED.
 
 ${NATS_HELP}
 
