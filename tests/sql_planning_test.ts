@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import {
   formatRow,
   PlanningError,
+  RestartStrategies,
   type Row,
   SqlParseError,
   StreamExecutionEnvironment,
@@ -319,4 +320,22 @@ Deno.test("a GROUP BY over an updating view retracts correctly: users per click 
     "+U(2,1)",
     "+I(3,1)", // +U(Mary,3)
   ]);
+});
+
+Deno.test("fromDataStream: a record that does not fit the columns ends the job once, naming the column and the value", async () => {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(1)
+    .setRestartStrategy(RestartStrategies.fixedDelay(3, 0));
+  const tEnv = StreamTableEnvironment.create(env);
+  const table = tEnv.fromDataStream(
+    env.fromCollection<unknown>([{ name: "a", n: 1 }, { name: "b", n: "two" }]).uid("records"),
+    [{ name: "name", type: "VARCHAR" }, { name: "n", type: "BIGINT" }],
+  );
+  tEnv.toDataStream(table).sinkTo(new CollectingSink<Row>()).uid("rows");
+  const error = await env.execute("bad record").then(() => undefined, (e: unknown) => e);
+  assert.ok(error instanceof Error, "the job failed");
+  assert.match(
+    String(error.message),
+    /column n is BIGINT, got "two" in record \{"name":"b","n":"two"\}/,
+  );
+  assert.match(error.message, /failed without restarts \(SuppressRestartsError/, "no restart");
 });

@@ -70,7 +70,8 @@ export function valuesRow(
 
 /**
  * A DataStream record as a row's fields (see `fromDataStream`): an array by
- * position, an object by column name.
+ * position, an object by column name (every column must be a property;
+ * `null` is SQL NULL; other properties are ignored).
  * @throws {SuppressRestartsError} for a record that does not fit the
  *   columns, naming the column, the value and the record: the same record
  *   would fail again after a restart.
@@ -87,7 +88,15 @@ export function toFields(value: unknown, columns: readonly Column[], name: strin
     }
     fields = value;
   } else if (value !== null && typeof value === "object") {
-    fields = columns.map((c) => (value as Record<string, unknown>)[c.name] ?? null);
+    const missing = columns.find((c) => !(c.name in value));
+    if (missing !== undefined) {
+      throw new SuppressRestartsError(
+        `${name}: a record has no property '${missing.name}' (write null for SQL NULL): ${
+          JSON.stringify(value)
+        }`,
+      );
+    }
+    fields = columns.map((c) => (value as Record<string, unknown>)[c.name]);
   } else {
     throw new SuppressRestartsError(
       `${name}: a record must be an array or an object: current value is ${JSON.stringify(value)}`,
