@@ -159,6 +159,9 @@ export function planQuery(
       throw new PlanningError(`HAVING needs GROUP BY or an aggregate${context.locate("HAVING")}`);
     }
     const { projections, columns } = project(query, inputScope, context);
+    const trivial = where === null && columns.length === scan.columns.length &&
+      columns.every((c, i) => c.name === scan.columns[i]!.name && projections[i]!.text === c.name);
+    if (trivial) return scan; // SELECT * (or every column in order): no Calc, as Flink's planner
     return { op: "Calc", input: scan, projections, filter: where, columns, mode: scan.mode };
   }
   let input: PlanNode = scan;
