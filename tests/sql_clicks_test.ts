@@ -92,3 +92,32 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "INSERT INTO a print table prints the changelog with its print-identifier; HAVING filters the changes",
+  sanitizeResources: false,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "weir-sql-" });
+    try {
+      const clicks = await Deno.readTextFile(new URL("examples/clicks.sql", root));
+      const script = clicks.replace(
+        /SELECT `user`, COUNT\(url\) AS cnt FROM clicks GROUP BY `user`;/,
+        "CREATE TABLE frequent (`user` VARCHAR, cnt BIGINT) WITH ('connector' = 'print', 'print-identifier' = 'frequent');\n" +
+          "INSERT INTO frequent SELECT `user`, COUNT(url) FROM clicks GROUP BY `user` HAVING COUNT(url) >= 2;",
+      );
+      assert.notEqual(script, clicks);
+      await Deno.writeTextFile(`${dir}/frequent.sql`, script);
+      const { code, stdout, stderr } = await run(["cli.ts", "sql", "-f", `${dir}/frequent.sql`]);
+      assert.equal(code, 0, stderr);
+      assert.equal(
+        stdout,
+        ["+U(Mary,2)", "+U(Bob,2)", "-U(Mary,2)", "+U(Mary,3)"].map((l) => `frequent> ${l}\n`).join(
+          "",
+        ),
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
