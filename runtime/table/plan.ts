@@ -10,7 +10,8 @@
  *
  * ## Changelog modes (as Flink's `FlinkChangelogModeInferenceProgram`)
  *
- * - `TableSourceScan`: its source's mode (`append` for every source of this slice);
+ * - `TableSourceScan`: its source's mode (`append`, or `retract` for a
+ *   table made by `fromChangelogStream`);
  * - `Calc`: its input's mode;
  * - `GroupAggregate`: `retract` (`-U`/`+U` pairs), or `upsert` (no `-U`,
  *   keyed by the GROUP BY keys) when the consumer asks for upserts and no
@@ -116,7 +117,13 @@ export interface PlannerContext {
    */
   lookup(
     name: string,
-  ): { readonly columns: readonly Column[]; readonly plan?: PlanNode } | undefined;
+  ):
+    | {
+      readonly columns: readonly Column[];
+      readonly plan?: PlanNode;
+      readonly mode?: ChangelogMode;
+    }
+    | undefined;
   /** Where `name` first appears in the statement, for messages (`" at line 1, column 8"`, or `""`). */
   locate(name: string): string;
 }
@@ -144,7 +151,12 @@ export function planQuery(
     throw new PlanningError(`Object '${query.from}' not found${context.locate(query.from)}`);
   }
   const scan: PlanNode = table.plan ??
-    { op: "TableSourceScan", table: query.from, columns: table.columns, mode: "append" };
+    {
+      op: "TableSourceScan",
+      table: query.from,
+      columns: table.columns,
+      mode: table.mode ?? "append",
+    };
   const inputScope: Scope = {
     columns: scan.columns,
     inputName: `table ${query.from}`,

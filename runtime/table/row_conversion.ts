@@ -11,7 +11,7 @@ import { SuppressRestartsError } from "../failure.ts";
 import { PlanningError } from "./changelog_mode.ts";
 import { compileExpr } from "./expressions.ts";
 import { positionOf } from "./parser.ts";
-import type { SqlValue } from "./row.ts";
+import type { Row, SqlValue } from "./row.ts";
 import type { Expr } from "./sql_ast.ts";
 import type { ConnectorTable } from "./table_connectors.ts";
 import { castValue, type Column, valueFits } from "./types.ts";
@@ -117,4 +117,26 @@ export function toFields(value: unknown, columns: readonly Column[], name: strin
     }
     return v;
   });
+}
+
+const KINDS: ReadonlySet<string> = new Set(["INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE"]);
+
+/**
+ * A change of a DataStream given to `fromChangelogStream`: a `Row` whose
+ * kind is a RowKind and whose fields fit the columns.
+ * @throws {SuppressRestartsError} naming what does not fit, as {@linkcode toFields}.
+ */
+export function changeOf(value: unknown, columns: readonly Column[], name: string): Row {
+  const row = value as Partial<Row> | null;
+  if (
+    row === null || typeof row !== "object" || !KINDS.has(String(row.kind)) ||
+    !Array.isArray(row.fields)
+  ) {
+    throw new SuppressRestartsError(
+      `${name}: a change must be a Row { kind: INSERT | UPDATE_BEFORE | UPDATE_AFTER | DELETE, fields: [...] }: current value is ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  return { kind: row.kind!, fields: toFields(row.fields, columns, name) };
 }

@@ -45,14 +45,14 @@ import { type DataStream, SingleOutputStreamOperator } from "../api/datastream.t
 import type { StreamExecutionEnvironment } from "../api/environment.ts";
 import { PrintSink } from "../api/print_sink.ts";
 import type { Sink } from "../api/sink.ts";
-import { checkSinkMode, PlanningError } from "./changelog_mode.ts";
+import { type ChangelogMode, checkSinkMode, PlanningError } from "./changelog_mode.ts";
 import { parseScript, positionOf } from "./parser.ts";
 import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } from "./plan.ts";
 import { formatRow, insertRow, type Row } from "./row.ts";
 import type { SelectQuery, Statement } from "./sql_ast.ts";
 import { makeTable, Table, tableInternals, type TablePlanner, type TableResult } from "./table.ts";
 import { type ConnectorTable, TABLE_CONNECTORS } from "./table_connectors.ts";
-import { toFields, valuesRow } from "./row_conversion.ts";
+import { changeOf, toFields, valuesRow } from "./row_conversion.ts";
 import { translatePlan } from "./translate.ts";
 import { type Column, dataTypeOf, SUPPORTED_TYPES } from "./types.ts";
 
@@ -70,6 +70,7 @@ type CatalogEntry =
   | {
     readonly kind: "stream";
     readonly columns: readonly Column[];
+    readonly mode: ChangelogMode;
     readonly stream: DataStream<Row>;
     readonly env: StreamExecutionEnvironment;
   }
@@ -144,6 +145,25 @@ export class StreamTableEnvironment {
   fromDataStream<T>(stream: DataStream<T>, schema: readonly SchemaColumn[]): Table {
     const name = `*anonymous_datastream_source$${++this.#anonymous}*`;
     this.#registerStream(name, stream, schema);
+    return this.#scanTable(name);
+  }
+
+  /**
+   * A table over a DataStream of changes (Flink's `fromChangelogStream`,
+   * retract mode): each `Row` is applied with its RowKind, so the table is
+   * updating (`+I`, `-U`, `+U`, `-D`) and what reads it is planned for
+   * retractions.
+   *
+   * @param stream the changes; each row's fields in the schema's order.
+   * @param schema the columns, in order.
+   * @returns the table `SELECT * FROM <the stream>`.
+   * @throws {PlanningError} as {@linkcode StreamTableEnvironment.fromDataStream}.
+   *   A row whose kind or fields do not fit ends the job (no restart),
+   *   naming the column and value.
+   */
+  fromChangelogStream(stream: DataStream<Row>, schema: readonly SchemaColumn[]): Table {
+    const name = `*anonymous_datastream_source$${++this.#anonymous}*`;
+    this.#registerStream(name, stream, schema, "retract");
     return this.#scanTable(name);
   }
 
@@ -314,7 +334,7 @@ export class StreamTableEnvironment {
                 }`,
               );
             }
-            return { columns: entry.columns };
+            return { columns: entry.columns, mode: entry.mode };
           case "query":
             return { columns: entry.table.getColumns(), plan: this.#planner.plan(entry.table) };
         }
@@ -345,7 +365,12 @@ export class StreamTableEnvironment {
     if (this.#catalog.has(name)) throw new PlanningError(`Table or view '${name}' already exists`);
   }
 
-  #registerStream<T>(name: string, stream: DataStream<T>, schema: readonly SchemaColumn[]): void {
+  #registerStream<T>(
+    name: string,
+    stream: DataStream<T>,
+    schema: readonly SchemaColumn[],
+    mode: ChangelogMode = "append",
+  ): void {
     this.#checkFree(name);
     if (schema.length === 0) throw new PlanningError(`the schema of ${name} has no column`);
     const columns: Column[] = schema.map((c) => {
@@ -365,14 +390,17 @@ export class StreamTableEnvironment {
       }
       seen.add(c.name);
     }
-    const rows = stream.map((value: T): Row => insertRow(toFields(value, columns, name)))
-      .name(`fromDataStream: ${name}`);
+    const rows = mode === "append"
+      ? stream.map((value: T): Row => insertRow(toFields(value, columns, name)))
+        .name(`fromDataStream: ${name}`)
+      : stream.map((value: T): Row => changeOf(value, columns, name))
+        .name(`fromChangelogStream: ${name}`);
     // The conversion keeps the order of each input subtask: it runs at the
     // input's parallelism (a forward, chained edge) when that is set.
     if (stream instanceof SingleOutputStreamOperator && stream.node.parallelism !== undefined) {
       rows.setParallelism(stream.node.parallelism);
     }
-    this.#catalog.set(name, { kind: "stream", columns, stream: rows, env: this.#env });
+    this.#catalog.set(name, { kind: "stream", columns, stream: rows, env: this.#env, mode });
   }
 
   #scanTable(name: string): Table {
