@@ -247,7 +247,39 @@ export interface ProcessContext {
   timerService(): TimerService;
 }
 
-/** A low-level function over each record (Flink's `ProcessFunction`). */
+/**
+ * A low-level function over each record (Flink's `ProcessFunction`): it may
+ * emit any number of records, write side outputs and read the record's
+ * timestamp. Timers and keyed state need a `KeyedStream` (see
+ * {@linkcode KeyedProcessFunction}).
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { OutputTag } from "./output_tag.ts";
+ *
+ * // Readings above 35 degrees go to a side output, the others on.
+ * type Reading = { id: string; t: number };
+ * const tooHot = new OutputTag<Reading>("too-hot");
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const normal: string[] = [];
+ * const hot: Reading[] = [];
+ * const checked = env.fromCollection<Reading>([{ id: "sensor_1", t: 35.8 }, { id: "sensor_2", t: 32.4 }])
+ *   .process<string>({
+ *     processElement(r, ctx, out) {
+ *       if (r.t > 35) ctx.output(tooHot, r);
+ *       else out.collect(`${r.id} ${r.t}`);
+ *     },
+ *   });
+ * checked.sinkTo({ kind: "simple", invoke: (line) => { normal.push(line); } });
+ * checked.getSideOutput(tooHot).sinkTo({ kind: "simple", invoke: (r) => { hot.push(r); } });
+ * await env.execute("process function");
+ * assert.deepEqual(normal, ["sensor_2 32.4"]);
+ * assert.deepEqual(hot, [{ id: "sensor_1", t: 35.8 }]);
+ * ```
+ */
 export interface ProcessFunction<I, O> extends FunctionHooks {
   /** Processes one record; emit with `out`, or to a side output with `ctx.output`. */
   processElement(value: I, ctx: ProcessContext, out: Collector<O>): void;
@@ -267,7 +299,56 @@ export interface OnTimerContext<K> extends KeyedProcessContext<K> {
 
 /**
  * A process function over a `KeyedStream`, with keyed state and per-key timers
- * (Flink's `KeyedProcessFunction`).
+ * (Flink's `KeyedProcessFunction`, made by `keyed.process(fn)`). Get keyed
+ * state in `open(ctx)`; it is scoped to the key of the record or timer being
+ * processed. A timer fires `onTimer` once per (key, time).
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { type ValueState, ValueStateDescriptor } from "./state.ts";
+ * import type { Collector, KeyedProcessContext, KeyedProcessFunction, OnTimerContext, RuntimeContext } from "./functions.ts";
+ *
+ * // Counts each sensor's readings of the first 10 s; an event-time timer reports the count.
+ * type Reading = { id: string; ts: number; t: number };
+ * class CountFirst10s implements KeyedProcessFunction<string, Reading, string> {
+ *   private count!: ValueState<number>;
+ *   open(ctx: RuntimeContext): void {
+ *     this.count = ctx.getState(new ValueStateDescriptor<number>("count", { defaultValue: 0 }));
+ *   }
+ *   processElement(r: Reading, ctx: KeyedProcessContext<string>, _out: Collector<string>): void {
+ *     if (r.ts >= 10_000) return;
+ *     this.count.update((this.count.value() ?? 0) + 1);
+ *     ctx.timerService().registerEventTimeTimer(10_000); // once per key and time
+ *   }
+ *   onTimer(ts: number, ctx: OnTimerContext<string>, out: Collector<string>): void {
+ *     out.collect(`${ctx.getCurrentKey()}: ${this.count.value()} readings before ${ts} ms`);
+ *   }
+ * }
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const lines: string[] = [];
+ * env.fromCollection<Reading>([
+ *   { id: "sensor_1", ts: 1_000, t: 35.8 },
+ *   { id: "sensor_2", ts: 2_000, t: 15.4 },
+ *   { id: "sensor_1", ts: 6_000, t: 32.4 },
+ *   { id: "sensor_1", ts: 12_000, t: 36.1 },
+ * ])
+ *   .assignTimestampsAndWatermarks(
+ *     WatermarkStrategy.forMonotonousTimestamps<Reading>().withTimestampAssigner((r) => r.ts),
+ *   )
+ *   .keyBy((r) => r.id)
+ *   .process(new CountFirst10s())
+ *   .uid("count-first-10s")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("keyed process function");
+ * assert.deepEqual(lines.sort(), [
+ *   "sensor_1: 2 readings before 10000 ms",
+ *   "sensor_2: 1 readings before 10000 ms",
+ * ]);
+ * ```
  */
 export interface KeyedProcessFunction<K, I, O> extends FunctionHooks {
   /** Processes one record of the current key. */
@@ -308,6 +389,37 @@ export interface CoFlatMapFunction<IN1, IN2, O> extends FunctionHooks {
  * `onTimer`) need keyed inputs (`connect(...).keyBy(k1, k2)`), otherwise
  * registering one throws. The watermark is the minimum over both inputs
  * (idle inputs excluded, as in Flink).
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { OutputTag } from "./output_tag.ts";
+ *
+ * // One stream of user actions out of clicks and buys; big buys also go to a side output.
+ * type Click = { user: string; page: string };
+ * type Buy = { user: string; item: string; price: number };
+ * const bigBuys = new OutputTag<Buy>("big-buys");
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const clicks = env.fromCollection<Click>([{ user: "a", page: "/tea" }, { user: "b", page: "/jam" }]);
+ * const buys = env.fromCollection<Buy>([{ user: "a", item: "tea", price: 120 }]);
+ * const actions: string[] = [];
+ * const big: Buy[] = [];
+ * const merged = clicks.connect(buys).process<string>({
+ *   processElement1(click, _ctx, out) { out.collect(`${click.user} clicked ${click.page}`); },
+ *   processElement2(buy, ctx, out) {
+ *     if (buy.price >= 100) ctx.output(bigBuys, buy);
+ *     out.collect(`${buy.user} bought ${buy.item}`);
+ *   },
+ * });
+ * merged.sinkTo({ kind: "simple", invoke: (line) => { actions.push(line); } });
+ * merged.getSideOutput(bigBuys).sinkTo({ kind: "simple", invoke: (b) => { big.push(b); } });
+ * await env.execute("co-process function");
+ * // The order between the two inputs is not defined: compare sorted.
+ * assert.deepEqual(actions.sort(), ["a bought tea", "a clicked /tea", "b clicked /jam"]);
+ * assert.deepEqual(big, [{ user: "a", item: "tea", price: 120 }]);
+ * ```
  */
 export interface CoProcessFunction<IN1, IN2, O> extends FunctionHooks {
   /** Processes a record of input 1. */
@@ -328,12 +440,45 @@ export interface CoProcessFunction<IN1, IN2, O> extends FunctionHooks {
  *
  * @example
  * ```ts
- * import type { KeyedCoProcessFunction } from "./functions.ts";
- * // Emits each order with the customer name known for its key so far.
- * const enrich: KeyedCoProcessFunction<string, { id: string; name: string }, { id: string; n: number }, string> = {
- *   processElement1(customer, ctx, out) { out.collect(`${ctx.getCurrentKey()} is ${customer.name}`); },
- *   processElement2(order, ctx, out) { out.collect(`${ctx.getCurrentKey()} ordered ${order.n}`); },
- * };
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { type ListState, ListStateDescriptor, type ValueState, ValueStateDescriptor } from "./state.ts";
+ * import type { Collector, KeyedCoProcessFunction, KeyedProcessContext, RuntimeContext } from "./functions.ts";
+ *
+ * // Enriches each order with its customer's name; an order that comes first waits in keyed state,
+ * // so the result is the same whichever input is read first.
+ * type Customer = { id: string; name: string };
+ * type Order = { customer: string; item: string };
+ * class Enrich implements KeyedCoProcessFunction<string, Customer, Order, string> {
+ *   private name!: ValueState<string>;
+ *   private waiting!: ListState<Order>;
+ *   open(ctx: RuntimeContext): void {
+ *     this.name = ctx.getState(new ValueStateDescriptor<string>("name"));
+ *     this.waiting = ctx.getListState(new ListStateDescriptor<Order>("waiting"));
+ *   }
+ *   processElement1(c: Customer, _ctx: KeyedProcessContext<string>, out: Collector<string>): void {
+ *     this.name.update(c.name);
+ *     for (const o of this.waiting.get()) out.collect(`${c.name} ordered ${o.item}`);
+ *     this.waiting.clear();
+ *   }
+ *   processElement2(o: Order, _ctx: KeyedProcessContext<string>, out: Collector<string>): void {
+ *     const name = this.name.value();
+ *     if (name === undefined) this.waiting.add(o);
+ *     else out.collect(`${name} ordered ${o.item}`);
+ *   }
+ * }
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const customers = env.fromCollection<Customer>([{ id: "c1", name: "Ann" }, { id: "c2", name: "Bo" }]);
+ * const orders = env.fromCollection<Order>([{ customer: "c1", item: "tea" }, { customer: "c2", item: "jam" }]);
+ * const lines: string[] = [];
+ * customers.connect(orders)
+ *   .keyBy((c) => c.id, (o) => o.customer)
+ *   .process(new Enrich())
+ *   .uid("enrich-orders")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("keyed co-process function");
+ * assert.deepEqual(lines.sort(), ["Ann ordered tea", "Bo ordered jam"]);
  * ```
  */
 export interface KeyedCoProcessFunction<K, IN1, IN2, O> extends FunctionHooks {
