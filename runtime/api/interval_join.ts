@@ -10,6 +10,7 @@
  * @example
  * ```ts
  * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
  * import { StreamExecutionEnvironment } from "./environment.ts";
  * import { WatermarkStrategy } from "../time/watermark.ts";
  * import { CollectionSource } from "./collection_source.ts";
@@ -40,7 +41,7 @@
  *   .uid("conversions")
  *   .sinkTo({ kind: "simple", invoke: (line) => { converted.push(line); } });
  * await env.execute("interval join");
- * console.assert(converted.join() === "a bought tea 500 ms after");
+ * assert.deepEqual(converted, ["a bought tea 500 ms after"]); // b's buy came 8 s after: no pair
  * ```
  *
  * ## How it runs (Flink's `IntervalJoinOperator`)
@@ -102,6 +103,39 @@ export interface ProcessJoinContext {
  * @typeParam IN1 left elements.
  * @typeParam IN2 right elements.
  * @typeParam OUT what it emits; results carry `ctx.getTimestamp()`.
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import type { ProcessJoinFunction } from "./interval_join.ts";
+ *
+ * // Pairs each click with the buys of its user from 1 s before to 1 s after it.
+ * type Click = { user: string; ts: number };
+ * type Buy = { user: string; ts: number; item: string };
+ * const pair: ProcessJoinFunction<Click, Buy, string> = {
+ *   processElement(click, buy, ctx, out) {
+ *     out.collect(`${click.user} ${buy.item} at ${ctx.getTimestamp()}`); // the later of the two
+ *   },
+ * };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const byTs = <T extends { ts: number }>() =>
+ *   WatermarkStrategy.forMonotonousTimestamps<T>().withTimestampAssigner((r) => r.ts);
+ * const clicks = env.fromCollection<Click>([{ user: "a", ts: 2_000 }])
+ *   .assignTimestampsAndWatermarks(byTs<Click>()).keyBy((c) => c.user);
+ * const buys = env.fromCollection<Buy>([
+ *   { user: "a", ts: 1_200, item: "tea" }, // 800 ms before the click: joins
+ *   { user: "a", ts: 3_500, item: "jam" }, // 1.5 s after: too late
+ * ]).assignTimestampsAndWatermarks(byTs<Buy>()).keyBy((b) => b.user);
+ * const lines: string[] = [];
+ * clicks.intervalJoin(buys).between(-1_000, 1_000).process(pair)
+ *   .uid("clicks-with-buys")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("process join function");
+ * assert.deepEqual(lines, ["a tea at 2000"]);
+ * ```
  */
 export interface ProcessJoinFunction<IN1, IN2, OUT> extends FunctionHooks {
   /** Called for every pair within the bounds: emit with `out`, or to side outputs with `ctx`. */
