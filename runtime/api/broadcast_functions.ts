@@ -192,6 +192,68 @@ export interface KeyedBroadcastContext<K> extends BroadcastContext {
  * keyed state (through `open(ctx)`), per-key timers and read-only broadcast
  * state; `processBroadcastElement` writes broadcast state and may visit
  * every key's keyed state with `applyToKeyedState`.
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { type ListState, ListStateDescriptor, MapStateDescriptor } from "./state.ts";
+ * import type { Collector, RuntimeContext } from "./functions.ts";
+ * import type {
+ *   KeyedBroadcastContext,
+ *   KeyedBroadcastOnTimerContext,
+ *   KeyedBroadcastProcessFunction,
+ *   KeyedBroadcastReadOnlyContext,
+ * } from "./broadcast_functions.ts";
+ *
+ * // Alerts on readings above their sensor's threshold. The thresholds race the readings, so a
+ * // reading waits in keyed state for an event-time timer at its timestamp: the watermark is the
+ * // minimum over both inputs, so when the timer fires the thresholds before it have arrived.
+ * type Reading = { id: string; ts: number; t: number };
+ * const thresholds = new MapStateDescriptor<string, number>("thresholds");
+ * class Alerts implements KeyedBroadcastProcessFunction<string, Reading, [string, number], string> {
+ *   private pending!: ListState<Reading>;
+ *   open(ctx: RuntimeContext): void {
+ *     this.pending = ctx.getListState(new ListStateDescriptor<Reading>("pending"));
+ *   }
+ *   processElement(r: Reading, ctx: KeyedBroadcastReadOnlyContext<string>, _out: Collector<string>): void {
+ *     this.pending.add(r);
+ *     ctx.timerService().registerEventTimeTimer(r.ts);
+ *   }
+ *   processBroadcastElement([id, limit]: [string, number], ctx: KeyedBroadcastContext<string>): void {
+ *     ctx.getBroadcastState(thresholds).put(id, limit);
+ *   }
+ *   onTimer(ts: number, ctx: KeyedBroadcastOnTimerContext<string>, out: Collector<string>): void {
+ *     const limit = ctx.getBroadcastState(thresholds).get(ctx.getCurrentKey()) ?? Infinity;
+ *     const due = this.pending.get().filter((r) => r.ts <= ts);
+ *     for (const r of due) if (r.t > limit) out.collect(`${r.ts} ${r.id} ${r.t} > ${limit}`);
+ *     this.pending.update(this.pending.get().filter((r) => r.ts > ts));
+ *   }
+ * }
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * // A bounded control stream without watermarks holds event time back until it ends.
+ * const rules = env.fromCollection<[string, number]>([["sensor_1", 30], ["sensor_2", 20]])
+ *   .broadcast(thresholds);
+ * const alerts: string[] = [];
+ * env.fromCollection<Reading>([
+ *   { id: "sensor_1", ts: 1_000, t: 35.8 },
+ *   { id: "sensor_2", ts: 1_000, t: 15.4 },
+ *   { id: "sensor_1", ts: 2_000, t: 29.0 },
+ *   { id: "sensor_2", ts: 3_000, t: 21.5 },
+ * ])
+ *   .assignTimestampsAndWatermarks(
+ *     WatermarkStrategy.forMonotonousTimestamps<Reading>().withTimestampAssigner((r) => r.ts),
+ *   )
+ *   .keyBy((r) => r.id)
+ *   .connect(rules)
+ *   .process(new Alerts())
+ *   .uid("threshold-alerts")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { alerts.push(line); } });
+ * await env.execute("keyed broadcast process function");
+ * assert.deepEqual(alerts.sort(), ["1000 sensor_1 35.8 > 30", "3000 sensor_2 21.5 > 20"]);
+ * ```
  */
 export interface KeyedBroadcastProcessFunction<K, IN1, IN2, O> extends FunctionHooks {
   /** Processes a record of the keyed input under its key. */
