@@ -22,14 +22,36 @@
  *
  * @example
  * ```ts
- * import type { ProcessWindowFunction } from "./window_functions.ts";
- * import type { TimeWindow } from "../time/windows/window.ts";
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
  *
- * const countPerWindow: ProcessWindowFunction<number, string, string, TimeWindow> = {
- *   process(key, ctx, elements, out) {
- *     out.collect(`${key} ${ctx.window().start}: ${elements.length}`);
- *   },
- * };
+ * // The warmest reading per sensor and 10 s window: `reduce` keeps one value per window
+ * // (incrementally), and the process function gets it as its one element, with the window.
+ * type Reading = { id: string; ts: number; t: number };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const lines: string[] = [];
+ * env.fromCollection<Reading>([
+ *   { id: "sensor_1", ts: 1_000, t: 35.8 },
+ *   { id: "sensor_1", ts: 4_000, t: 36.2 },
+ *   { id: "sensor_1", ts: 12_000, t: 32.4 },
+ * ])
+ *   .assignTimestampsAndWatermarks(
+ *     WatermarkStrategy.forMonotonousTimestamps<Reading>().withTimestampAssigner((r) => r.ts),
+ *   )
+ *   .keyBy((r) => r.id)
+ *   .window(TumblingEventTimeWindows.of(10_000))
+ *   .reduce<string>((a, b) => (b.t > a.t ? b : a), {
+ *     process(id, ctx, [warmest], out) {
+ *       out.collect(`${id} from ${ctx.window().start}: ${warmest?.t}`);
+ *     },
+ *   })
+ *   .uid("warmest-per-window")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("warmest per window");
+ * assert.deepEqual(lines, ["sensor_1 from 0: 36.2", "sensor_1 from 10000: 32.4"]);
  * ```
  *
  * @module
@@ -118,6 +140,48 @@ export interface ProcessWindowContext<W extends Window> {
  * @typeParam OUT what it emits.
  * @typeParam KEY the key.
  * @typeParam W the window type.
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
+ * import type { TimeWindow } from "../time/windows/window.ts";
+ * import type { ProcessWindowFunction } from "./window_functions.ts";
+ *
+ * // Readings per sensor and 10 s window, with the window's bounds and its average.
+ * type Reading = { id: string; ts: number; t: number };
+ * const summary: ProcessWindowFunction<Reading, string, string, TimeWindow> = {
+ *   process(id, ctx, readings, out) {
+ *     const avg = readings.reduce((sum, r) => sum + r.t, 0) / readings.length;
+ *     out.collect(`${id} [${ctx.window().start}, ${ctx.window().end}): ${readings.length} readings, avg ${avg}`);
+ *   },
+ * };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const lines: string[] = [];
+ * env.fromCollection<Reading>([
+ *   { id: "sensor_1", ts: 1_000, t: 30 },
+ *   { id: "sensor_2", ts: 2_000, t: 15 },
+ *   { id: "sensor_1", ts: 9_000, t: 34 },
+ *   { id: "sensor_1", ts: 11_000, t: 31 },
+ * ])
+ *   .assignTimestampsAndWatermarks(
+ *     WatermarkStrategy.forMonotonousTimestamps<Reading>().withTimestampAssigner((r) => r.ts),
+ *   )
+ *   .keyBy((r) => r.id)
+ *   .window(TumblingEventTimeWindows.of(10_000))
+ *   .process(summary)
+ *   .uid("readings-per-window")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("process window function");
+ * assert.deepEqual(lines.sort(), [
+ *   "sensor_1 [0, 10000): 2 readings, avg 32",
+ *   "sensor_1 [10000, 20000): 1 readings, avg 31",
+ *   "sensor_2 [0, 10000): 1 readings, avg 15",
+ * ]);
+ * ```
  */
 export interface ProcessWindowFunction<IN, OUT, KEY, W extends Window> extends FunctionHooks {
   /**
@@ -147,6 +211,43 @@ export interface ProcessWindowFunction<IN, OUT, KEY, W extends Window> extends F
  * @typeParam IN the elements (or, after `reduce`/`aggregate`, their result).
  * @typeParam OUT what it emits.
  * @typeParam W the window type.
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
+ * import type { TimeWindow } from "../time/windows/window.ts";
+ * import type { ProcessAllWindowFunction } from "./window_functions.ts";
+ *
+ * // How many sensors reported in each 10 s window, over all readings (one subtask).
+ * type Reading = { id: string; ts: number; t: number };
+ * const sensorsPerWindow: ProcessAllWindowFunction<Reading, string, TimeWindow> = {
+ *   process(ctx, readings, out) {
+ *     const sensors = new Set(readings.map((r) => r.id));
+ *     out.collect(`${ctx.window().start}: ${sensors.size} sensors, ${readings.length} readings`);
+ *   },
+ * };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const lines: string[] = [];
+ * env.fromCollection<Reading>([
+ *   { id: "sensor_1", ts: 1_000, t: 30 },
+ *   { id: "sensor_2", ts: 2_000, t: 15 },
+ *   { id: "sensor_1", ts: 9_000, t: 34 },
+ *   { id: "sensor_1", ts: 11_000, t: 31 },
+ * ])
+ *   .assignTimestampsAndWatermarks(
+ *     WatermarkStrategy.forMonotonousTimestamps<Reading>().withTimestampAssigner((r) => r.ts),
+ *   )
+ *   .windowAll(TumblingEventTimeWindows.of(10_000))
+ *   .process(sensorsPerWindow)
+ *   .uid("sensors-per-window")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("process all-window function");
+ * assert.deepEqual(lines, ["0: 2 sensors, 3 readings", "10000: 1 sensors, 1 readings"]);
+ * ```
  */
 export interface ProcessAllWindowFunction<IN, OUT, W extends Window> extends FunctionHooks {
   /**
