@@ -9,6 +9,7 @@
  * @example
  * ```ts
  * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
  * import { StreamExecutionEnvironment } from "./environment.ts";
  * import { WatermarkStrategy } from "../time/watermark.ts";
  * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
@@ -40,7 +41,7 @@
  *   .uid("clicks-and-views")
  *   .sinkTo({ kind: "simple", invoke: (line) => { out.push(line); } });
  * await env.execute("coGroup");
- * console.assert(out.sort().join("; ") === "a: 1 clicks, 2 views; b: 1 clicks, 0 views");
+ * assert.deepEqual(out.sort(), ["a: 1 clicks, 2 views", "b: 1 clicks, 0 views"]);
  * ```
  *
  * ## How it runs (as in Flink)
@@ -235,6 +236,41 @@ export function buildTwoInputWindow<T1, T2, K extends Key, W extends Window, O>(
  *
  * @typeParam T1 records of the first input.
  * @typeParam T2 records of the second input.
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
+ *
+ * // A left outer join of clicks with buys per user and 10 s window: a click without a buy
+ * // still yields a line, which a window join (inner) would not.
+ * type Click = { user: string; ts: number };
+ * type Buy = { user: string; ts: number; item: string };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const byTs = <T extends { ts: number }>() =>
+ *   WatermarkStrategy.forMonotonousTimestamps<T>().withTimestampAssigner((r) => r.ts);
+ * const clicks = env.fromCollection<Click>([{ user: "a", ts: 1_000 }, { user: "b", ts: 2_000 }])
+ *   .assignTimestampsAndWatermarks(byTs<Click>());
+ * const buys = env.fromCollection<Buy>([{ user: "a", ts: 3_000, item: "jam" }, { user: "c", ts: 4_000, item: "tea" }])
+ *   .assignTimestampsAndWatermarks(byTs<Buy>());
+ * const lines: string[] = [];
+ * clicks.coGroup(buys)
+ *   .where((c) => c.user)
+ *   .equalTo((b) => b.user)
+ *   .window(TumblingEventTimeWindows.of(10_000))
+ *   .apply<string>((userClicks, userBuys, out) => {
+ *     for (const c of userClicks) {
+ *       out.collect(`${c.user}: ${userBuys.map((b) => b.item).join(", ") || "no buy"}`);
+ *     }
+ *   })
+ *   .uid("clicks-left-join-buys")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("coGrouped streams");
+ * assert.deepEqual(lines.sort(), ["a: jam", "b: no buy"]); // c bought without a click: no line
+ * ```
  */
 export class CoGroupedStreams<T1, T2> {
   readonly #first: DataStream<T1>;

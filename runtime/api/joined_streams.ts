@@ -9,6 +9,7 @@
  * @example
  * ```ts
  * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
  * import { StreamExecutionEnvironment } from "./environment.ts";
  * import { WatermarkStrategy } from "../time/watermark.ts";
  * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
@@ -38,7 +39,7 @@
  *   .uid("paid-orders")
  *   .sinkTo({ kind: "simple", invoke: (line) => { paid.push(line); } });
  * await env.execute("window join");
- * console.assert(paid.join() === "a paid 5");
+ * assert.deepEqual(paid, ["a paid 5"]); // order 2 has no payment: an inner join drops it
  * ```
  *
  * ## How it runs (as in Flink)
@@ -101,6 +102,44 @@ export type FlatJoinFunction<IN1, IN2, OUT> =
  *
  * @typeParam T1 records of the first input.
  * @typeParam T2 records of the second input.
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import { WatermarkStrategy } from "../time/watermark.ts";
+ * import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
+ * import type { FlatJoinFunction } from "./joined_streams.ts";
+ *
+ * // Buys that followed a click of the same user in the same 10 s window. A FlatJoinFunction
+ * // (three parameters) emits zero or more results per pair.
+ * type Click = { user: string; ts: number };
+ * type Buy = { user: string; ts: number; item: string };
+ * const clickThenBuy: FlatJoinFunction<Click, Buy, string> = (click, buy, out) => {
+ *   if (buy.ts >= click.ts) out.collect(`${click.user} clicked, then bought ${buy.item}`);
+ * };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const byTs = <T extends { ts: number }>() =>
+ *   WatermarkStrategy.forMonotonousTimestamps<T>().withTimestampAssigner((r) => r.ts);
+ * const clicks = env.fromCollection<Click>([{ user: "a", ts: 1_000 }, { user: "b", ts: 2_000 }])
+ *   .assignTimestampsAndWatermarks(byTs<Click>());
+ * const buys = env.fromCollection<Buy>([
+ *   { user: "a", ts: 500, item: "tea" }, // before the click
+ *   { user: "a", ts: 3_000, item: "jam" },
+ *   { user: "b", ts: 12_000, item: "cake" }, // in the next window
+ * ]).assignTimestampsAndWatermarks(byTs<Buy>());
+ * const lines: string[] = [];
+ * clicks.join(buys)
+ *   .where((c) => c.user)
+ *   .equalTo((b) => b.user)
+ *   .window(TumblingEventTimeWindows.of(10_000))
+ *   .apply(clickThenBuy)
+ *   .uid("clicks-then-buys")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("joined streams");
+ * assert.deepEqual(lines, ["a clicked, then bought jam"]);
+ * ```
  */
 export class JoinedStreams<T1, T2> {
   readonly #first: DataStream<T1>;
