@@ -9,24 +9,56 @@
  *
  * @example
  * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
  * import { StreamExecutionEnvironment } from "./environment.ts";
- * import { MapStateDescriptor } from "./state.ts";
- * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * import { type ListState, ListStateDescriptor, MapStateDescriptor } from "./state.ts";
+ * import type { Collector, RuntimeContext } from "./functions.ts";
+ * import type {
+ *   KeyedBroadcastContext,
+ *   KeyedBroadcastProcessFunction,
+ *   KeyedBroadcastReadOnlyContext,
+ * } from "./broadcast_functions.ts";
+ *
+ * // Per-sensor thresholds, broadcast. A reading that arrives before its sensor's threshold
+ * // waits in keyed state; the threshold then visits the waiting readings with
+ * // applyToKeyedState. Each reading is judged once, whichever input comes first.
+ * type Reading = { id: string; t: number };
  * const thresholds = new MapStateDescriptor<string, number>("thresholds");
- * const rules = env.fromCollection([["s1", 30] as [string, number]]).broadcast(thresholds);
- * env.fromCollection([{ id: "s1", t: 31 }])
+ * const waitingDescriptor = new ListStateDescriptor<Reading>("waiting");
+ * const judge = (r: Reading, limit: number, out: Collector<string>) => {
+ *   if (r.t > limit) out.collect(`${r.id} ${r.t} > ${limit}`);
+ * };
+ * class Alerts implements KeyedBroadcastProcessFunction<string, Reading, [string, number], string> {
+ *   private waiting!: ListState<Reading>;
+ *   open(ctx: RuntimeContext): void {
+ *     this.waiting = ctx.getListState(waitingDescriptor);
+ *   }
+ *   processElement(r: Reading, ctx: KeyedBroadcastReadOnlyContext<string>, out: Collector<string>): void {
+ *     const limit = ctx.getBroadcastState(thresholds).get(r.id);
+ *     if (limit === undefined) this.waiting.add(r);
+ *     else judge(r, limit, out);
+ *   }
+ *   processBroadcastElement([id, limit]: [string, number], ctx: KeyedBroadcastContext<string>, out: Collector<string>): void {
+ *     ctx.getBroadcastState(thresholds).put(id, limit);
+ *     ctx.applyToKeyedState(waitingDescriptor, (key, waiting) => {
+ *       if (key !== id) return;
+ *       for (const r of waiting.get()) judge(r, limit, out);
+ *       waiting.clear();
+ *     });
+ *   }
+ * }
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const rules = env.fromCollection<[string, number]>([["sensor_1", 30], ["sensor_2", 20]]).broadcast(thresholds);
+ * const alerts: string[] = [];
+ * env.fromCollection<Reading>([{ id: "sensor_1", t: 35.8 }, { id: "sensor_2", t: 15.4 }, { id: "sensor_2", t: 21.5 }])
  *   .keyBy((r) => r.id)
  *   .connect(rules)
- *   .process({
- *     processElement(r, ctx, out) {
- *       const limit = ctx.getBroadcastState(thresholds).get(r.id);
- *       if (limit !== undefined && r.t > limit) out.collect(`${r.id} above ${limit}`);
- *     },
- *     processBroadcastElement([id, limit], ctx) {
- *       ctx.getBroadcastState(thresholds).put(id, limit);
- *     },
- *   })
- *   .uid("alerts");
+ *   .process(new Alerts())
+ *   .uid("alerts")
+ *   .sinkTo({ kind: "simple", invoke: (line) => { alerts.push(line); } });
+ * await env.execute("broadcast stream");
+ * assert.deepEqual(alerts.sort(), ["sensor_1 35.8 > 30", "sensor_2 21.5 > 20"]);
  * ```
  *
  * @module

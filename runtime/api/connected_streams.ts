@@ -13,14 +13,24 @@
  *
  * @example
  * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
  * import { StreamExecutionEnvironment } from "./environment.ts";
+ *
+ * // Readings in Celsius and in Fahrenheit, as one stream of Celsius lines.
  * const env = StreamExecutionEnvironment.getExecutionEnvironment();
- * const words = env.fromCollection(["a", "b"]);
- * const numbers = env.fromCollection([1, 2]);
- * words.connect(numbers).map({
- *   map1: (w) => `word ${w}`,
- *   map2: (n) => `number ${n}`,
- * }); // emits "word a", "word b", "number 1", "number 2" in some interleaving
+ * const celsius = env.fromCollection([{ id: "sensor_1", c: 35 }]);
+ * const fahrenheit = env.fromCollection([{ sensor: "sensor_2", f: 59 }]);
+ * const lines: string[] = [];
+ * celsius.connect(fahrenheit)
+ *   .map({
+ *     map1: (r) => `${r.id} ${r.c} C`,
+ *     map2: (r) => `${r.sensor} ${(r.f - 32) * 5 / 9} C`,
+ *   })
+ *   .sinkTo({ kind: "simple", invoke: (line) => { lines.push(line); } });
+ * await env.execute("connected streams");
+ * // The order between the two inputs is not defined: compare sorted.
+ * assert.deepEqual(lines.sort(), ["sensor_1 35 C", "sensor_2 15 C"]);
  * ```
  *
  * ## Guarantees
