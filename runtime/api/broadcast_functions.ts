@@ -110,12 +110,17 @@ export interface BroadcastContext extends Omit<BroadcastReadOnlyContext, "getBro
 /**
  * Connects a non-keyed stream with a broadcast stream (Flink's
  * `BroadcastProcessFunction`, made by `stream.connect(control.broadcast(d))
- * .process(fn)`). No keyed state and no timers.
+ * .process(fn)`). No keyed state and no timers, so a record cannot wait for
+ * a control record: it meets whatever broadcast state has arrived (the two
+ * inputs race). When the result must not depend on that race, key the data
+ * stream and use {@linkcode KeyedBroadcastProcessFunction}, whose example
+ * waits for event time.
  *
  * @example
  * ```ts
  * import type { BroadcastProcessFunction } from "./broadcast_functions.ts";
  * import { MapStateDescriptor } from "./state.ts";
+ * // A best-effort lookup: an id that comes before its name is emitted as unknown.
  * const names = new MapStateDescriptor<string, string>("names");
  * const enrich: BroadcastProcessFunction<string, [string, string], string> = {
  *   processElement(id, ctx, out) {

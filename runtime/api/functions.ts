@@ -361,6 +361,30 @@ export interface KeyedProcessFunction<K, I, O> extends FunctionHooks {
  * Transforms each record of two connected inputs into one record (Flink's
  * `CoMapFunction`): `map1` for input 1, `map2` for input 2. An object is
  * copied per subtask, as every function (see the module docs).
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import type { CoMapFunction } from "./functions.ts";
+ *
+ * // Clicks and buys as one stream of [user, action] pairs.
+ * type Click = { user: string; page: string };
+ * type Buy = { user: string; item: string };
+ * const toAction: CoMapFunction<Click, Buy, [string, string]> = {
+ *   map1: (c) => [c.user, `click ${c.page}`],
+ *   map2: (b) => [b.user, `buy ${b.item}`],
+ * };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const actions: [string, string][] = [];
+ * env.fromCollection<Click>([{ user: "a", page: "/tea" }])
+ *   .connect(env.fromCollection<Buy>([{ user: "a", item: "tea" }]))
+ *   .map(toAction)
+ *   .sinkTo({ kind: "simple", invoke: (a) => { actions.push(a); } });
+ * await env.execute("co-map function");
+ * assert.deepEqual(actions.sort(), [["a", "buy tea"], ["a", "click /tea"]]);
+ * ```
  */
 export interface CoMapFunction<IN1, IN2, O> extends FunctionHooks {
   /** Maps a record of input 1. */
@@ -372,6 +396,29 @@ export interface CoMapFunction<IN1, IN2, O> extends FunctionHooks {
 /**
  * Transforms each record of two connected inputs into zero or more records
  * (Flink's `CoFlatMapFunction`).
+ *
+ * @example
+ * ```ts
+ * import "../cluster/default_executor.ts"; // registers the executor; mod.ts does this
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment } from "./environment.ts";
+ * import type { CoFlatMapFunction } from "./functions.ts";
+ *
+ * // Sensor ids out of single readings and out of batches of readings.
+ * type Reading = { id: string; t: number };
+ * const ids: CoFlatMapFunction<Reading, Reading[], string> = {
+ *   flatMap1(r, out) { out.collect(r.id); },
+ *   flatMap2(batch, out) { for (const r of batch) out.collect(r.id); },
+ * };
+ * const env = StreamExecutionEnvironment.getExecutionEnvironment();
+ * const seen: string[] = [];
+ * env.fromCollection<Reading>([{ id: "sensor_1", t: 35.8 }])
+ *   .connect(env.fromCollection<Reading[]>([[{ id: "sensor_2", t: 15.4 }, { id: "sensor_3", t: 6.7 }], []]))
+ *   .flatMap(ids)
+ *   .sinkTo({ kind: "simple", invoke: (id) => { seen.push(id); } });
+ * await env.execute("co-flat-map function");
+ * assert.deepEqual(seen.sort(), ["sensor_1", "sensor_2", "sensor_3"]);
+ * ```
  */
 export interface CoFlatMapFunction<IN1, IN2, O> extends FunctionHooks {
   /** Processes a record of input 1. */
