@@ -111,7 +111,7 @@ ${EXIT_CODES_HELP}`,
             : role.kind === "standby"
             ? `weir coordinator: standby; coordinator ${role.leader.holder} ` +
               `(${role.leader.description}) leads with epoch ${role.leader.epoch}`
-            : `weir coordinator: no longer leading (${role.reason}); standing by`,
+            : `weir coordinator: no longer leading (${role.reason})`,
         );
         // The REST API is served by the leader only.
         if (role.kind === "leader") rest.leading();

@@ -322,7 +322,9 @@ export async function awaitJob(
     const outcome = answer.outcome;
     if (outcome === undefined) continue;
     if (outcome.t === "result") return outcome.result;
-    throw new JobFailedError(outcome.error.message);
+    throw new JobFailedError(outcome.error.message, {
+      ...(outcome.resumable === undefined ? {} : { resumable: outcome.resumable }),
+    });
   }
 }
 
@@ -377,13 +379,15 @@ export async function executeOnCluster(
         disconnected,
       });
     } catch (error) {
-      if (error instanceof JobFailedError) {
+      if (error instanceof JobFailedError && error.resumable !== false) {
         console.error(
           `weir: job ${jobId} did not finish; resume it from its latest retained checkpoint ` +
             `with: ${resumeCommand({ jobId, nats })}`,
         );
-        if (interrupted) Deno.exit(130);
+      } else if (error instanceof JobFailedError) {
+        console.error(`weir: job ${jobId} failed; it has no completed checkpoint to resume from`);
       }
+      if (error instanceof JobFailedError && interrupted) Deno.exit(130);
       throw error;
     } finally {
       stopListening();

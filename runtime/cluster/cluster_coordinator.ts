@@ -488,7 +488,11 @@ export class ClusterCoordinator implements RestBackend {
         endedAt: Date.now(),
         error: describe(error),
       };
-      outcome = { t: "failed", error: errorInfo(error) };
+      outcome = {
+        t: "failed",
+        error: errorInfo(error),
+        resumable: error instanceof JobFailedError ? error.resumable : undefined,
+      };
     }
     entry.outcome = outcome;
     const status = entry.status;

@@ -215,7 +215,12 @@ export type CancelReply =
 /** How a job ended. */
 export type JobOutcome =
   | { readonly t: "result"; readonly result: JobExecutionResult }
-  | { readonly t: "failed"; readonly error: ErrorInfo };
+  | {
+    readonly t: "failed";
+    readonly error: ErrorInfo;
+    /** Whether the job completed a checkpoint to resume from (`JobFailedError.resumable`). */
+    readonly resumable?: boolean | undefined;
+  };
 
 /**
  * The answer to a job-status request: the status, and the outcome once the

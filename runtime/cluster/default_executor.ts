@@ -256,13 +256,18 @@ async function awaitLocalJob(
     return await job.result;
   } catch (error) {
     const checkpointed = request.checkpointing.intervalMs > 0;
-    if (checkpointed && (interrupted || error instanceof JobFailedError)) {
+    const resumable = !(error instanceof JobFailedError && error.resumable === false);
+    if (checkpointed && resumable && (interrupted || error instanceof JobFailedError)) {
       console.error(
         `weir: job ${job.jobId} did not finish; resume it from its latest retained checkpoint ` +
           `with: ${hint()}`,
       );
-    } else if (interrupted) {
-      console.error(`weir: job ${job.jobId} cancelled; it has no checkpoints to resume from`);
+    } else if (interrupted || checkpointed) {
+      console.error(
+        `weir: job ${job.jobId} ${
+          interrupted ? "cancelled" : "failed"
+        }; it has no completed checkpoint to resume from`,
+      );
     }
     if (interrupted) Deno.exit(130);
     throw error;

@@ -85,7 +85,7 @@ export async function planRestart(
           decision.suppressed
             ? failedWithoutRestarts(o, failure, hint)
             : `Job ${o.jobId} '${o.jobName}' failed: ${decision.reason}${hint}`,
-          { cause: failure },
+          { cause: failure, resumable: o.latestWritten() !== undefined },
         ),
       };
     }

@@ -15,6 +15,21 @@ export type { JobExecutionResult, VertexMetrics } from "../api/job_execution_res
 export class JobFailedError extends Error {
   /** The error class name. */
   override name = "JobFailedError";
+  /**
+   * Whether the job completed a checkpoint of its own that `weir resume
+   * <job>` (or `resumeFrom({ jobId })`) can restore: `false` when it has
+   * none, `undefined` when not known (the failure came from elsewhere).
+   */
+  readonly resumable: boolean | undefined;
+
+  /**
+   * @param message what failed.
+   * @param options the cause, and whether the job has a completed checkpoint to resume from.
+   */
+  constructor(message: string, options?: ErrorOptions & { readonly resumable?: boolean }) {
+    super(message, options);
+    this.resumable = options?.resumable;
+  }
 }
 
 /**
