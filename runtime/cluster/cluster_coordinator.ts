@@ -41,12 +41,11 @@ import {
   takeoverReason,
 } from "./ha/recovered_job.ts";
 import { JobFailedError } from "./job_result.ts";
-import { checkRestorable, resolveResume, ResumeError } from "./local_executor.ts";
-import {
-  OBJECT_STORE_SAVEPOINT_SCHEME,
-  parseSavepointPath,
-  readSavepointMetadata,
-} from "../checkpoint/savepoint_storage.ts";
+import { WorkerPool } from "./worker_pool.ts";
+import { NatsConnectionLostError, WorkerLostError } from "./cluster_errors.ts";
+export { NatsConnectionLostError, WorkerLostError } from "./cluster_errors.ts";
+import { resolveResume } from "./local_executor.ts";
+import { clusterSavepointStorage, resolveClusterSavepoint } from "./cluster_savepoint_location.ts";
 import type { RestorePoint } from "../task/messages.ts";
 import type { RestoreMode } from "../api/executor.ts";
 import { errorInfo } from "../task/messages.ts";
@@ -103,11 +102,6 @@ export interface ClusterCoordinatorOptions {
   } | undefined;
 }
 
-interface WorkerEntry {
-  heartbeat: Heartbeat;
-  lastSeen: number;
-}
-
 interface JobEntry {
   readonly request: SubmitRequest;
   readonly coordinator: JobCoordinator;
@@ -118,7 +112,7 @@ interface JobEntry {
 /** Runs the jobs of a cluster (see the module docs). */
 export class ClusterCoordinator implements RestBackend {
   readonly #o: ClusterCoordinatorOptions;
-  readonly #workers = new Map<string, WorkerEntry>();
+  readonly #workers = new WorkerPool();
   readonly #jobs = new Map<string, JobEntry>();
   readonly #subscriptions: Subscription[] = [];
   #sweeper: ReturnType<typeof setInterval> | undefined;
@@ -237,14 +231,7 @@ export class ClusterCoordinator implements RestBackend {
       ended(a) - ended(b) ||
       (b.endedAt ?? b.startedAt) - (a.endedAt ?? a.startedAt)
     );
-    const workers = [...this.#workers.values()].map((w) => ({
-      workerId: w.heartbeat.workerId,
-      host: w.heartbeat.host,
-      pid: w.heartbeat.pid,
-      slots: w.heartbeat.slots.length,
-      lastHeartbeatAgoMs: now - w.lastSeen,
-    }));
-    return { jobs, workers };
+    return { jobs, workers: this.#workers.list(now) };
   }
 
   /**
@@ -252,13 +239,7 @@ export class ClusterCoordinator implements RestBackend {
    * the second, ...), so round-robin deployment spreads a job over processes.
    */
   slots(): string[] {
-    const lists = [...this.#workers.values()]
-      .sort((a, b) => a.heartbeat.workerId.localeCompare(b.heartbeat.workerId))
-      .map((w) => w.heartbeat.slots);
-    const out: string[] = [];
-    const most = Math.max(0, ...lists.map((l) => l.length));
-    for (let i = 0; i < most; i++) for (const l of lists) if (i < l.length) out.push(l[i]!);
-    return out;
+    return this.#workers.slots();
   }
 
   /**
@@ -317,28 +298,27 @@ export class ClusterCoordinator implements RestBackend {
   }
 
   #onHeartbeat(hb: Heartbeat): void {
-    if (!/^[A-Za-z0-9_-]+$/.test(hb.workerId)) {
-      log.warn(`ignoring a heartbeat with an invalid worker id ${JSON.stringify(hb.workerId)}`);
+    const event = this.#workers.heartbeat(hb, Date.now());
+    if (event.kind === "invalid") {
+      log.warn(`ignoring a heartbeat with an invalid worker id ${JSON.stringify(hb?.workerId)}`);
       return;
     }
-    const known = this.#workers.get(hb.workerId);
-    if (known && known.heartbeat.instance !== hb.instance) {
+    if (event.kind === "replaced") {
       // Another process took the id: the one before it is gone (restarted at
       // once, faster than the heartbeat timeout), or two workers share the id.
-      this.#workers.delete(hb.workerId);
+      const known = event.previous;
       this.#workerLost(
         known,
-        `was replaced by another process with the same id (pid ${known.heartbeat.pid} -> ` +
+        `was replaced by another process with the same id (pid ${known.pid} -> ` +
           `${hb.pid}; two live workers must not share an id)`,
       );
     }
-    if (!this.#workers.has(hb.workerId)) {
+    if (event.kind !== "refreshed") {
       log.info(
         `worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) joined with ${hb.slots.length} slots`,
         { name: "worker-joined", workerId: hb.workerId, pid: hb.pid, slots: hb.slots.length },
       );
     }
-    this.#workers.set(hb.workerId, { heartbeat: hb, lastSeen: Date.now() });
   }
   /** Declares silent workers dead and fails the attempts that used them. */
   #sweep(): void {
@@ -350,18 +330,13 @@ export class ClusterCoordinator implements RestBackend {
       );
     }
     if (this.#disconnectedAt !== undefined) return; // a NATS outage, not lost workers
-    const now = Date.now();
-    for (const [id, w] of this.#workers) {
-      const silentMs = now - w.lastSeen;
-      if (silentMs < this.#heartbeatTimeoutMs) continue;
-      this.#workers.delete(id);
-      this.#workerLost(w, `sent no heartbeat for ${silentMs} ms`);
+    for (const { worker, silentMs } of this.#workers.expire(Date.now(), this.#heartbeatTimeoutMs)) {
+      this.#workerLost(worker, `sent no heartbeat for ${silentMs} ms`);
     }
   }
 
   /** Fails the current attempt of every running job with a subtask on `w`'s slots. */
-  #workerLost(w: WorkerEntry, why: string): void {
-    const hb = w.heartbeat;
+  #workerLost(hb: Heartbeat, why: string): void {
     log.warn(`worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) lost: it ${why}`, {
       name: "worker-lost",
       workerId: hb.workerId,
@@ -399,7 +374,11 @@ export class ClusterCoordinator implements RestBackend {
     let restoreFrom: RestorePoint | null = null;
     try {
       if (request.resume?.savepointPath !== undefined) {
-        restoreFrom = await this.#resolveSavepoint(request);
+        restoreFrom = await resolveClusterSavepoint(
+          this.#o.storage,
+          this.#o.checkpointBucket,
+          request,
+        );
       } else if (request.resume) {
         restoreFrom = await resolveResume(o.storage, request.resume, request.graph);
       }
@@ -536,7 +515,8 @@ export class ClusterCoordinator implements RestBackend {
       workers: () => Date.now() < this.#registeringUntil ? [] : this.slots(),
       restoreFrom,
       deployTimeoutMs: o.deployTimeoutMs ?? 60_000,
-      savepointStorage: (directory) => this.#savepointStorage(directory),
+      savepointStorage: (directory) =>
+        clusterSavepointStorage(this.#o.storage, this.#o.checkpointBucket, directory),
       restoreSettings: resumed?.restoreSettings ?? jobRestoreSettings(request),
     });
   }
@@ -593,51 +573,6 @@ export class ClusterCoordinator implements RestBackend {
     return order.stop
       ? job.coordinator.stopWithSavepoint({ directory: order.directory, drain: order.drain })
       : job.coordinator.triggerSavepoint(order.directory);
-  }
-
-  /**
-   * The storage of a savepoint directory: the checkpoint bucket, the only one
-   * every slot thread reads (so a savepoint can be restored on any worker).
-   * @throws {RangeError} for any other directory.
-   */
-  #savepointStorage(directory: string | undefined): CheckpointStorage {
-    const bucket = `${OBJECT_STORE_SAVEPOINT_SCHEME}${this.#o.checkpointBucket}`;
-    if (directory === undefined || directory.replace(/\/+$/, "") === bucket) {
-      return this.#o.storage;
-    }
-    throw new RangeError(
-      `a cluster stores savepoints in its checkpoint bucket, which every worker reads: ` +
-        `give no directory, or ${bucket}`,
-    );
-  }
-
-  /** Finds and checks the savepoint a submission restores (it must be in the checkpoint bucket). */
-  async #resolveSavepoint(request: SubmitRequest): Promise<RestorePoint> {
-    const path = request.resume!.savepointPath!;
-    let where;
-    try {
-      where = parseSavepointPath(path);
-    } catch (error) {
-      throw new ResumeError(`Cannot restore savepoint: ${(error as Error).message}`);
-    }
-    if (where.kind !== "object-store" || where.bucket !== this.#o.checkpointBucket) {
-      throw new ResumeError(
-        `Cannot restore savepoint ${path} on this cluster: it restores savepoints in its ` +
-          `checkpoint bucket (${OBJECT_STORE_SAVEPOINT_SCHEME}${this.#o.checkpointBucket}/…), ` +
-          `which every worker reads`,
-      );
-    }
-    let meta;
-    try {
-      meta = await readSavepointMetadata(this.#o.storage, where.savepointId);
-    } catch (error) {
-      throw new ResumeError(`Cannot restore savepoint ${path}: ${(error as Error).message}`);
-    }
-    checkRestorable(meta, request.graph, {
-      what: `savepoint ${path}`,
-      allowNonRestoredState: request.resume?.allowNonRestoredState ?? false,
-    });
-    return { jobId: where.savepointId, checkpointId: meta.checkpointId };
   }
 
   /** Serves a savepoint trigger or a stop-with-savepoint; replies once the savepoint is stored. */
@@ -726,22 +661,6 @@ export class ClusterCoordinator implements RestBackend {
       this.#o.ha?.records.forget(j.request.jobId);
     }
   }
-}
-
-/**
- * The coordinator's NATS connection was lost and is back (a NATS outage):
- * messages of the job's attempt may have been lost, so the attempt fails
- * and the restart strategy restarts it (a retry can fix it).
- */
-export class NatsConnectionLostError extends Error {
-  /** The error class name. */
-  override name = "NatsConnectionLostError";
-}
-
-/** A worker stopped heartbeating while it ran subtasks of a job. */
-export class WorkerLostError extends Error {
-  /** The error class name. */
-  override name = "WorkerLostError";
 }
 
 /** How a submission's restore point is restored: its kind and restore mode. */
