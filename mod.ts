@@ -185,6 +185,8 @@ export {
   CoGroupedWhere,
   CoGroupedWithWindow,
   CoGroupWindowFunction,
+  type TwoInputKeys,
+  TwoInputWithWindow,
 } from "./runtime/api/co_grouped_streams.ts";
 export type { CoGroupFunction, TwoInputWindowSettings } from "./runtime/api/co_grouped_streams.ts";
 export { keyedTaggedUnion } from "./runtime/api/tagged_union.ts";

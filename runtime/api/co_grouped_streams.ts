@@ -230,6 +230,97 @@ export function buildTwoInputWindow<T1, T2, K extends Key, W extends Window, O>(
   return windowed.process(options.fn).name(`${options.name}(${settings.assigner})`);
 }
 
+/** The two inputs of a window join or coGroup and their keys. */
+export interface TwoInputKeys<T1, T2, K extends Key> {
+  /** The first input. */
+  readonly first: DataStream<T1>;
+  /** The second input. */
+  readonly second: DataStream<T2>;
+  /** The first input's key. */
+  readonly firstKey: (value: T1) => K;
+  /** The second input's key; records with equal keys meet. */
+  readonly secondKey: (value: T2) => K;
+}
+
+/**
+ * The window stage both {@linkcode CoGroupedWithWindow} and
+ * `JoinedWithWindow` share (Flink's `CoGroupedStreams.WithWindow` and
+ * `JoinedStreams.WithWindow`, two copies there, one base here): the
+ * trigger, evictor and allowed lateness, then `apply`, which each defines
+ * over {@linkcode TwoInputWithWindow.build}.
+ *
+ * @typeParam T1 records of the first input.
+ * @typeParam T2 records of the second input.
+ * @typeParam K the key.
+ * @typeParam W the window type.
+ */
+export abstract class TwoInputWithWindow<T1, T2, K extends Key, W extends Window> {
+  readonly #keys: TwoInputKeys<T1, T2, K>;
+  readonly #settings: TwoInputWindowSettings<T1, T2, W>;
+  readonly #operation: string;
+
+  /**
+   * Starts with no trigger (the assigner's default), no evictor and no lateness.
+   * @param operation `"join"` or `"coGroup"`, for error messages.
+   * @param keys the inputs and their keys.
+   * @param assigner the window assigner (it sees tagged elements).
+   */
+  protected constructor(
+    operation: string,
+    keys: TwoInputKeys<T1, T2, K>,
+    assigner: WindowAssigner<TaggedUnion<T1, T2>, W>,
+  ) {
+    this.#operation = operation;
+    this.#keys = keys;
+    this.#settings = { assigner, trigger: undefined, evictor: undefined, allowedLateness: 0 };
+  }
+
+  /** Sets the trigger (see `WindowedStream.trigger`); checked when applied. */
+  trigger(trigger: Trigger<TaggedUnion<T1, T2>, W>): this {
+    this.#settings.trigger = trigger;
+    return this;
+  }
+
+  /** Sets an evictor (see `WindowedStream.evictor`). */
+  evictor(evictor: Evictor<TaggedUnion<T1, T2>, W>): this {
+    this.#settings.evictor = evictor;
+    return this;
+  }
+
+  /**
+   * Lets elements up to `ms` behind a window's end still update it and fire
+   * it again (see `WindowedStream.allowedLateness`); a window that fires
+   * again emits all its results again, as in Flink. Default 0.
+   * @throws {RangeError} unless `ms` is an integer >= 0.
+   */
+  allowedLateness(ms: number): this {
+    if (!Number.isSafeInteger(ms) || ms < 0) {
+      throw new RangeError(
+        `${this.#operation}().allowedLateness() needs an integer >= 0 ms: current value is ${ms}`,
+      );
+    }
+    this.#settings.allowedLateness = ms;
+    return this;
+  }
+
+  /**
+   * The window operator with `fn` as its process window function.
+   * @param fn splits each window's tagged elements and calls the user's function.
+   * @param name the operator's name, e.g. `"Join"`.
+   */
+  protected build<O>(
+    fn: ProcessWindowFunction<TaggedUnion<T1, T2>, O, K, W>,
+    name: string,
+  ): SingleOutputStreamOperator<O> {
+    return buildTwoInputWindow<T1, T2, K, W, O>({
+      ...this.#keys,
+      settings: this.#settings,
+      fn,
+      name,
+    });
+  }
+}
+
 /**
  * Two streams to be coGrouped over windows (Flink's `CoGroupedStreams`):
  * name the keys with `where` and `equalTo`, then the windows.
@@ -364,58 +455,15 @@ export class CoGroupedEqualTo<T1, T2, K extends Key> {
  * @typeParam K the key.
  * @typeParam W the window type.
  */
-export class CoGroupedWithWindow<T1, T2, K extends Key, W extends Window> {
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
-  readonly #firstKey: (value: T1) => K;
-  readonly #secondKey: (value: T2) => K;
-  readonly #settings: TwoInputWindowSettings<T1, T2, W>;
-
+export class CoGroupedWithWindow<T1, T2, K extends Key, W extends Window>
+  extends TwoInputWithWindow<T1, T2, K, W> {
   /** @internal Use `CoGroupedEqualTo.window`. */
-  constructor(options: {
-    first: DataStream<T1>;
-    second: DataStream<T2>;
-    firstKey: (value: T1) => K;
-    secondKey: (value: T2) => K;
-    assigner: WindowAssigner<TaggedUnion<T1, T2>, W>;
-  }) {
-    this.#first = options.first;
-    this.#second = options.second;
-    this.#firstKey = options.firstKey;
-    this.#secondKey = options.secondKey;
-    this.#settings = {
-      assigner: options.assigner,
-      trigger: undefined,
-      evictor: undefined,
-      allowedLateness: 0,
-    };
-  }
-
-  /** Sets the trigger (see `WindowedStream.trigger`); checked when applied. */
-  trigger(trigger: Trigger<TaggedUnion<T1, T2>, W>): this {
-    this.#settings.trigger = trigger;
-    return this;
-  }
-
-  /** Sets an evictor (see `WindowedStream.evictor`). */
-  evictor(evictor: Evictor<TaggedUnion<T1, T2>, W>): this {
-    this.#settings.evictor = evictor;
-    return this;
-  }
-
-  /**
-   * Lets elements up to `ms` behind a window's end still update it and fire
-   * it again (see `WindowedStream.allowedLateness`). Default 0.
-   * @throws {RangeError} unless `ms` is an integer >= 0.
-   */
-  allowedLateness(ms: number): this {
-    if (!Number.isSafeInteger(ms) || ms < 0) {
-      throw new RangeError(
-        `coGroup().allowedLateness() needs an integer >= 0 ms: current value is ${ms}`,
-      );
-    }
-    this.#settings.allowedLateness = ms;
-    return this;
+  constructor(
+    options: TwoInputKeys<T1, T2, K> & {
+      readonly assigner: WindowAssigner<TaggedUnion<T1, T2>, W>;
+    },
+  ) {
+    super("coGroup", options, options.assigner);
   }
 
   /**
@@ -426,16 +474,7 @@ export class CoGroupedWithWindow<T1, T2, K extends Key, W extends Window> {
    *   `coGroup`, or for a trigger that cannot merge on a merging assigner.
    */
   apply<O>(fn: CoGroupFunction<T1, T2, O>): SingleOutputStreamOperator<O> {
-    const call = coGroupCaller<T1, T2, O>(fn);
-    return buildTwoInputWindow<T1, T2, K, W, O>({
-      first: this.#first,
-      second: this.#second,
-      firstKey: this.#firstKey,
-      secondKey: this.#secondKey,
-      settings: this.#settings,
-      fn: new CoGroupWindowFunction(fn, call),
-      name: "CoGroup",
-    });
+    return this.build(new CoGroupWindowFunction(fn, coGroupCaller<T1, T2, O>(fn)), "CoGroup");
   }
 }
 

@@ -57,15 +57,13 @@
 import type { Collector, FunctionHooks } from "./functions.ts";
 import type { DataStream, SingleOutputStreamOperator } from "./datastream.ts";
 import {
-  buildTwoInputWindow,
   CoGroupWindowFunction,
-  type TwoInputWindowSettings,
+  type TwoInputKeys,
+  TwoInputWithWindow,
 } from "./co_grouped_streams.ts";
 import { checkKeySelector, type TaggedUnion } from "./tagged_union.ts";
 import type { Key } from "../state/key_group.ts";
 import type { WindowAssigner } from "../time/windows/window_assigner.ts";
-import type { Trigger } from "../time/windows/trigger.ts";
-import type { Evictor } from "../time/windows/evictor.ts";
 import type { Window } from "../time/windows/window.ts";
 
 /**
@@ -231,59 +229,15 @@ export class JoinedEqualTo<T1, T2, K extends Key> {
  * @typeParam K the key.
  * @typeParam W the window type.
  */
-export class JoinedWithWindow<T1, T2, K extends Key, W extends Window> {
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
-  readonly #firstKey: (value: T1) => K;
-  readonly #secondKey: (value: T2) => K;
-  readonly #settings: TwoInputWindowSettings<T1, T2, W>;
-
+export class JoinedWithWindow<T1, T2, K extends Key, W extends Window>
+  extends TwoInputWithWindow<T1, T2, K, W> {
   /** @internal Use `JoinedEqualTo.window`. */
-  constructor(options: {
-    first: DataStream<T1>;
-    second: DataStream<T2>;
-    firstKey: (value: T1) => K;
-    secondKey: (value: T2) => K;
-    assigner: WindowAssigner<TaggedUnion<T1, T2>, W>;
-  }) {
-    this.#first = options.first;
-    this.#second = options.second;
-    this.#firstKey = options.firstKey;
-    this.#secondKey = options.secondKey;
-    this.#settings = {
-      assigner: options.assigner,
-      trigger: undefined,
-      evictor: undefined,
-      allowedLateness: 0,
-    };
-  }
-
-  /** Sets the trigger (see `WindowedStream.trigger`); checked when applied. */
-  trigger(trigger: Trigger<TaggedUnion<T1, T2>, W>): this {
-    this.#settings.trigger = trigger;
-    return this;
-  }
-
-  /** Sets an evictor (see `WindowedStream.evictor`). */
-  evictor(evictor: Evictor<TaggedUnion<T1, T2>, W>): this {
-    this.#settings.evictor = evictor;
-    return this;
-  }
-
-  /**
-   * Lets elements up to `ms` behind a window's end still update it and fire
-   * it again; a window that fires again emits all its pairs again, as in
-   * Flink. Default 0.
-   * @throws {RangeError} unless `ms` is an integer >= 0.
-   */
-  allowedLateness(ms: number): this {
-    if (!Number.isSafeInteger(ms) || ms < 0) {
-      throw new RangeError(
-        `join().allowedLateness() needs an integer >= 0 ms: current value is ${ms}`,
-      );
-    }
-    this.#settings.allowedLateness = ms;
-    return this;
+  constructor(
+    options: TwoInputKeys<T1, T2, K> & {
+      readonly assigner: WindowAssigner<TaggedUnion<T1, T2>, W>;
+    },
+  ) {
+    super("join", options, options.assigner);
   }
 
   /**
@@ -300,15 +254,7 @@ export class JoinedWithWindow<T1, T2, K extends Key, W extends Window> {
   apply<O>(
     fn: JoinFunction<T1, T2, O> | FlatJoinFunction<T1, T2, O>,
   ): SingleOutputStreamOperator<O> {
-    return buildTwoInputWindow<T1, T2, K, W, O>({
-      first: this.#first,
-      second: this.#second,
-      firstKey: this.#firstKey,
-      secondKey: this.#secondKey,
-      settings: this.#settings,
-      fn: new CoGroupWindowFunction(fn, joinCaller<T1, T2, O>(fn)),
-      name: "Join",
-    });
+    return this.build(new CoGroupWindowFunction(fn, joinCaller<T1, T2, O>(fn)), "Join");
   }
 }
 

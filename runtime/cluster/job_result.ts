@@ -23,6 +23,7 @@ export class JobFailedError extends Error {
   readonly resumable: boolean | undefined;
 
   /**
+   * Creates the error.
    * @param message what failed.
    * @param options the cause, and whether the job has a completed checkpoint to resume from.
    */
