@@ -66,6 +66,8 @@ export class CheckpointRetention {
   #queue: Promise<void>;
   /** Checkpoints whose metadata was written (never aborted afterwards). */
   readonly #written = new Set<CheckpointId>();
+  /** Completed checkpoints retention dropped whose private folder is not deleted yet. */
+  readonly #toDiscard = new Set<CheckpointId>();
 
   /** Starts rebuilding the registry from `options.retained`'s metadata. */
   constructor(options: CheckpointRetentionOptions) {
@@ -102,29 +104,41 @@ export class CheckpointRetention {
     this.#run(async () => {
       const released = this.#registry.complete(checkpointId);
       await this.#deleteShared(released, `aborted before checkpoint ${checkpointId} completed`);
+      await this.#discardPending(); // retries discards that failed before
     }, "complete");
   }
 
   /**
    * Retention dropped completed checkpoints `ids`: each one's private folder
    * is discarded, then the shared blobs no retained checkpoint refers to.
+   * A checkpoint whose folder cannot be deleted (storage unreachable) stays
+   * registered, so none of the shared blobs it refers to is deleted while its
+   * metadata may still be there: the discard is retried at the next
+   * completion and when the job ends (found by the chaos run with a NATS
+   * outage and coordinator kills: a checkpoint left behind complete but
+   * missing two shared blobs).
    */
   discard(ids: readonly CheckpointId[]): void {
     if (ids.length === 0) return;
-    this.#run(async () => {
-      for (const id of ids) {
-        const paths = this.#registry.discard(id);
-        try {
-          await this.#o.storage.discard(this.#o.jobId, id);
-        } catch (error) {
-          // Its private folder (and metadata) may stay: its shared blobs leak
-          // rather than leave a checkpoint that looks complete without them.
-          log.warn(`job ${this.#o.jobId}: cannot discard checkpoint ${id}: ${error}`);
-          continue;
-        }
-        await this.#deleteShared(paths, `of discarded checkpoint ${id}`);
+    for (const id of ids) this.#toDiscard.add(id);
+    this.#run(() => this.#discardPending(), "discard");
+  }
+
+  /** Discards the checkpoints retention dropped, in id order; those that fail wait for a retry. */
+  async #discardPending(): Promise<void> {
+    for (const id of [...this.#toDiscard].sort((a, b) => a - b)) {
+      try {
+        await this.#o.storage.discard(this.#o.jobId, id);
+      } catch (error) {
+        log.warn(
+          `job ${this.#o.jobId}: cannot discard checkpoint ${id} (retried later; its shared ` +
+            `blobs are kept meanwhile): ${error}`,
+        );
+        continue;
       }
-    }, "discard");
+      this.#toDiscard.delete(id);
+      await this.#deleteShared(this.#registry.discard(id), `of discarded checkpoint ${id}`);
+    }
   }
 
   /**
@@ -159,10 +173,12 @@ export class CheckpointRetention {
   }
 
   /**
-   * The job finished: nothing is in flight, so the shared blobs only aborted
-   * checkpoints referred to go (retained checkpoints keep theirs).
+   * The job finished: discards that failed are retried, and, nothing being
+   * in flight, the shared blobs only aborted checkpoints referred to go
+   * (retained checkpoints keep theirs).
    */
   ended(): void {
+    this.#run(() => this.#discardPending(), "discard");
     this.failedOver([]);
     // Shared blobs no acknowledgement registered (written by a checkpoint
     // aborted before its ack, which subtasks leave for the registry to

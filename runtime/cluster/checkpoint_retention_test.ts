@@ -195,3 +195,43 @@ Deno.test("CheckpointRetention rebuilds its registry from the resumed checkpoint
     assert.equal(retention.registry.referenceCount("shared/g"), 1);
   });
 });
+
+Deno.test("CheckpointRetention keeps the shared blobs of a checkpoint whose discard failed, and retries it (chaos run: NATS outage + coordinator kills, seed 41)", async () => {
+  await withStorage(async (storage, dir) => {
+    let unreachable = true;
+    const flaky = {
+      discard: (jobId: string, id: number) =>
+        unreachable ? Promise.reject(new Error("timeout")) : storage.discard(jobId, id),
+      deleteShared: storage.deleteShared.bind(storage),
+      listShared: storage.listShared.bind(storage),
+      readMetadata: storage.readMetadata.bind(storage),
+    };
+    const retention = new CheckpointRetention({ jobId: JOB, storage: flaky, retained: [] });
+    const complete = async (id: number, writes: string[], refs: string[] = []) => {
+      retention.triggered(id);
+      const ack = await take(storage, id, writes, refs);
+      retention.acknowledged(ack);
+      await storage.writeMetadata(metadataOf(ack));
+      retention.written(id);
+    };
+    await complete(1, ["only-1"]);
+    await complete(2, ["own-2"]);
+    retention.discard([1]); // storage unreachable: chk-1 and its metadata stay
+    await retention.settled();
+    assert.deepEqual(await storage.listCompleted(JOB), [1, 2]);
+    assert.deepEqual(
+      await storage.listShared(JOB),
+      ["shared/only-1", "shared/own-2"],
+      "a checkpoint still complete in storage keeps every blob it refers to",
+    );
+    // The sweep at the end must not take them either while the discard keeps failing.
+    assert.equal(retention.registry.referenceCount("shared/only-1"), 1);
+    unreachable = false;
+    await complete(3, ["own-3"]); // the next completion retries the discard
+    retention.discard([2]);
+    await retention.settled();
+    assert.deepEqual(await storage.listCompleted(JOB), [3]);
+    assert.deepEqual(await storage.listShared(JOB), ["shared/own-3"]);
+    assert.equal(await exists(join(dir, JOB, "chk-1")), false);
+  });
+});
