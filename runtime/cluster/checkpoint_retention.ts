@@ -22,7 +22,12 @@
  * - Savepoints are never discarded by retention (the tracker retains
  *   checkpoints only) and refer to no shared blob.
  * - A coordinator that resumes the job from one of its own checkpoints
- *   rebuilds the registry from that checkpoint's metadata. A checkpoint of
+ *   rebuilds the registry from that checkpoint's metadata only. A
+ *   simplification: a new leader (high availability) that resumes a job does
+ *   not register the older checkpoints the old leader still retained, nor
+ *   discard them; with incremental checkpoints the blobs only they refer to
+ *   may then be deleted, leaving them as garbage that must not be restored
+ *   (the README says so). A checkpoint of
  *   another job is not registered: its shared blobs live in that job's
  *   namespace and belong to it (Flink's `NO_CLAIM`), so this job never
  *   deletes them.
