@@ -19,7 +19,7 @@
 
 import { PlanningError } from "./changelog_mode.ts";
 import { compareValues } from "./aggregates.ts";
-import { exprText } from "./parser.ts";
+import { exprText } from "./sql_text.ts";
 import type { SqlValue } from "./row.ts";
 import { SCALAR_FUNCTIONS } from "./scalar_functions.ts";
 import type { Expr } from "./sql_ast.ts";
@@ -159,6 +159,44 @@ export function compileExpr(expr: Expr, scope: Scope): CompiledExpr {
       );
     case "binary":
       return compileBinary(expr, scope, text, fail);
+    case "interval":
+      // A day-time interval is its length in milliseconds (Flink's
+      // INTERVAL SECOND(3) is a BIGINT of milliseconds at run time too).
+      return { evaluate: () => expr.millis, type: TYPES.BIGINT, text };
+    case "in": {
+      const probe = compileExpr(expr.expr, scope);
+      const list = expr.list.map((e) => compileExpr(e, scope));
+      return {
+        evaluate(f) {
+          const v = probe.evaluate(f);
+          if (v === null) return null;
+          let sawNull = false;
+          for (const item of list) {
+            const w = item.evaluate(f);
+            if (w === null) sawNull = true;
+            else if (w === v) return !expr.negated;
+          }
+          return sawNull ? null : expr.negated; // SQL's three-valued IN
+        },
+        type: TYPES.BOOLEAN,
+        text,
+      };
+    }
+    case "between": {
+      const range: Expr = {
+        k: "binary",
+        op: "AND",
+        left: { k: "binary", op: ">=", left: expr.expr, right: expr.low },
+        right: { k: "binary", op: "<=", left: expr.expr, right: expr.high },
+      };
+      const inner = compileExpr(expr.negated ? { k: "not", expr: range } : range, scope);
+      return { ...inner, text };
+    }
+    case "over":
+      return fail(
+        `the OVER aggregation ${text} is only allowed as a SELECT item that the planner turns into an OverAggregate, Rank or Deduplicate`,
+        expr.fn,
+      );
   }
 }
 

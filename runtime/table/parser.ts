@@ -45,8 +45,8 @@
  */
 
 import nodeSqlParser from "npm:node-sql-parser@5.4.0";
+import { exprText } from "./sql_text.ts";
 import type { AggregateName } from "./aggregates.ts";
-import type { SqlValue } from "./row.ts";
 import type { ColumnDefinition, Expr, SelectItem, SelectQuery, Statement } from "./sql_ast.ts";
 import { type DataType, dataTypeOf, SUPPORTED_TYPES } from "./types.ts";
 
@@ -201,7 +201,7 @@ function parseOne(script: string, statement: StatementText): Statement {
         }
         const column = String((def.column as Node).column);
         const definition = def.definition as Node;
-        columns.push({ name: column, type: tr.dataType(definition, column) });
+        columns.push({ name: column, type: tr.dataType(definition, column), computed: null });
       }
       const options: Record<string, string> = {};
       for (const option of (node.with ?? []) as Node[]) {
@@ -211,6 +211,8 @@ function parseOne(script: string, statement: StatementText): Statement {
         k: "createTable",
         name,
         columns,
+        watermark: null,
+        primaryKey: null,
         options,
         at: statement.offset + find(/\bcreate\b/i),
       };
@@ -326,11 +328,13 @@ class Translator {
       : (((node.groupby as Node).columns ?? []) as Node[]).map((e) => this.expr(e));
     return {
       items,
-      from: fromName,
-      fromAt: this.#base + fromAt,
+      distinct: false,
+      from: { k: "table", name: fromName, alias: null, at: this.#base + fromAt },
       where: node.where == null ? null : this.expr(node.where as Node),
       groupBy,
       having: node.having == null ? null : this.expr(node.having as Node),
+      orderBy: [],
+      limit: null,
     };
   }
 
@@ -457,40 +461,4 @@ class Translator {
   }
 }
 
-/** Renders an expression as SQL text, for plan descriptions and names of computed columns. */
-export function exprText(e: Expr): string {
-  switch (e.k) {
-    case "column":
-      return e.table === null ? e.name : `${e.table}.${e.name}`;
-    case "literal":
-      return typeof e.value === "string"
-        ? `'${e.value.replaceAll("'", "''")}'`
-        : literalText(e.value);
-    case "binary":
-      return `(${exprText(e.left)} ${e.op} ${exprText(e.right)})`;
-    case "not":
-      return `NOT ${exprText(e.expr)}`;
-    case "negate":
-      return `-${exprText(e.expr)}`;
-    case "isNull":
-      return `${exprText(e.expr)} IS ${e.negated ? "NOT " : ""}NULL`;
-    case "cast":
-      return `CAST(${exprText(e.expr)} AS ${e.type.name})`;
-    case "case":
-      return `CASE ${e.operand === null ? "" : exprText(e.operand) + " "}${
-        e.whens.map((w) => `WHEN ${exprText(w.when)} THEN ${exprText(w.then)}`).join(" ")
-      }${e.otherwise === null ? "" : ` ELSE ${exprText(e.otherwise)}`} END`;
-    case "call":
-      return `${e.name}(${e.args.map(exprText).join(", ")})`;
-    case "aggregate":
-      return e.fn === "COUNT_STAR"
-        ? "COUNT(*)"
-        : `${e.fn}(${e.distinct ? "DISTINCT " : ""}${e.arg === null ? "" : exprText(e.arg)})`;
-  }
-}
-
-function literalText(value: SqlValue): string {
-  if (value === null) return "NULL";
-  if (typeof value === "boolean") return value ? "TRUE" : "FALSE";
-  return String(value);
-}
+export { exprText };

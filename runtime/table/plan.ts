@@ -46,8 +46,8 @@ import {
   PlanningError,
 } from "./changelog_mode.ts";
 import { type CompiledExpr, compileExpr, type Scope } from "./expressions.ts";
-import { exprText } from "./parser.ts";
-import type { Expr, SelectQuery } from "./sql_ast.ts";
+import { exprText } from "./sql_text.ts";
+import type { Expr, SelectQuery, TableRef } from "./sql_ast.ts";
 import { type Column, TYPES } from "./types.ts";
 
 /** Reads a source table (Flink's `TableSourceScan`). */
@@ -146,20 +146,33 @@ export function planQuery(
   context: PlannerContext,
   options: PlanOptions = {},
 ): PlanNode {
-  const table = context.lookup(query.from);
+  if (query.from.k !== "table" || query.from.alias !== null) {
+    throw new PlanningError(
+      `${FROM_KINDS[query.from.k]} in FROM is not supported yet${context.locate("FROM")}`,
+    );
+  }
+  if (query.distinct || query.orderBy.length > 0 || query.limit !== null) {
+    throw new PlanningError(
+      `${
+        query.distinct ? "SELECT DISTINCT" : query.orderBy.length > 0 ? "ORDER BY" : "LIMIT"
+      } is not supported yet${context.locate(query.distinct ? "DISTINCT" : "ORDER")}`,
+    );
+  }
+  const from = query.from.name;
+  const table = context.lookup(from);
   if (table === undefined) {
-    throw new PlanningError(`Object '${query.from}' not found${context.locate(query.from)}`);
+    throw new PlanningError(`Object '${from}' not found${context.locate(from)}`);
   }
   const scan: PlanNode = table.plan ??
     {
       op: "TableSourceScan",
-      table: query.from,
+      table: from,
       columns: table.columns,
       mode: table.mode ?? "append",
     };
   const inputScope: Scope = {
     columns: scan.columns,
-    inputName: `table ${query.from}`,
+    inputName: `table ${from}`,
     locate: context.locate,
     aggregatesAllowed: false,
   };
@@ -280,6 +293,14 @@ export function planQuery(
     mode: aggregate.mode,
   };
 }
+
+const FROM_KINDS: Readonly<Record<TableRef["k"], string>> = {
+  table: "an aliased table",
+  subquery: "a subquery",
+  join: "a join",
+  windowTvf: "a window table-valued function",
+  lateral: "a lateral table function",
+};
 
 function aggregateType(call: AggregateCall) {
   switch (call.spec.fn) {

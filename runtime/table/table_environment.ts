@@ -81,6 +81,9 @@ const STATEMENT_NAMES: Readonly<Record<Statement["k"], string>> = {
   insertValues: "INSERT",
   insertSelect: "INSERT",
   select: "SELECT",
+  createView: "CREATE VIEW",
+  explain: "EXPLAIN",
+  set: "SET",
 };
 
 /** Options of {@linkcode StreamTableEnvironment.executeScript}. */
@@ -406,11 +409,13 @@ export class StreamTableEnvironment {
   #scanTable(name: string): Table {
     const query: SelectQuery = {
       items: [{ k: "star" }],
-      from: name,
-      fromAt: 0,
+      distinct: false,
+      from: { k: "table", name, alias: null, at: 0 },
       where: null,
       groupBy: [],
       having: null,
+      orderBy: [],
+      limit: null,
     };
     return makeTable({ planner: this.#planner, query, sql: `SELECT * FROM ${name}`, offset: 0 });
   }
@@ -472,9 +477,24 @@ export class StreamTableEnvironment {
             }`,
           );
         }
+        const columns = statement.columns.map((c): Column => {
+          if (c.type === null || c.computed !== null) {
+            throw new PlanningError(
+              `computed column ${c.name} of ${statement.name} is not supported yet${where}`,
+            );
+          }
+          return { name: c.name, type: c.type };
+        });
+        if (statement.watermark !== null || statement.primaryKey !== null) {
+          throw new PlanningError(
+            `${
+              statement.watermark !== null ? "WATERMARK" : "PRIMARY KEY"
+            } in CREATE TABLE ${statement.name} is not supported yet${where}`,
+          );
+        }
         const table: ConnectorTable = {
           name: statement.name,
-          columns: statement.columns,
+          columns,
           options: statement.options,
           rows: [],
         };
@@ -530,6 +550,16 @@ export class StreamTableEnvironment {
           sink,
           `collect_${this.#queries}`,
           "SELECT",
+        );
+      }
+      case "createView":
+      case "explain":
+      case "set": {
+        const p = positionOf(sql, statement.at);
+        throw new PlanningError(
+          `${
+            STATEMENT_NAMES[statement.k]
+          } is not supported yet, at line ${p.line}, column ${p.column}`,
         );
       }
     }
