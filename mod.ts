@@ -340,3 +340,17 @@ export type { ChangelogMode } from "./runtime/table/changelog_mode.ts";
 export { SqlParseError } from "./runtime/table/parser.ts";
 export type { SourcePosition } from "./runtime/table/parser.ts";
 export type { Column, DataType, TypeFamily } from "./runtime/table/types.ts";
+export {
+  formatDuration,
+  parseDuration,
+  TABLE_OPTIONS,
+  TableConfig,
+  TableConfigError,
+} from "./runtime/table/table_config.ts";
+export type {
+  ResultMode,
+  TableOptionDefinition,
+  TableOptionEntry,
+  TableOptionKey,
+  TableOptionValues,
+} from "./runtime/table/table_config.ts";

@@ -54,6 +54,7 @@ import { makeTable, Table, tableInternals, type TablePlanner, type TableResult }
 import { type ConnectorTable, TABLE_CONNECTORS } from "./table_connectors.ts";
 import { changeOf, toFields, valuesRow } from "./row_conversion.ts";
 import { translatePlan } from "./translate.ts";
+import { TableConfig } from "./table_config.ts";
 import { type Column, dataTypeOf, SUPPORTED_TYPES } from "./types.ts";
 
 /** A column of `fromDataStream`'s schema: its name and SQL type (`VARCHAR`, `BIGINT`, `TIMESTAMP(3)`...). */
@@ -104,6 +105,7 @@ export class StreamTableEnvironment {
   #env: StreamExecutionEnvironment;
   #jobRan = false;
   readonly #catalog = new Map<string, CatalogEntry>();
+  readonly #config = new TableConfig();
   #queries = 0;
   #anonymous = 0;
   readonly #planner: TablePlanner = {
@@ -123,6 +125,14 @@ export class StreamTableEnvironment {
    */
   static create(env: StreamExecutionEnvironment): StreamTableEnvironment {
     return new StreamTableEnvironment(env);
+  }
+
+  /**
+   * The options of this environment (Flink's `TableEnvironment.getConfig()`):
+   * what `SET 'key' = 'value'` changes (`table_config.ts` lists them).
+   */
+  getConfig(): TableConfig {
+    return this.#config;
   }
 
   /** The StreamExecutionEnvironment the next job is built on. */
