@@ -340,6 +340,22 @@ export type { ChangelogMode } from "./runtime/table/changelog_mode.ts";
 export { SqlParseError } from "./runtime/table/parser.ts";
 export type { SourcePosition } from "./runtime/table/parser.ts";
 export type { Column, DataType, TypeFamily } from "./runtime/table/types.ts";
+export { TableConnectorRegistry } from "./runtime/table/table_connectors.ts";
+export type {
+  ConnectorTable,
+  TableConnector,
+  TableSink,
+} from "./runtime/table/table_connectors.ts";
+export type { Expr, OrderItem, OverFrame, WatermarkDefinition } from "./runtime/table/sql_ast.ts";
+export type { AggregateName } from "./runtime/table/aggregates.ts";
+export {
+  booleanOption,
+  checkTableOptions,
+  choiceOption,
+  integerOption,
+  numberOption,
+  stringOption,
+} from "./runtime/table/connector_options.ts";
 export {
   formatDuration,
   parseDuration,

@@ -4,8 +4,18 @@
  * Each is a {@linkcode TableConnector}: it checks a `CREATE TABLE`'s
  * options and builds a source or a sink of rows. They are built from the
  * runtime's own collection source and print sink, so the runtime still
- * imports no connector (DESIGN §16); connectors of `connectors/` (jetstream,
- * mariadb, postgres, filesystem) come as later table factories.
+ * imports no connector (DESIGN §16).
+ *
+ * ## Registration (Flink's `DynamicTableFactory` discovery)
+ *
+ * Flink finds its table factories by their `factoryIdentifier()` through
+ * Java's service loader. Weir has no class path to scan: a
+ * {@linkcode TableConnectorRegistry} holds the factories by identifier, a
+ * `StreamTableEnvironment` starts with the built-ins below and takes more
+ * with `registerTableConnector` (or `create(env, { connectors })`). The
+ * connectors of `connectors/` (`nexmark`, `jetstream`, `filesystem`,
+ * `mariadb`, `postgres`) each export a factory from a `table*.ts` file, and
+ * `connectors/table.ts` lists them all (`weir sql` registers that list).
  *
  * Both sources run at parallelism 1, so rows keep their order (as the
  * seed's changelog needs) at any job parallelism.
@@ -25,26 +35,46 @@ import type { StreamExecutionEnvironment } from "../api/environment.ts";
 import { PrintSink } from "../api/print_sink.ts";
 import type { Sink } from "../api/sink.ts";
 import { PlanningError } from "./changelog_mode.ts";
+import { checkTableOptions as checkOptions, numberOption } from "./connector_options.ts";
 import { formatRow, insertRow, type Row, type SqlValue } from "./row.ts";
+import type { WatermarkDefinition } from "./sql_ast.ts";
 import type { Column } from "./types.ts";
 
-/** A table created by `CREATE TABLE ... WITH ('connector' = ...)`. */
+/**
+ * A table created by `CREATE TABLE ... WITH ('connector' = ...)` (Flink's
+ * `ResolvedCatalogTable` as a `DynamicTableFactory.Context` sees it).
+ */
 export interface ConnectorTable {
   /** The table's name. */
   readonly name: string;
-  /** Its columns. */
+  /** Its physical columns, in order (what a source's rows hold, what a sink's rows hold). */
   readonly columns: readonly Column[];
   /** Its `WITH` options. */
   readonly options: Readonly<Record<string, string>>;
   /** Rows inserted with `INSERT INTO ... VALUES` (the `values` connector's data). */
   readonly rows: SqlValue[][];
+  /**
+   * `PRIMARY KEY (...) NOT ENFORCED`: column names, each one of `columns`;
+   * `null` without one. A sink with a primary key takes upserts by it.
+   */
+  readonly primaryKey: readonly string[] | null;
+  /**
+   * `WATERMARK FOR col AS expr`, or `null`. The planner applies it on the
+   * scan (its column is a `TIMESTAMP` column of `columns`); a source only
+   * emits rows.
+   */
+  readonly watermark: WatermarkDefinition | null;
 }
 
 /** A sink of rows and what it accepts. */
 export interface TableSink {
-  /** The sink. */
+  /** The sink (a SinkFunction-style `Sink` or a SinkV2). */
   readonly sink: Sink<Row>;
-  /** `append` only (`+I`), or `updates` too (any RowKind). */
+  /**
+   * `append` only (`+I`; an updating query is refused at planning, naming
+   * the operator that produces the updates), or `updates` too (any RowKind;
+   * an upsert sink keyed by the table's primary key ignores `-U`).
+   */
   readonly accepts: "append" | "updates";
 }
 
@@ -61,34 +91,6 @@ export interface TableConnector {
   source?(table: ConnectorTable, env: StreamExecutionEnvironment): SingleOutputStreamOperator<Row>;
   /** Writes rows into the table; absent for source-only connectors. */
   sink?(table: ConnectorTable): TableSink;
-}
-
-function checkOptions(table: ConnectorTable, allowed: readonly (string | RegExp)[]): void {
-  for (const key of Object.keys(table.options)) {
-    if (key === "connector") continue;
-    if (!allowed.some((a) => typeof a === "string" ? a === key : a.test(key))) {
-      throw new PlanningError(
-        `Unsupported option '${key}' for connector '${table.options.connector}' of table ${table.name}; supported: ${
-          allowed.length === 0 ? "none" : allowed.map(String).join(", ")
-        }`,
-      );
-    }
-  }
-}
-
-function numberOption(table: ConnectorTable, key: string, fallback?: number): number {
-  const raw = table.options[key];
-  if (raw === undefined) {
-    if (fallback !== undefined) return fallback;
-    throw new PlanningError(`table ${table.name} needs option '${key}'`);
-  }
-  const n = Number(raw);
-  if (raw.trim() === "" || !Number.isFinite(n)) {
-    throw new PlanningError(
-      `option '${key}' of table ${table.name} must be a number: current value is '${raw}'`,
-    );
-  }
-  return n;
 }
 
 const values: TableConnector = {
@@ -226,7 +228,68 @@ const blackhole: TableConnector = {
   sink: () => ({ sink: { kind: "simple", invoke() {} }, accepts: "updates" }),
 };
 
-/** The built-in connectors by identifier. */
+/** The built-in connectors by identifier: `values`, `datagen`, `print`, `blackhole`. */
 export const TABLE_CONNECTORS: ReadonlyMap<string, TableConnector> = new Map(
   [values, datagen, print, blackhole].map((c) => [c.identifier, c]),
 );
+
+/**
+ * Table connectors by identifier (what Flink's `FactoryUtil.discoverFactory`
+ * searches): the built-ins plus the ones registered.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { TableConnectorRegistry } from "./table_connectors.ts";
+ *
+ * const registry = new TableConnectorRegistry();
+ * assert.ok(registry.get("print") !== undefined);
+ * registry.register({ identifier: "mine", validate() {} });
+ * assert.deepEqual(registry.identifiers, ["values", "datagen", "print", "blackhole", "mine"]);
+ * assert.throws(() => registry.register({ identifier: "print", validate() {} }), /already registered/);
+ * ```
+ */
+export class TableConnectorRegistry {
+  readonly #byIdentifier = new Map<string, TableConnector>(TABLE_CONNECTORS);
+
+  /**
+   * A registry of the built-ins and `connectors`.
+   * @throws {PlanningError} as {@linkcode TableConnectorRegistry.register}.
+   */
+  constructor(connectors: Iterable<TableConnector> = []) {
+    for (const c of connectors) this.register(c);
+  }
+
+  /**
+   * Adds a connector under its identifier.
+   * @returns this registry.
+   * @throws {PlanningError} when the identifier is empty or already
+   *   registered (two factories for one identifier are ambiguous, as in
+   *   Flink's discovery), naming it.
+   */
+  register(connector: TableConnector): this {
+    const id = connector.identifier;
+    if (typeof id !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(id)) {
+      throw new PlanningError(
+        `a table connector's identifier must be letters, digits, '_', '.' or '-': current value is ${
+          JSON.stringify(id)
+        }`,
+      );
+    }
+    if (this.#byIdentifier.has(id)) {
+      throw new PlanningError(`a table connector '${id}' is already registered`);
+    }
+    this.#byIdentifier.set(id, connector);
+    return this;
+  }
+
+  /** The connector of `identifier`, or `undefined`. */
+  get(identifier: string): TableConnector | undefined {
+    return this.#byIdentifier.get(identifier);
+  }
+
+  /** The identifiers, built-ins first, then in registration order. */
+  get identifiers(): string[] {
+    return [...this.#byIdentifier.keys()];
+  }
+}

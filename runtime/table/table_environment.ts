@@ -51,7 +51,11 @@ import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } f
 import { formatRow, insertRow, type Row } from "./row.ts";
 import type { SelectQuery, Statement } from "./sql_ast.ts";
 import { makeTable, Table, tableInternals, type TablePlanner, type TableResult } from "./table.ts";
-import { type ConnectorTable, TABLE_CONNECTORS } from "./table_connectors.ts";
+import {
+  type ConnectorTable,
+  type TableConnector,
+  TableConnectorRegistry,
+} from "./table_connectors.ts";
 import { changeOf, toFields, valuesRow } from "./row_conversion.ts";
 import { translatePlan } from "./translate.ts";
 import { TableConfig } from "./table_config.ts";
@@ -105,6 +109,7 @@ export class StreamTableEnvironment {
   #env: StreamExecutionEnvironment;
   #jobRan = false;
   readonly #catalog = new Map<string, CatalogEntry>();
+  readonly #connectors: TableConnectorRegistry;
   readonly #config = new TableConfig();
   #queries = 0;
   #anonymous = 0;
@@ -115,16 +120,34 @@ export class StreamTableEnvironment {
     },
   };
 
-  private constructor(env: StreamExecutionEnvironment) {
+  private constructor(env: StreamExecutionEnvironment, connectors: Iterable<TableConnector>) {
     this.#env = env;
+    this.#connectors = new TableConnectorRegistry(connectors);
   }
 
   /**
    * A table environment over `env` (Flink's `StreamTableEnvironment.create`).
    * @param env where its jobs' operators are added and run.
+   * @param settings `connectors`: table connectors to register besides the
+   *   built-ins (`values`, `datagen`, `print`, `blackhole`), e.g.
+   *   `TABLE_CONNECTOR_FACTORIES` of `connectors/table.ts`.
+   * @throws {PlanningError} when two connectors share an identifier.
    */
-  static create(env: StreamExecutionEnvironment): StreamTableEnvironment {
-    return new StreamTableEnvironment(env);
+  static create(
+    env: StreamExecutionEnvironment,
+    settings: { readonly connectors?: Iterable<TableConnector> } = {},
+  ): StreamTableEnvironment {
+    return new StreamTableEnvironment(env, settings.connectors ?? []);
+  }
+
+  /**
+   * Registers a table connector for `CREATE TABLE ... WITH ('connector' =
+   * '<identifier>')` (Flink discovers its `DynamicTableFactory`s by
+   * identifier; here they are registered: see `table_connectors.ts`).
+   * @throws {PlanningError} when the identifier is taken or malformed.
+   */
+  registerTableConnector(connector: TableConnector): void {
+    this.#connectors.register(connector);
   }
 
   /**
@@ -331,7 +354,7 @@ export class StreamTableEnvironment {
         if (entry === undefined) return undefined;
         switch (entry.kind) {
           case "connector":
-            if (TABLE_CONNECTORS.get(entry.table.options.connector!)?.source === undefined) {
+            if (this.#connectors.get(entry.table.options.connector!)?.source === undefined) {
               throw new PlanningError(
                 `table ${name} (connector '${entry.table.options.connector}') is a sink and cannot be read${
                   locate(name)
@@ -367,7 +390,7 @@ export class StreamTableEnvironment {
       const entry = this.#catalog.get(name)!;
       if (entry.kind === "stream") return entry.stream;
       if (entry.kind === "connector") {
-        return TABLE_CONNECTORS.get(entry.table.options.connector!)!.source!(entry.table, this.#env)
+        return this.#connectors.get(entry.table.options.connector!)!.source!(entry.table, this.#env)
           .uid(`${prefix}-source-${name}`);
       }
       throw new PlanningError(`view ${name} is planned in place, not scanned`);
@@ -479,11 +502,11 @@ export class StreamTableEnvironment {
             `CREATE TABLE ${statement.name} needs a 'connector' option${where}`,
           );
         }
-        const connector = TABLE_CONNECTORS.get(connectorName);
+        const connector = this.#connectors.get(connectorName);
         if (connector === undefined) {
           throw new PlanningError(
             `Could not find a connector for identifier '${connectorName}' (table ${statement.name}${where}); available: ${
-              [...TABLE_CONNECTORS.keys()].join(", ")
+              this.#connectors.identifiers.join(", ")
             }`,
           );
         }
@@ -495,19 +518,15 @@ export class StreamTableEnvironment {
           }
           return { name: c.name, type: c.type };
         });
-        if (statement.watermark !== null || statement.primaryKey !== null) {
-          throw new PlanningError(
-            `${
-              statement.watermark !== null ? "WATERMARK" : "PRIMARY KEY"
-            } in CREATE TABLE ${statement.name} is not supported yet${where}`,
-          );
-        }
         const table: ConnectorTable = {
           name: statement.name,
           columns,
           options: statement.options,
           rows: [],
+          primaryKey: statement.primaryKey,
+          watermark: statement.watermark,
         };
+        checkKeyAndWatermark(table, where);
         connector.validate(table);
         this.#catalog.set(statement.name, { kind: "connector", table });
         return { resultKind: "SUCCESS", statement: "CREATE TABLE" };
@@ -576,12 +595,49 @@ export class StreamTableEnvironment {
   }
 
   #sinkOf(table: ConnectorTable) {
-    const sink = TABLE_CONNECTORS.get(table.options.connector!)?.sink?.(table);
+    const sink = this.#connectors.get(table.options.connector!)?.sink?.(table);
     if (sink === undefined) {
       throw new PlanningError(
         `table ${table.name} (connector '${table.options.connector}') is a source and cannot be written by a job`,
       );
     }
     return sink;
+  }
+}
+
+/**
+ * Checks a CREATE TABLE's PRIMARY KEY (distinct columns of the table) and
+ * WATERMARK column (a TIMESTAMP or BIGINT column of the table: Flink's
+ * rowtime attribute).
+ * @throws {PlanningError} naming the column and the table.
+ */
+function checkKeyAndWatermark(table: ConnectorTable, where: string): void {
+  const names = table.columns.map((c) => c.name);
+  if (table.primaryKey !== null) {
+    for (const key of table.primaryKey) {
+      if (!names.includes(key)) {
+        throw new PlanningError(
+          `PRIMARY KEY column ${key} of ${table.name} is not a column of it${where}; columns: ${
+            names.join(", ")
+          }`,
+        );
+      }
+    }
+    if (new Set(table.primaryKey).size !== table.primaryKey.length) {
+      throw new PlanningError(`PRIMARY KEY of ${table.name} names a column twice${where}`);
+    }
+  }
+  if (table.watermark !== null) {
+    const column = table.columns.find((c) => c.name === table.watermark!.column);
+    if (column === undefined) {
+      throw new PlanningError(
+        `WATERMARK FOR ${table.watermark.column}: ${table.name} has no such column${where}`,
+      );
+    }
+    if (column.type.family !== "TIMESTAMP" && column.type.family !== "BIGINT") {
+      throw new PlanningError(
+        `WATERMARK FOR ${column.name} of ${table.name}: the rowtime column must be TIMESTAMP(3) or BIGINT (epoch ms), not ${column.type.name}${where}`,
+      );
+    }
   }
 }
