@@ -13,6 +13,7 @@
 
 import type { JobExecutionResult } from "../cluster/job_result.ts";
 import { explainPlan, type PlanNode } from "./plan.ts";
+import type { SqlValue } from "./row.ts";
 import type { SelectQuery } from "./sql_ast.ts";
 import type { Column } from "./types.ts";
 
@@ -84,7 +85,11 @@ export function tableInternals(table: Table): TableInternals {
   return parts;
 }
 
-/** Flink's `ResultKind`: `SUCCESS` for DDL and `INSERT INTO ... VALUES` into a values table; `SUCCESS_WITH_CONTENT` when a job ran. */
+/**
+ * Flink's `ResultKind`: `SUCCESS` for DDL, `SET 'k' = 'v'` and `INSERT INTO
+ * ... VALUES` into a values table; `SUCCESS_WITH_CONTENT` when a job ran or
+ * the statement answers with rows (`EXPLAIN`, `SET` alone).
+ */
 export type ResultKind = "SUCCESS" | "SUCCESS_WITH_CONTENT";
 
 /** What `executeSql` returns (Flink's `TableResult`, after `await()`). */
@@ -95,4 +100,11 @@ export interface TableResult {
   readonly statement: string;
   /** The job's result, when a job ran. */
   readonly jobResult?: JobExecutionResult;
+  /**
+   * The names of the columns of `rows`, for statements that answer with a
+   * small table instead of a job (`EXPLAIN`: `result`; `SET`: `key`, `value`).
+   */
+  readonly columns?: readonly string[];
+  /** The rows such a statement answers with (Flink's `TableResult.collect()`). */
+  readonly rows?: readonly (readonly SqlValue[])[];
 }

@@ -59,6 +59,7 @@ import {
 import { changeOf, toFields, valuesRow } from "./row_conversion.ts";
 import { translatePlan } from "./translate.ts";
 import { TableConfig } from "./table_config.ts";
+import { applyJobOptions, executeSet, explainResult } from "./statements.ts";
 import { type Column, dataTypeOf, SUPPORTED_TYPES } from "./types.ts";
 
 /** A column of `fromDataStream`'s schema: its name and SQL type (`VARCHAR`, `BIGINT`, `TIMESTAMP(3)`...). */
@@ -397,8 +398,10 @@ export class StreamTableEnvironment {
     }, prefix);
   }
 
-  #checkFree(name: string): void {
-    if (this.#catalog.has(name)) throw new PlanningError(`Table or view '${name}' already exists`);
+  #checkFree(name: string, where: string = ""): void {
+    if (this.#catalog.has(name)) {
+      throw new PlanningError(`Table or view '${name}' already exists${where}`);
+    }
   }
 
   #registerStream<T>(
@@ -480,7 +483,7 @@ export class StreamTableEnvironment {
     statement: string,
   ): Promise<TableResult> {
     stream.sinkTo(sink).uid(`${name}-sink`).name(`Sink: ${name}`);
-    const jobResult = await this.#env.execute(name);
+    const jobResult = await this.#env.execute(applyJobOptions(this.#config, this.#env, name));
     return { resultKind: "SUCCESS_WITH_CONTENT", statement, jobResult };
   }
 
@@ -581,14 +584,53 @@ export class StreamTableEnvironment {
           "SELECT",
         );
       }
-      case "createView":
-      case "explain":
+      case "createView": {
+        const p = positionOf(sql, statement.at);
+        this.#checkFree(statement.name, ` at line ${p.line}, column ${p.column}`);
+        const table = makeTable({
+          planner: this.#planner,
+          query: statement.query,
+          sql,
+          offset: statement.at,
+        });
+        table.getColumns(); // planned now, so a bad view fails at CREATE VIEW
+        this.#catalog.set(statement.name, { kind: "query", table });
+        return { resultKind: "SUCCESS", statement: "CREATE VIEW" };
+      }
+      case "explain": {
+        const inner = statement.statement;
+        if (inner.k === "select") {
+          return explainResult(this.#planQuery(inner.query, sql, inner.at, {}), null);
+        }
+        if (inner.k === "insertSelect") {
+          const table = this.#connectorTable(inner.table, sql, inner.at);
+          const sink = this.#sinkOf(table);
+          const root = this.#planQuery(inner.query, sql, inner.at, {});
+          checkSinkMode(
+            `table ${table.name} (connector '${table.options.connector}')`,
+            sink.accepts,
+            root.mode,
+            this.#producer(root),
+          );
+          return explainResult(root, {
+            table: table.name,
+            fields: table.columns.map((c) => c.name),
+          });
+        }
+        const p = positionOf(sql, inner.at);
+        throw new PlanningError(
+          `EXPLAIN takes a SELECT or an INSERT INTO ... SELECT, not ${
+            STATEMENT_NAMES[inner.k]
+          }, at line ${p.line}, column ${p.column}`,
+        );
+      }
       case "set": {
         const p = positionOf(sql, statement.at);
-        throw new PlanningError(
-          `${
-            STATEMENT_NAMES[statement.k]
-          } is not supported yet, at line ${p.line}, column ${p.column}`,
+        return executeSet(
+          this.#config,
+          statement.key,
+          statement.value,
+          ` at line ${p.line}, column ${p.column}`,
         );
       }
     }
