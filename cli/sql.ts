@@ -21,6 +21,7 @@ import {
   StreamTableEnvironment,
 } from "../mod.ts";
 import { executionRole } from "../runtime/cluster/role.ts";
+import { TABLE_CONNECTOR_FACTORIES } from "../connectors/table.ts";
 import {
   atMostPositionals,
   type Command,
@@ -79,7 +80,9 @@ ${EXIT_CODES_HELP}`,
     }
     const environment = () =>
       StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(parallelism);
-    const tEnv = StreamTableEnvironment.create(environment());
+    const tEnv = StreamTableEnvironment.create(environment(), {
+      connectors: TABLE_CONNECTOR_FACTORIES,
+    });
     try {
       await tEnv.executeScript(script, {
         newEnvironment: environment,
