@@ -16,10 +16,18 @@
  *    - otherwise `-U(old)` (only with `generateUpdateBefore`, retract mode)
  *      then `+U(new)`.
  * 3. A `-U`/`-D` for a group that holds no rows is an error naming the row
- *    (Flink drops it silently; this slice has no state TTL that could
- *    explain it, so it means a wrong changelog). Here and when an argument
- *    fails to evaluate, the job ends at once (`SuppressRestartsError`): the
- *    same row would fail again after a restart.
+ *    (it means a wrong changelog), unless idle state retention is on: then
+ *    the group's state may have expired and the row is ignored, as Flink's
+ *    `stateCleaningEnabled`. On an error, and when an argument fails to
+ *    evaluate, the job ends at once (`SuppressRestartsError`): the same row
+ *    would fail again after a restart.
+ *
+ * ## Idle state retention
+ *
+ * With `table.exec.state.ttl` (`state_retention.ts`) a group's state
+ * expires when the group was not written for that long (processing time,
+ * as Flink's `StateTtlConfig` on `GroupAggFunction`); its next row starts
+ * the group again with `+I`, as in Flink.
  *
  * The state is copied before it is changed, so a snapshot taken from the
  * heap backend never sees a half-applied row. Costs: one state read and one
@@ -49,6 +57,7 @@ import type { AggregateCall } from "./plan.ts";
 import { SuppressRestartsError } from "../failure.ts";
 import type { CompiledExpr } from "./expressions.ts";
 import { formatRow, isAccumulate, type Row, type SqlValue } from "./row.ts";
+import { stateTtlConfig } from "./state_retention.ts";
 
 /** A group's state: its row count and one accumulator per aggregate (plain data). */
 export interface GroupState {
@@ -75,7 +84,10 @@ export interface GroupUpdate {
  * @param state the group's state, or `undefined` for an empty group.
  * @param row the input row (only its kind is read here).
  * @param generateUpdateBefore emit `-U` before `+U` (retract mode).
- * @throws {Error} when a `-U`/`-D` row reaches an empty group, naming the row.
+ * @param stateCleaning idle state retention is on: a `-U`/`-D` row for an
+ *   empty group is ignored (its state may have expired) rather than an error.
+ * @throws {Error} when a `-U`/`-D` row reaches an empty group (without
+ *   `stateCleaning`), naming the row.
  */
 export function decideGroupUpdate(
   aggregates: readonly RetractableAggregate[],
@@ -84,9 +96,11 @@ export function decideGroupUpdate(
   state: GroupState | undefined,
   row: Row,
   generateUpdateBefore: boolean,
+  stateCleaning = false,
 ): GroupUpdate {
   const accumulate = isAccumulate(row.kind);
   if ((state === undefined || state.count === 0) && !accumulate) {
+    if (stateCleaning) return { state: null, emit: [] };
     throw new Error(
       `GroupAggregate got ${formatRow(row)} for group (${
         keys.join(",")
@@ -142,6 +156,7 @@ export class GroupAggregateFunction implements KeyedProcessFunction<string, Row,
   private readonly keys: readonly CompiledExpr[];
   private readonly calls: readonly AggregateCall[];
   private readonly generateUpdateBefore: boolean;
+  private readonly stateTtlMs: number;
   private aggregates: RetractableAggregate[] = [];
   private state: ValueState<GroupState> | undefined;
 
@@ -149,21 +164,27 @@ export class GroupAggregateFunction implements KeyedProcessFunction<string, Row,
    * @param keys the GROUP BY key expressions.
    * @param calls the aggregate calls.
    * @param generateUpdateBefore retract mode (`-U` rows) rather than upsert.
+   * @param stateTtlMs idle state retention in ms (`table.exec.state.ttl`); 0 keeps state forever.
    */
   constructor(
     keys: readonly CompiledExpr[],
     calls: readonly AggregateCall[],
     generateUpdateBefore: boolean,
+    stateTtlMs = 0,
   ) {
     this.keys = keys;
     this.calls = calls;
     this.generateUpdateBefore = generateUpdateBefore;
+    this.stateTtlMs = stateTtlMs;
   }
 
   /** Creates the aggregates and binds the group state (`group-aggregate-state`). */
   open(ctx: RuntimeContext): void {
     this.aggregates = this.calls.map((c) => createAggregate(c.spec));
-    this.state = ctx.getState(new ValueStateDescriptor<GroupState>("group-aggregate-state"));
+    const ttl = stateTtlConfig(this.stateTtlMs);
+    this.state = ctx.getState(
+      new ValueStateDescriptor<GroupState>("group-aggregate-state", ttl ? { ttl } : {}),
+    );
   }
 
   /** Applies one row to its group and emits the group's change. */
@@ -189,6 +210,7 @@ export class GroupAggregateFunction implements KeyedProcessFunction<string, Row,
       state.value(),
       row,
       this.generateUpdateBefore,
+      this.stateTtlMs > 0,
     );
     if (update.state === null) state.clear();
     else state.update(update.state);

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.11.0";
 import { type AggregateName, createAggregate } from "./aggregates.ts";
-import { decideGroupUpdate, type GroupState } from "./group_aggregate.ts";
+import { decideGroupUpdate, GroupAggregateFunction, type GroupState } from "./group_aggregate.ts";
+import { TYPES } from "./types.ts";
+import { OperatorTestHarness } from "../task/operators/_operator_test_harness.ts";
+import { KeyedProcessOperator } from "../task/operators/transform_operators.ts";
+import type { KeyedProcessFunction } from "../api/functions.ts";
 import { applyChange, formatRow, type Row, type SqlValue } from "./row.ts";
 
 /** The aggregates of the property: each over column `v` (NULL allowed), plus COUNT(*). */
@@ -186,5 +190,65 @@ Deno.test("GroupAggregate refuses a retraction for an empty group, naming the ro
         true,
       ),
     /GroupAggregate got -D\(k,1\) for group \(k\), which holds no rows/,
+  );
+});
+
+Deno.test("GroupAggregate with idle state retention starts an expired group again with +I and ignores a retraction of it", async () => {
+  const key = { evaluate: (f: readonly SqlValue[]) => f[0] ?? null, type: TYPES.STRING, text: "k" };
+  const h = await OperatorTestHarness.open((env, output) =>
+    new KeyedProcessOperator({
+      uid: "group-aggregate",
+      name: "GroupAggregate",
+      fn: new GroupAggregateFunction(
+        [key],
+        [{
+          spec: { fn: "COUNT_STAR", distinct: false, integral: true },
+          arg: null,
+          text: "COUNT(*)",
+        }],
+        true,
+        1_000,
+      ) as unknown as KeyedProcessFunction<never, unknown, unknown>,
+      env,
+      output,
+      keySelector: (r) => String((r as Row).fields[0]),
+    })
+  );
+  h.processElement({ kind: "INSERT", fields: ["a"] }, undefined);
+  h.setProcessingTime(500);
+  h.processElement({ kind: "INSERT", fields: ["a"] }, undefined); // written at 500: alive until 1500
+  h.setProcessingTime(1_499);
+  h.processElement({ kind: "INSERT", fields: ["b"] }, undefined);
+  h.setProcessingTime(1_500);
+  h.processElement({ kind: "DELETE", fields: ["a"] }, undefined); // expired: ignored
+  h.processElement({ kind: "INSERT", fields: ["a"] }, undefined);
+  assert.deepEqual((h.values() as Row[]).map(formatRow), [
+    "+I(a,1)",
+    "-U(a,1)",
+    "+U(a,2)",
+    "+I(b,1)",
+    "+I(a,1)",
+  ]);
+  await h.close();
+});
+
+Deno.test("GroupAggregate without state retention still refuses a retraction of an empty group", () => {
+  const count = createAggregate({ fn: "COUNT_STAR", distinct: false, integral: true });
+  assert.throws(
+    () =>
+      decideGroupUpdate([count], [null], ["a"], undefined, { kind: "DELETE", fields: ["a"] }, true),
+    /GroupAggregate got -D\(a\) for group \(a\), which holds no rows/,
+  );
+  assert.deepEqual(
+    decideGroupUpdate(
+      [count],
+      [null],
+      ["a"],
+      undefined,
+      { kind: "DELETE", fields: ["a"] },
+      true,
+      true,
+    ),
+    { state: null, emit: [] },
   );
 });
