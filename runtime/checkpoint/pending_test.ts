@@ -478,3 +478,13 @@ Deno.test("CheckpointTracker rejects invalid options, stating the current value"
     /'minPauseBetweenCheckpointsMs'.*-1/,
   );
 });
+
+Deno.test("CheckpointTracker subsumeExcessRetained drops the oldest recovered checkpoints beyond retention", () => {
+  const t = new CheckpointTracker({ intervalMs: 10, retainedCheckpoints: 2 });
+  assert.deepEqual(t.subsumeExcessRetained(), []);
+  t.restoreCounter(9, [4, 9, 7, 5]);
+  assert.deepEqual(t.subsumeExcessRetained(), [4, 5]);
+  assert.deepEqual(t.retainedCheckpointIds, [7, 9]);
+  assert.deepEqual(t.subsumeExcessRetained(), []);
+  assert.equal(t.lastCheckpointId, 9);
+});

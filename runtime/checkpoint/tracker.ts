@@ -415,6 +415,19 @@ export class CheckpointTracker {
     this.#retained = [...new Set([...this.#retained, ...ids])].sort((a, b) => a - b);
   }
 
+  /**
+   * Drops the oldest retained checkpoints beyond `retainedCheckpoints`
+   * (Flink's `CheckpointSubsumeHelper.subsume`), for a coordinator that
+   * recovered more completed checkpoints from storage than it retains (a
+   * new leader taking a job over): the newest `retainedCheckpoints` stay.
+   *
+   * @returns the dropped ids, oldest first, for deletion; empty when none is in excess.
+   */
+  subsumeExcessRetained(): CheckpointId[] {
+    const excess = this.#retained.length - this.#retainedCount;
+    return excess > 0 ? this.#retained.splice(0, excess) : [];
+  }
+
   /** Ids of the completed checkpoints retained, ascending. */
   get retainedCheckpointIds(): readonly CheckpointId[] {
     return [...this.#retained];

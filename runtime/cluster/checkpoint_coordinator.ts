@@ -43,7 +43,7 @@ import {
 } from "../checkpoint/types.ts";
 import type { RestorePoint } from "../task/messages.ts";
 import { logger } from "../log.ts";
-import { CheckpointRetention } from "./checkpoint_retention.ts";
+import { CheckpointRetention, retainedAtStart } from "./checkpoint_retention.ts";
 import type {
   CheckpointCoordinatorHost,
   CheckpointCoordinatorOptions,
@@ -109,25 +109,32 @@ export class CheckpointCoordinator {
 
   /**
    * Prepares for the job's first attempt: retention (keeping the restored
-   * checkpoint when it is this job's own) and the checkpoint id counter,
+   * checkpoint when it is this job's own, and the older ones a new leader
+   * recovered: see `recoveredCheckpoints`) and the checkpoint id counter,
    * which continues after the restored checkpoint.
    */
   start(): void {
     const o = this.#o;
-    this.#retention = new CheckpointRetention({
-      jobId: o.jobId,
-      storage: o.storage,
-      retained: o.restoreFrom?.jobId === o.jobId ? [o.restoreFrom.checkpointId] : [],
-    });
+    const retained = retainedAtStart(o.jobId, o.restoreFrom, o.recoveredCheckpoints);
+    this.#retention = new CheckpointRetention({ jobId: o.jobId, storage: o.storage, retained });
     if (o.restoreFrom !== null) {
       // Ids continue after the restored checkpoint, also when resuming another
       // job's (Flink resets its CheckpointIDCounter to the savepoint's id + 1):
       // sinks order their transactions by checkpoint id (the MariaDB XA sink's
       // lingering-xid rollback). Another job's checkpoints are not retained here.
-      this.#tracker.restoreCounter(
-        o.restoreFrom.checkpointId,
-        o.restoreFrom.jobId === o.jobId ? undefined : [],
-      );
+      this.#tracker.restoreCounter(o.restoreFrom.checkpointId, retained);
+      // A new leader may recover more than it retains (the old one died
+      // between a completion and its discards): the oldest go now, after the
+      // registry counted their shared blobs, so none of those the retained
+      // ones use is deleted and none of theirs is left behind.
+      const subsumed = this.#tracker.subsumeExcessRetained();
+      if (subsumed.length > 0) {
+        log.info(
+          `job ${o.jobId}: discarding checkpoint(s) ${subsumed.join(", ")} recovered from ` +
+            `storage beyond the ${o.checkpointing.retainedCheckpoints ?? 1} retained`,
+        );
+        this.#retention.discard(subsumed);
+      }
       o.stats?.reportRestored({
         checkpointId: o.restoreFrom.checkpointId,
         jobId: o.restoreFrom.jobId,

@@ -10,7 +10,7 @@
 
 import type { VertexInfo } from "../checkpoint/pending.ts";
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
-import type { SubtaskRef } from "../checkpoint/types.ts";
+import type { CheckpointId, SubtaskRef } from "../checkpoint/types.ts";
 import type { MessageBody, RestorePoint, TaskControlMessage } from "../task/messages.ts";
 import type { CheckpointConfig, CoordinatorFaultPoint, RestoreMode } from "../api/executor.ts";
 import type { ExecutionAttempt } from "./execution_attempt.ts";
@@ -55,6 +55,15 @@ export interface CheckpointCoordinatorOptions {
   readonly vertexInfos: VertexInfo[];
   /** Checkpoint the job was started from (resume, possibly of another job id), or `null`. */
   readonly restoreFrom: RestorePoint | null;
+  /**
+   * High availability: every completed checkpoint of this job that its
+   * storage held when a new leader took the job over, ascending; the last is
+   * `restoreFrom` (Flink's `CompletedCheckpointStore` recovered from
+   * storage). All of them up to `restoreFrom` are registered in the shared
+   * state registry, and those beyond `retainedCheckpoints` are discarded at
+   * once. Default: `restoreFrom` only.
+   */
+  readonly recoveredCheckpoints?: readonly CheckpointId[] | undefined;
   /** How `restoreFrom` was restored. Default `{ kind: "checkpoint", mode: "NO_CLAIM" }`. */
   readonly restoreSettings?: {
     readonly kind: "checkpoint" | "savepoint";

@@ -22,12 +22,13 @@
  * - Savepoints are never discarded by retention (the tracker retains
  *   checkpoints only) and refer to no shared blob.
  * - A coordinator that resumes the job from one of its own checkpoints
- *   rebuilds the registry from that checkpoint's metadata only. A
- *   simplification: a new leader (high availability) that resumes a job does
- *   not register the older checkpoints the old leader still retained, nor
- *   discard them; with incremental checkpoints the blobs only they refer to
- *   may then be deleted, leaving them as garbage that must not be restored
- *   (the README says so). A checkpoint of
+ *   rebuilds the registry from the metadata of every checkpoint it retains
+ *   at start ({@linkcode retainedAtStart}): the restored one and, for a new
+ *   leader (high availability), every older completed checkpoint the old
+ *   leader left in storage (Flink's `CompletedCheckpointStore` recovery);
+ *   the checkpoint coordinator then discards those beyond the retained
+ *   number at once, so no retained checkpoint refers to a deleted shared
+ *   blob and none of the old leader's is left behind. A checkpoint of
  *   another job is not registered: its shared blobs live in that job's
  *   namespace and belong to it (Flink's `NO_CLAIM`), so this job never
  *   deletes them.
@@ -43,6 +44,7 @@
 import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import { retainedCheckpointOf, SharedStateRegistry } from "../checkpoint/shared_state_registry.ts";
 import type { CheckpointId, SubtaskAck } from "../checkpoint/types.ts";
+import type { RestorePoint } from "../task/messages.ts";
 import { logger } from "../log.ts";
 
 const log = logger("coordinator");
@@ -58,7 +60,8 @@ export interface CheckpointRetentionOptions {
   >;
   /**
    * The completed checkpoints of this job the tracker retains at start (a
-   * resume of the job's own checkpoint), whose metadata rebuilds the
+   * resume of the job's own checkpoint, with the older ones a new leader
+   * recovered: {@linkcode retainedAtStart}), whose metadata rebuilds the
    * registry; empty for a fresh start or another job's checkpoint.
    */
   readonly retained: readonly CheckpointId[];
@@ -242,4 +245,21 @@ export class CheckpointRetention {
       );
     }
   }
+}
+
+/**
+ * The completed checkpoints of this job retained when it starts from
+ * `restoreFrom`: none for a fresh start or another job's checkpoint (its
+ * shared blobs belong to that job); else `restoreFrom` and the recovered
+ * ones before it, ascending (later ones cannot exist: a new leader restores
+ * the latest). Pure.
+ */
+export function retainedAtStart(
+  jobId: string,
+  restoreFrom: RestorePoint | null,
+  recovered: readonly CheckpointId[] | undefined,
+): CheckpointId[] {
+  if (restoreFrom === null || restoreFrom.jobId !== jobId) return [];
+  const id = restoreFrom.checkpointId;
+  return [...new Set([...(recovered ?? []).filter((r) => r < id), id])].sort((a, b) => a - b);
 }

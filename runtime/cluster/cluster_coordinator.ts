@@ -181,6 +181,7 @@ export class ClusterCoordinator implements RestBackend {
     }
     const coordinator = this.#jobCoordinator(request, plan.restoreFrom, {
       firstAttempt: plan.attempt,
+      recoveredCheckpoints: plan.recoveredCheckpoints,
       restoreSettings: plan.fromSubmission
         ? stored.restoreSettings
         : { kind: "checkpoint", mode: "NO_CLAIM" },
@@ -495,6 +496,7 @@ export class ClusterCoordinator implements RestBackend {
     restoreFrom: RestorePoint | null,
     resumed?: {
       readonly firstAttempt: number;
+      readonly recoveredCheckpoints: readonly number[];
       readonly restoreSettings: { kind: "checkpoint" | "savepoint"; mode: RestoreMode };
     },
   ): JobCoordinator {
@@ -514,6 +516,7 @@ export class ClusterCoordinator implements RestBackend {
       restartStrategy: request.restartStrategy,
       workers: () => Date.now() < this.#registeringUntil ? [] : this.slots(),
       restoreFrom,
+      recoveredCheckpoints: resumed?.recoveredCheckpoints,
       deployTimeoutMs: o.deployTimeoutMs ?? 60_000,
       savepointStorage: (directory) =>
         clusterSavepointStorage(this.#o.storage, this.#o.checkpointBucket, directory),

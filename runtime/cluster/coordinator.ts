@@ -203,6 +203,7 @@ export class JobCoordinator {
         maxParallelism: v.maxParallelism,
       })),
       restoreFrom: options.restoreFrom,
+      recoveredCheckpoints: options.recoveredCheckpoints,
       restoreSettings: options.restoreSettings,
       savepointStorage: options.savepointStorage,
       stats: this.#checkpointStats,

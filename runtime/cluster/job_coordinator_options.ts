@@ -36,6 +36,14 @@ export interface JobCoordinatorOptions {
   readonly workers: () => string[];
   /** Checkpoint to start from (resume, possibly of another job id), or `null`. */
   readonly restoreFrom: RestorePoint | null;
+  /**
+   * High availability: every completed checkpoint of this job in storage
+   * when a new leader took it over, ascending (the last is `restoreFrom`).
+   * Retention registers their shared blobs and discards those beyond
+   * `retainedCheckpoints` (see `CheckpointCoordinatorOptions`). Default:
+   * `restoreFrom` only.
+   */
+  readonly recoveredCheckpoints?: readonly number[] | undefined;
   /** How long subtasks may take to become ready, in ms. */
   readonly deployTimeoutMs: number;
   /**

@@ -11,7 +11,12 @@
  *   sinks fence producers by attempt), from:
  *   - the latest completed checkpoint in storage (the checkpoint metadata
  *     is the truth: the old leader may have completed checkpoints it had
- *     not written to the store yet);
+ *     not written to the store yet), recovering every completed checkpoint
+ *     storage holds (Flink's `CompletedCheckpointStore` read back on
+ *     recovery): the job's retention registers their shared blobs and
+ *     discards the ones beyond its retained number, so an older checkpoint
+ *     the old leader had not discarded yet (it died in between) is neither
+ *     left behind nor left missing blobs;
  *   - else the point it was submitted with (a savepoint, a resumed
  *     checkpoint, or from scratch), when the store knows of no completed
  *     checkpoint either;
@@ -39,6 +44,7 @@
  *   attempt: 5,
  *   restoreFrom: { jobId: "j1", checkpointId: 8 },
  *   fromSubmission: false,
+ *   recoveredCheckpoints: [7, 8],
  * });
  * ```
  *
@@ -75,6 +81,12 @@ export type JobRecoveryPlan =
     readonly restoreFrom: RestorePoint | null;
     /** True when `restoreFrom` is the submission's point, not one of the job's own checkpoints. */
     readonly fromSubmission: boolean;
+    /**
+     * The job's completed checkpoints in storage, ascending, the last being
+     * `restoreFrom` (empty when `fromSubmission`): the job's retention
+     * registers them all and discards those beyond its retained number.
+     */
+    readonly recoveredCheckpoints: readonly number[];
   }
   | { readonly kind: "fail"; readonly reason: string };
 
@@ -89,6 +101,7 @@ export function planJobRecovery(facts: JobRecoveryFacts): JobRecoveryPlan {
       attempt,
       restoreFrom: { jobId: facts.jobId, checkpointId: latest },
       fromSubmission: false,
+      recoveredCheckpoints: [...facts.completedCheckpoints],
     };
   }
   if (facts.latestCheckpointId !== undefined) {
@@ -100,5 +113,11 @@ export function planJobRecovery(facts: JobRecoveryFacts): JobRecoveryPlan {
         `it is not restarted from scratch, which would repeat its output`,
     };
   }
-  return { kind: "resume", attempt, restoreFrom: facts.restoreFrom, fromSubmission: true };
+  return {
+    kind: "resume",
+    attempt,
+    restoreFrom: facts.restoreFrom,
+    fromSubmission: true,
+    recoveredCheckpoints: [],
+  };
 }

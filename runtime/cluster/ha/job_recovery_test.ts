@@ -9,7 +9,7 @@ const running: JobRecoveryFacts = {
   completedCheckpoints: [],
 };
 
-Deno.test("planJobRecovery resumes a running job from its latest completed checkpoint in storage", () => {
+Deno.test("planJobRecovery resumes a running job from its latest completed checkpoint in storage, recovering every completed one", () => {
   // The store lags (checkpoint 11 completed after the last write): storage is the truth.
   const plan = planJobRecovery({
     ...running,
@@ -21,6 +21,8 @@ Deno.test("planJobRecovery resumes a running job from its latest completed check
     attempt: 3,
     restoreFrom: { jobId: "audit-0a1b", checkpointId: 11 },
     fromSubmission: false,
+    // The old leader died before discarding 10: the new one registers and discards it.
+    recoveredCheckpoints: [10, 11],
   });
 });
 
@@ -31,6 +33,7 @@ Deno.test("planJobRecovery resumes from the submission's point when no checkpoin
       attempt: 3,
       restoreFrom: null,
       fromSubmission: true,
+      recoveredCheckpoints: [],
     });
   });
   await t.step("from the savepoint it was submitted with", () => {
@@ -40,6 +43,7 @@ Deno.test("planJobRecovery resumes from the submission's point when no checkpoin
       attempt: 3,
       restoreFrom,
       fromSubmission: true,
+      recoveredCheckpoints: [],
     });
   });
 });
