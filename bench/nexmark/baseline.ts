@@ -14,7 +14,8 @@
  * {@linkcode runBaseline} times the loop's wall time; the harness measures
  * CPU time around it (`../_rounds.ts`). It runs the windowed queries' loops
  * (q5, q7, q8, q11) from `windowed_baseline.ts`, which also sum a hash of
- * each record.
+ * each record, and the updating queries' (q4, q6) from `q4_q6_baseline.ts`,
+ * which compute their final tables.
  *
  * @module
  */
@@ -25,6 +26,11 @@ import { type Q1Bid, q1Convert, q2Keep, q3Auction, q3Person, type QueryName } fr
 import { runWindowedBaseline } from "./windowed_baseline.ts";
 import { q20Loop } from "./q20.ts";
 import { isWindowedQueryName, type WindowedQueryName } from "./windowed_rows.ts";
+import {
+  isUpdatingQueryName,
+  runUpdatingBaseline,
+  type UpdatingQueryName,
+} from "./q4_q6_baseline.ts";
 
 /** What a baseline run produced. */
 export interface BaselineResult {
@@ -35,7 +41,8 @@ export interface BaselineResult {
   /**
    * The windowed queries only: the sum mod 2^32 of the hashes of the
    * records (`windowedRowHash`), to compare with what the engine's sinks
-   * committed.
+   * committed; the updating queries (q4, q6): of the final table's rows
+   * (`fieldsHash`), and `count` is its number of rows.
    */
   readonly checksum?: number;
 }
@@ -50,7 +57,7 @@ export interface BaselineOptions {
 
 type Loop = (gen: NexmarkGenerator, events: number) => number;
 
-const LOOPS: Readonly<Record<Exclude<QueryName, WindowedQueryName>, Loop>> = {
+const LOOPS: Readonly<Record<Exclude<QueryName, WindowedQueryName | UpdatingQueryName>, Loop>> = {
   q0: (gen, n) => {
     let count = 0;
     let sink = 0;
@@ -150,6 +157,7 @@ const LOOPS: Readonly<Record<Exclude<QueryName, WindowedQueryName>, Loop>> = {
  */
 export function runBaseline(query: QueryName, options: BaselineOptions): BaselineResult {
   if (isWindowedQueryName(query)) return runWindowedBaseline(query, options);
+  if (isUpdatingQueryName(query)) return runUpdatingBaseline(query, options);
   const gen = new NexmarkGenerator(options.config);
   const t0 = performance.now();
   const count = LOOPS[query](gen, options.events);

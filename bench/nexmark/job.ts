@@ -30,8 +30,10 @@ export interface SinkReport {
   readonly committed: number;
   /** Transactions committed. */
   readonly transactions: number;
-  /** Sum mod 2^32 of the committed records' hashes (windowed queries; else 0). */
+  /** Sum mod 2^32 of the committed records' hashes (windowed and updating queries; else 0). */
   readonly checksum: number;
+  /** Committed records counted with their signs (`CountTally.net`). */
+  readonly net: number;
   /** Wall-clock ms of its first record (0: none). */
   readonly firstMs: number;
   /** Wall-clock ms of its close. */
@@ -62,6 +64,7 @@ export function reportTo(dir: string): (tally: CountTally, subtask: number) => v
       committed: t.committed,
       transactions: t.transactions,
       checksum: t.checksum,
+      net: t.net,
       firstMs: t.firstMs,
       closedMs: t.closedMs,
     };

@@ -39,8 +39,8 @@ Deno.test("the harness runs every query in rounds and prints a RESULT line that 
   }
 });
 
-Deno.test("the harness checks the keyed queries' counts (dedup, the joins q3, q20 and q8) exactly at parallelism 2", async (t) => {
-  for (const query of ["dedup", "q3", "q20", "q8"] as const) {
+Deno.test("the harness checks the keyed queries' counts (dedup, the joins q3, q20 and q8, the updating q4 and q6) exactly at parallelism 2", async (t) => {
+  for (const query of ["dedup", "q3", "q20", "q8", "q4", "q6"] as const) {
     await t.step(query, async () => {
       const r = await runQuery({ query, events: EVENTS, rounds: 1, parallelism: 2, log: () => {} });
       assert.equal(r.count, runBaseline(query, { events: EVENTS }).count);

@@ -34,6 +34,10 @@
  * - **q5, q7, q8, q11** (hot items, highest bid, new users, user sessions):
  *   event-time windows, in `windowed_queries.ts`; their baselines are in
  *   `windowed_baseline.ts`.
+ * - **q4, q6** (average closing price per category, average selling price
+ *   per seller): updating results, as retract changelogs of `Row`s, in
+ *   `queries_q4_q6.ts`; their baselines (the final tables) are in
+ *   `q4_q6_baseline.ts`.
  *
  * The per-record logic ({@linkcode q1Convert}, {@linkcode q2Keep},
  * {@linkcode q3Person}, {@linkcode q3Auction}, {@linkcode Q3Join},
@@ -47,7 +51,10 @@
  * (`main.ts`) checks the engine's committed count against the baseline's for
  * equality. The windowed queries' sinks also sum a hash of each record
  * (`windowedRowHash`), so the harness compares their committed output with
- * the baseline's record by record (`windowed_rows.ts`).
+ * the baseline's record by record (`windowed_rows.ts`). The updating queries'
+ * (q4, q6) changelogs differ with arrival order, so their sinks digest the
+ * table the changelog folds to (`net` rows, signed hashes: {@linkcode RecordDigest}),
+ * which the harness compares with the baseline's final table.
  *
  * ## Adding a query
  *
@@ -71,6 +78,7 @@ import {
   ListStateDescriptor,
   OutputTag,
   type ProcessContext,
+  type Row,
   type RuntimeContext,
   type SingleOutputStreamOperator,
   type SinkInitContext,
@@ -86,6 +94,8 @@ import { NexmarkSource, type NexmarkSourceOptions } from "../../connectors/datag
 import { wallClockMs } from "../jobs/_report.ts";
 import { nexmarkEventTimeEvents, WINDOWED_JOBS } from "./windowed_queries.ts";
 import { q20Job } from "./q20.ts";
+import { q4Job, q6Job, rowSign, signedRowHash } from "./queries_q4_q6.ts";
+import { UPDATING_QUERY_NAMES } from "./q4_q6_baseline.ts";
 import { WINDOWED_QUERY_NAMES, type WindowedQueryName, windowedRowHash } from "./windowed_rows.ts";
 
 /** The queries, by name. */
@@ -97,6 +107,7 @@ export const QUERY_NAMES = [
   "dedup",
   "q20",
   ...WINDOWED_QUERY_NAMES,
+  ...UPDATING_QUERY_NAMES,
 ] as const;
 /** A query's name. */
 export type QueryName = typeof QUERY_NAMES[number];
@@ -270,8 +281,32 @@ export interface CountTally {
   firstMs: number;
   /** Wall-clock time of the sink's close, ms; 0 before it. */
   closedMs: number;
+  /**
+   * Records of committed transactions, each counted with its sign (see
+   * {@linkcode RecordDigest}; +1 without one): for a changelog, the number
+   * of rows of the table it folds to.
+   */
+  net: number;
   /** Ids of committed transactions, so a repeated commit (restore) counts once. */
   readonly committedIds: Set<string>;
+}
+
+/**
+ * How a sink digests each record into its tally's `checksum` and `net`:
+ * a 32-bit hash and, for a changelog, a sign (+1 for `+I`/`+U`, -1 for
+ * `-U`/`-D`), so the digest is that of the table the changelog folds to.
+ * A bare function is a hash with sign +1.
+ */
+export type RecordDigest =
+  | ((record: unknown) => number)
+  | { readonly hash: (record: unknown) => number; readonly sign: (record: unknown) => 1 | -1 };
+
+function hashOf(digest: RecordDigest | undefined): ((record: unknown) => number) | undefined {
+  return digest === undefined ? undefined : typeof digest === "function" ? digest : digest.hash;
+}
+
+function signOf(digest: RecordDigest | undefined): ((record: unknown) => 1 | -1) | undefined {
+  return digest === undefined || typeof digest === "function" ? undefined : digest.sign;
 }
 
 /** An empty {@linkcode CountTally}. */
@@ -283,6 +318,7 @@ export function newTally(): CountTally {
     checksum: 0,
     firstMs: 0,
     closedMs: 0,
+    net: 0,
     committedIds: new Set(),
   };
 }
@@ -293,6 +329,8 @@ export interface CountTxn {
   readonly id: string;
   /** Records invoked into it. */
   count: number;
+  /** Their signs summed (see {@linkcode RecordDigest}). */
+  net: number;
   /** Sum mod 2^32 of their hashes (0 without a record hash). */
   checksum: number;
 }
@@ -310,22 +348,25 @@ export class CountingTwoPhaseCommitSink implements TwoPhaseCommitSink<unknown, C
   private readonly tally: CountTally;
   private readonly onClose: ((tally: CountTally, subtask: number) => void) | undefined;
   private readonly hash: ((record: unknown) => number) | undefined;
+  private readonly sign: ((record: unknown) => 1 | -1) | undefined;
   private next = 0;
   private subtask = 0;
 
   /**
    * @param tally where counts go.
    * @param onClose called at `close()` with the tally (cluster mode writes a report there).
-   * @param hash a 32-bit hash of a record, summed into the tally's `checksum`.
+   * @param digest a 32-bit hash of a record, summed into the tally's
+   *   `checksum`, and its sign, summed into `net` (see {@linkcode RecordDigest}).
    */
   constructor(
     tally: CountTally,
     onClose?: (tally: CountTally, subtask: number) => void,
-    hash?: (record: unknown) => number,
+    digest?: RecordDigest,
   ) {
     this.tally = tally;
     this.onClose = onClose;
-    this.hash = hash;
+    this.hash = hashOf(digest);
+    this.sign = signOf(digest);
   }
 
   /** Remembers the subtask index. */
@@ -338,6 +379,7 @@ export class CountingTwoPhaseCommitSink implements TwoPhaseCommitSink<unknown, C
     return {
       id: `${c.jobId}/${c.uid}/${c.subtaskIndex}/${c.attempt}/${this.next++}`,
       count: 0,
+      net: 0,
       checksum: 0,
     };
   }
@@ -346,6 +388,7 @@ export class CountingTwoPhaseCommitSink implements TwoPhaseCommitSink<unknown, C
   invoke(txn: CountTxn, record: unknown): void {
     if (this.tally.records++ === 0) this.tally.firstMs = wallClockMs();
     txn.count++;
+    txn.net += this.sign === undefined ? 1 : this.sign(record);
     if (this.hash !== undefined) txn.checksum = (txn.checksum + this.hash(record)) >>> 0;
   }
 
@@ -357,6 +400,7 @@ export class CountingTwoPhaseCommitSink implements TwoPhaseCommitSink<unknown, C
     if (this.tally.committedIds.has(txn.id)) return;
     this.tally.committedIds.add(txn.id);
     this.tally.committed += txn.count;
+    this.tally.net += txn.net;
     this.tally.checksum = (this.tally.checksum + txn.checksum) >>> 0;
     this.tally.transactions++;
   }
@@ -378,17 +422,19 @@ export class CountingSink implements SinkFunction<unknown> {
   private readonly tally: CountTally;
   private readonly onClose: ((tally: CountTally, subtask: number) => void) | undefined;
   private readonly hash: ((record: unknown) => number) | undefined;
+  private readonly sign: ((record: unknown) => 1 | -1) | undefined;
   private subtask = 0;
 
   /** Like {@linkcode CountingTwoPhaseCommitSink}'s constructor. */
   constructor(
     tally: CountTally,
     onClose?: (tally: CountTally, subtask: number) => void,
-    hash?: (record: unknown) => number,
+    digest?: RecordDigest,
   ) {
     this.tally = tally;
     this.onClose = onClose;
-    this.hash = hash;
+    this.hash = hashOf(digest);
+    this.sign = signOf(digest);
   }
 
   /** Remembers the subtask index. */
@@ -396,9 +442,10 @@ export class CountingSink implements SinkFunction<unknown> {
     this.subtask = ctx.subtaskIndex;
   }
 
-  /** Counts one record (and its hash). */
+  /** Counts one record (and its hash and sign). */
   invoke(record: unknown): void {
     if (this.tally.records++ === 0) this.tally.firstMs = wallClockMs();
+    this.tally.net += this.sign === undefined ? 1 : this.sign(record);
     if (this.hash !== undefined) {
       this.tally.checksum = (this.tally.checksum + this.hash(record)) >>> 0;
     }
@@ -421,6 +468,13 @@ export interface QueryJobOptions {
   readonly exactlyOnce?: boolean;
   /** Called by each sink subtask at `close()`. */
   readonly onSinkClose?: (tally: CountTally, subtask: number) => void;
+  /**
+   * How the sink digests each record, instead of the query's own (the
+   * windowed queries' row hash, q4's and q6's signed changelog hash; none
+   * for the others): the SQL comparison (`sql_queries.ts`) digests both
+   * sides' rows alike.
+   */
+  readonly digest?: RecordDigest;
 }
 
 /** Builds a query's job on `env` (it does not execute it). */
@@ -443,11 +497,17 @@ function bids(env: StreamExecutionEnvironment, options: QueryJobOptions) {
   }).name("bid");
 }
 
-function sink(options: QueryJobOptions, hash?: (record: unknown) => number) {
+function sink(options: QueryJobOptions, digest?: RecordDigest) {
+  const d = options.digest ?? digest;
   return options.exactlyOnce === false
-    ? new CountingSink(options.tally, options.onSinkClose, hash)
-    : new CountingTwoPhaseCommitSink(options.tally, options.onSinkClose, hash);
+    ? new CountingSink(options.tally, options.onSinkClose, d)
+    : new CountingTwoPhaseCommitSink(options.tally, options.onSinkClose, d);
 }
+
+const CHANGELOG_DIGEST: RecordDigest = {
+  hash: (r) => signedRowHash(r as Row),
+  sign: (r) => rowSign(r as Row),
+};
 
 /** A windowed query's job: event-time events, the query, a sink summing its rows' hashes. */
 function windowed(query: WindowedQueryName): QueryBuilder {
@@ -493,6 +553,12 @@ export const QUERIES: Readonly<Record<QueryName, QueryBuilder>> = {
   },
   q20: (env, o) => {
     q20Job(events(env, o)).sinkTo(sink(o)).uid("blackhole");
+  },
+  q4: (env, o) => {
+    q4Job(nexmarkEventTimeEvents(env, o.source)).sinkTo(sink(o, CHANGELOG_DIGEST)).uid("blackhole");
+  },
+  q6: (env, o) => {
+    q6Job(nexmarkEventTimeEvents(env, o.source)).sinkTo(sink(o, CHANGELOG_DIGEST)).uid("blackhole");
   },
   q5: windowed("q5"),
   q7: windowed("q7"),
