@@ -22,6 +22,7 @@ import { compareValues } from "./aggregates.ts";
 import { exprText } from "./sql_text.ts";
 import type { SqlValue } from "./row.ts";
 import { SCALAR_FUNCTIONS } from "./scalar_functions.ts";
+import { timeAttributeMillis, timestampText } from "./time_attribute.ts";
 import type { Expr } from "./sql_ast.ts";
 import { castValue, type Column, type DataType, TYPES } from "./types.ts";
 
@@ -50,6 +51,12 @@ export interface Scope {
   readonly locate: (name: string) => string;
   /** Refuses an aggregate outside SELECT/HAVING of a grouped query, naming it. */
   readonly aggregatesAllowed: boolean;
+  /**
+   * Per column, the names that qualify it (`t.c`: its table's name or
+   * alias). Absent: a qualifier is not checked. A name that more than one
+   * column answers to is refused as ambiguous.
+   */
+  readonly qualifiers?: readonly (readonly string[])[];
 }
 
 const numeric = (t: DataType) => t.family === "BIGINT" || t.family === "DOUBLE";
@@ -75,15 +82,7 @@ export function compileExpr(expr: Expr, scope: Scope): CompiledExpr {
   };
   switch (expr.k) {
     case "column": {
-      const index = scope.columns.findIndex((c) => c.name === expr.name);
-      if (index === -1) {
-        return fail(
-          `Column '${expr.name}' not found in ${scope.inputName} (columns: ${
-            scope.columns.map((c) => c.name).join(", ")
-          })`,
-          expr.name,
-        );
-      }
+      const index = resolveColumn(expr, scope, fail);
       return { evaluate: (f) => f[index] ?? null, type: scope.columns[index]!.type, text };
     }
     case "literal": {
@@ -200,6 +199,48 @@ export function compileExpr(expr: Expr, scope: Scope): CompiledExpr {
   }
 }
 
+/**
+ * The position of column `expr` (`name` or `table.name`) in `scope`.
+ * @throws {PlanningError} when no column or more than one answers to it.
+ */
+function resolveColumn(
+  expr: Extract<Expr, { k: "column" }>,
+  scope: Scope,
+  fail: (message: string, name: string) => never,
+): number {
+  const qualifiers = scope.qualifiers;
+  const hits: number[] = [];
+  scope.columns.forEach((c, i) => {
+    if (c.name !== expr.name) return;
+    if (expr.table !== null && qualifiers !== undefined && !qualifiers[i]?.includes(expr.table)) {
+      return;
+    }
+    hits.push(i);
+  });
+  const named = expr.table === null ? expr.name : `${expr.table}.${expr.name}`;
+  if (hits.length === 0) {
+    const repeated = (name: string) => scope.columns.filter((c) => c.name === name).length > 1;
+    const known = scope.columns.map((c, i) => {
+      const q = qualifiers?.[i]?.[0];
+      return q === undefined || !repeated(c.name) ? c.name : `${q}.${c.name}`;
+    });
+    return fail(
+      `Column '${named}' not found in ${scope.inputName} (columns: ${known.join(", ")})`,
+      expr.name,
+    );
+  }
+  if (hits.length > 1) {
+    const sides = hits.map((i) => qualifiers?.[i]?.[0] ?? "?");
+    return fail(
+      `Column '${named}' is ambiguous: it is a column of ${sides.join(" and ")}; qualify it (e.g. ${
+        sides[0]
+      }.${expr.name})`,
+      expr.name,
+    );
+  }
+  return hits[0]!;
+}
+
 function compileCase(expr: Extract<Expr, { k: "case" }>, scope: Scope, text: string): CompiledExpr {
   const operand = expr.operand === null ? null : compileExpr(expr.operand, scope);
   const whens = expr.whens.map((w) => ({
@@ -286,6 +327,23 @@ function compileBinary(
         return a === null || b === null ? null : test(compareValues(a, b));
       },
       type: TYPES.BOOLEAN,
+      text,
+    };
+  }
+  if (
+    (op === "+" || op === "-") && l.type.family === "TIMESTAMP" && expr.right.k === "interval"
+  ) {
+    // TIMESTAMP +/- INTERVAL: a TIMESTAMP(3) again (not a time attribute).
+    const sign = op === "+" ? 1 : -1;
+    const column = exprText(expr.left);
+    return {
+      evaluate(f) {
+        const a = l.evaluate(f);
+        const b = r.evaluate(f);
+        if (a === null || b === null) return null;
+        return timestampText(timeAttributeMillis(a, column) + sign * (b as number));
+      },
+      type: TYPES.TIMESTAMP,
       text,
     };
   }

@@ -1,8 +1,22 @@
 /**
- * The logical plan of a continuous query and its changelog modes: a tree
- * of `TableSourceScan`, `Calc` (projection and filter) and `GroupAggregate`
- * nodes, named and printed as Flink's optimized physical plan
- * (`EXPLAIN CHANGELOG_MODE`).
+ * The logical plan of a continuous query and its changelog modes, planned
+ * relationally: every FROM item (`TableRef`: a table or view with an
+ * alias, a subquery, a join, a window table-valued function) is planned by
+ * {@linkcode planRelation} into a {@linkcode Relation}, a plan node whose
+ * output columns know the names that qualify them (`t.c` resolves; a bare
+ * name that two inputs share is refused as ambiguous). A SELECT is then
+ * planned over its FROM relation: WHERE, GROUP BY (or a window
+ * aggregation when it groups by `window_start, window_end` of a window
+ * TVF), HAVING and the SELECT list. Nodes are named and printed as Flink's
+ * optimized physical plan (`EXPLAIN CHANGELOG_MODE`, `plan_explain.ts`).
+ *
+ * | node | made by | file |
+ * |---|---|---|
+ * | `TableSourceScan` | a table (with `watermark` when it has a rowtime) | here |
+ * | `Calc` | projection and filter | here |
+ * | `GroupAggregate` | non-windowed GROUP BY | here |
+ * | `Join`, `IntervalJoin`, `WindowJoin` | `JOIN ... ON` | `plan_join.ts` |
+ * | `WindowTableFunction`, `WindowAggregate` | `TABLE(TUMBLE(...))` and its GROUP BY | `plan_window.ts` |
  *
  * Planning is pure: it reads the catalog's schemas and produces nodes whose
  * expressions are compiled closures; `translate.ts` turns a plan into
@@ -12,11 +26,20 @@
  *
  * - `TableSourceScan`: its source's mode (`append`, or `retract` for a
  *   table made by `fromChangelogStream`);
- * - `Calc`: its input's mode;
+ * - `Calc`, `WindowTableFunction`: their input's mode;
  * - `GroupAggregate`: `retract` (`-U`/`+U` pairs), or `upsert` (no `-U`,
  *   keyed by the GROUP BY keys) when the consumer asks for upserts and no
  *   filter (HAVING) follows it; a filter after an aggregate needs the
- *   `-U` rows, as in Flink.
+ *   `-U` rows, as in Flink;
+ * - `WindowAggregate`, `IntervalJoin`, `WindowJoin`: `append`;
+ * - `Join`: `append` for an inner join of append-only inputs, else `retract`.
+ *
+ * ## Event time
+ *
+ * A table's rowtime column (from `WATERMARK FOR`) has a type marked
+ * `timeAttribute: "rowtime"`; a plain reference keeps the mark, any
+ * computation drops it (as Flink materializes a time attribute). Window
+ * TVFs and interval joins need a marked column.
  *
  * @example
  * ```ts
@@ -39,16 +62,40 @@
  */
 
 import type { AggregateSpec } from "./aggregates.ts";
-import {
-  type ChangelogMode,
-  changelogModeString,
-  isUpdating,
-  PlanningError,
-} from "./changelog_mode.ts";
+import { type ChangelogMode, PlanningError } from "./changelog_mode.ts";
 import { type CompiledExpr, compileExpr, type Scope } from "./expressions.ts";
 import { exprText } from "./sql_text.ts";
-import type { Expr, SelectQuery, TableRef } from "./sql_ast.ts";
-import { type Column, TYPES } from "./types.ts";
+import type { Expr, SelectQuery, TableRef, WatermarkDefinition } from "./sql_ast.ts";
+import { type Column, type DataType, TYPES } from "./types.ts";
+import {
+  type IntervalJoinNode,
+  type JoinNode,
+  planJoin,
+  type WindowJoinNode,
+} from "./plan_join.ts";
+import {
+  planWindowAggregate,
+  planWindowTvf,
+  type WindowAggregateNode,
+  type WindowProperties,
+  type WindowTableFunctionNode,
+} from "./plan_window.ts";
+export { describeNode, explainPlan, updateProducer } from "./plan_explain.ts";
+
+/**
+ * The event time of a scan: its rowtime column and the watermark
+ * `WATERMARK FOR c AS c - INTERVAL 'n' ...` declares (Flink's
+ * `WatermarkAssigner`): the watermark is the highest rowtime seen minus
+ * `delayMillis`.
+ */
+export interface ScanWatermark {
+  /** The rowtime column's position. */
+  readonly rowtime: number;
+  /** How far the watermark trails the highest rowtime, ms (>= 0). */
+  readonly delayMillis: number;
+  /** The watermark expression's SQL text, for explain. */
+  readonly text: string;
+}
 
 /** Reads a source table (Flink's `TableSourceScan`). */
 export interface ScanNode {
@@ -60,6 +107,8 @@ export interface ScanNode {
   readonly columns: readonly Column[];
   /** Its changelog mode. */
   readonly mode: ChangelogMode;
+  /** Its event time, when the table declares a watermark. */
+  readonly watermark?: ScanWatermark;
 }
 
 /** Projection and filter of each row (Flink's `Calc`); stateless. */
@@ -78,7 +127,7 @@ export interface CalcNode {
   readonly mode: ChangelogMode;
 }
 
-/** One aggregate call of a GroupAggregate. */
+/** One aggregate call of a GroupAggregate or WindowAggregate. */
 export interface AggregateCall {
   /** Which function. */
   readonly spec: AggregateSpec;
@@ -107,23 +156,49 @@ export interface GroupAggregateNode {
 }
 
 /** A node of a plan. */
-export type PlanNode = ScanNode | CalcNode | GroupAggregateNode;
+export type PlanNode =
+  | ScanNode
+  | CalcNode
+  | GroupAggregateNode
+  | JoinNode
+  | IntervalJoinNode
+  | WindowJoinNode
+  | WindowTableFunctionNode
+  | WindowAggregateNode;
+
+/**
+ * A planned FROM item: its plan node, and per output column the names
+ * that qualify it (the table's name and alias, or a subquery's alias).
+ */
+export interface Relation {
+  /** The plan of the item. */
+  readonly node: PlanNode;
+  /** Per column of `node.columns`, the qualifiers `q` of `q.column` (maybe none). */
+  readonly qualifiers: readonly (readonly string[])[];
+  /**
+   * Where `window_start`, `window_end` (and `window_time`) are, when the
+   * relation is a window TVF or keeps the window columns of a window
+   * aggregation (what a WindowAggregate or WindowJoin reads); else `null`.
+   */
+  readonly window: WindowProperties | null;
+}
+
+/** What the catalog tells the planner about a table or view. */
+export interface CatalogTableInfo {
+  /** The columns. */
+  readonly columns: readonly Column[];
+  /** For a view defined by a query: that query's plan (planned in place of a scan). */
+  readonly plan?: PlanNode;
+  /** The source's changelog mode (default `append`). */
+  readonly mode?: ChangelogMode;
+  /** `WATERMARK FOR ...` of the table, making its column a rowtime attribute. */
+  readonly watermark?: WatermarkDefinition | null;
+}
 
 /** What the planner needs from the catalog. */
 export interface PlannerContext {
-  /**
-   * The columns of table `name` and, for a view defined by a query, that
-   * query's plan (planned in place of a scan), or `undefined` when there is none.
-   */
-  lookup(
-    name: string,
-  ):
-    | {
-      readonly columns: readonly Column[];
-      readonly plan?: PlanNode;
-      readonly mode?: ChangelogMode;
-    }
-    | undefined;
+  /** The table or view `name`, or `undefined` when there is none. */
+  lookup(name: string): CatalogTableInfo | undefined;
   /** Where `name` first appears in the statement, for messages (`" at line 1, column 8"`, or `""`). */
   locate(name: string): string;
 }
@@ -137,20 +212,144 @@ export interface PlanOptions {
 /**
  * Plans a SELECT.
  * @returns the plan's root.
- * @throws {PlanningError} for an unknown table or column, a bad expression,
- *   `*` in a grouped query, a SELECT item that is neither a key nor an
- *   aggregate, or upsert mode with HAVING or without the keys selected.
+ * @throws {PlanningError} for an unknown table or column, an ambiguous
+ *   column, a bad expression, `*` in a grouped query, a SELECT item that is
+ *   neither a key nor an aggregate, a join without an equality, or upsert
+ *   mode with HAVING or without the keys selected.
  */
 export function planQuery(
   query: SelectQuery,
   context: PlannerContext,
   options: PlanOptions = {},
 ): PlanNode {
-  if (query.from.k !== "table" || query.from.alias !== null) {
-    throw new PlanningError(
-      `${FROM_KINDS[query.from.k]} in FROM is not supported yet${context.locate("FROM")}`,
+  return planSelect(query, context, options).node;
+}
+
+/**
+ * Plans one FROM item (see the module docs).
+ * @throws {PlanningError} as {@linkcode planQuery}.
+ */
+export function planRelation(ref: TableRef, context: PlannerContext): Relation {
+  switch (ref.k) {
+    case "table":
+      return planTable(ref, context);
+    case "subquery": {
+      const inner = planSelect(ref.query, context, {});
+      const q = ref.alias === null ? [] : [ref.alias];
+      return {
+        node: inner.node,
+        qualifiers: inner.node.columns.map(() => q),
+        window: inner.window,
+      };
+    }
+    case "join":
+      return planJoin(ref, context, planRelation);
+    case "windowTvf":
+      return planWindowTvf(ref, context, planRelation(ref.input, context));
+    case "lateral":
+      throw new PlanningError(
+        `a lateral table function in FROM is not supported yet${context.locate(ref.fn)}`,
+      );
+  }
+}
+
+/** A scope over a relation's columns, for compiling expressions. */
+export function relationScope(
+  relation: Relation,
+  context: PlannerContext,
+  inputName: string,
+): Scope {
+  return {
+    columns: relation.node.columns,
+    qualifiers: relation.qualifiers,
+    inputName,
+    locate: context.locate,
+    aggregatesAllowed: false,
+  };
+}
+
+function planTable(ref: Extract<TableRef, { k: "table" }>, context: PlannerContext): Relation {
+  const table = context.lookup(ref.name);
+  if (table === undefined) {
+    throw new PlanningError(`Object '${ref.name}' not found${context.locate(ref.name)}`);
+  }
+  const qualifiers = ref.alias === null ? [ref.name] : [ref.alias, ref.name];
+  if (table.plan !== undefined) {
+    return {
+      node: table.plan,
+      qualifiers: table.plan.columns.map(() => qualifiers),
+      window: null,
+    };
+  }
+  let columns = table.columns;
+  let watermark: ScanWatermark | undefined;
+  if (table.watermark != null) {
+    watermark = scanWatermark(ref.name, table.columns, table.watermark, context);
+    const rowtime = watermark.rowtime;
+    columns = columns.map((c, i) =>
+      i === rowtime ? { name: c.name, type: { ...c.type, timeAttribute: "rowtime" } } : c
     );
   }
+  const scan: ScanNode = {
+    op: "TableSourceScan",
+    table: ref.name,
+    columns,
+    mode: table.mode ?? "append",
+    ...(watermark === undefined ? {} : { watermark }),
+  };
+  return { node: scan, qualifiers: columns.map(() => qualifiers), window: null };
+}
+
+/**
+ * The scan's event time from `WATERMARK FOR c AS expr`: `expr` is `c`,
+ * `c - INTERVAL ...` or `c + INTERVAL ...` (a simplification: Flink takes
+ * any expression).
+ */
+function scanWatermark(
+  table: string,
+  columns: readonly Column[],
+  watermark: WatermarkDefinition,
+  context: PlannerContext,
+): ScanWatermark {
+  const rowtime = columns.findIndex((c) => c.name === watermark.column);
+  if (rowtime === -1) {
+    throw new PlanningError(
+      `WATERMARK FOR ${watermark.column} of table ${table}: no such column (columns: ${
+        columns.map((c) => c.name).join(", ")
+      })${context.locate("WATERMARK")}`,
+    );
+  }
+  const type = columns[rowtime]!.type;
+  if (type.family !== "TIMESTAMP" && type.family !== "BIGINT") {
+    throw new PlanningError(
+      `WATERMARK FOR ${watermark.column} of table ${table} needs a TIMESTAMP column (or BIGINT epoch milliseconds), got ${type.name}${
+        context.locate("WATERMARK")
+      }`,
+    );
+  }
+  const e = watermark.expr;
+  const text = exprText(e);
+  const isRowtime = (x: Expr) => x.k === "column" && x.name === watermark.column;
+  let delay: number | null = null;
+  if (isRowtime(e)) delay = 0;
+  else if (
+    e.k === "binary" && (e.op === "-" || e.op === "+") && isRowtime(e.left) &&
+    e.right.k === "interval"
+  ) {
+    delay = e.op === "-" ? e.right.millis : -e.right.millis;
+  }
+  if (delay === null || delay < 0) {
+    throw new PlanningError(
+      `WATERMARK FOR ${watermark.column} AS ${text} of table ${table}: the watermark must be ${watermark.column} or ${watermark.column} - INTERVAL '...' <unit> (a bounded delay)${
+        context.locate("WATERMARK")
+      }`,
+    );
+  }
+  return { rowtime, delayMillis: delay, text };
+}
+
+/** A SELECT planned as a relation (its output qualified by nothing; window columns tracked). */
+function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOptions): Relation {
   if (query.distinct || query.orderBy.length > 0 || query.limit !== null) {
     throw new PlanningError(
       `${
@@ -158,51 +357,46 @@ export function planQuery(
       } is not supported yet${context.locate(query.distinct ? "DISTINCT" : "ORDER")}`,
     );
   }
-  const from = query.from.name;
-  const table = context.lookup(from);
-  if (table === undefined) {
-    throw new PlanningError(`Object '${from}' not found${context.locate(from)}`);
+  // A comma join (`FROM a, b WHERE a.k = b.k`) is an inner join on WHERE.
+  let from = query.from;
+  let whereExpr = query.where;
+  if (from.k === "join" && from.kind === "CROSS" && from.on === null && whereExpr !== null) {
+    from = { ...from, kind: "INNER", on: whereExpr };
+    whereExpr = null;
   }
-  const scan: PlanNode = table.plan ??
-    {
-      op: "TableSourceScan",
-      table: from,
-      columns: table.columns,
-      mode: table.mode ?? "append",
-    };
-  const inputScope: Scope = {
-    columns: scan.columns,
-    inputName: `table ${from}`,
-    locate: context.locate,
-    aggregatesAllowed: false,
-  };
-  const where = query.where === null ? null : condition(query.where, inputScope, "WHERE", context);
+  const rel = planRelation(from, context);
+  const inputName = from.k === "table" ? `table ${from.name}` : "the FROM clause";
+  const inputScope = relationScope(rel, context, inputName);
+  const where = whereExpr === null ? null : condition(whereExpr, inputScope, "WHERE", context);
   const aggregates = collectAggregates(query);
   const grouped = query.groupBy.length > 0 || aggregates.length > 0;
   if (!grouped) {
     if (query.having !== null) {
       throw new PlanningError(`HAVING needs GROUP BY or an aggregate${context.locate("HAVING")}`);
     }
-    const { projections, columns } = project(query, inputScope, context);
-    const trivial = where === null && columns.length === scan.columns.length &&
-      columns.every((c, i) => c.name === scan.columns[i]!.name && projections[i]!.text === c.name);
-    if (trivial) return scan; // SELECT * (or every column in order): no Calc, as Flink's planner
-    return { op: "Calc", input: scan, projections, filter: where, columns, mode: scan.mode };
-  }
-  let input: PlanNode = scan;
-  if (where !== null) {
-    input = {
+    if (rel.window?.tvf?.window.fn === "SESSION") {
+      throw new PlanningError(
+        `SESSION windows need a window aggregation (GROUP BY window_start, window_end, ...)${
+          context.locate("SESSION")
+        }`,
+      );
+    }
+    const { projections, columns, sources } = project(query, inputScope, context);
+    const input = rel.node;
+    const trivial = where === null && columns.length === input.columns.length &&
+      columns.every((c, i) => c.name === input.columns[i]!.name && sources[i] === i);
+    if (trivial) {
+      return { node: input, qualifiers: input.columns.map(() => []), window: rel.window };
+    }
+    const node: CalcNode = {
       op: "Calc",
-      input: scan,
-      projections: scan.columns.map((c, i) => ({
-        evaluate: (f) => f[i] ?? null,
-        type: c.type,
-        text: c.name,
-      })),
+      input,
+      projections,
       filter: where,
-      columns: scan.columns,
-      mode: scan.mode,
+      columns,
+      mode: input.mode,
     };
+    return { node, qualifiers: columns.map(() => []), window: keptWindow(rel.window, sources) };
   }
   const keys = query.groupBy.map((e) => compileExpr(e, inputScope));
   const calls: AggregateCall[] = aggregates.map((a) => {
@@ -232,14 +426,17 @@ export function planQuery(
   const columns: Column[] = [
     ...keys.map((k, i) => ({
       name: aliasOf(k.text) ?? (query.groupBy[i]!.k === "column" ? k.text : `EXPR$${i}`),
-      type: k.type,
+      type: materialized(k.type),
     })),
     ...calls.map((c, i) => ({
       name: aliasOf(c.text) ?? `EXPR$${keys.length + i}`,
       type: aggregateType(c),
     })),
   ];
-  const upsert = options.upsert === true;
+  const keySources = query.groupBy.map((e) => e.k === "column" ? sourceOf(keys, e) : null);
+  const windowed = rel.window !== null && rel.window.tvf !== null &&
+    keySources.includes(rel.window.start) && keySources.includes(rel.window.end);
+  const upsert = options.upsert === true && !windowed;
   if (upsert && query.having !== null) {
     throw new PlanningError(
       `upsert mode after HAVING is not supported yet (the filter needs the -U rows)${
@@ -247,15 +444,49 @@ export function planQuery(
       }`,
     );
   }
-  const aggregate: GroupAggregateNode = {
-    op: "GroupAggregate",
-    input,
-    keys,
-    aggregates: calls,
-    columns,
-    mode: upsert ? "upsert" : "retract",
-    generateUpdateBefore: !upsert,
-  };
+  let aggregate: PlanNode;
+  let window: WindowProperties | null = null;
+  if (windowed) {
+    const planned = planWindowAggregate({
+      relation: rel,
+      where,
+      whereExpr,
+      groupBy: query.groupBy,
+      keys,
+      keySources: keySources.map((s) => s ?? -1),
+      aggregates,
+      calls,
+      columns,
+      context,
+    });
+    aggregate = planned.node;
+    window = planned.window;
+  } else {
+    let input: PlanNode = rel.node;
+    if (where !== null) {
+      input = {
+        op: "Calc",
+        input,
+        projections: input.columns.map((c, i) => ({
+          evaluate: (f) => f[i] ?? null,
+          type: c.type,
+          text: c.name,
+        })),
+        filter: where,
+        columns: input.columns,
+        mode: input.mode,
+      };
+    }
+    aggregate = {
+      op: "GroupAggregate",
+      input,
+      keys,
+      aggregates: calls,
+      columns,
+      mode: upsert ? "upsert" : "retract",
+      generateUpdateBefore: !upsert,
+    };
+  }
   const computed = new Map<string, number>();
   keys.forEach((k, i) => computed.set(k.text, i));
   calls.forEach((c, i) => computed.set(c.text, keys.length + i));
@@ -269,7 +500,7 @@ export function planQuery(
   const having = query.having === null
     ? null
     : condition(query.having, outputScope, "HAVING", context);
-  const { projections, columns: outColumns } = project(query, outputScope, context);
+  const { projections, columns: outColumns, sources } = project(query, outputScope, context);
   if (upsert) {
     keys.forEach((k, i) => {
       if (!projections.some((p) => p.text === columns[i]!.name)) {
@@ -283,8 +514,8 @@ export function planQuery(
     projections.every((p, i) =>
       p.text === columns[i]!.name && outColumns[i]!.name === columns[i]!.name
     );
-  if (identity) return aggregate;
-  return {
+  if (identity) return { node: aggregate, qualifiers: columns.map(() => []), window };
+  const node: CalcNode = {
     op: "Calc",
     input: aggregate,
     projections,
@@ -292,27 +523,63 @@ export function planQuery(
     columns: outColumns,
     mode: aggregate.mode,
   };
+  return { node, qualifiers: outColumns.map(() => []), window: keptWindow(window, sources) };
 }
 
-const FROM_KINDS: Readonly<Record<TableRef["k"], string>> = {
-  table: "an aliased table",
-  subquery: "a subquery",
-  join: "a join",
-  windowTvf: "a window table-valued function",
-  lateral: "a lateral table function",
-};
+/** Where the input column a GROUP BY column key reads is, or `null`. */
+function sourceOf(keys: readonly CompiledExpr[], e: Expr): number | null {
+  const key = keys.find((k) => k.text === exprText(e));
+  return key === undefined ? null : columnSource(key);
+}
 
-function aggregateType(call: AggregateCall) {
+/**
+ * The input position a compiled plain column reference reads (found by
+ * evaluating it over the positions themselves), or `null`.
+ */
+export function columnSource(expr: CompiledExpr): number | null {
+  const probe = Array.from({ length: 4096 }, (_, i) => i);
+  try {
+    const v = expr.evaluate(probe);
+    return typeof v === "number" && Number.isInteger(v) && probe[v] === v ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The window properties of an input, as positions after a projection reading `sources`. */
+function keptWindow(
+  window: WindowProperties | null,
+  sources: readonly (number | null)[],
+): WindowProperties | null {
+  if (window === null) return null;
+  const start = sources.indexOf(window.start);
+  const end = sources.indexOf(window.end);
+  if (start === -1 || end === -1) return null;
+  const time = window.time === null ? -1 : sources.indexOf(window.time);
+  return { ...window, start, end, time: time === -1 ? null : time, tvf: null };
+}
+
+/** A computed value's type: an expression over a time attribute is a plain TIMESTAMP (Flink materializes it). */
+export function materialized(type: DataType): DataType {
+  if (type.timeAttribute === undefined) return type;
+  return { family: type.family, name: type.name };
+}
+
+function aggregateType(call: AggregateCall): DataType {
   switch (call.spec.fn) {
     case "COUNT":
     case "COUNT_STAR":
       return TYPES.BIGINT;
     default:
-      return call.arg?.type ?? TYPES.BIGINT;
+      return materialized(call.arg?.type ?? TYPES.BIGINT);
   }
 }
 
-function condition(
+/**
+ * Compiles a condition and checks it is BOOLEAN.
+ * @throws {PlanningError} naming the clause otherwise.
+ */
+export function condition(
   expr: Expr,
   scope: Scope,
   clause: string,
@@ -333,17 +600,20 @@ function project(
   query: SelectQuery,
   scope: Scope,
   context: PlannerContext,
-): { projections: CompiledExpr[]; columns: Column[] } {
+): { projections: CompiledExpr[]; columns: Column[]; sources: (number | null)[] } {
   const projections: CompiledExpr[] = [];
   const columns: Column[] = [];
+  const sources: (number | null)[] = [];
   for (const item of query.items) {
     if (item.k === "star") {
       if (scope.computed !== undefined) {
         throw new PlanningError(`SELECT * in a grouped query is not allowed${context.locate("*")}`);
       }
+      const names = uniqueNames(scope.columns.map((c) => c.name));
       scope.columns.forEach((c, i) => {
         projections.push({ evaluate: (f) => f[i] ?? null, type: c.type, text: c.name });
-        columns.push(c);
+        columns.push({ name: names[i]!, type: c.type });
+        sources.push(i);
       });
       continue;
     }
@@ -351,7 +621,9 @@ function project(
     projections.push(compiled);
     const name = item.alias ??
       (item.expr.k === "column" ? item.expr.name : `EXPR$${columns.length}`);
-    columns.push({ name, type: compiled.type });
+    const plain = item.expr.k === "column" ? columnSource(compiled) : null;
+    columns.push({ name, type: plain === null ? materialized(compiled.type) : compiled.type });
+    sources.push(plain);
   }
   const seen = new Set<string>();
   for (const c of columns) {
@@ -364,7 +636,18 @@ function project(
     }
     seen.add(c.name);
   }
-  return { projections, columns };
+  return { projections, columns, sources };
+}
+
+/** Names made unique as Calcite does for `SELECT *` over a join: a repeated `k` becomes `k0`, `k1`... */
+export function uniqueNames(names: readonly string[]): string[] {
+  const taken = new Set<string>();
+  return names.map((name) => {
+    let unique = name;
+    for (let n = 0; taken.has(unique); n++) unique = `${name}${n}`;
+    taken.add(unique);
+    return unique;
+  });
 }
 
 /** Every aggregate call of the SELECT list and HAVING, once each by text, in order. */
@@ -396,6 +679,15 @@ function collectAggregates(query: SelectQuery): Extract<Expr, { k: "aggregate" }
       case "call":
         e.args.forEach(visit);
         return;
+      case "in":
+        visit(e.expr);
+        e.list.forEach(visit);
+        return;
+      case "between":
+        visit(e.expr);
+        visit(e.low);
+        visit(e.high);
+        return;
       default:
         return;
     }
@@ -403,77 +695,4 @@ function collectAggregates(query: SelectQuery): Extract<Expr, { k: "aggregate" }
   for (const item of query.items) if (item.k === "expr") visit(item.expr);
   if (query.having !== null) visit(query.having);
   return [...found.values()];
-}
-
-/** A one-line description of a node, as Flink's plan prints it (without the mode). */
-export function describeNode(node: PlanNode): string {
-  switch (node.op) {
-    case "TableSourceScan":
-      return `TableSourceScan(table=[[${node.table}]], fields=[${
-        node.columns.map((c) => c.name).join(", ")
-      }])`;
-    case "Calc": {
-      const select = node.projections.map((p, i) =>
-        p.text === node.columns[i]!.name ? p.text : `${p.text} AS ${node.columns[i]!.name}`
-      );
-      return `Calc(select=[${select.join(", ")}]${
-        node.filter === null ? "" : `, where=[${node.filter.text}]`
-      })`;
-    }
-    case "GroupAggregate": {
-      const select = [
-        ...node.keys.map((k) => k.text),
-        ...node.aggregates.map((a, i) => {
-          const name = node.columns[node.keys.length + i]!.name;
-          return name.startsWith("EXPR$") ? a.text : `${a.text} AS ${name}`;
-        }),
-      ];
-      return `GroupAggregate(groupBy=[${node.keys.map((k) => k.text).join(", ")}], select=[${
-        select.join(", ")
-      }])`;
-    }
-  }
-}
-
-/**
- * The node whose output first carries updates (walking from the sources
- * up), for messages of append-only sinks; `undefined` for an append-only plan.
- */
-export function updateProducer(node: PlanNode): PlanNode | undefined {
-  if (node.op !== "TableSourceScan") {
-    const below = updateProducer(node.input);
-    if (below !== undefined) return below;
-  }
-  return isUpdating(node.mode) ? node : undefined;
-}
-
-/**
- * Prints a plan as Flink's `EXPLAIN CHANGELOG_MODE` prints its optimized
- * physical plan: one node per line, children indented under `+- `, each
- * with `changelogMode=[...]`; a GroupAggregate's input shows the hash
- * `Exchange` on its keys.
- */
-export function explainPlan(root: PlanNode): string {
-  const lines: string[] = [];
-  const walk = (node: PlanNode, depth: number): void => {
-    const indent = depth === 0 ? "" : `${"   ".repeat(depth - 1)}+- `;
-    const line = describeNode(node).replace(
-      /\)$/,
-      `, changelogMode=${changelogModeString(node.mode)})`,
-    );
-    lines.push(indent + line);
-    if (node.op === "TableSourceScan") return;
-    if (node.op === "GroupAggregate") {
-      lines.push(
-        `${"   ".repeat(depth)}+- Exchange(distribution=[hash[${
-          node.keys.map((k) => k.text).join(", ")
-        }]], changelogMode=${changelogModeString(node.input.mode)})`,
-      );
-      walk(node.input, depth + 2);
-      return;
-    }
-    walk(node.input, depth + 1);
-  };
-  walk(root, 0);
-  return `== Optimized Physical Plan ==\n${lines.join("\n")}\n`;
 }

@@ -362,7 +362,7 @@ export class StreamTableEnvironment {
                 }`,
               );
             }
-            return { columns: entry.table.columns };
+            return { columns: entry.table.columns, watermark: entry.table.watermark };
           case "stream":
             if (entry.env !== this.#env) {
               throw new PlanningError(

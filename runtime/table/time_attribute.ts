@@ -56,3 +56,25 @@ export function timeAttributeMillis(value: SqlValue, column: string): number {
     }`,
   );
 }
+
+/**
+ * A `TIMESTAMP(3)` value for epoch milliseconds, as window TVFs produce
+ * `window_start`/`window_end`: `YYYY-MM-DD HH:MM:SS.fff` in UTC (the
+ * inverse of {@linkcode timeAttributeMillis} for whole milliseconds).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { timestampText } from "./time_attribute.ts";
+ *
+ * assert.equal(timestampText(3_600_000), "1970-01-01 01:00:00.000");
+ * ```
+ *
+ * @throws {RangeError} for a value that is not a finite number, naming it.
+ */
+export function timestampText(millis: number): string {
+  if (!Number.isFinite(millis)) {
+    throw new RangeError(`a TIMESTAMP needs finite epoch milliseconds: current value is ${millis}`);
+  }
+  return new Date(millis).toISOString().replace("T", " ").replace("Z", "");
+}

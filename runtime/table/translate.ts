@@ -26,6 +26,7 @@ import { GroupAggregateFunction, groupKeyOf } from "./group_aggregate.ts";
 import { describeNode, type PlanNode } from "./plan.ts";
 import { formatRow, type Row } from "./row.ts";
 import { SuppressRestartsError } from "../failure.ts";
+import { PlanningError } from "./changelog_mode.ts";
 
 const errorText = (error: unknown) => error instanceof Error ? error.message : String(error);
 
@@ -78,6 +79,12 @@ export function translatePlan(
           .uid(`${uidPrefix}-group-aggregate-${++n}`)
           .name(describeNode(node));
       }
+      case "Join":
+      case "IntervalJoin":
+      case "WindowJoin":
+      case "WindowTableFunction":
+      case "WindowAggregate":
+        throw new PlanningError(`${node.op} cannot be run yet: ${describeNode(node)}`);
     }
   };
   return walk(root);

@@ -26,6 +26,13 @@ export interface DataType {
   readonly family: TypeFamily;
   /** The SQL name, e.g. `VARCHAR` or `TIMESTAMP(3)`. */
   readonly name: string;
+  /**
+   * `"rowtime"` for an event-time attribute (Flink's `TIMESTAMP(3)
+   * *ROWTIME*`): a column declared by `WATERMARK FOR` (or a
+   * `fromDataStream` rowtime), kept by plain column references, lost by
+   * any computation on it. Window TVFs and interval joins need one.
+   */
+  readonly timeAttribute?: "rowtime";
 }
 
 /** A column of a table's schema. */
