@@ -16,6 +16,7 @@
  * | identifier | source | sink | file |
  * |---|---|---|---|
  * | `nexmark` | yes | no | `datagen/nexmark/table.ts` |
+ * | `filesystem` | yes (bounded) | append-only, exactly-once | `file/table.ts` |
  *
  * The built-ins `values`, `datagen`, `print` and `blackhole` are always
  * registered.
@@ -25,8 +26,12 @@
 
 import type { TableConnector } from "../runtime/table/table_connectors.ts";
 import { nexmarkTableConnector } from "./datagen/nexmark/table.ts";
+import { filesystemTableConnector } from "./file/table.ts";
 
-export { nexmarkTableConnector };
+export { filesystemTableConnector, nexmarkTableConnector };
 
 /** The table connectors of `connectors/`, to pass as `StreamTableEnvironment.create(env, { connectors })`. */
-export const TABLE_CONNECTOR_FACTORIES: readonly TableConnector[] = [nexmarkTableConnector];
+export const TABLE_CONNECTOR_FACTORIES: readonly TableConnector[] = [
+  nexmarkTableConnector,
+  filesystemTableConnector,
+];
