@@ -262,6 +262,7 @@ export { SystemClock, systemClock } from "./runtime/time/clock.ts";
 export type { Clock } from "./runtime/time/clock.ts";
 export { RestartStrategies, SuppressRestartsError } from "./runtime/cluster/restart_strategy.ts";
 export type { RestartStrategyConfig } from "./runtime/cluster/restart_strategy.ts";
+export type { FailoverStrategy } from "./runtime/api/restart_strategy_config.ts";
 export {
   classifyFailure,
   InvalidConfigurationError,

@@ -33,7 +33,9 @@ import { type Clock, systemClock } from "../time/clock.ts";
 import { DEFAULT_MAX_PARALLELISM } from "../state/key_group.ts";
 import {
   defaultRestartStrategy,
+  type FailoverStrategy,
   type RestartStrategyConfig,
+  validateFailoverStrategy,
   validateRestartStrategy,
 } from "./restart_strategy_config.ts";
 import type { JobExecutionResult } from "./job_execution_result.ts";
@@ -236,6 +238,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
     memoryThresholdBytes: DEFAULT_MEMORY_THRESHOLD_BYTES,
   };
   #restartStrategy: RestartStrategyConfig | undefined;
+  #failoverStrategy: FailoverStrategy = "region";
   #task: { -readonly [K in keyof TaskConfig]: TaskConfig[K] } = {
     bufferSize: 2048,
     bufferTimeoutMs: 10,
@@ -431,6 +434,20 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    */
   setRestartStrategy(strategy: RestartStrategyConfig): this {
     this.#restartStrategy = validateRestartStrategy(strategy);
+    return this;
+  }
+
+  /**
+   * Sets which subtasks a failure restarts (Flink's
+   * `jobmanager.execution.failover-strategy`): `"region"` (the default, as
+   * in Flink) restarts the failed subtask's pipelined region only, the
+   * subtasks joined to it by channels (forward edges join subtask `i` with
+   * subtask `i`, every other partitioner joins all); `"full"` restarts every
+   * subtask. See `FailoverStrategy`.
+   * @throws {RangeError} when `strategy` is neither `"region"` nor `"full"`.
+   */
+  setFailoverStrategy(strategy: FailoverStrategy): this {
+    this.#failoverStrategy = validateFailoverStrategy(strategy);
     return this;
   }
 
@@ -735,6 +752,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       checkpointDirectory: this.#checkpointing.directory,
       defaultCheckpointDirectory: this.#checkpointing.directory === DEFAULT_CHECKPOINT_DIRECTORY,
       restartStrategy,
+      failoverStrategy: this.#failoverStrategy,
       taskConfig: { ...this.#task },
       clock: this.#clock,
       resume: this.#resume,

@@ -18,7 +18,7 @@
 import type { JobGraph } from "../graph/job_graph.ts";
 import type { Clock } from "../time/clock.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
-import type { RestartStrategyConfig } from "./restart_strategy_config.ts";
+import type { FailoverStrategy, RestartStrategyConfig } from "./restart_strategy_config.ts";
 import type { JobExecutionResult } from "./job_execution_result.ts";
 
 /** Checkpointing settings (Flink's `CheckpointConfig`). Times in ms. */
@@ -179,6 +179,8 @@ export interface JobExecutionRequest {
   readonly defaultCheckpointDirectory: boolean;
   /** The restart strategy, validated. */
   readonly restartStrategy: RestartStrategyConfig;
+  /** Which subtasks a failure restarts (Flink's `jobmanager.execution.failover-strategy`). Default `"region"`. */
+  readonly failoverStrategy?: FailoverStrategy | undefined;
   /** Settings of every subtask. */
   readonly taskConfig: TaskConfig;
   /** The clock of processing time. */

@@ -283,3 +283,33 @@ export const RestartStrategies: {
     });
   },
 });
+
+/**
+ * Which subtasks a failure restarts (Flink's
+ * `jobmanager.execution.failover-strategy`):
+ *
+ * - `"region"` (the default, as in Flink): only the pipelined region of the
+ *   failed subtask, i.e. the subtasks it exchanges records with directly or
+ *   through others (a `forward` edge joins subtask `i` with subtask `i`,
+ *   every other partitioner joins all subtasks of both vertices; see
+ *   `runtime/cluster/failover_regions.ts`). The other regions keep running.
+ *   A failure that names no subtask, that comes while a region is being
+ *   restarted or before the attempt runs, or whose region is the whole job,
+ *   restarts every subtask.
+ * - `"full"`: every subtask of the job.
+ *
+ * Either way the restart strategy decides whether and when to restart.
+ */
+export type FailoverStrategy = "region" | "full";
+
+/**
+ * Checks a failover strategy given as untyped data (a submission, a CLI flag).
+ * @returns `value` as a {@linkcode FailoverStrategy}.
+ * @throws {RangeError} naming the value when it is neither `"region"` nor `"full"`.
+ */
+export function validateFailoverStrategy(value: unknown): FailoverStrategy {
+  if (value === "region" || value === "full") return value;
+  throw new RangeError(
+    `failover strategy must be "region" or "full": current value is ${JSON.stringify(value)}`,
+  );
+}

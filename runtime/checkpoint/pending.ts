@@ -80,6 +80,13 @@ export interface CheckpointPlan {
   readonly attempt: number;
   /** Every subtask that must acknowledge (all running subtasks of the job). Must not be empty. */
   readonly tasks: Iterable<SubtaskRef>;
+  /**
+   * The attempt of each subtask (`vertexId#subtask`) when they differ, after
+   * a region failover restarted some of them as a later attempt (Flink's
+   * per-`Execution` attempt numbers); a subtask missing here acknowledges
+   * under `attempt`. Absent: every subtask under `attempt`.
+   */
+  readonly taskAttempts?: ReadonlyMap<string, number> | undefined;
   /** Default `"checkpoint"`. */
   readonly kind?: CheckpointKind;
 }
@@ -186,6 +193,7 @@ export class PendingCheckpoint {
   readonly kind: CheckpointKind;
   readonly #numberOfTasks: number;
   readonly #notYetAcknowledged: Set<string>;
+  readonly #taskAttempts: ReadonlyMap<string, number> | undefined;
   readonly #acks = new Map<string, SubtaskAck>();
   #failure: CheckpointFailureReason | undefined;
 
@@ -204,6 +212,7 @@ export class PendingCheckpoint {
     this.checkpointId = options.checkpointId;
     this.triggeredAt = options.triggeredAt;
     this.attempt = options.attempt;
+    this.#taskAttempts = options.taskAttempts;
     this.kind = options.kind ?? "checkpoint";
     this.#notYetAcknowledged = new Set();
     for (const t of options.tasks) this.#notYetAcknowledged.add(subtaskKey(t.vertexId, t.subtask));
@@ -225,8 +234,9 @@ export class PendingCheckpoint {
    */
   acknowledge(ack: SubtaskAck): TaskAcknowledgeResult {
     if (this.#failure !== undefined) return "DISCARDED";
-    if (ack.checkpointId !== this.checkpointId || ack.attempt !== this.attempt) return "UNKNOWN";
     const key = subtaskKey(ack.vertexId, ack.subtask);
+    const attempt = this.#taskAttempts?.get(key) ?? this.attempt;
+    if (ack.checkpointId !== this.checkpointId || ack.attempt !== attempt) return "UNKNOWN";
     if (this.#notYetAcknowledged.delete(key)) {
       this.#acks.set(key, ack);
       return "SUCCESS";

@@ -2,7 +2,8 @@
  * Cancelling a failed execution attempt and waiting for its subtasks to end
  * (Flink's scheduler cancelling an `ExecutionGraph` before a restart,
  * bounded by `task.cancellation.timeout`): every live worker is told
- * `cancel-attempt`; the wait ends once each worker that ran subtasks of the
+ * `cancel-attempt` (of every subtask, or, for a region failover, of the
+ * region's subtasks only); the wait ends once each worker that ran subtasks of the
  * attempt answered `attempt-cancelled` or is gone, or after
  * `cancellationTimeoutMs` (then it logs which workers still run which
  * subtasks), or when the job left the `restarting` phase. The decision at
@@ -65,6 +66,21 @@ export class AttemptCancellation {
     const deployedOn = this.#o.deployedOn();
     this.#pending = new Set(workers.filter((w) => deployedOn.has(w)));
     for (const w of workers) this.#o.toWorker(w, { t: "cancel-attempt" });
+  }
+
+  /**
+   * A region failover: tells every live worker to cancel the current
+   * attempt's subtasks among `subtasks` (`vertexId#subtask` keys) only; the
+   * wait is then for the workers that ran one of them.
+   */
+  cancelSubtasks(subtasks: ReadonlySet<string>): void {
+    const workers = this.#o.workers();
+    const deployment = this.#o.deployment();
+    this.#pending = new Set(
+      workers.filter((w) => (deployment.get(w) ?? []).some((key) => subtasks.has(key))),
+    );
+    const list = [...subtasks];
+    for (const w of workers) this.#o.toWorker(w, { t: "cancel-attempt", subtasks: list });
   }
 
   /** Worker `worker` answered `attempt-cancelled` for the current attempt. */

@@ -115,18 +115,85 @@ export class AttemptDeployment {
     );
     this.#deployedOn = new Set();
     this.#deployment = new Map();
-    o.tasks.forEach((t, i) => {
-      const worker = workers[i % workers.length]!;
+    this.#send(o.tasks, workers, restore);
+    this.#startDeadline();
+  }
+
+  /**
+   * A region failover's deployment: sends `deploy` for `region`'s subtasks
+   * only, as the current attempt, restoring `restore` (`null`: from
+   * scratch), and starts the readiness deadline. Each subtask goes to the
+   * worker a full deployment would give it now (the same one as before when
+   * the workers did not change); the other subtasks' placement stays. With
+   * no worker at all, the attempt fails (a full failover follows). The
+   * caller's host reports the phase `deploying` meanwhile.
+   *
+   * @param region the subtasks to deploy, each one of the job's.
+   * @param describe the region, for the log line (`region 0 (a#0, b#0)`).
+   */
+  deployRegion(
+    region: readonly SubtaskRef[],
+    restore: RestorePoint | null,
+    describe: string,
+  ): void {
+    const o = this.#o;
+    const workers = o.workers();
+    const attempt = this.#host.attempt();
+    if (workers.length === 0) {
+      this.#host.failover(
+        new Error(
+          `Job ${o.jobId} found no worker to redeploy ${describe} on as attempt ${attempt.number}`,
+        ),
+      );
+      return;
+    }
+    log.info(
+      `job ${o.jobId} '${o.jobName}': deploying ${describe} as attempt ${attempt.number}` +
+        (restore === null ? "" : ` from ${describePoint(restore, o.jobId)}`),
+      {
+        name: "region-deploying",
+        jobId: o.jobId,
+        attempt: attempt.number,
+        subtasks: region.length,
+        region: describe,
+        checkpointId: restore?.checkpointId ?? null,
+      },
+    );
+    const keys = new Set(region.map((t) => `${t.vertexId}#${t.subtask}`));
+    for (const [worker, names] of this.#deployment) {
+      const left = names.filter((n) => !keys.has(n));
+      if (left.length > 0) this.#deployment.set(worker, left);
+      else {
+        this.#deployment.delete(worker);
+        this.#deployedOn.delete(worker);
+      }
+    }
+    this.#send(region, workers, restore);
+    this.#startDeadline();
+  }
+
+  /** Sends `deploy` for `tasks`, each to the worker its position among all the job's tasks picks. */
+  #send(tasks: readonly SubtaskRef[], workers: readonly string[], restore: RestorePoint | null) {
+    const index = new Map(this.#o.tasks.map((t, i) => [`${t.vertexId}#${t.subtask}`, i]));
+    for (const t of tasks) {
+      const key = `${t.vertexId}#${t.subtask}`;
+      const worker = workers[(index.get(key) ?? 0) % workers.length]!;
       this.#deployedOn.add(worker);
       const names = this.#deployment.get(worker) ?? this.#deployment.set(worker, []).get(worker)!;
-      names.push(`${t.vertexId}#${t.subtask}`);
+      names.push(key);
       this.#host.toWorker(worker, {
         t: "deploy",
         vertex: t.vertexId,
         subtask: t.subtask,
         restore,
       });
-    });
+    }
+  }
+
+  /** Starts the readiness deadline of the current attempt. */
+  #startDeadline(): void {
+    const o = this.#o;
+    const attempt = this.#host.attempt();
     clearTimeout(this.#deployTimer);
     this.#deployTimer = setTimeout(() => {
       if (this.#host.phase() === "deploying" && this.#host.attempt().number === attempt.number) {

@@ -89,11 +89,14 @@ export class CheckpointCoordinator {
    */
   #latestWritten: CheckpointId | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The keys (`vertexId#subtask`) of `tasks`. */
+  readonly #taskKeys: readonly string[];
 
   /** Builds the tracker and failure manager from `options.checkpointing`; no I/O. */
   constructor(options: CheckpointCoordinatorOptions) {
     this.#o = options;
     this.#host = options.host;
+    this.#taskKeys = options.tasks.map((t) => `${t.vertexId}#${t.subtask}`);
     const cp = options.checkpointing;
     this.#tracker = new CheckpointTracker({
       intervalMs: cp.intervalMs,
@@ -282,6 +285,32 @@ export class CheckpointCoordinator {
   }
 
   /**
+   * A region of the current attempt fails (a region failover): as
+   * {@linkcode failingOver} (timer and scheduler stop, pending savepoint
+   * requests fail with `failure`, every pending checkpoint is aborted and
+   * not counted as failed), and every subtask is notified of each abort, so
+   * the subtasks outside the region, which keep running, end their
+   * alignments and keep their pre-committed transactions for the next
+   * completed checkpoint. The aborted checkpoints' folders go once
+   * `cancelled` resolves (the region's subtasks ended) and metadata writes
+   * settled; their shared blobs stay until a later checkpoint completes,
+   * since the running subtasks may reuse them (see `shared_state_registry.ts`).
+   */
+  regionFailingOver(failure: string, cancelled: Promise<void>): void {
+    const abortedIds = this.failingOver(failure);
+    for (const id of abortedIds) {
+      this.#host.toAllTasks({
+        t: "abort",
+        id,
+        reason: CheckpointFailureReason.JOB_FAILING.message,
+      });
+    }
+    void Promise.all([cancelled, ...this.#finalizing]).then(() => {
+      for (const id of abortedIds) this.#retention.aborted(id);
+    });
+  }
+
+  /**
    * Once `cancelled` resolves (no subtask of the failed attempt runs) and
    * every metadata write settled, the checkpoints it aborted release their
    * shared blobs: those up to the last id triggered so far (call it right
@@ -388,6 +417,8 @@ export class CheckpointCoordinator {
     this.#tracker.startCheckpoint(decision.checkpointId, now, {
       attempt: this.#host.attempt().number,
       tasks: this.#o.tasks,
+      // After a region failover, subtasks outside the region ack under their own attempt.
+      taskAttempts: this.#host.attempt().taskAttempts(this.#taskKeys),
       kind,
     });
     this.#retention.triggered(decision.checkpointId);

@@ -32,7 +32,16 @@
  *
  * ## Recovery
  *
- * Failover is full (every subtask restarts): the attempt number goes up,
+ * With the `"region"` failover strategy (the default), a failure that a
+ * subtask reports while the job runs restarts only that subtask's pipelined
+ * region (`region_failover.ts`, `failover_regions.ts`); other failures, and
+ * every failure with the `"full"` strategy, restart every subtask. Attempt
+ * numbers are job-wide and go up on every failover; each subtask is fenced
+ * by the number it was last deployed with (`subtaskAttempts`): a message is
+ * accepted iff its `att` is its sender's. A region failover renumbers only
+ * the region's subtasks.
+ *
+ * A full failover: the attempt number goes up,
  * every task of the old attempt is cancelled (their messages are fenced off
  * by the attempt number), and every subtask of the new attempt restores from
  * the latest checkpoint whose metadata this coordinator wrote (or the
@@ -108,6 +117,8 @@ import type { JobPhase } from "./job_phase.ts";
 import { classifyFailure } from "../failure.ts";
 import { CheckpointStatsTracker } from "../metrics/checkpoint_stats.ts";
 import { MetricStore } from "../metrics/metric_store.ts";
+import { FailoverRegions, type PipelinedRegion } from "./failover_regions.ts";
+import { decideFailoverScope, restartRegion } from "./region_failover.ts";
 
 const log = logger("coordinator");
 
@@ -135,6 +146,10 @@ export class JobCoordinator {
   /** The current attempt; failover replaces it with the next one. */
   #current: ExecutionAttempt;
   #phase: JobPhase = "deploying";
+  /** The job's pipelined regions (one region, the whole job, without edges in the graph). */
+  readonly #regions: FailoverRegions;
+  /** The region being restarted, and whether it is still being cancelled. */
+  #regionRestart: { region: PipelinedRegion; stage: "cancelling" | "deploying" } | undefined;
   readonly #subtaskMetrics = new Map<string, SubtaskMetrics>();
   /** Latest per-second metrics of the current attempt's subtasks. */
   readonly #liveMetrics = new MetricStore();
@@ -173,12 +188,23 @@ export class JobCoordinator {
         if (v.isSource) this.#sources.push({ vertexId: v.id, subtask: s });
       }
     }
+    const edges = options.graph.edges ?? [];
+    // Without edges (an old summary) nothing shows the regions: one region, the whole job.
+    const all = options.graph.edges !== undefined ? edges : options.graph.vertices.map((_, i) => ({
+      source: Math.max(0, i - 1),
+      target: i,
+      partitioner: "hash" as const,
+    }));
+    this.#regions = FailoverRegions.of({
+      vertices: options.graph.vertices.map((v, index) => ({ ...v, index })),
+      edges: all,
+    });
     this.#current = new ExecutionAttempt({
       number: options.firstAttempt ?? 0,
       subtasks: this.#tasks.length,
       sourceSubtasks: this.#sources.length,
     });
-    const phase = () => this.#phase;
+    const phase = () => this.#schedulerPhase();
     const attempt = () => this.#current;
     const failover = (error: unknown) => void this.#failover(error);
     const toWorker = (w: string, body: MessageBody<WorkerMessage>) => this.#toWorker(w, body);
@@ -230,9 +256,29 @@ export class JobCoordinator {
     });
   }
 
-  /** The current attempt. */
+  /** The current attempt: the latest attempt number, job-wide (it goes up on every failover). */
   get attempt(): number {
     return this.#current.number;
+  }
+
+  /**
+   * The attempt each subtask (`vertexId#subtask`) was last deployed with;
+   * a region failover renumbers only its region's subtasks. A subtask of a
+   * region being cancelled has none.
+   */
+  get subtaskAttempts(): ReadonlyMap<string, number> {
+    const out = new Map<string, number>();
+    for (const t of this.#tasks) {
+      const key = this.#key(t.vertexId, t.subtask);
+      const att = this.#current.attemptOf(key);
+      if (att !== undefined) out.set(key, att);
+    }
+    return out;
+  }
+
+  /** The job's pipelined regions (Flink's `SchedulingPipelinedRegion`s). */
+  get regions(): FailoverRegions {
+    return this.#regions;
   }
 
   /** Latest per-second metrics of the current attempt's subtasks (Flink's `MetricStore`). */
@@ -399,11 +445,20 @@ export class JobCoordinator {
 
   #toTask(ref: SubtaskRef, body: MessageBody<TaskControlMessage>): void {
     const o = this.#o;
-    const msg = { ...body, job: o.jobId, att: this.#current.number } as TaskControlMessage;
-    o.transport.publish(
-      taskSubject(o.jobId, this.#current.number, ref.vertexId, ref.subtask),
-      encode(msg),
-    );
+    const att = this.#current.attemptOf(this.#key(ref.vertexId, ref.subtask));
+    if (att === undefined) return; // its region is being cancelled
+    const msg = { ...body, job: o.jobId, att } as TaskControlMessage;
+    o.transport.publish(taskSubject(o.jobId, att, ref.vertexId, ref.subtask), encode(msg));
+  }
+
+  /**
+   * The phase the checkpoint coordinator, deployment and cancellation see:
+   * while a region restarts, `restarting` (being cancelled) or `deploying`.
+   */
+  #schedulerPhase(): JobPhase {
+    const r = this.#regionRestart;
+    if (r === undefined || this.#phase !== "running") return this.#phase;
+    return r.stage === "cancelling" ? "restarting" : "deploying";
   }
 
   #toAllTasks(body: MessageBody<TaskControlMessage>): void {
@@ -442,11 +497,15 @@ export class JobCoordinator {
     }
     // While restarting, the failed attempt is being cancelled: nothing it reports counts.
     if (msg.job !== this.#o.jobId || this.#phase === "done" || this.#phase === "restarting") return;
-    if (msg.att !== this.#current.number) return; // fenced: an older attempt
+    const from = msg.t === "ack"
+      ? this.#key(msg.ack.vertexId, msg.ack.subtask)
+      : this.#key(msg.vertex, msg.subtask);
+    if (msg.att !== this.#current.attemptOf(from)) return; // fenced: an older attempt
     switch (msg.t) {
       case "ready":
         if (
-          this.#current.markReady(this.#key(msg.vertex, msg.subtask)) && this.#phase === "deploying"
+          this.#current.markReady(this.#key(msg.vertex, msg.subtask)) &&
+          this.#schedulerPhase() === "deploying"
         ) {
           this.#start();
         }
@@ -460,7 +519,7 @@ export class JobCoordinator {
       case "eoi":
         if (
           this.#current.markSourceEnded(this.#key(msg.vertex, msg.subtask)) &&
-          this.#phase === "running"
+          this.#schedulerPhase() === "running"
         ) {
           this.#checkpoints.sourcesEnded();
         }
@@ -489,15 +548,70 @@ export class JobCoordinator {
 
   #start(): void {
     this.#deployment.stopTimer();
+    const restarted = this.#regionRestart?.region;
+    this.#regionRestart = undefined;
     this.#phase = "running";
-    this.#toAllTasks({ t: "start" });
+    for (const t of restarted?.subtasks ?? this.#tasks) this.#toTask(t, { t: "start" });
     this.#backoff.onRecovered(Date.now());
-    log.info(`job ${this.#o.jobId}: attempt ${this.#current.number} running`, {
-      name: "attempt-running",
+    const what = restarted === undefined ? "" : `${this.#regions.describe(restarted)} of `;
+    log.info(`job ${this.#o.jobId}: ${what}attempt ${this.#current.number} running`, {
+      name: restarted === undefined ? "attempt-running" : "region-running",
       jobId: this.#o.jobId,
       attempt: this.#current.number,
     });
     this.#checkpoints.attemptRunning();
+  }
+
+  /**
+   * A region failover (`region_failover.ts`): fences and cancels the
+   * region's subtasks, aborts pending checkpoints, waits the restart delay,
+   * then redeploys the region as the next attempt; the other regions run on.
+   */
+  async #failoverRegion(region: PipelinedRegion, error: unknown): Promise<void> {
+    const o = this.#o;
+    const restart = { region, stage: "cancelling" as "cancelling" | "deploying" };
+    this.#regionRestart = restart;
+    const where = this.#regions.describe(region);
+    const failed = this.#current.number;
+    this.#lastFailure = describe(error);
+    this.#current.fence(region.keys); // nothing of theirs counts from now on
+    log.warn(
+      `job ${o.jobId}: ${where} of attempt ${failed} failed: ${this.#lastFailure}; ` +
+        `region failover: restarting its ${region.subtasks.length} subtasks, the other ` +
+        `regions keep running`,
+      { name: "region-failover", jobId: o.jobId, attempt: failed, region: where },
+    );
+    const still = () => this.#regionRestart === restart && this.#phase === "running";
+    await restartRegion({
+      jobId: o.jobId,
+      jobName: o.graph.name,
+      region,
+      describe: where,
+      error,
+      storage: o.storage,
+      restoreFrom: o.restoreFrom,
+      backoff: this.#backoff,
+      abortCheckpoints: (f, c) => this.#checkpoints.regionFailingOver(f, c),
+      cancel: (keys) => this.#cancellation.cancelSubtasks(keys),
+      awaitCancelled: () => this.#cancellation.awaitEnded(),
+      latestWritten: () => this.#checkpoints.latestWritten,
+      writesSettled: () => this.#checkpoints.writesSettled(),
+      stillCurrent: still,
+      fail: (e) => this.#end(e),
+      redeploy: (point) => {
+        this.#checkpoints.restoring(point);
+        this.#restarts++;
+        this.#restartedAfter = `${where} of attempt ${failed} failed: ${this.#lastFailure}`;
+        this.#current = this.#current.afterRegionRestart(failed + 1, region.keys);
+        restart.stage = "deploying";
+        log.warn(
+          `job ${o.jobId}: restarting ${where} as attempt ${this.#current.number} ` +
+            `(restart ${this.#restarts}) from ` +
+            (point === null ? "scratch" : describePoint(point, o.jobId)),
+        );
+        this.#deployment.deployRegion(region.subtasks, point, where);
+      },
+    });
   }
 
   /**
@@ -508,6 +622,18 @@ export class JobCoordinator {
   async #failover(error: unknown): Promise<void> {
     if (this.#phase === "restarting" || this.#phase === "done") return;
     const o = this.#o;
+    const finalId = this.#current.finalCheckpointId;
+    const scope = decideFailoverScope({
+      strategy: o.failoverStrategy ?? "region",
+      regions: this.#regions,
+      error,
+      running: this.#phase === "running" && this.#regionRestart === undefined,
+      finishing: finalId !== undefined && (this.#checkpoints.latestWritten ?? -1) >= finalId,
+      wouldRestart: this.#backoff.wouldRestart(Date.now(), error),
+    });
+    if (scope.kind === "region") return await this.#failoverRegion(scope.region, error);
+    if (scope.why !== "") log.info(`job ${o.jobId}: full failover: ${scope.why}`);
+    this.#regionRestart = undefined; // a full failover supersedes a region's
     this.#phase = "restarting";
     this.#deployment.failingOver();
     this.#lastFailure = describe(error);

@@ -135,6 +135,7 @@ function localOptions(request: JobExecutionRequest): LocalExecutionOptions {
     checkpointing: request.checkpointing,
     checkpointDirectory: request.checkpointDirectory,
     restartStrategy: request.restartStrategy,
+    failoverStrategy: request.failoverStrategy,
     taskConfig: { ...request.taskConfig },
     clock: request.clock,
     resume: resumeOf(request),

@@ -12,6 +12,7 @@ import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import type { RestorePoint } from "../task/messages.ts";
 import type { CheckpointConfig, CoordinatorFaultPoint, RestoreMode } from "../api/executor.ts";
 import type { RestartStrategyConfig } from "./restart_strategy.ts";
+import type { FailoverStrategy } from "../api/restart_strategy_config.ts";
 
 /** Options of `JobCoordinator` (`coordinator.ts`). */
 export interface JobCoordinatorOptions {
@@ -27,6 +28,12 @@ export interface JobCoordinatorOptions {
   readonly checkpointing: CheckpointConfig;
   /** Whether and when a failed attempt restarts (Flink's restart strategies). */
   readonly restartStrategy: RestartStrategyConfig;
+  /**
+   * Which subtasks a failure restarts (Flink's
+   * `jobmanager.execution.failover-strategy`; see `FailoverStrategy`).
+   * Default `"region"`.
+   */
+  readonly failoverStrategy?: FailoverStrategy | undefined;
   /**
    * Ids of the workers (slots, in cluster mode) to deploy on, round-robin.
    * When it is empty at deployment, the coordinator waits for workers until

@@ -13,6 +13,7 @@ import type { JobGraph } from "../graph/job_graph.ts";
 import type { JobGraphShape } from "../graph/job_graph_summary.ts";
 import { type CheckpointStorage, LocalDirectoryCheckpointStorage } from "../checkpoint/storage.ts";
 import type { RestartStrategyConfig } from "./restart_strategy.ts";
+import type { FailoverStrategy } from "../api/restart_strategy_config.ts";
 import type { Clock } from "../time/clock.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
 import {
@@ -49,6 +50,8 @@ export interface LocalExecutionOptions {
    */
   readonly storage?: CheckpointStorage | undefined;
   readonly restartStrategy: RestartStrategyConfig;
+  /** Which subtasks a failure restarts (Flink's `jobmanager.execution.failover-strategy`). Default `"region"`. */
+  readonly failoverStrategy?: FailoverStrategy | undefined;
   readonly taskConfig: TaskConfig;
   readonly clock: Clock;
   /**
@@ -328,6 +331,7 @@ export async function startLocally(
     storage,
     checkpointing: options.checkpointing,
     restartStrategy: options.restartStrategy,
+    failoverStrategy: options.failoverStrategy,
     workers: () => [workerId],
     restoreFrom,
     deployTimeoutMs: 60_000,

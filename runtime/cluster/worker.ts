@@ -3,7 +3,8 @@
  * coordinators and runs each subtask as a {@linkcode StreamTask} actor. A
  * subtask that fails is reported to its coordinator; it never takes the
  * worker down. Cancelling an attempt cancels every subtask of that job from
- * that attempt or earlier; once all of them have ended (run settled,
+ * that attempt or earlier (only the listed ones, for a region failover's
+ * `cancel-attempt` with `subtasks`); once all of them have ended (run settled,
  * operators closed: an in-flight snapshot or sink prepare finished), the
  * worker answers its coordinator with `attempt-cancelled`, which the
  * coordinator waits for before deploying the next attempt (Flink's
@@ -113,6 +114,9 @@ export class Worker {
       for (const entry of this.#tasks.values()) {
         const fenced = msg.t === "release" || entry.attempt <= msg.att;
         if (entry.job !== msg.job || !fenced) continue;
+        // A region failover cancels only the region's subtasks.
+        const only = msg.t === "cancel-attempt" ? msg.subtasks : undefined;
+        if (only !== undefined && !only.includes(`${entry.vertex}#${entry.subtask}`)) continue;
         ending.push(entry.ended);
         if (!entry.cancelled) {
           entry.cancelled = true;

@@ -14,6 +14,7 @@
 
 import { createHash } from "node:crypto";
 import type { JobGraph } from "./job_graph.ts";
+import type { Partitioner } from "./stream_graph.ts";
 
 /** One vertex as the coordinator sees it. */
 export interface VertexSummary {
@@ -37,6 +38,23 @@ export interface JobGraphShape {
   readonly name: string;
   /** Vertices in topological order. */
   readonly vertices: readonly VertexSummary[];
+  /**
+   * The network edges (vertex positions in `vertices` and the resolved
+   * partitioner), from which the coordinator computes the failover regions.
+   * Absent in a summary written before regions existed: then every failure
+   * restarts the whole job.
+   */
+  readonly edges?: readonly EdgeSummary[] | undefined;
+}
+
+/** One network edge as the coordinator sees it. */
+export interface EdgeSummary {
+  /** The producing vertex's position in `vertices`. */
+  readonly source: number;
+  /** The consuming vertex's position in `vertices`. */
+  readonly target: number;
+  /** The resolved partitioner. */
+  readonly partitioner: Partitioner;
 }
 
 /** A {@linkcode JobGraphShape} with the fingerprint of the full graph. */
@@ -58,7 +76,12 @@ export function summarizeJobGraph(graph: JobGraph): JobGraphSummary {
     isSource: v.isSource,
     operators: v.operators.map((o) => ({ uid: o.uid, name: o.name })),
   }));
-  return { name: graph.name, vertices, fingerprint: jobGraphFingerprint(graph) };
+  const edges = graph.edges.map((e) => ({
+    source: e.source,
+    target: e.target,
+    partitioner: e.partitioner,
+  }));
+  return { name: graph.name, vertices, edges, fingerprint: jobGraphFingerprint(graph) };
 }
 
 /** The fingerprint of {@linkcode JobGraphSummary.fingerprint}. */

@@ -300,7 +300,12 @@ export type WorkerMessage =
       readonly subtask: number;
       readonly restore: RestorePoint | null;
     }
-    | { readonly t: "cancel-attempt" }
+    /**
+     * Cancel the job's subtasks of attempt `att` or earlier. With
+     * `subtasks` (`vertexId#subtask` keys), only those (a region
+     * failover); without, every one (a full failover).
+     */
+    | { readonly t: "cancel-attempt"; readonly subtasks?: readonly string[] | undefined }
     /** The job ended: the worker may free what it holds for it. */
     | { readonly t: "release" }
   );
