@@ -17,6 +17,7 @@
  * |---|---|---|---|
  * | `nexmark` | yes | no | `datagen/nexmark/table.ts` |
  * | `filesystem` | yes (bounded) | append-only, exactly-once | `file/table.ts` |
+ * | `jetstream` | yes (replayable, read-committed) | append-only, exactly-once | `jetstream/table.ts` |
  *
  * The built-ins `values`, `datagen`, `print` and `blackhole` are always
  * registered.
@@ -27,11 +28,13 @@
 import type { TableConnector } from "../runtime/table/table_connectors.ts";
 import { nexmarkTableConnector } from "./datagen/nexmark/table.ts";
 import { filesystemTableConnector } from "./file/table.ts";
+import { jetstreamTableConnector } from "./jetstream/table.ts";
 
-export { filesystemTableConnector, nexmarkTableConnector };
+export { filesystemTableConnector, jetstreamTableConnector, nexmarkTableConnector };
 
 /** The table connectors of `connectors/`, to pass as `StreamTableEnvironment.create(env, { connectors })`. */
 export const TABLE_CONNECTOR_FACTORIES: readonly TableConnector[] = [
   nexmarkTableConnector,
   filesystemTableConnector,
+  jetstreamTableConnector,
 ];

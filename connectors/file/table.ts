@@ -67,12 +67,15 @@ import {
 import type { Row, SqlValue } from "../../runtime/table/row.ts";
 import type { ConnectorTable, TableConnector } from "../../runtime/table/table_connectors.ts";
 import { parseDuration } from "../../runtime/table/table_config.ts";
-import { castValue, type Column, valueFits } from "../../runtime/table/types.ts";
+import { castValue, type Column } from "../../runtime/table/types.ts";
+import { jsonRow, rowJson } from "../_table/json_row.ts";
+
+export { jsonRow };
 import { type CsvField, decodeCsvLine } from "./csv.ts";
 import { FileSink } from "./file_sink.ts";
 import { FileSource } from "./file_source.ts";
 import { DefaultRollingPolicy } from "./rolling_policy.ts";
-import { csvEncoder, jsonLinesEncoder, type RowEncoder } from "./row_encoders.ts";
+import { csvEncoder, type RowEncoder } from "./row_encoders.ts";
 
 const SOURCE_OPTIONS = ["path", "format"];
 const SINK_OPTIONS = [
@@ -129,37 +132,6 @@ export function csvRow(line: string, columns: readonly Column[]): Row {
     );
   }
   return { kind: "INSERT", fields: fields.map((f, i) => csvFieldValue(f, columns[i]!)) };
-}
-
-/**
- * The row of one JSON line (an object with a property per column).
- * @throws {TypeError} for a line that is not a JSON object, or a value that
- *   does not fit its column, naming them.
- */
-export function jsonRow(line: string, columns: readonly Column[]): Row {
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch (error) {
-    throw new TypeError(`not JSON: ${(error as Error).message}`);
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new TypeError(`a line must be a JSON object: current value is ${line.slice(0, 80)}`);
-  }
-  const object = value as Record<string, unknown>;
-  return {
-    kind: "INSERT",
-    fields: columns.map((c) => {
-      const v = object[c.name] ?? null;
-      if (
-        !(v === null || typeof v === "string" || typeof v === "number" ||
-          typeof v === "boolean") || !valueFits(v, c.type)
-      ) {
-        throw new TypeError(`column ${c.name} is ${c.type.name}, got ${JSON.stringify(v)}`);
-      }
-      return c.type.family === "TIMESTAMP" && v !== null ? castValue(v, c.type) : v;
-    }),
-  };
 }
 
 /** The files a source table reads: `path` itself, or the visible files of the directory, by name. */
@@ -231,16 +203,11 @@ function encoder(table: ConnectorTable, format: "csv" | "json"): RowEncoder<Row>
   if (format === "csv") {
     return csvEncoder<Row>({ toFields: (row) => row.fields as CsvField[], lineEnding: "\n" });
   }
-  const names = table.columns.map((c) => c.name);
-  const json = jsonLinesEncoder<Record<string, SqlValue>>("json");
+  const columns = table.columns;
   return {
     extension: "json",
     header: undefined,
-    encode(row: Row): string {
-      const object: Record<string, SqlValue> = {};
-      for (let i = 0; i < names.length; i++) object[names[i]!] = row.fields[i] ?? null;
-      return json.encode(object);
-    },
+    encode: (row: Row): string => rowJson(row, columns) + "\n",
   };
 }
 
