@@ -7,6 +7,12 @@
  *     deno task nexmark --query q1 [--events 10000000] [--rounds 3] [--parallelism N]
  *         [--checkpoint-interval MS] [--nats URL] [--workers 2] [--slots 1]
  *     deno task nexmark --all [--events 2000000] [--rounds 3] [--chart bench/nexmark/results.svg]
+ *     deno task nexmark --query q5 --sql [--events N] [--rounds 3] [--parallelism N]
+ *     deno task nexmark --all --sql [--events 2000000]
+ *
+ * `--sql` runs the query's SQL version (`sql/q5.sql`) against its
+ * DataStream version instead of the hand-written baseline, and checks
+ * that both give the same rows (`sql_run.ts`).
  *
  * ## Rounds
  *
@@ -85,6 +91,7 @@ import { runRounds, type Sample } from "../_rounds.ts";
 import { runBaseline } from "./baseline.ts";
 import { renderChart } from "./chart.ts";
 import { isUpdatingQueryName } from "./q4_q6_baseline.ts";
+import { sqlMain } from "./sql_run.ts";
 import type { JobResultLine, SinkReport } from "./job.ts";
 import { isQueryName, newTally, QUERIES, QUERY_NAMES, type QueryName } from "./queries.ts";
 import {
@@ -312,8 +319,21 @@ async function main(): Promise<void> {
       workers: { type: "string", default: "2" },
       slots: { type: "string", default: "1" },
       chart: { type: "string", default: fileURLToPath(new URL("./results.svg", import.meta.url)) },
+      sql: { type: "boolean", default: false },
     },
   });
+  if (values.sql) {
+    if (values.nats !== undefined) throw new Error("--sql runs in local mode only: drop --nats");
+    await sqlMain({
+      query: values.query,
+      all: values.all,
+      events: Number(values.events ?? (values.all ? 2_000_000 : 10_000_000)),
+      rounds: Number(values.rounds),
+      parallelism: Number(values.parallelism),
+      checkpointInterval: Number(values["checkpoint-interval"]),
+    });
+    return;
+  }
   const queries: QueryName[] = values.all ? [...QUERY_NAMES] : [];
   if (!values.all) {
     if (!isQueryName(values.query)) {

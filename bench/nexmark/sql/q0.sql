@@ -1,0 +1,23 @@
+-- Weir: Flink nexmark's q0 (nexmark/nexmark, nexmark-flink/src/main/resources/queries/q0.sql),
+-- run by bench/nexmark/sql_queries.ts after ddl.sql (the source tables).
+-- Deviations from Flink's text: none.
+--
+-- -------------------------------------------------------------------------------------------------
+-- Query 0: Pass through (Not in original suite)
+-- -------------------------------------------------------------------------------------------------
+-- This measures the monitoring overhead of the Flink SQL implementation including the source generator.
+-- Using `bid` events here, as they are most numerous with default configuration.
+-- -------------------------------------------------------------------------------------------------
+
+CREATE TABLE nexmark_q0 (
+  auction  BIGINT,
+  bidder  BIGINT,
+  price  BIGINT,
+  `dateTime`  TIMESTAMP(3),
+  extra  VARCHAR
+) WITH (
+  'connector' = 'blackhole'
+);
+
+INSERT INTO nexmark_q0
+SELECT auction, bidder, price, `dateTime`, extra FROM bid;

@@ -1,0 +1,27 @@
+-- Weir: Flink nexmark's q3 (nexmark/nexmark, nexmark-flink/src/main/resources/queries/q3.sql),
+-- run by bench/nexmark/sql_queries.ts after ddl.sql (the source tables).
+-- Deviations from Flink's text: none.
+--
+-- -------------------------------------------------------------------------------------------------
+-- Query 3: Local Item Suggestion
+-- -------------------------------------------------------------------------------------------------
+-- Who is selling in OR, ID or CA in category 10, and for what auction ids?
+-- Illustrates an incremental join (using per-key state and timer) and filter.
+-- -------------------------------------------------------------------------------------------------
+
+CREATE TABLE nexmark_q3 (
+  name  VARCHAR,
+  city  VARCHAR,
+  state  VARCHAR,
+  id  BIGINT
+) WITH (
+  'connector' = 'blackhole'
+);
+
+INSERT INTO nexmark_q3
+SELECT
+    P.name, P.city, P.state, A.id
+FROM
+    auction AS A INNER JOIN person AS P on A.seller = P.id
+WHERE
+    A.category = 10 and (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');
