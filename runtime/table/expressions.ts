@@ -21,10 +21,11 @@ import { PlanningError } from "./changelog_mode.ts";
 import { compareValues } from "./aggregates.ts";
 import { exprText } from "./sql_text.ts";
 import type { SqlValue } from "./row.ts";
-import { SCALAR_FUNCTIONS } from "./scalar_functions.ts";
+import { compileCall, currentFunctionCatalog, type FunctionCatalog } from "./function_catalog.ts";
+import { castFunction } from "./scalar_functions_cast.ts";
 import { timeAttributeMillis, timestampText } from "./time_attribute.ts";
 import type { Expr } from "./sql_ast.ts";
-import { castValue, type Column, type DataType, TYPES } from "./types.ts";
+import { type Column, type DataType, TYPES } from "./types.ts";
 
 /** An expression compiled against an input schema. */
 export interface CompiledExpr {
@@ -57,6 +58,12 @@ export interface Scope {
    * column answers to is refused as ambiguous.
    */
   readonly qualifiers?: readonly (readonly string[])[];
+  /**
+   * Where function names resolve (built-ins and user-defined functions);
+   * absent: the catalog of the planning call under way
+   * (`function_catalog.ts`).
+   */
+  readonly functions?: FunctionCatalog;
 }
 
 const numeric = (t: DataType) => t.family === "BIGINT" || t.family === "DOUBLE";
@@ -132,23 +139,19 @@ export function compileExpr(expr: Expr, scope: Scope): CompiledExpr {
     }
     case "cast": {
       const inner = compileExpr(expr.expr, scope);
-      return { evaluate: (f) => castValue(inner.evaluate(f), expr.type), type: expr.type, text };
+      const cast = castFunction(inner.type, expr.type);
+      if (typeof cast === "string") return fail(`${cast} in ${text}`, "CAST");
+      return { evaluate: (f) => cast(inner.evaluate(f)), type: expr.type, text };
     }
     case "case":
       return compileCase(expr, scope, text);
-    case "call": {
-      const fn = SCALAR_FUNCTIONS[expr.name];
-      if (fn === undefined) {
-        return fail(
-          `No function named ${expr.name} (supported: ${Object.keys(SCALAR_FUNCTIONS).join(", ")})`,
-          expr.name,
-        );
-      }
-      const args = expr.args.map((a) => compileExpr(a, scope));
-      const type = fn.resultType(args.map((a) => a.type));
-      if (typeof type === "string") return fail(`${type}, in ${text}`, expr.name);
-      return { evaluate: (f) => fn.evaluate(args.map((a) => a.evaluate(f))), type, text };
-    }
+    case "call":
+      return compileCall(expr, {
+        catalog: scope.functions ?? currentFunctionCatalog(),
+        compile: (e) => compileExpr(e, scope),
+        fail,
+        text,
+      });
     case "aggregate":
       return fail(
         scope.aggregatesAllowed
@@ -272,9 +275,14 @@ function compileBinary(
   text: string,
   fail: (message: string, name: string) => never,
 ): CompiledExpr {
+  const op = expr.op;
+  if (op === "LIKE" || op === "NOT LIKE") {
+    const like: Expr = { k: "call", name: "LIKE", args: [expr.left, expr.right] };
+    const inner = compileExpr(op === "LIKE" ? like : { k: "not", expr: like }, scope);
+    return { ...inner, text };
+  }
   const l = compileExpr(expr.left, scope);
   const r = compileExpr(expr.right, scope);
-  const op = expr.op;
   if (op === "AND" || op === "OR") {
     if (l.type.family !== "BOOLEAN" || r.type.family !== "BOOLEAN") {
       fail(`${op} needs BOOLEAN operands, got ${l.type.name} and ${r.type.name} in ${text}`, op);

@@ -93,7 +93,7 @@ Deno.test("planning errors name the column, function or types, and where", () =>
   );
   assert.throws(
     () => select("SUBSTRING(name, 'a')", ROWS),
-    /argument 1 of SUBSTRING is STRING, expected BIGINT/,
+    /argument 2 of SUBSTRING is STRING, expected BIGINT/,
   );
 });
 

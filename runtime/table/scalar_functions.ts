@@ -1,107 +1,90 @@
 /**
- * The built-in scalar functions of this slice (Flink's names and SQL
- * semantics): `UPPER`, `LOWER`, `CHAR_LENGTH` (and `CHARACTER_LENGTH`),
- * `CONCAT`, `SUBSTRING`, `TRIM`, `COALESCE`, `ABS`, `MOD`.
+ * Every built-in scalar function of Weir's SQL by its upper-case name
+ * (Flink's names and semantics), gathered from:
  *
- * NULL in gives NULL out, except `COALESCE` (the first non-NULL argument)
- * and `CONCAT` (NULL when any argument is NULL, as Flink's `CONCAT`).
+ * | file | functions |
+ * |---|---|
+ * | `scalar_functions_string.ts` | `UPPER`, `LOWER`, `TRIM`, `CONCAT`, `CONCAT_WS`, `SUBSTRING`, `REPLACE`, `POSITION`, `LOCATE`, `CHAR_LENGTH`, `LPAD`, `RPAD`, `REGEXP`, `REGEXP_EXTRACT`, `SPLIT_INDEX`, `LIKE`... |
+ * | `scalar_functions_math.ts` | `ABS`, `MOD`, `ROUND`, `FLOOR`, `CEIL`, `POWER`, `SQRT`, `LN`, `LOG10`, `EXP`... |
+ * | `scalar_functions_time.ts` | `DATE_FORMAT`, `TO_TIMESTAMP`, `UNIX_TIMESTAMP`, `FROM_UNIXTIME`, `TIMESTAMPADD`, `TIMESTAMPDIFF`, `EXTRACT`, `YEAR`... `FLOOR(ts TO unit)`, `CEIL(ts TO unit)` |
+ * | here | `COALESCE`, `NULLIF`, `IF`, `GREATEST`, `LEAST` |
+ *
+ * NULL in gives NULL out, except `COALESCE` (the first non-NULL argument),
+ * `IF` (a NULL condition takes the else branch), `NULLIF` and `CONCAT_WS`.
+ * `CASE`, `CAST`, `IN`, `BETWEEN` and arithmetic are expressions, compiled
+ * in `expressions.ts`. Functions that read the clock or a random source
+ * are refused by name ({@linkcode NON_DETERMINISTIC_FUNCTIONS}).
+ *
  * Pure code.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { SCALAR_FUNCTIONS } from "./scalar_functions.ts";
+ * import { TYPES } from "./types.ts";
+ *
+ * const ifFn = SCALAR_FUNCTIONS.IF!;
+ * assert.equal(ifFn.resultType([TYPES.BOOLEAN, TYPES.BIGINT, TYPES.DOUBLE]), TYPES.DOUBLE);
+ * assert.equal(ifFn.evaluate([null, 1, 2.5]), 2.5);
+ * ```
  *
  * @module
  */
 
-import type { SqlValue } from "./row.ts";
-import { type DataType, type TypeFamily, TYPES } from "./types.ts";
+import { compareValues } from "./aggregates.ts";
+import { argumentOf, arity, commonType, nullSafe, type ScalarFunction } from "./scalar_function.ts";
+import { MATH_FUNCTIONS } from "./scalar_functions_math.ts";
+import { STRING_FUNCTIONS } from "./scalar_functions_string.ts";
+import { TIME_FUNCTIONS, timeRounding } from "./scalar_functions_time.ts";
 
-/** A scalar function: checks its argument types at planning time, then evaluates per row. */
-export interface ScalarFunction {
-  /**
-   * The result type for arguments of `types`.
-   * @returns the type, or a message saying what is wrong with the arguments.
-   */
-  resultType(types: readonly DataType[]): DataType | string;
-  /** The value for `args` (already evaluated). */
-  evaluate(args: readonly SqlValue[]): SqlValue;
+export type { ScalarFunction } from "./scalar_function.ts";
+export { NON_DETERMINISTIC_FUNCTIONS } from "./scalar_functions_time.ts";
+
+function extreme(name: "GREATEST" | "LEAST"): ScalarFunction {
+  const better = name === "GREATEST" ? (c: number) => c > 0 : (c: number) => c < 0;
+  return nullSafe(
+    (types) => arity(name, types, 1, Infinity) ?? commonType(name, types),
+    (args) => args.reduce((best, v) => (better(compareValues(v, best)) ? v : best)),
+  );
 }
 
-function arity(name: string, types: readonly DataType[], min: number, max: number): string | null {
-  if (types.length < min || types.length > max) {
-    const want = min === max ? `${min}` : max === Infinity ? `at least ${min}` : `${min} to ${max}`;
-    return `${name} takes ${want} argument(s), got ${types.length}`;
-  }
-  return null;
-}
-
-function families(
-  name: string,
-  types: readonly DataType[],
-  allowed: readonly TypeFamily[],
-): string | null {
-  const bad = types.findIndex((t) => !allowed.includes(t.family));
-  return bad === -1
-    ? null
-    : `argument ${bad + 1} of ${name} is ${types[bad]!.name}, expected ${allowed.join(" or ")}`;
-}
-
-function stringFunction(name: string, fn: (s: string) => SqlValue, out: DataType): ScalarFunction {
-  return {
+const CONDITIONAL_FUNCTIONS: Readonly<Record<string, ScalarFunction>> = {
+  COALESCE: {
+    resultType: (types) => arity("COALESCE", types, 1, Infinity) ?? commonType("COALESCE", types),
+    evaluate: (args) => args.find((a) => a !== null) ?? null,
+  },
+  NULLIF: {
+    resultType: (types) => {
+      const bad = arity("NULLIF", types, 2);
+      if (bad !== null) return bad;
+      const common = commonType("NULLIF", types);
+      return typeof common === "string" ? common : types[0]!;
+    },
+    evaluate: ([a, b]) =>
+      a === null || a === undefined
+        ? null
+        : b !== null && b !== undefined && compareValues(a, b) === 0
+        ? null
+        : a,
+  },
+  IF: {
     resultType: (types) =>
-      arity(name, types, 1, 1) ?? families(name, types, ["STRING", "TIMESTAMP"]) ?? out,
-    evaluate: ([s]) => (s === null || s === undefined ? null : fn(String(s))),
-  };
-}
-
-/** Code points of `s`, so that CHAR_LENGTH and SUBSTRING count characters, not UTF-16 units. */
-const chars = (s: string): string[] => Array.from(s);
+      arity("IF", types, 3) ?? argumentOf("IF", types, 0, ["BOOLEAN"]) ??
+        commonType("IF", types, 1),
+    evaluate: ([condition, then, otherwise]) =>
+      condition === true ? then ?? null : otherwise ?? null,
+  },
+  GREATEST: extreme("GREATEST"),
+  LEAST: extreme("LEAST"),
+};
 
 /** Every built-in scalar function by its upper-case name. */
 export const SCALAR_FUNCTIONS: Readonly<Record<string, ScalarFunction>> = {
-  UPPER: stringFunction("UPPER", (s) => s.toUpperCase(), TYPES.STRING),
-  LOWER: stringFunction("LOWER", (s) => s.toLowerCase(), TYPES.STRING),
-  TRIM: stringFunction("TRIM", (s) => s.trim(), TYPES.STRING),
-  CHAR_LENGTH: stringFunction("CHAR_LENGTH", (s) => chars(s).length, TYPES.BIGINT),
-  CHARACTER_LENGTH: stringFunction("CHARACTER_LENGTH", (s) => chars(s).length, TYPES.BIGINT),
-  CONCAT: {
-    resultType: (types) => arity("CONCAT", types, 1, Infinity) ?? TYPES.STRING,
-    evaluate: (args) =>
-      args.some((a) => a === null)
-        ? null
-        : args.map((a) => typeof a === "boolean" ? (a ? "TRUE" : "FALSE") : String(a)).join(""),
-  },
-  SUBSTRING: {
-    resultType: (types) =>
-      arity("SUBSTRING", types, 2, 3) ??
-        families("SUBSTRING", types.slice(0, 1), ["STRING"]) ??
-        families("SUBSTRING", types.slice(1), ["BIGINT"]) ??
-        TYPES.STRING,
-    /** 1-based start; a start below 1 counts from 1, as SQL's SUBSTRING. */
-    evaluate([s, start, length]) {
-      if (s === null || start === null || length === null) return null;
-      const cs = chars(String(s));
-      const from = Number(start) - 1;
-      const end = length === undefined ? cs.length : from + Number(length);
-      if (length !== undefined && Number(length) < 0) {
-        throw new RangeError(`SUBSTRING length must not be negative: current value is ${length}`);
-      }
-      return cs.slice(Math.max(0, from), Math.max(0, end)).join("");
-    },
-  },
-  COALESCE: {
-    resultType: (types) => arity("COALESCE", types, 1, Infinity) ?? types[0]!,
-    evaluate: (args) => args.find((a) => a !== null) ?? null,
-  },
-  ABS: {
-    resultType: (types) =>
-      arity("ABS", types, 1, 1) ?? families("ABS", types, ["BIGINT", "DOUBLE"]) ?? types[0]!,
-    evaluate: ([x]) => (x === null || x === undefined ? null : Math.abs(Number(x))),
-  },
-  MOD: {
-    resultType: (types) =>
-      arity("MOD", types, 2, 2) ?? families("MOD", types, ["BIGINT"]) ?? TYPES.BIGINT,
-    evaluate([a, b]) {
-      if (a === null || b === null || a === undefined || b === undefined) return null;
-      if (b === 0) throw new RangeError(`MOD by zero: MOD(${a}, 0)`);
-      return Number(a) % Number(b);
-    },
-  },
+  ...STRING_FUNCTIONS,
+  ...MATH_FUNCTIONS,
+  ...TIME_FUNCTIONS,
+  ...CONDITIONAL_FUNCTIONS,
+  FLOOR: timeRounding("FLOOR", MATH_FUNCTIONS.FLOOR!),
+  CEIL: timeRounding("CEIL", MATH_FUNCTIONS.CEIL!),
+  CEILING: timeRounding("CEIL", MATH_FUNCTIONS.CEILING!),
 };
