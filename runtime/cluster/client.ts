@@ -34,6 +34,7 @@ import {
 } from "./cluster_protocol.ts";
 import type { CheckpointConfig } from "./coordinator.ts";
 import type { RestartStrategyConfig } from "./restart_strategy.ts";
+import type { FailoverStrategy } from "../api/restart_strategy_config.ts";
 import { newJobId, type ResumeRequest } from "./local_executor.ts";
 import { ClusterRequestError, type JobExecutionResult, JobFailedError } from "./job_result.ts";
 import {
@@ -62,6 +63,8 @@ export interface SubmitOptions {
   readonly checkpointing: CheckpointConfig;
   /** Restart strategy. */
   readonly restartStrategy: RestartStrategyConfig;
+  /** Which subtasks a failure restarts (`FailoverStrategy`); absent: `"region"`. */
+  readonly failoverStrategy?: FailoverStrategy | undefined;
   /** Checkpoint to resume from. */
   readonly resume?: ResumeRequest | undefined;
   /** Period of status polls, in ms. Default 250. */
@@ -125,6 +128,9 @@ export async function submitJob(graph: JobGraph, options: SubmitOptions): Promis
     graph: summarizeJobGraph(graph),
     checkpointing: options.checkpointing,
     restartStrategy: options.restartStrategy,
+    ...(options.failoverStrategy === undefined
+      ? {}
+      : { failoverStrategy: options.failoverStrategy }),
     resume: options.resume,
     ...(options.defaultParallelism === undefined
       ? {}

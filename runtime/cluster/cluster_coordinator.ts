@@ -514,6 +514,7 @@ export class ClusterCoordinator implements RestBackend {
       storage: o.storage,
       checkpointing: request.checkpointing,
       restartStrategy: request.restartStrategy,
+      failoverStrategy: request.failoverStrategy,
       workers: () => Date.now() < this.#registeringUntil ? [] : this.slots(),
       restoreFrom,
       recoveredCheckpoints: resumed?.recoveredCheckpoints,

@@ -26,6 +26,7 @@
 import type { JobGraphSummary } from "../graph/job_graph_summary.ts";
 import type { CheckpointConfig } from "./coordinator.ts";
 import type { RestartStrategyConfig } from "./restart_strategy.ts";
+import type { FailoverStrategy } from "../api/restart_strategy_config.ts";
 import type { ResumeRequest } from "./local_executor.ts";
 import type { JobExecutionResult } from "./job_result.ts";
 import type { ErrorInfo } from "../task/messages.ts";
@@ -76,6 +77,8 @@ export interface SubmitRequest {
   readonly checkpointing: CheckpointConfig;
   /** Restart strategy. */
   readonly restartStrategy: RestartStrategyConfig;
+  /** Which subtasks a failure restarts (`FailoverStrategy`); absent: `"region"`. */
+  readonly failoverStrategy?: FailoverStrategy | undefined;
   /** The checkpoint to resume from, if any. */
   readonly resume?: ResumeRequest | undefined;
   /**

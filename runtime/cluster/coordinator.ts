@@ -25,55 +25,35 @@
  *   its subtasks to end;
  * - `failover_restart.ts`: restart strategy, restart delay and the restore
  *   decision after a failure;
+ * - `region_failover.ts` and `failover_regions.ts`: which subtasks a
+ *   failure restarts, and a region failover's sequence;
  * - `job_metrics.ts`: vertex metrics summed from subtask metrics;
- * - `runtime/metrics/`: live metrics (the latest per-second sample of every
- *   subtask, `MetricStore`) and checkpoint statistics
- *   (`CheckpointStatsTracker`), which the REST API reads.
+ * - `runtime/metrics/`: live metrics (`MetricStore`) and checkpoint
+ *   statistics (`CheckpointStatsTracker`), which the REST API reads.
+ *
+ * Failed checkpoints (`tolerableCheckpointFailures`) and the final
+ * checkpoint at end of input (FLIP-147) are the checkpoint coordinator's.
  *
  * ## Recovery
  *
- * With the `"region"` failover strategy (the default), a failure that a
- * subtask reports while the job runs restarts only that subtask's pipelined
- * region (`region_failover.ts`, `failover_regions.ts`); other failures, and
- * every failure with the `"full"` strategy, restart every subtask. Attempt
- * numbers are job-wide and go up on every failover; each subtask is fenced
- * by the number it was last deployed with (`subtaskAttempts`): a message is
- * accepted iff its `att` is its sender's. A region failover renumbers only
- * the region's subtasks.
+ * With the `"region"` failover strategy (the default), a failure a subtask
+ * reports while the job runs restarts only its pipelined region
+ * (`region_failover.ts`); other failures, and all with `"full"`, restart
+ * every subtask. Attempt numbers are job-wide and go up on every failover;
+ * each subtask is fenced by the number it was last deployed with
+ * (`ExecutionAttempt.attemptOf`): a message counts iff its `att` is its
+ * sender's.
  *
- * A full failover: the attempt number goes up,
- * every task of the old attempt is cancelled (their messages are fenced off
- * by the attempt number), and every subtask of the new attempt restores from
- * the latest checkpoint whose metadata this coordinator wrote (or the
- * checkpoint the job was started from, when it wrote none). Before it
- * deploys the next attempt, the coordinator waits (while the restart delay
- * runs) until every live worker that ran subtasks of the failed attempt
- * answered `attempt-cancelled`, i.e. those subtasks ended, up to
- * `cancellationTimeoutMs`; see `cancellation_wait.ts`. The coordinator
- * remembers that id itself instead of asking storage for the latest
- * complete checkpoint: once a checkpoint's metadata is written, sinks may
- * commit its transactions, so restoring anything older would commit records
- * twice. If that checkpoint's metadata is gone or corrupt, the job fails
- * for good (a `SuppressRestartsError`) rather than fall back. If storage
- * cannot be reached (an `IO` error, e.g. while NATS restarts), that is a
- * failed restart: the restart strategy decides whether and when to try
- * again, as for any other failure.
- *
- * ## Failed checkpoints
- *
- * A checkpoint that expires, is declined, or whose metadata cannot be
- * written is reported to a `CheckpointFailureManager`: more than
- * `tolerableCheckpointFailures` consecutive such failures fail the attempt
- * (a normal failover, through the restart strategy), as Flink's
- * `execution.checkpointing.tolerable-failed-checkpoints` does. Failures
- * caused by a failover do not count.
- *
- * ## End of input
- *
- * When every source subtask has reported end of input, the coordinator
- * triggers a final checkpoint (even when periodic checkpointing is off), so
- * two-phase-commit sinks commit their last transaction; when it completes,
- * it tells every subtask to finish (FLIP-147).
+ * A full failover cancels every subtask, waits (while the restart delay
+ * runs) until every live worker that ran some answered `attempt-cancelled`,
+ * up to `cancellationTimeoutMs` (`cancellation_wait.ts`), then deploys the
+ * next attempt restoring the latest checkpoint whose metadata this
+ * coordinator wrote (or the one the job started from). The coordinator
+ * remembers that id instead of asking storage for the latest complete
+ * checkpoint: once a checkpoint's metadata is written, sinks may commit its
+ * transactions, so restoring anything older would commit records twice. If
+ * its metadata is gone or corrupt, the job fails for good rather than fall
+ * back; storage out of reach is a failed restart for the restart strategy.
  *
  * @module
  */
@@ -119,6 +99,7 @@ import { CheckpointStatsTracker } from "../metrics/checkpoint_stats.ts";
 import { MetricStore } from "../metrics/metric_store.ts";
 import { FailoverRegions, type PipelinedRegion } from "./failover_regions.ts";
 import { decideFailoverScope, restartRegion } from "./region_failover.ts";
+import { validateFailoverStrategy } from "../api/restart_strategy_config.ts";
 
 const log = logger("coordinator");
 
@@ -167,7 +148,8 @@ export class JobCoordinator {
 
   /**
    * Builds the coordinator's parts; no I/O until `run`.
-   * @throws {RangeError} when `cancellationTimeoutMs` is negative or not finite.
+   * @throws {RangeError} when `cancellationTimeoutMs` is negative or not finite, or
+   *   `failoverStrategy` is neither `"region"` nor `"full"`.
    */
   constructor(options: JobCoordinatorOptions) {
     this.#o = options;
@@ -182,23 +164,14 @@ export class JobCoordinator {
       );
     }
     this.#backoff = createRestartBackoff(options.restartStrategy);
+    validateFailoverStrategy(options.failoverStrategy ?? "region");
     for (const v of options.graph.vertices) {
       for (let s = 0; s < v.parallelism; s++) {
         this.#tasks.push({ vertexId: v.id, subtask: s });
         if (v.isSource) this.#sources.push({ vertexId: v.id, subtask: s });
       }
     }
-    const edges = options.graph.edges ?? [];
-    // Without edges (an old summary) nothing shows the regions: one region, the whole job.
-    const all = options.graph.edges !== undefined ? edges : options.graph.vertices.map((_, i) => ({
-      source: Math.max(0, i - 1),
-      target: i,
-      partitioner: "hash" as const,
-    }));
-    this.#regions = FailoverRegions.of({
-      vertices: options.graph.vertices.map((v, index) => ({ ...v, index })),
-      edges: all,
-    });
+    this.#regions = FailoverRegions.ofJob(options.graph);
     this.#current = new ExecutionAttempt({
       number: options.firstAttempt ?? 0,
       subtasks: this.#tasks.length,
@@ -318,7 +291,9 @@ export class JobCoordinator {
   /**
    * Why the current attempt exists, once the job restarted: `attempt <n>
    * failed: <name>: <message>`, naming the failed attempt (the one before the
-   * current one), not the current attempt's own failure.
+   * current one), not the current attempt's own failure; after a region
+   * failover, `region failover of region <id> (<vertex>#<subtask>, …):
+   * attempt <n> failed: …`.
    */
   get restartedAfter(): string | undefined {
     return this.#restartedAfter;
@@ -476,14 +451,20 @@ export class JobCoordinator {
     o.transport.publish(workerSubject(worker), encode(msg));
   }
 
-  #deploy(restore: RestorePoint | null): void {
-    this.#phase = "deploying";
+  /** Deploys the current attempt (only `region`'s subtasks, for a region failover) past `beforeDeploy`. */
+  #deploy(restore: RestorePoint | null, region?: PipelinedRegion): void {
+    if (region === undefined) this.#phase = "deploying";
+    const where = region && this.#regions.describe(region);
+    const deploy = () =>
+      region === undefined
+        ? this.#deployment.deploy(restore)
+        : this.#deployment.deployRegion(region.subtasks, restore, where!);
     const gate = this.#o.beforeDeploy;
-    if (gate === undefined) return this.#deployment.deploy(restore);
+    if (gate === undefined) return deploy();
     const attempt = this.#current.number;
-    const still = () => this.#phase === "deploying" && this.#current.number === attempt;
+    const still = () => this.#schedulerPhase() === "deploying" && this.#current.number === attempt;
     gate(attempt).then(
-      () => still() && this.#deployment.deploy(restore),
+      () => still() && deploy(),
       (error) => still() && void this.#failover(error),
     );
   }
@@ -525,7 +506,8 @@ export class JobCoordinator {
         }
         return;
       case "metrics":
-        this.#liveMetrics.update(msg.att, msg.vertex, msg.subtask, msg.sample);
+        // Fenced per subtask above; after a region failover the others' attempt is older.
+        this.#liveMetrics.update(this.#current.number, msg.vertex, msg.subtask, msg.sample);
         return;
       case "finished":
         this.#subtaskMetrics.set(this.#key(msg.vertex, msg.subtask), msg.metrics);
@@ -568,50 +550,47 @@ export class JobCoordinator {
    * then redeploys the region as the next attempt; the other regions run on.
    */
   async #failoverRegion(region: PipelinedRegion, error: unknown): Promise<void> {
-    const o = this.#o;
     const restart = { region, stage: "cancelling" as "cancelling" | "deploying" };
     this.#regionRestart = restart;
     const where = this.#regions.describe(region);
     const failed = this.#current.number;
     this.#lastFailure = describe(error);
-    this.#current.fence(region.keys); // nothing of theirs counts from now on
-    log.warn(
-      `job ${o.jobId}: ${where} of attempt ${failed} failed: ${this.#lastFailure}; ` +
-        `region failover: restarting its ${region.subtasks.length} subtasks, the other ` +
-        `regions keep running`,
-      { name: "region-failover", jobId: o.jobId, attempt: failed, region: where },
-    );
-    const still = () => this.#regionRestart === restart && this.#phase === "running";
     await restartRegion({
-      jobId: o.jobId,
-      jobName: o.graph.name,
+      ...this.#restartFacts(),
       region,
       describe: where,
       error,
-      storage: o.storage,
-      restoreFrom: o.restoreFrom,
-      backoff: this.#backoff,
+      attempt: failed,
+      fence: () => this.#current.fence(region.keys),
       abortCheckpoints: (f, c) => this.#checkpoints.regionFailingOver(f, c),
       cancel: (keys) => this.#cancellation.cancelSubtasks(keys),
       awaitCancelled: () => this.#cancellation.awaitEnded(),
-      latestWritten: () => this.#checkpoints.latestWritten,
-      writesSettled: () => this.#checkpoints.writesSettled(),
-      stillCurrent: still,
+      stillCurrent: () => this.#regionRestart === restart && this.#phase === "running",
       fail: (e) => this.#end(e),
       redeploy: (point) => {
         this.#checkpoints.restoring(point);
-        this.#restarts++;
-        this.#restartedAfter = `${where} of attempt ${failed} failed: ${this.#lastFailure}`;
+        this.#restartedAfter =
+          `region failover of ${where}: attempt ${failed} failed: ${this.#lastFailure}`;
         this.#current = this.#current.afterRegionRestart(failed + 1, region.keys);
         restart.stage = "deploying";
-        log.warn(
-          `job ${o.jobId}: restarting ${where} as attempt ${this.#current.number} ` +
-            `(restart ${this.#restarts}) from ` +
-            (point === null ? "scratch" : describePoint(point, o.jobId)),
-        );
-        this.#deployment.deployRegion(region.subtasks, point, where);
+        this.#deploy(point, region);
+        return { attempt: this.#current.number, restarts: ++this.#restarts };
       },
     });
+  }
+
+  /** What a failover's restart plan reads, full or region. */
+  #restartFacts() {
+    const o = this.#o;
+    return {
+      jobId: o.jobId,
+      jobName: o.graph.name,
+      storage: o.storage,
+      restoreFrom: o.restoreFrom,
+      backoff: this.#backoff,
+      latestWritten: () => this.#checkpoints.latestWritten,
+      writesSettled: () => this.#checkpoints.writesSettled(),
+    };
   }
 
   /**
@@ -656,13 +635,7 @@ export class JobCoordinator {
     // the checkpoints it aborted can release their shared blobs.
     this.#checkpoints.releaseAborted(abortedIds, cancelled);
     const plan = await planRestart(error, {
-      jobId: o.jobId,
-      jobName: o.graph.name,
-      storage: o.storage,
-      restoreFrom: o.restoreFrom,
-      backoff: this.#backoff,
-      latestWritten: () => this.#checkpoints.latestWritten,
-      writesSettled: () => this.#checkpoints.writesSettled(),
+      ...this.#restartFacts(),
       cancelled,
       restarting: () => this.#phase === "restarting",
     });

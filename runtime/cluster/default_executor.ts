@@ -169,6 +169,7 @@ export const defaultJobExecutor: JobExecutor = Object.freeze({
         args: Deno.args,
         checkpointing: request.checkpointing,
         restartStrategy: request.restartStrategy,
+        failoverStrategy: request.failoverStrategy,
         resume: resumeOf(request),
         defaultParallelism: defaultParallelism(),
       };
@@ -197,6 +198,7 @@ export const defaultJobExecutor: JobExecutor = Object.freeze({
         args: Deno.args,
         checkpointing: request.checkpointing,
         restartStrategy: request.restartStrategy,
+        failoverStrategy: request.failoverStrategy,
         resume: resumeOf(request),
         defaultParallelism: defaultParallelism(),
       });

@@ -189,6 +189,31 @@ export class FailoverRegions {
   }
 
   /**
+   * The regions of a job as its coordinator knows it (a `JobGraph` or its
+   * summary, whose vertices' positions are their indexes). A summary
+   * without `edges` (written before regions existed) shows no regions: the
+   * whole job is then one region, so every failure restarts all of it.
+   * @throws {RangeError} as {@linkcode FailoverRegions.of}.
+   */
+  static ofJob(job: {
+    readonly vertices: readonly { readonly id: string; readonly parallelism: number }[];
+    readonly edges?: readonly RegionEdge[] | undefined;
+  }): FailoverRegions {
+    const vertices = job.vertices.map((v, index) => ({
+      id: v.id,
+      parallelism: v.parallelism,
+      index,
+    }));
+    const edges = job.edges ??
+      vertices.map((_, i) => ({
+        source: Math.max(0, i - 1),
+        target: i,
+        partitioner: "hash" as const,
+      }));
+    return FailoverRegions.of({ vertices, edges });
+  }
+
+  /**
    * The region of subtask `vertexId#subtask`.
    * @throws {RangeError} when the graph has no such subtask.
    */

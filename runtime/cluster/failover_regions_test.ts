@@ -155,3 +155,15 @@ Deno.test("regions partition the subtasks, no channel crosses two regions, and e
     { numRuns: 300 },
   );
 });
+
+Deno.test("a job summary without edges is one region; with them, its vertices' positions are their indexes", () => {
+  const vertices = [{ id: "src", parallelism: 2 }, { id: "sink", parallelism: 2 }];
+  const old = FailoverRegions.ofJob({ vertices });
+  assert.equal(old.regions.length, 1);
+  assert.ok(old.isWholeJob(old.regionOf("sink", 1)));
+  const summary = FailoverRegions.ofJob({
+    vertices,
+    edges: [{ source: 0, target: 1, partitioner: "forward" }],
+  });
+  assert.deepEqual(ids(summary), [["src#0", "sink#0"], ["src#1", "sink#1"]]);
+});

@@ -52,16 +52,14 @@
  */
 
 import type { SubtaskRef } from "../checkpoint/types.ts";
-import type { CheckpointStorage } from "../checkpoint/storage.ts";
 import type { RestorePoint } from "../task/messages.ts";
 import type { FailoverStrategy } from "../api/restart_strategy_config.ts";
 import { classifyFailure } from "../failure.ts";
 import { logger } from "../log.ts";
 import type { FailoverRegions, PipelinedRegion } from "./failover_regions.ts";
-import { planRestart } from "./failover_restart.ts";
-import type { RestartBackoff } from "./restart_strategy.ts";
+import { planRestart, type RestartPlanOptions } from "./failover_restart.ts";
 import type { JobFailedError } from "./job_result.ts";
-import { describeError } from "./restore_decision.ts";
+import { describeError, describeRestorePoint } from "./restore_decision.ts";
 
 const log = logger("coordinator");
 
@@ -125,38 +123,36 @@ export function failedSubtask(error: unknown): SubtaskRef | undefined {
   return { vertexId, subtask };
 }
 
-/** What {@linkcode restartRegion} needs from the job coordinator. */
-export interface RegionRestartOptions {
-  /** The job's id, for log lines and the restore decision. */
-  readonly jobId: string;
-  /** The job's name, for error messages. */
-  readonly jobName: string;
+/**
+ * What {@linkcode restartRegion} needs from the job coordinator: the facts a
+ * full failover's `planRestart` reads (job, storage, restart strategy,
+ * checkpoints written), and the steps it takes.
+ */
+export interface RegionRestartOptions extends Omit<RestartPlanOptions, "cancelled" | "restarting"> {
   /** The region to restart. */
   readonly region: PipelinedRegion;
   /** `region <id> (<vertex>#<subtask>, …)`. */
   readonly describe: string;
   /** The failure. */
   readonly error: unknown;
-  /** Where the metadata of the checkpoint to restore is read. */
-  readonly storage: CheckpointStorage;
-  /** The checkpoint the job was started from, or `null`. */
-  readonly restoreFrom: RestorePoint | null;
-  /** The job's restart strategy (the same one a full failover asks). */
-  readonly backoff: RestartBackoff;
+  /** The job-wide attempt number when it failed. */
+  readonly attempt: number;
+  /** Fences the region's subtasks (`ExecutionAttempt.fence`): nothing they send counts any more. */
+  readonly fence: () => void;
   /** Aborts the pending checkpoints (`CheckpointCoordinator.regionFailingOver`). */
   readonly abortCheckpoints: (failure: string, cancelled: Promise<void>) => void;
   /** Cancels the region's subtasks (`AttemptCancellation.cancelSubtasks`). */
   readonly cancel: (subtasks: ReadonlySet<string>) => void;
   /** Resolves once the cancelled subtasks ended or the wait timed out; never rejects. */
   readonly awaitCancelled: () => Promise<void>;
-  /** The latest checkpoint whose metadata the coordinator wrote. */
-  readonly latestWritten: () => number | undefined;
-  /** Resolves once no metadata write is in flight; never rejects. */
-  readonly writesSettled: () => Promise<void>;
   /** False once this region failover was superseded (a full failover, the job ended). */
   readonly stillCurrent: () => boolean;
-  /** Starts the region's next attempt and deploys it restoring `point` (`null`: from scratch). */
-  readonly redeploy: (point: RestorePoint | null) => void;
+  /**
+   * Starts the region's next attempt and deploys it restoring `point`
+   * (`null`: from scratch).
+   * @returns the region's new attempt number and the job's restarts so far.
+   */
+  readonly redeploy: (point: RestorePoint | null) => { attempt: number; restarts: number };
   /** The restart strategy gave up, or the checkpoint to restore is unusable: the job fails. */
   readonly fail: (error: JobFailedError) => void;
 }
@@ -169,25 +165,26 @@ export interface RegionRestartOptions {
  */
 export async function restartRegion(o: RegionRestartOptions): Promise<void> {
   const failure = describeError(o.error);
+  o.fence();
+  log.warn(
+    `job ${o.jobId}: ${o.describe} of attempt ${o.attempt} failed: ${failure}; region ` +
+      `failover: restarting its ${o.region.subtasks.length} subtasks, the other regions keep running`,
+    { name: "region-failover", jobId: o.jobId, attempt: o.attempt, region: o.describe },
+  );
   o.cancel(o.region.keys);
   const cancelled = o.awaitCancelled();
   o.abortCheckpoints(`${o.describe} of job ${o.jobId} failed (${failure})`, cancelled);
-  const plan = await planRestart(o.error, {
-    jobId: o.jobId,
-    jobName: o.jobName,
-    storage: o.storage,
-    restoreFrom: o.restoreFrom,
-    backoff: o.backoff,
-    latestWritten: o.latestWritten,
-    writesSettled: o.writesSettled,
-    cancelled,
-    restarting: o.stillCurrent,
-  });
+  const plan = await planRestart(o.error, { ...o, cancelled, restarting: o.stillCurrent });
   if (plan.kind === "abandoned" || !o.stillCurrent()) return;
   if (plan.kind === "fail") {
     log.info(`job ${o.jobId}: the region failover of ${o.describe} ends the job`);
     o.fail(plan.error);
     return;
   }
-  o.redeploy(plan.point);
+  const { attempt, restarts } = o.redeploy(plan.point);
+  log.warn(
+    `job ${o.jobId}: restarted ${o.describe} as attempt ${attempt} (restart ${restarts}) from ` +
+      (plan.point === null ? "scratch" : describeRestorePoint(plan.point, o.jobId)),
+    { name: "region-restarted", jobId: o.jobId, attempt, region: o.describe },
+  );
 }

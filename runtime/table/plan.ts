@@ -80,6 +80,20 @@ import {
   type WindowProperties,
   type WindowTableFunctionNode,
 } from "./plan_window.ts";
+import {
+  type DeduplicateNode,
+  type RankNode,
+  rewriteTopN,
+  type WindowRankNode,
+} from "./plan_rank.ts";
+import {
+  type OverAggregateNode,
+  overCalls,
+  type OverPlanning,
+  planOverSelect,
+} from "./plan_over.ts";
+import { planDistinct } from "./plan_distinct.ts";
+import { describeNode, updateProducer } from "./plan_explain.ts";
 export { describeNode, explainPlan, updateProducer } from "./plan_explain.ts";
 
 /**
@@ -164,7 +178,11 @@ export type PlanNode =
   | IntervalJoinNode
   | WindowJoinNode
   | WindowTableFunctionNode
-  | WindowAggregateNode;
+  | WindowAggregateNode
+  | RankNode
+  | DeduplicateNode
+  | WindowRankNode
+  | OverAggregateNode;
 
 /**
  * A planned FROM item: its plan node, and per output column the names
@@ -350,13 +368,18 @@ function scanWatermark(
 
 /** A SELECT planned as a relation (its output qualified by nothing; window columns tracked). */
 function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOptions): Relation {
-  if (query.distinct || query.orderBy.length > 0 || query.limit !== null) {
+  if (query.orderBy.length > 0 || query.limit !== null) {
     throw new PlanningError(
-      `${
-        query.distinct ? "SELECT DISTINCT" : query.orderBy.length > 0 ? "ORDER BY" : "LIMIT"
-      } is not supported yet${context.locate(query.distinct ? "DISTINCT" : "ORDER")}`,
+      `${query.orderBy.length > 0 ? "ORDER BY" : "LIMIT"} is not supported yet${
+        context.locate("ORDER")
+      }`,
     );
   }
+  // SELECT DISTINCT, ROW_NUMBER Top-N and OVER aggregations: plan_distinct.ts, plan_rank.ts, plan_over.ts
+  if (query.distinct) return planDistinct(planSelect({ ...query, distinct: false }, context, {}));
+  const topN = rewriteTopN(query, context, (q, c) => planSelect(q, c, {}));
+  if (topN !== null) return planSelect(topN.query, topN.context, options);
+  if (overCalls(query).length > 0) return planOverSelect(query, context, OVER_PLANNING);
   // A comma join (`FROM a, b WHERE a.k = b.k`) is an inner join on WHERE.
   let from = query.from;
   let whereExpr = query.where;
@@ -525,6 +548,17 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
   };
   return { node, qualifiers: outColumns.map(() => []), window: keptWindow(window, sources) };
 }
+
+const OVER_PLANNING: OverPlanning = {
+  planRelation,
+  relationScope,
+  condition,
+  columnSource,
+  updateProducer: (node) => {
+    const producer = updateProducer(node);
+    return producer === undefined ? undefined : describeNode(producer);
+  },
+};
 
 /** Where the input column a GROUP BY column key reads is, or `null`. */
 function sourceOf(keys: readonly CompiledExpr[], e: Expr): number | null {

@@ -11,6 +11,8 @@ import { changelogModeString, isUpdating } from "./changelog_mode.ts";
 import type { CompiledExpr } from "./expressions.ts";
 import type { PlanNode } from "./plan.ts";
 import { windowText } from "./plan_window.ts";
+import { describeRankingNode } from "./plan_rank.ts";
+import { describeOverNode } from "./plan_over.ts";
 
 const names = (xs: readonly CompiledExpr[]) => xs.map((k) => k.text).join(", ");
 
@@ -53,6 +55,12 @@ export function describeNode(node: PlanNode): string {
       ];
       return `GroupAggregate(groupBy=[${names(node.keys)}], select=[${select.join(", ")}])`;
     }
+    case "Rank":
+    case "Deduplicate":
+    case "WindowRank":
+      return describeRankingNode(node);
+    case "OverAggregate":
+      return describeOverNode(node);
     case "WindowTableFunction":
       return `WindowTableFunction(window=[${windowText(node.window, node.input.columns)}])`;
     case "WindowAggregate": {
@@ -99,6 +107,11 @@ function exchanges(node: PlanNode): readonly (readonly CompiledExpr[])[] | null 
       return [node.keys];
     case "WindowAggregate":
       return [node.groupKeys];
+    case "Rank":
+    case "Deduplicate":
+    case "WindowRank":
+    case "OverAggregate":
+      return [node.partitionKeys];
     case "Join":
     case "IntervalJoin":
     case "WindowJoin":

@@ -387,15 +387,23 @@ export class StreamTableEnvironment {
 
   #translate(root: PlanNode): DataStream<Row> {
     const prefix = `sql-${++this.#queries}`;
-    return translatePlan(root, (name) => {
-      const entry = this.#catalog.get(name)!;
-      if (entry.kind === "stream") return entry.stream;
-      if (entry.kind === "connector") {
-        return this.#connectors.get(entry.table.options.connector!)!.source!(entry.table, this.#env)
-          .uid(`${prefix}-source-${name}`);
-      }
-      throw new PlanningError(`view ${name} is planned in place, not scanned`);
-    }, prefix);
+    return translatePlan(
+      root,
+      (name) => {
+        const entry = this.#catalog.get(name)!;
+        if (entry.kind === "stream") return entry.stream;
+        if (entry.kind === "connector") {
+          return this.#connectors.get(entry.table.options.connector!)!.source!(
+            entry.table,
+            this.#env,
+          )
+            .uid(`${prefix}-source-${name}`);
+        }
+        throw new PlanningError(`view ${name} is planned in place, not scanned`);
+      },
+      prefix,
+      { stateTtlMs: this.#config.stateTtlMs },
+    );
   }
 
   #checkFree(name: string, where: string = ""): void {

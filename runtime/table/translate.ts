@@ -27,24 +27,37 @@ import { describeNode, type PlanNode } from "./plan.ts";
 import { formatRow, type Row } from "./row.ts";
 import { SuppressRestartsError } from "../failure.ts";
 import { PlanningError } from "./changelog_mode.ts";
+import { overFamilyFunction, overFamilyUidName } from "./translate_over.ts";
 
 const errorText = (error: unknown) => error instanceof Error ? error.message : String(error);
 
 /** How the translation reaches a scan's source. */
 export type ScanSource = (table: string) => DataStream<Row>;
 
+/** Options of {@linkcode translatePlan}. */
+export interface TranslateOptions {
+  /**
+   * Idle state retention of the stateful operators in ms (`table.exec.state.ttl`);
+   * 0 (the default) keeps state forever.
+   */
+  readonly stateTtlMs?: number;
+}
+
 /**
  * Translates `root` into a stream of changes.
  * @param root the plan.
  * @param scan gives the stream of a scanned table.
  * @param uidPrefix the query's uid prefix.
+ * @param options idle state retention.
  * @returns the stream of the root's changes.
  */
 export function translatePlan(
   root: PlanNode,
   scan: ScanSource,
   uidPrefix: string,
+  options: TranslateOptions = {},
 ): DataStream<Row> {
+  const stateTtlMs = options.stateTtlMs ?? 0;
   let n = 0;
   const walk = (node: PlanNode): DataStream<Row> => {
     switch (node.op) {
@@ -74,9 +87,24 @@ export function translatePlan(
         const input = walk(node.input);
         return input.keyBy(groupKeyOf(node.keys))
           .process(
-            new GroupAggregateFunction(node.keys, node.aggregates, node.generateUpdateBefore),
+            new GroupAggregateFunction(
+              node.keys,
+              node.aggregates,
+              node.generateUpdateBefore,
+              stateTtlMs,
+            ),
           )
           .uid(`${uidPrefix}-group-aggregate-${++n}`)
+          .name(describeNode(node));
+      }
+      case "Rank":
+      case "Deduplicate":
+      case "WindowRank":
+      case "OverAggregate": {
+        const input = walk(node.input);
+        return input.keyBy(groupKeyOf(node.partitionKeys))
+          .process(overFamilyFunction(node, stateTtlMs))
+          .uid(`${uidPrefix}-${overFamilyUidName(node)}-${++n}`)
           .name(describeNode(node));
       }
       case "Join":

@@ -1,0 +1,467 @@
+/**
+ * Plans ROW_NUMBER queries (Flink's `FlinkLogicalRank` and its rules
+ * `StreamPhysicalRankRule`, `StreamPhysicalDeduplicateRule`,
+ * `StreamPhysicalWindowRankRule`): a subquery whose SELECT list has
+ * `ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn`, read by an
+ * outer query whose WHERE bounds `rn`:
+ *
+ * ```sql
+ * SELECT ... FROM (
+ *   SELECT ..., ROW_NUMBER() OVER (PARTITION BY k ORDER BY x DESC) AS rn FROM t
+ * ) WHERE rn <= 3 [AND ...]
+ * ```
+ *
+ * The bound may be `rn <= N`, `rn < N`, `rn = N`, `rn BETWEEN a AND b`,
+ * `rn >= a`, `rn > a` (either side, ANDed with other conditions, which
+ * stay in the outer WHERE); an upper bound is required (Flink refuses an
+ * unbounded ROW_NUMBER in streaming too).
+ *
+ * ## Which operator
+ *
+ * | shape | node | operator |
+ * |---|---|---|
+ * | PARTITION BY includes `window_start` and `window_end` of a window TVF or window aggregation | `WindowRank` | `window_rank.ts` (append-only) |
+ * | `rn` not selected, `rn <= 1` (or `= 1`), ORDER BY one rowtime attribute (or `PROCTIME()`), append-only input | `Deduplicate` | `deduplicate.ts` |
+ * | otherwise | `Rank` | `rank.ts` (retract) |
+ *
+ * The rank number is emitted only when the outer query reads `rn` (Flink's
+ * rank-number optimization). A Top-N over an updating input keeps every
+ * row of the partition (`RetractableTopNFunction`); over an append-only
+ * input only the best N.
+ *
+ * ## How it plugs into `plan.ts`
+ *
+ * {@linkcode rewriteTopN} plans the subquery (its ROW_NUMBER item
+ * replaced by hidden columns for the PARTITION BY and ORDER BY
+ * expressions) and the ranking node over it, and returns the outer query
+ * reading that plan as a view, so the planner plans the outer query (its
+ * WHERE, GROUP BY, SELECT list) as any other.
+ *
+ * ## Simplifications
+ *
+ * - `RANK()` and `DENSE_RANK()` are refused (only `ROW_NUMBER()`).
+ * - Weir has no processing-time attribute column yet: processing-time
+ *   deduplication is written `ORDER BY PROCTIME()` in the OVER clause.
+ * - The outer query reads the subquery through its alias only (a view).
+ *
+ * @module
+ */
+
+import { type ChangelogMode, PlanningError } from "./changelog_mode.ts";
+import type { CompiledExpr } from "./expressions.ts";
+import type { PlannerContext, PlanNode, Relation } from "./plan.ts";
+import type { DeduplicateSpec } from "./deduplicate.ts";
+import type { RankSpec } from "./rank.ts";
+import type { Expr, OrderItem, SelectItem, SelectQuery } from "./sql_ast.ts";
+import { exprText } from "./sql_text.ts";
+import { type Column, TYPES } from "./types.ts";
+import type { WindowRankSpec } from "./window_rank.ts";
+
+/** A Top-N (Flink's `Rank`): retract output, keyed by the partition keys. */
+export interface RankNode {
+  /** The node kind. */
+  readonly op: "Rank";
+  /** The input. */
+  readonly input: PlanNode;
+  /** The PARTITION BY keys (the keyBy). */
+  readonly partitionKeys: readonly CompiledExpr[];
+  /** The ranking. */
+  readonly spec: RankSpec;
+  /** The ORDER BY as written, for explain. */
+  readonly orderText: string;
+  /** The input's columns, then the rank number when it is output. */
+  readonly columns: readonly Column[];
+  /** `retract`. */
+  readonly mode: ChangelogMode;
+}
+
+/** A deduplication (Flink's `Deduplicate`), keyed by the partition keys. */
+export interface DeduplicateNode {
+  /** The node kind. */
+  readonly op: "Deduplicate";
+  /** The input (append-only). */
+  readonly input: PlanNode;
+  /** The PARTITION BY keys (the keyBy). */
+  readonly partitionKeys: readonly CompiledExpr[];
+  /** Which row is kept. */
+  readonly spec: DeduplicateSpec;
+  /** The input's columns. */
+  readonly columns: readonly Column[];
+  /** `append` for processing-time keep-first, else `retract`. */
+  readonly mode: ChangelogMode;
+}
+
+/** A window Top-N (Flink's `WindowRank`); append-only. */
+export interface WindowRankNode {
+  /** The node kind. */
+  readonly op: "WindowRank";
+  /** The input (append-only, with window columns). */
+  readonly input: PlanNode;
+  /** The PARTITION BY keys (the keyBy), window_start and window_end among them. */
+  readonly partitionKeys: readonly CompiledExpr[];
+  /** The ranking. */
+  readonly spec: WindowRankSpec;
+  /** The ORDER BY as written, for explain. */
+  readonly orderText: string;
+  /** The input's columns, then the rank number when it is output. */
+  readonly columns: readonly Column[];
+  /** `append`. */
+  readonly mode: ChangelogMode;
+}
+
+/** A node this file plans. */
+export type RankingNode = RankNode | DeduplicateNode | WindowRankNode;
+
+/** The outer query to plan instead, reading the ranking's plan as a view. */
+export interface TopNRewrite {
+  /** The outer query, its FROM a view of the ranking and its WHERE without the bound on `rn`. */
+  readonly query: SelectQuery;
+  /** The context in which the view resolves. */
+  readonly context: PlannerContext;
+}
+
+const RANKING = new Set(["ROW_NUMBER", "RANK", "DENSE_RANK"]);
+
+type OverExpr = Extract<Expr, { k: "over" }>;
+
+/** Whether a SELECT item is a ranking function call (`ROW_NUMBER() OVER (...)`...). */
+export function isRankingItem(item: SelectItem): boolean {
+  return item.k === "expr" && item.expr.k === "over" && RANKING.has(item.expr.fn);
+}
+
+/**
+ * Plans a ROW_NUMBER query (see the module docs).
+ *
+ * @param query the outer query.
+ * @param context the catalog.
+ * @param planSelect plans a SELECT into a relation (plan.ts's).
+ * @returns the outer query to plan instead, or `null` when `query` does
+ *   not read a subquery with a ranking function.
+ * @throws {PlanningError} for RANK/DENSE_RANK, two ranking functions, no
+ *   ORDER BY, no upper bound on the rank number, a bound that is not an
+ *   integer literal, or a window Top-N over an updating input.
+ */
+export function rewriteTopN(
+  query: SelectQuery,
+  context: PlannerContext,
+  planSelect: (query: SelectQuery, context: PlannerContext) => Relation,
+): TopNRewrite | null {
+  const from = query.from;
+  if (from.k !== "subquery") return null;
+  const inner = from.query;
+  const ranking = inner.items.filter(isRankingItem);
+  if (ranking.length === 0) return null;
+  const fail = (message: string, at: string): never => {
+    throw new PlanningError(`${message}${context.locate(at)}`);
+  };
+  if (ranking.length > 1) fail("only one ranking function per SELECT is supported", "OVER");
+  const item = ranking[0] as Extract<SelectItem, { k: "expr" }>;
+  const over = item.expr as OverExpr;
+  if (over.fn !== "ROW_NUMBER") {
+    fail(`${over.fn}() is not supported yet; use ROW_NUMBER()`, over.fn);
+  }
+  if (over.orderBy.length === 0) fail("ROW_NUMBER() OVER needs an ORDER BY", "ROW_NUMBER");
+  if (over.frame !== null) fail("ROW_NUMBER() OVER takes no window frame", "ROW_NUMBER");
+  const rn = item.alias ?? `EXPR$${inner.items.indexOf(item)}`;
+  const { start, end, rest } = rankRange(query.where, rn, context);
+  const outputRankNumber = readsColumn(query, rest, rn);
+
+  // The subquery with the ranking replaced by hidden PARTITION BY / ORDER BY columns.
+  const proctime = over.orderBy.map((o) => isProctime(o.expr));
+  const hidden: SelectItem[] = [
+    ...over.partitionBy.map((e, i): SelectItem => ({
+      k: "expr",
+      expr: e,
+      alias: `$partition$${i}`,
+    })),
+    ...over.orderBy.flatMap((o, i): SelectItem[] =>
+      proctime[i] ? [] : [{ k: "expr", expr: o.expr, alias: `$order$${i}` }]
+    ),
+  ];
+  const rel = planSelect(
+    { ...inner, items: [...inner.items.filter((i) => i !== item), ...hidden] },
+    context,
+  );
+  const input = rel.node;
+  const visible = input.columns.length - hidden.length;
+  const at = (name: string) => input.columns.findIndex((c) => c.name === name);
+  const partitionKeys: CompiledExpr[] = over.partitionBy.map((e, i) => {
+    const index = at(`$partition$${i}`);
+    return {
+      evaluate: (f) => f[index] ?? null,
+      type: input.columns[index]!.type,
+      text: exprText(e),
+    };
+  });
+  const orderText = over.orderBy.map(orderItemText).join(", ");
+  const rankColumn: Column[] = outputRankNumber ? [{ name: rn, type: TYPES.BIGINT }] : [];
+
+  let node: RankingNode;
+  const window = rel.window;
+  const windowName = (index: number) => window === null ? null : input.columns[index]?.name;
+  const names = over.partitionBy.map((e) => e.k === "column" ? e.name : null);
+  const windowed = window !== null && names.includes(windowName(window.start) ?? null) &&
+    names.includes(windowName(window.end) ?? null);
+  const orderIndex = (i: number) => at(`$order$${i}`);
+  if (windowed) {
+    if (input.mode !== "append") {
+      fail(
+        `a window Top-N needs an append-only input, but its input produces updates (${input.op})`,
+        "ROW_NUMBER",
+      );
+    }
+    if (proctime.some((p) => p)) fail("a window Top-N cannot ORDER BY PROCTIME()", "PROCTIME");
+    node = {
+      op: "WindowRank",
+      input,
+      partitionKeys,
+      spec: {
+        sortKeys: over.orderBy.map((o, i) => ({ index: orderIndex(i), descending: o.descending })),
+        rankStart: start,
+        rankEnd: end,
+        outputRankNumber,
+        windowEndIndex: window!.end,
+      },
+      orderText,
+      columns: [...input.columns, ...rankColumn],
+      mode: "append",
+    };
+  } else if (
+    !outputRankNumber && start === 1 && end === 1 && over.orderBy.length === 1 &&
+    input.mode === "append" &&
+    (proctime[0] || input.columns[orderIndex(0)]?.type.timeAttribute === "rowtime")
+  ) {
+    const spec: DeduplicateSpec = proctime[0]
+      ? { keepLastRow: over.orderBy[0]!.descending, rowtimeIndex: null, generateUpdateBefore: true }
+      : {
+        keepLastRow: over.orderBy[0]!.descending,
+        rowtimeIndex: orderIndex(0),
+        rowtimeName: exprText(over.orderBy[0]!.expr),
+        generateUpdateBefore: true,
+      };
+    node = {
+      op: "Deduplicate",
+      input,
+      partitionKeys,
+      spec,
+      columns: input.columns,
+      mode: !spec.keepLastRow && spec.rowtimeIndex === null ? "append" : "retract",
+    };
+  } else {
+    if (proctime.some((p) => p)) {
+      fail(
+        "ORDER BY PROCTIME() is supported only in a deduplication (rn <= 1, rn not selected, append-only input)",
+        "PROCTIME",
+      );
+    }
+    node = {
+      op: "Rank",
+      input,
+      partitionKeys,
+      spec: {
+        sortKeys: over.orderBy.map((o, i) => ({ index: orderIndex(i), descending: o.descending })),
+        rankStart: start,
+        rankEnd: end,
+        outputRankNumber,
+        appendOnlyInput: input.mode === "append",
+        generateUpdateBefore: true,
+      },
+      orderText,
+      columns: [...input.columns, ...rankColumn],
+      mode: "retract",
+    };
+  }
+  // Drop the hidden columns; the rank number (when output) comes last.
+  const kept = [...Array(visible).keys(), ...(outputRankNumber ? [input.columns.length] : [])];
+  const view: PlanNode = {
+    op: "Calc",
+    input: node,
+    projections: kept.map((index) => ({
+      evaluate: (f) => f[index] ?? null,
+      type: node.columns[index]!.type,
+      text: node.columns[index]!.name,
+    })),
+    filter: null,
+    columns: kept.map((index) => node.columns[index]!),
+    mode: node.mode,
+  };
+  const name = from.alias ?? "$topn";
+  return {
+    query: { ...query, from: { k: "table", name, alias: null, at: from.at }, where: rest },
+    context: {
+      lookup: (n) => n === name ? { columns: view.columns, plan: view } : context.lookup(n),
+      locate: context.locate,
+    },
+  };
+}
+
+function isProctime(e: Expr): boolean {
+  return e.k === "call" && e.name.toUpperCase() === "PROCTIME" && e.args.length === 0;
+}
+
+function orderItemText(o: OrderItem): string {
+  return `${exprText(o.expr)} ${o.descending ? "DESC" : "ASC"}`;
+}
+
+/** The AND-ed conditions of a WHERE. */
+function conjuncts(e: Expr | null): Expr[] {
+  if (e === null) return [];
+  if (e.k === "binary" && e.op.toUpperCase() === "AND") {
+    return [...conjuncts(e.left), ...conjuncts(e.right)];
+  }
+  return [e];
+}
+
+const isRn = (e: Expr, rn: string) => e.k === "column" && e.name === rn;
+
+/**
+ * The rank range a WHERE bounds `rn` to, and the rest of the WHERE.
+ * @throws {PlanningError} without an upper bound, or for a bound that is
+ *   not an integer literal, or a condition on `rn` of another form.
+ */
+export function rankRange(
+  where: Expr | null,
+  rn: string,
+  context: Pick<PlannerContext, "locate">,
+): { start: number; end: number; rest: Expr | null } {
+  let start = 1;
+  let end = Infinity;
+  const rest: Expr[] = [];
+  const literal = (e: Expr): number => {
+    if (e.k === "literal" && typeof e.value === "number" && Number.isSafeInteger(e.value)) {
+      return e.value;
+    }
+    throw new PlanningError(
+      `the bound on ${rn} must be an integer literal, got ${exprText(e)}${context.locate(rn)}`,
+    );
+  };
+  const FLIP: Record<string, string> = { "<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=" };
+  for (const c of conjuncts(where)) {
+    if (c.k === "between" && isRn(c.expr, rn) && !c.negated) {
+      start = Math.max(start, literal(c.low));
+      end = Math.min(end, literal(c.high));
+      continue;
+    }
+    if (c.k === "binary" && FLIP[c.op] !== undefined && (isRn(c.left, rn) || isRn(c.right, rn))) {
+      const op = isRn(c.left, rn) ? c.op : FLIP[c.op]!;
+      const n = literal(isRn(c.left, rn) ? c.right : c.left);
+      if (op === "<=" || op === "=") end = Math.min(end, n);
+      if (op === "<") end = Math.min(end, n - 1);
+      if (op === ">=" || op === "=") start = Math.max(start, n);
+      if (op === ">") start = Math.max(start, n + 1);
+      continue;
+    }
+    if (columnNames(c).has(rn)) {
+      throw new PlanningError(
+        `the condition ${
+          exprText(c)
+        } on ${rn} is not a bound of the rank number (use ${rn} <= N, ${rn} < N, ${rn} = N or ${rn} BETWEEN a AND b)${
+          context.locate(rn)
+        }`,
+      );
+    }
+    rest.push(c);
+  }
+  if (end === Infinity) {
+    throw new PlanningError(
+      `ROW_NUMBER needs an upper bound on its result ${rn} in the outer WHERE (e.g. ${rn} <= 10): an unbounded ranking is not supported in streaming${
+        context.locate(rn)
+      }`,
+    );
+  }
+  if (end < start || start < 1) {
+    throw new PlanningError(
+      `the bounds on ${rn} select no rank (from ${start} to ${end})${context.locate(rn)}`,
+    );
+  }
+  const and = (a: Expr, b: Expr): Expr => ({ k: "binary", op: "AND", left: a, right: b });
+  return { start, end, rest: rest.length === 0 ? null : rest.reduce(and) };
+}
+
+/** Whether the outer query reads column `name` anywhere but in its bound (`*` reads it). */
+function readsColumn(query: SelectQuery, rest: Expr | null, name: string): boolean {
+  const exprs: Expr[] = [
+    ...(rest === null ? [] : [rest]),
+    ...query.groupBy,
+    ...(query.having === null ? [] : [query.having]),
+    ...query.orderBy.map((o) => o.expr),
+  ];
+  for (const item of query.items) {
+    if (item.k === "star") return true;
+    exprs.push(item.expr);
+  }
+  return exprs.some((e) => columnNames(e).has(name));
+}
+
+/** The names of the columns an expression reads. */
+export function columnNames(e: Expr): Set<string> {
+  const names = new Set<string>();
+  const visit = (x: Expr): void => {
+    switch (x.k) {
+      case "column":
+        names.add(x.name);
+        return;
+      case "binary":
+        visit(x.left);
+        visit(x.right);
+        return;
+      case "not":
+      case "negate":
+      case "isNull":
+      case "cast":
+        visit(x.expr);
+        return;
+      case "case":
+        if (x.operand !== null) visit(x.operand);
+        for (const w of x.whens) {
+          visit(w.when);
+          visit(w.then);
+        }
+        if (x.otherwise !== null) visit(x.otherwise);
+        return;
+      case "call":
+        x.args.forEach(visit);
+        return;
+      case "aggregate":
+        if (x.arg !== null) visit(x.arg);
+        return;
+      case "in":
+        visit(x.expr);
+        x.list.forEach(visit);
+        return;
+      case "between":
+        visit(x.expr);
+        visit(x.low);
+        visit(x.high);
+        return;
+      case "over":
+        x.args.forEach(visit);
+        x.partitionBy.forEach(visit);
+        x.orderBy.forEach((o) => visit(o.expr));
+        return;
+      case "literal":
+      case "interval":
+        return;
+    }
+  };
+  visit(e);
+  return names;
+}
+
+/** Describes a ranking node as Flink's plan prints it (without the mode). */
+export function describeRankingNode(node: RankingNode): string {
+  const partition = node.partitionKeys.map((k) => k.text).join(", ");
+  const select = node.columns.map((c) => c.name).join(", ");
+  switch (node.op) {
+    case "Rank":
+      return `Rank(strategy=[${
+        node.spec.appendOnlyInput ? "AppendFastStrategy" : "RetractStrategy"
+      }], rankType=[ROW_NUMBER], rankRange=[rankStart=${node.spec.rankStart}, rankEnd=${node.spec.rankEnd}], partitionBy=[${partition}], orderBy=[${node.orderText}], select=[${select}])`;
+    case "WindowRank":
+      return `WindowRank(rankType=[ROW_NUMBER], rankRange=[rankStart=${node.spec.rankStart}, rankEnd=${node.spec.rankEnd}], partitionBy=[${partition}], orderBy=[${node.orderText}], select=[${select}])`;
+    case "Deduplicate":
+      return `Deduplicate(keep=[${
+        node.spec.keepLastRow ? "LastRow" : "FirstRow"
+      }], key=[${partition}], order=[${node.spec.rowtimeIndex === null ? "PROCTIME" : "ROWTIME"}])`;
+  }
+}
