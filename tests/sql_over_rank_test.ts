@@ -6,8 +6,7 @@
  * equals the same query computed as a batch over the final input.
  *
  * Queries are syntax trees (`sql_ast.ts`, the parser's contract) built
- * here, so these tests don't depend on which parser produces them; a few
- * are parsed from SQL text where the parser takes them.
+ * here, so these tests don't depend on which parser produces them.
  *
  * @module
  */
@@ -17,7 +16,6 @@ import fc from "npm:fast-check@4.11.0";
 import { type Row, type SqlValue, StreamExecutionEnvironment } from "../mod.ts";
 import { CollectingSink } from "../testing.ts";
 import { PlanningError } from "../runtime/table/changelog_mode.ts";
-import { parseScript } from "../runtime/table/parser.ts";
 import {
   explainPlan,
   type PlannerContext,
@@ -279,15 +277,22 @@ Deno.test({
 
 Deno.test({
   name:
-    "SUM and COUNT OVER ROWS BETWEEN 1 PRECEDING, parsed from SQL: each bid with its auction's last two prices, in rowtime order",
+    "SUM and COUNT(*) OVER ROWS BETWEEN 1 PRECEDING: each bid with its auction's last two prices, in rowtime order",
   ...JOB,
   async fn() {
-    const [statement] = parseScript(
-      "SELECT auction, price, ts, SUM(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s, " +
-        "COUNT(*) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS n FROM bids WHERE price >= 0",
-    );
-    assert.ok(statement?.k === "select");
-    const plan = planQuery(statement.query, CONTEXT);
+    const rows1 = { unit: "ROWS", preceding: 1 } as const;
+    const query = select({
+      items: [
+        item(col("auction")),
+        item(col("price")),
+        item(col("ts")),
+        item(over("SUM", [col("price")], [col("auction")], [asc(col("ts"))], rows1), "s"),
+        item(over("COUNT", [], [col("auction")], [asc(col("ts"))], rows1), "n"),
+      ],
+      from: table("bids"),
+      where: bin(">=", col("price"), lit(0)),
+    });
+    const plan = planQuery(query, CONTEXT);
     assert.equal(plan.mode, "append");
     assert.match(
       explainPlan(plan),
@@ -399,12 +404,16 @@ Deno.test("OVER and ROW_NUMBER shapes Flink refuses are refused with what to wri
 
 Deno.test({
   name:
-    "SELECT DISTINCT, parsed from SQL: a GroupAggregate without aggregates, append-only over an append-only input",
+    "SELECT DISTINCT: a GroupAggregate without aggregates, append-only over an append-only input",
   ...JOB,
   async fn() {
-    const [statement] = parseScript("SELECT DISTINCT bidder, auction FROM bids WHERE price > 2");
-    assert.ok(statement?.k === "select");
-    const plan = planQuery(statement.query, CONTEXT);
+    const query = select({
+      items: [item(col("bidder")), item(col("auction"))],
+      distinct: true,
+      from: table("bids"),
+      where: bin(">", col("price"), lit(2)),
+    });
+    const plan = planQuery(query, CONTEXT);
     assert.equal(plan.mode, "append");
     assert.match(
       explainPlan(plan),
