@@ -18,6 +18,7 @@
  * | `nexmark` | yes | no | `datagen/nexmark/table.ts` |
  * | `filesystem` | yes (bounded) | append-only, exactly-once | `file/table.ts` |
  * | `jetstream` | yes (replayable, read-committed) | append-only, exactly-once | `jetstream/table.ts` |
+ * | `mariadb` | no | upsert by PRIMARY KEY or append-only, exactly-once (XA) | `mariadb/table.ts` |
  *
  * The built-ins `values`, `datagen`, `print` and `blackhole` are always
  * registered.
@@ -29,12 +30,19 @@ import type { TableConnector } from "../runtime/table/table_connectors.ts";
 import { nexmarkTableConnector } from "./datagen/nexmark/table.ts";
 import { filesystemTableConnector } from "./file/table.ts";
 import { jetstreamTableConnector } from "./jetstream/table.ts";
+import { mariaDbTableConnector } from "./mariadb/table.ts";
 
-export { filesystemTableConnector, jetstreamTableConnector, nexmarkTableConnector };
+export {
+  filesystemTableConnector,
+  jetstreamTableConnector,
+  mariaDbTableConnector,
+  nexmarkTableConnector,
+};
 
 /** The table connectors of `connectors/`, to pass as `StreamTableEnvironment.create(env, { connectors })`. */
 export const TABLE_CONNECTOR_FACTORIES: readonly TableConnector[] = [
   nexmarkTableConnector,
   filesystemTableConnector,
   jetstreamTableConnector,
+  mariaDbTableConnector,
 ];

@@ -36,6 +36,7 @@ import {
 import { insertTarget, rethrowMariaDbError } from "./errors.ts";
 import { BatchIntervalFlusher } from "../_sql/batch_interval.ts";
 import { multiRowSql, type MultiRowStatement } from "./statement.ts";
+import { ChangelogRowBatch, type MariaDbChangelog } from "./changelog_batch.ts";
 
 /** Rows waiting to be sent as one multi-row statement. */
 export class RowBatch<T> {
@@ -133,6 +134,8 @@ export interface AutocommitBatchWriterOptions<T> {
   readonly statement: MultiRowStatement;
   /** A record's values, one per `?`. */
   readonly parameters: (record: T) => readonly unknown[];
+  /** Deletes and the key of a changelog, when the sink writes one (`changelog_batch.ts`). */
+  readonly changelog?: MariaDbChangelog<T>;
   /** Rows per statement. */
   readonly batchSize: number;
   /** Whether `flush(false)` (a barrier) sends the batch: at-least-once. */
@@ -146,7 +149,7 @@ export interface AutocommitBatchWriterOptions<T> {
 /** Sends batches in autocommit mode (see the module docs for when). */
 export class AutocommitBatchWriter<T> implements SinkWriter<T> {
   readonly #options: AutocommitBatchWriterOptions<T>;
-  readonly #batch: RowBatch<T>;
+  readonly #batch: RowBatch<T> | ChangelogRowBatch<T>;
   readonly #interval: BatchIntervalFlusher;
   #connection: Promise<SqlConnection> | undefined;
   #closed = false;
@@ -154,7 +157,14 @@ export class AutocommitBatchWriter<T> implements SinkWriter<T> {
   /** @param options see {@linkcode AutocommitBatchWriterOptions}. */
   constructor(options: AutocommitBatchWriterOptions<T>) {
     this.#options = options;
-    this.#batch = new RowBatch(options.statement, options.parameters, options.where);
+    this.#batch = options.changelog === undefined
+      ? new RowBatch(options.statement, options.parameters, options.where)
+      : new ChangelogRowBatch(
+        options.statement,
+        options.parameters,
+        options.changelog,
+        options.where,
+      );
     this.#interval = new BatchIntervalFlusher(options.batchIntervalMs, () => this.#send());
   }
 

@@ -9,6 +9,9 @@
  * - {@linkcode mariaDbUpsertSink}: `INSERT … ON DUPLICATE KEY UPDATE` in
  *   batches flushed at every barrier; exactly-once *eventually* when the
  *   keys are deterministic.
+ * - `mariaDbTableConnector` (`table.ts`, listed in `connectors/table.ts`):
+ *   the `mariadb` SQL table connector (upserts and deletes by PRIMARY KEY
+ *   through the XA sink's `changelog` option, or append-only inserts).
  *
  * ```ts ignore
  * import { mariaDbXaSink } from "./connectors/mariadb/mod.ts";
@@ -87,6 +90,7 @@ export { CheckpointOrderError, LingeringXidAttachedError } from "./xa_writer.ts"
 export { DEFAULT_COMMIT_LOG_RETENTION_MS, DEFAULT_COMMIT_LOG_TABLE } from "./commit_log.ts";
 export { defaultXidPrefix, WEIR_XID_FORMAT_ID } from "./xid.ts";
 export { UpsertKeyError } from "./upsert_sink.ts";
+export { deleteSql, type MariaDbChangelog } from "./changelog_batch.ts";
 export { FencedWriterError } from "./fence.ts";
 export {
   classifyMariaDbError,

@@ -94,7 +94,8 @@ import {
   openConnection,
   releaseConnection,
 } from "./connection.ts";
-import { parseInsertStatement } from "./statement.ts";
+import { parseInsertStatement, quoteIdentifier } from "./statement.ts";
+import type { MariaDbChangelog } from "./changelog_batch.ts";
 import { checkXaCommittable, type XaCommittable } from "./xa_committable.ts";
 import { XaCommitter } from "./xa_committer.ts";
 import { FencedWriterError, WriterFence } from "./fence.ts";
@@ -115,6 +116,7 @@ const XA_SINK_OPTIONS: OptionsShape<MariaDbXaSinkOptions<unknown>> = {
   commitLogTable: "string",
   commitLogRetentionMs: "number",
   detachTimeoutMs: "number",
+  changelog: "object",
 };
 
 /** What {@linkcode mariaDbXaSink} is built from. */
@@ -157,6 +159,13 @@ export interface MariaDbXaSinkOptions<T> {
    * the connection that prepared it, in ms (default 10 000).
    */
   readonly detachTimeoutMs?: number;
+  /**
+   * For a changelog (upserts and deletes by key, e.g. a SQL table with a
+   * PRIMARY KEY): `sql` is then an upsert (`INSERT … ON DUPLICATE KEY
+   * UPDATE`), a record for which `isDelete` holds deletes its key, and each
+   * batch is reduced to the last change per key (`changelog_batch.ts`).
+   */
+  readonly changelog?: MariaDbChangelog<T>;
 }
 
 /** The guarantees the XA sink can give. */
@@ -174,6 +183,29 @@ function positive(value: unknown, name: string, fallback: number): number {
     );
   }
   return value;
+}
+
+/** Checks the `changelog` option (functions, key columns, table name). */
+function checkChangelog<T>(
+  changelog: MariaDbChangelog<T> | undefined,
+): MariaDbChangelog<T> | undefined {
+  if (changelog === undefined) return undefined;
+  if (typeof changelog.key !== "function" || typeof changelog.isDelete !== "function") {
+    throw new TypeError(
+      "mariaDbXaSink: changelog.key and changelog.isDelete must be functions",
+    );
+  }
+  const keys = changelog.keyColumns;
+  if (!Array.isArray(keys) || keys.length === 0 || new Set(keys).size !== keys.length) {
+    throw new RangeError(
+      `mariaDbXaSink: changelog.keyColumns must be a non-empty list of distinct names: current value is ${
+        JSON.stringify(keys)
+      }`,
+    );
+  }
+  quoteIdentifier(changelog.table, "mariaDbXaSink: changelog.table");
+  for (const k of keys) quoteIdentifier(k, "mariaDbXaSink: changelog.keyColumns");
+  return changelog;
 }
 
 function where(context: SinkInitContext): string {
@@ -212,6 +244,7 @@ export function mariaDbXaSink<T>(
     );
   }
   const batchSize = positive(options.batchSize, "batchSize", 1000);
+  const changelog = checkChangelog(options.changelog);
   const batchIntervalMs = checkBatchIntervalMs("mariaDbXaSink", options.batchIntervalMs);
   const retentionMs = positive(
     options.commitLogRetentionMs,
@@ -233,6 +266,7 @@ export function mariaDbXaSink<T>(
           connection,
           statement,
           parameters: options.parameters,
+          ...(changelog === undefined ? {} : { changelog }),
           batchSize,
           flushOnCheckpoint: guarantee === "at-least-once",
           batchIntervalMs,
@@ -282,6 +316,7 @@ export function mariaDbXaSink<T>(
         connection,
         statement,
         parameters: options.parameters,
+        ...(changelog === undefined ? {} : { changelog }),
         batchSize,
         prefix,
         commitLog,

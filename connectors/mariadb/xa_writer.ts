@@ -56,6 +56,7 @@ import {
   sqlErrno,
 } from "./connection.ts";
 import type { MultiRowStatement } from "./statement.ts";
+import { ChangelogRowBatch, type MariaDbChangelog } from "./changelog_batch.ts";
 import type { XaCommittable } from "./xa_committable.ts";
 import {
   decideLingeringRollbacks,
@@ -77,6 +78,8 @@ export interface XaSinkWriterOptions<T> {
   readonly statement: MultiRowStatement;
   /** A record's values, one per `?`. */
   readonly parameters: (record: T) => readonly unknown[];
+  /** Deletes and the key of a changelog, when the sink writes one (`changelog_batch.ts`). */
+  readonly changelog?: MariaDbChangelog<T>;
   /** Rows per statement. */
   readonly batchSize: number;
   /** The sink's xid prefix. */
@@ -236,7 +239,7 @@ export class CheckpointOrderError extends SuppressRestartsError {
 /** The XA sink's writer (see the module docs). */
 export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
   readonly #options: XaSinkWriterOptions<T>;
-  readonly #batch: RowBatch<T>;
+  readonly #batch: RowBatch<T> | ChangelogRowBatch<T>;
   readonly #writerId = newWriterId();
   #sequence = 0;
   /** The last checkpoint id whose barrier this writer passed (the next xid's base). */
@@ -249,7 +252,14 @@ export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
   /** @param options see {@linkcode XaSinkWriterOptions}. */
   constructor(options: XaSinkWriterOptions<T>) {
     this.#options = options;
-    this.#batch = new RowBatch(options.statement, options.parameters, options.where);
+    this.#batch = options.changelog === undefined
+      ? new RowBatch(options.statement, options.parameters, options.where)
+      : new ChangelogRowBatch(
+        options.statement,
+        options.parameters,
+        options.changelog,
+        options.where,
+      );
     this.#base = options.restoredCheckpointId ?? 0;
   }
 
