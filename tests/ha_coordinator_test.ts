@@ -12,8 +12,9 @@
  *   job's committed output resumes. The test prints the time from the kill
  *   to the first record committed by the resumed job (a transaction of a
  *   new sink producer epoch), bounded only generously (30 s), and checks
- *   the output is still exactly the input and the waiting client never
- *   heard `no job`.
+ *   the output is still exactly the input, the waiting client never
+ *   heard `no job`, and the new leader never warned that no worker was
+ *   registered (it waits for their heartbeats first).
  *
  * @module
  */
@@ -226,6 +227,9 @@ Deno.test({
       assert.match(next.output, /weir coordinator: leading \(epoch 2\)/);
       assert.match(next.output, /taken over from the previous leader; resuming as attempt [1-9]/);
       await expectExactOutput(run);
+      // The new leader let the workers register (the job WAITING_FOR_RESOURCES meanwhile)
+      // instead of warning that none was registered before any could announce itself.
+      assert.doesNotMatch(next.output, /no worker to deploy/, next.output);
     });
   },
 });

@@ -20,9 +20,12 @@
  * job store (`ha/leader_job_records.ts`: on submission before it answers,
  * before each attempt deploys, on completed checkpoints within one sweep,
  * at the end), stamps its leader epoch on every message to workers, and
- * deploys nothing for `workerRegistrationMs` after `start` (workers
- * register with a new leader). A new leader `recover`s the stored jobs; a
- * deposed one is `suspend`ed. Without `ha`, jobs live in this process only.
+ * runs no job for `workerRegistrationMs` after `start` (workers register
+ * with a new leader on its announcement): meanwhile its jobs show as
+ * WAITING_FOR_RESOURCES, waiting for workers to register, and none is
+ * deployed on the few workers heard first nor reported as having none. A
+ * new leader `recover`s the stored jobs; a deposed one is `suspend`ed.
+ * Without `ha`, jobs live in this process only.
  *
  * @module
  */
@@ -107,6 +110,10 @@ interface JobEntry {
   readonly coordinator: JobCoordinator;
   status: JobStatus;
   outcome?: JobOutcome;
+  /** Not run yet: it waits for workers to register with this leader (`ha.workerRegistrationMs`). */
+  awaitingWorkers?: boolean;
+  /** Cancelled while it waited for workers: cancelled as soon as it runs. */
+  cancelRequested?: boolean;
 }
 
 /** Runs the jobs of a cluster (see the module docs). */
@@ -120,11 +127,19 @@ export class ClusterCoordinator implements RestBackend {
   #disconnectedAt: number | undefined;
   /** High availability: no deployment before this time (epoch ms; workers register). */
   #registeringUntil = 0;
+  /** High availability: resolved once the worker registration window passed (or the term ended). */
+  readonly #registration = Promise.withResolvers<void>();
+  /** Whether jobs still wait for {@linkcode ClusterCoordinator.#registration}. */
+  #registering: boolean;
+  #registrationTimer: ReturnType<typeof setTimeout> | undefined;
+  /** High availability: this term ended (`suspend`). */
+  #suspended = false;
   /** High availability: jobs that ended under an earlier leader, served from the job store. */
   readonly #storedEnded = new Map<string, { status: JobStatus; outcome: JobOutcome }>();
 
   constructor(options: ClusterCoordinatorOptions) {
     this.#o = options;
+    this.#registering = (options.ha?.workerRegistrationMs ?? 0) > 0;
   }
 
   get #heartbeatTimeoutMs(): number {
@@ -151,7 +166,16 @@ export class ClusterCoordinator implements RestBackend {
     on(JOB_STATUS_SUBJECT, (m) => this.#onJobStatus(m));
     on(INFO_SUBJECT, (m) => this.#reply(m, answerJobInfo(this, decodeJobId(m), Date.now())));
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, this.#heartbeatTimeoutMs / 4));
-    this.#registeringUntil = Date.now() + (this.#o.ha?.workerRegistrationMs ?? 0);
+    const registrationMs = this.#o.ha?.workerRegistrationMs ?? 0;
+    this.#registeringUntil = Date.now() + registrationMs;
+    this.#registrationTimer = setTimeout(() => this.#registered(), registrationMs);
+  }
+
+  /** The worker registration window passed (or the term ended): waiting jobs run. */
+  #registered(): void {
+    clearTimeout(this.#registrationTimer);
+    this.#registering = false;
+    this.#registration.resolve();
   }
 
   /**
@@ -214,10 +238,12 @@ export class ClusterCoordinator implements RestBackend {
    * resumes them.
    */
   suspend(): void {
+    this.#suspended = true;
+    this.#registered(); // jobs that never ran stay so: the next leader runs them
     clearInterval(this.#sweeper);
     for (const s of this.#subscriptions.splice(0)) s.unsubscribe();
     for (const job of this.#jobs.values()) {
-      if (job.status.status === "RUNNING") {
+      if (job.status.status === "RUNNING" && !job.awaitingWorkers) {
         job.coordinator.suspend("this coordinator is no longer the leader");
       }
     }
@@ -274,7 +300,7 @@ export class ClusterCoordinator implements RestBackend {
     // deployment sent to a worker still disconnected would be lost.
     this.#workers.clear();
     for (const job of this.#jobs.values()) {
-      if (job.status.status !== "RUNNING") continue;
+      if (job.status.status !== "RUNNING" || job.awaitingWorkers) continue;
       job.coordinator.failAttempt(
         new NatsConnectionLostError(
           `NATS outage: the coordinator's NATS connection was lost` +
@@ -290,7 +316,11 @@ export class ClusterCoordinator implements RestBackend {
   async close(): Promise<void> {
     clearInterval(this.#sweeper);
     for (const s of this.#subscriptions) s.unsubscribe();
-    for (const job of this.#jobs.values()) job.coordinator.cancel();
+    for (const job of this.#jobs.values()) {
+      if (job.awaitingWorkers) job.cancelRequested = true;
+      else job.coordinator.cancel();
+    }
+    this.#registered();
     await this.#o.transport.flush().catch(() => {});
   }
 
@@ -445,12 +475,25 @@ export class ClusterCoordinator implements RestBackend {
     await this.#runJob(entry);
   }
 
-  /** Runs a job to its end and records how it ended (unless it was suspended). */
+  /**
+   * Runs a job to its end and records how it ended (unless it was
+   * suspended). While workers register with a new leader, the job waits
+   * first (WAITING_FOR_RESOURCES), so its first attempt neither deploys on
+   * the workers heard first nor reports that none is registered.
+   */
   async #runJob(entry: JobEntry): Promise<void> {
     const { coordinator, request } = entry;
+    if (this.#registering) {
+      entry.awaitingWorkers = true;
+      await this.#registration.promise;
+      entry.awaitingWorkers = false;
+      if (this.#suspended) return; // never ran: the next leader takes it over
+    }
     let outcome: JobOutcome;
     try {
-      const result = await coordinator.run();
+      const running = coordinator.run();
+      if (entry.cancelRequested) coordinator.cancel();
+      const result = await running;
       entry.status = {
         ...entry.status,
         status: "FINISHED",
@@ -538,7 +581,8 @@ export class ClusterCoordinator implements RestBackend {
       return { ok: false, error: `job ${jobId} is already ${job.status.status}` };
     }
     log.info(`job ${jobId}: cancel requested`);
-    job.coordinator.cancel();
+    if (job.awaitingWorkers) job.cancelRequested = true;
+    else job.coordinator.cancel();
     return { ok: true };
   }
 
@@ -568,6 +612,14 @@ export class ClusterCoordinator implements RestBackend {
     if (!job || job.status.status !== "RUNNING") {
       return Promise.reject(
         new Error(job ? `job ${order.jobId} is ${job.status.status}` : `no job ${order.jobId}`),
+      );
+    }
+    if (job.awaitingWorkers) {
+      return Promise.reject(
+        new Error(
+          `job ${order.jobId} is not deployed yet: it waits for workers to register with the ` +
+            `new leading coordinator; try again in a moment`,
+        ),
       );
     }
     log.info(
@@ -623,6 +675,16 @@ export class ClusterCoordinator implements RestBackend {
 
   #status(job: JobEntry): JobStatus {
     const c = job.coordinator;
+    if (job.awaitingWorkers && job.status.status === "RUNNING") {
+      const leftMs = Math.max(0, this.#registeringUntil - Date.now());
+      return {
+        ...job.status,
+        status: "WAITING_FOR_RESOURCES",
+        waitingForSlots: `waiting for workers to register with the leading coordinator ` +
+          `(epoch ${this.#o.ha?.records.epoch ?? 0}) before deploying attempt ${c.attempt}` +
+          ` (${leftMs} ms left)`,
+      };
+    }
     const lastFailure = c.lastFailure;
     const restartedAfter = c.restartedAfter ?? job.status.restartedAfter;
     const waitingForSlots = c.waitingForSlots;
