@@ -4,7 +4,9 @@
  * `info` unless `WEIR_LOG_LEVEL` says otherwise, and run until SIGINT or
  * SIGTERM: the coordinator then suspends its running jobs and hands the
  * leadership over (high availability: they go on under a standby or the
- * next coordinator started), a worker ends its slot threads.
+ * next coordinator started), a worker ends its slot threads. Each step of
+ * the coordinator's shutdown is bounded ({@linkcode stopCoordinator}), so
+ * it ends promptly also when its NATS server is gone.
  *
  * @module
  */
@@ -20,6 +22,7 @@ import {
 } from "../runtime/cluster/ha/ha_coordinator.ts";
 import { WorkerProcess } from "../runtime/cluster/worker_process.ts";
 import { setLogLevel } from "../runtime/log.ts";
+import { deadline } from "../runtime/actor/async.ts";
 import {
   atMostPositionals,
   type Command,
@@ -60,7 +63,9 @@ leads, and take over once the lease was not renewed for --lease-ms ms
 (default ${DEFAULT_LEASE_MS}). Jobs are kept in KV bucket --jobs-bucket
 (default ${DEFAULT_JOBS_BUCKET}); a new leader resumes every running job from its
 latest completed checkpoint. SIGINT or SIGTERM suspends the leader's jobs
-and hands the lease over; they keep running under the next leader.
+and hands the lease over; they keep running under the next leader. With the
+NATS server unreachable it does not wait for it: the lease is left to expire
+and the process ends within seconds. A second signal ends it at once.
 
 ${REST_HELP}
 
@@ -119,10 +124,17 @@ ${EXIT_CODES_HELP}`,
       },
     });
     await coordinator.start();
+    let natsDown = false;
     // A NATS outage is reported as one, not as lost workers (ClusterCoordinator.connectionLost).
     watchConnection(nc, {
-      disconnected: () => coordinator.connectionLost(),
-      reconnected: () => coordinator.connectionRestored(),
+      disconnected: () => {
+        natsDown = true;
+        coordinator.connectionLost();
+      },
+      reconnected: () => {
+        natsDown = false;
+        coordinator.connectionRestored();
+      },
     });
     console.error(
       `weir coordinator: listening on ${nats.servers}, checkpoints in bucket ${bucket}, ` +
@@ -130,12 +142,68 @@ ${EXIT_CODES_HELP}`,
     );
     const signal = await untilSignal();
     console.error(`weir coordinator: ${signal}, suspending running jobs and handing over the lead`);
-    await rest.notLeading();
-    await coordinator.stop();
-    await transport.close();
+    // A second signal ends the process at once.
+    void untilSignal().then((again) => {
+      console.error(`weir coordinator: ${again} again; exiting without waiting`);
+      Deno.exit(1);
+    });
+    await stopCoordinator({
+      stopRest: () => rest.notLeading(),
+      stop: (releaseLease) => coordinator.stop({ releaseLease }),
+      closeTransport: () => transport.close(),
+      closeConnection: () => nc.close(),
+      natsDown: () => natsDown,
+      leaseMs,
+    });
     return 0;
   },
 };
+
+/** How long a stopping coordinator waits for each step of its shutdown, in ms. */
+export const COORDINATOR_STOP_STEP_MS = 10_000;
+
+/**
+ * The steps of a coordinator's shutdown on SIGINT/SIGTERM, each bounded by
+ * {@linkcode COORDINATOR_STOP_STEP_MS} (or `stepMs`), so the process ends
+ * promptly also when its NATS server is gone: stop serving REST, leave the
+ * election (suspending the leader's jobs, releasing the lease only while
+ * NATS is reachable), then close the NATS connection (drained while NATS
+ * is reachable, else closed at once). A step that fails or times out is
+ * reported on stderr (`weir coordinator: could not …`) and the next one
+ * runs anyway. Never throws.
+ */
+export async function stopCoordinator(steps: {
+  readonly stopRest: () => Promise<void>;
+  readonly stop: (releaseLease: boolean) => Promise<void>;
+  readonly closeTransport: () => Promise<void>;
+  readonly closeConnection: () => Promise<void>;
+  readonly natsDown: () => boolean;
+  readonly leaseMs: number;
+  readonly stepMs?: number;
+}): Promise<void> {
+  const ms = steps.stepMs ?? COORDINATOR_STOP_STEP_MS;
+  const step = async (what: string, run: () => Promise<void>) => {
+    try {
+      await deadline(run(), ms, what);
+    } catch (error) {
+      console.error(`weir coordinator: could not ${what}: ${error}`);
+    }
+  };
+  await step("stop serving the REST API", steps.stopRest);
+  const down = steps.natsDown();
+  if (down) {
+    console.error(
+      `weir coordinator: the NATS server is unreachable: the lease could not be released ` +
+        `(a standby takes over once it expires, after ${steps.leaseMs} ms) and the NATS ` +
+        `connection is closed without draining`,
+    );
+  }
+  await step("leave the leader election", () => steps.stop(!down));
+  await step(
+    "close its NATS connection",
+    down || steps.natsDown() ? steps.closeConnection : steps.closeTransport,
+  );
+}
 
 /** `weir worker`: a worker offering slots, until SIGINT/SIGTERM. */
 export const workerCommand: Command = {

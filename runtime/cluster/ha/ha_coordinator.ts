@@ -29,7 +29,9 @@
  *   a candidate and may lead again later, with a new epoch.
  * - **Stopping** (SIGTERM): the leader suspends its jobs and releases the
  *   lease, so a standby takes over at once; running jobs keep running under
- *   it (or under the next coordinator started).
+ *   it (or under the next coordinator started). With the NATS server
+ *   unreachable the lease is not released (a standby takes over once it
+ *   expires), so stopping never waits on a server that cannot answer.
  *
  * While no coordinator leads (between a leader's death and the takeover),
  * requests find no responder: waiting clients keep polling, and a
@@ -185,10 +187,12 @@ export class HaCoordinator {
 
   /**
    * Leaves the election: a leader suspends its jobs (they keep running
-   * under the next leader) and releases the lease.
+   * under the next leader) and releases the lease, unless `releaseLease` is
+   * false (the NATS server is unreachable, so the write could only time
+   * out: a standby takes over once the lease expires).
    */
-  async stop(): Promise<void> {
-    await this.#service?.stop();
+  async stop(options: { readonly releaseLease?: boolean } = {}): Promise<void> {
+    await this.#service?.stop({ release: options.releaseLease ?? true });
     await this.#endTerm("the coordinator stopped");
   }
 

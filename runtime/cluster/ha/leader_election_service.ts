@@ -89,15 +89,24 @@ export class LeaderElectionService {
   /**
    * Stops the rounds. A leader releases the lease (a compare-and-set
    * marking it released, so a standby takes over at once) and is revoked.
+   *
+   * @param options `release: false` skips the release (the NATS server is
+   *   unreachable: the write could only time out); a standby then takes
+   *   over once the lease expires. Default `true`.
    */
-  async stop(): Promise<void> {
+  async stop(options: { readonly release?: boolean } = {}): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#round;
     const e = this.#o.election;
     if (!e.isLeader || this.#kv === undefined) return;
     const action = e.next(Date.now());
-    if (action.kind === "renew") {
+    if (options.release === false) {
+      log.warn(
+        `not releasing the leader lease: the NATS server is unreachable; a standby takes ` +
+          `over once the lease expires`,
+      );
+    } else if (action.kind === "renew") {
       const value: LeaseValue = { ...action.value, released: true };
       try {
         await casWrite(this.#kv, LEADER_KEY, encodeLease(value), action.expectedRevision);
