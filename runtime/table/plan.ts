@@ -109,6 +109,12 @@ export interface ScanWatermark {
   readonly delayMillis: number;
   /** The watermark expression's SQL text, for explain. */
   readonly text: string;
+  /**
+   * When watermarks are emitted (Flink's `scan.watermark.emit.strategy`):
+   * every auto-watermark interval (`on-periodic`, the default), or on each
+   * row that raises it (`on-event`: deterministic lateness, more traffic).
+   */
+  readonly emit: "on-periodic" | "on-event";
 }
 
 /** Reads a source table (Flink's `TableSourceScan`). */
@@ -211,6 +217,8 @@ export interface CatalogTableInfo {
   readonly mode?: ChangelogMode;
   /** `WATERMARK FOR ...` of the table, making its column a rowtime attribute. */
   readonly watermark?: WatermarkDefinition | null;
+  /** When its watermarks are emitted (default `on-periodic`; see {@linkcode ScanWatermark}). */
+  readonly watermarkEmit?: "on-periodic" | "on-event";
 }
 
 /** What the planner needs from the catalog. */
@@ -302,7 +310,10 @@ function planTable(ref: Extract<TableRef, { k: "table" }>, context: PlannerConte
   let columns = table.columns;
   let watermark: ScanWatermark | undefined;
   if (table.watermark != null) {
-    watermark = scanWatermark(ref.name, table.columns, table.watermark, context);
+    watermark = {
+      ...scanWatermark(ref.name, table.columns, table.watermark, context),
+      emit: table.watermarkEmit ?? "on-periodic",
+    };
     const rowtime = watermark.rowtime;
     columns = columns.map((c, i) =>
       i === rowtime ? { name: c.name, type: { ...c.type, timeAttribute: "rowtime" } } : c
@@ -328,7 +339,7 @@ function scanWatermark(
   columns: readonly Column[],
   watermark: WatermarkDefinition,
   context: PlannerContext,
-): ScanWatermark {
+): Omit<ScanWatermark, "emit"> {
   const rowtime = columns.findIndex((c) => c.name === watermark.column);
   if (rowtime === -1) {
     throw new PlanningError(

@@ -32,6 +32,7 @@ import { type CompiledExpr, compileExpr, type Scope } from "./expressions.ts";
 import {
   columnSource,
   condition,
+  materialized,
   type PlannerContext,
   type PlanNode,
   type Relation,
@@ -155,7 +156,12 @@ export function planJoin(
   const left = planInput(ref.left, context);
   const right = planInput(ref.right, context);
   const nl = left.node.columns.length;
-  const columns = [...left.node.columns, ...right.node.columns];
+  // A join's output holds no time attribute (Flink materializes rowtimes
+  // through a regular join; here through every join, a simplification).
+  const columns = [...left.node.columns, ...right.node.columns].map((c) => ({
+    name: c.name,
+    type: materialized(c.type),
+  }));
   const qualifiers = [...left.qualifiers, ...right.qualifiers];
   const scope = (cols: readonly Column[], qs: readonly (readonly string[])[], name: string) => ({
     columns: cols,
@@ -220,7 +226,12 @@ export function planJoin(
   }
   const appendOnly = !isUpdating(left.node.mode) && !isUpdating(right.node.mode);
   if (joinType === "InnerJoin" && appendOnly) {
-    const interval = intervalBounds(rest, left.node.columns, nl, both);
+    const timed = scope(
+      [...left.node.columns, ...right.node.columns],
+      qualifiers,
+      "the join's inputs",
+    );
+    const interval = intervalBounds(rest, nl, timed);
     if (interval !== null) {
       const node: IntervalJoinNode = {
         op: "IntervalJoin",
@@ -313,7 +324,6 @@ function timeTerm(e: Expr, scope: Scope): TimeTerm | null {
  */
 function intervalBounds(
   rest: readonly Expr[],
-  leftColumns: readonly Column[],
   nl: number,
   scope: Scope,
 ): { leftTime: number; rightTime: number; lower: number; upper: number; rest: Expr[] } | null {
@@ -350,7 +360,6 @@ function intervalBounds(
     else if (op === "<=") upper = Math.min(upper, bound);
     else upper = Math.min(upper, bound - 1);
   }
-  void leftColumns;
   if (
     leftTime === null || rightTime === null || !Number.isFinite(lower) || !Number.isFinite(upper)
   ) {

@@ -7,6 +7,8 @@
  * | `TableSourceScan` | the table's source stream | the source's own |
  * | `Calc` | `flatMap` (stateless) | `<prefix>-calc-<n>` |
  * | `GroupAggregate` | `keyBy(JSON of the keys).process(GroupAggregateFunction)` | `<prefix>-group-aggregate-<n>` |
+ * | `Join`, `IntervalJoin`, `WindowJoin` | see `translate_join.ts` | `<prefix>-join-<n>`... |
+ * | `WindowTableFunction`, `WindowAggregate`, a scan's watermarks | see `translate_window.ts` | `<prefix>-window-aggregate-<n>`... |
  *
  * Uids are numbered from the sources up, under the prefix the table
  * environment gives each query (`sql-1`, `sql-2`...), so the same program
@@ -26,7 +28,12 @@ import { GroupAggregateFunction, groupKeyOf } from "./group_aggregate.ts";
 import { describeNode, type PlanNode } from "./plan.ts";
 import { formatRow, type Row } from "./row.ts";
 import { SuppressRestartsError } from "../failure.ts";
-import { PlanningError } from "./changelog_mode.ts";
+import { translateIntervalJoin, translateJoin, translateWindowJoin } from "./translate_join.ts";
+import {
+  translateWindowAggregate,
+  translateWindowTableFunction,
+  withScanWatermarks,
+} from "./translate_window.ts";
 import { overFamilyFunction, overFamilyUidName } from "./translate_over.ts";
 
 const errorText = (error: unknown) => error instanceof Error ? error.message : String(error);
@@ -61,8 +68,11 @@ export function translatePlan(
   let n = 0;
   const walk = (node: PlanNode): DataStream<Row> => {
     switch (node.op) {
-      case "TableSourceScan":
-        return scan(node.table);
+      case "TableSourceScan": {
+        const source = scan(node.table);
+        if (node.watermark === undefined) return source;
+        return withScanWatermarks(source, node, `${uidPrefix}-watermarks-${++n}`);
+      }
       case "Calc": {
         const input = walk(node.input);
         const { projections, filter } = node;
@@ -108,11 +118,33 @@ export function translatePlan(
           .name(describeNode(node));
       }
       case "Join":
+        return translateJoin(walk(node.left), walk(node.right), node, `${uidPrefix}-join-${++n}`);
       case "IntervalJoin":
+        return translateIntervalJoin(
+          walk(node.left),
+          walk(node.right),
+          node,
+          `${uidPrefix}-interval-join-${++n}`,
+        );
       case "WindowJoin":
+        return translateWindowJoin(
+          walk(node.left),
+          walk(node.right),
+          node,
+          `${uidPrefix}-window-join-${++n}`,
+        );
       case "WindowTableFunction":
+        return translateWindowTableFunction(
+          walk(node.input),
+          node,
+          `${uidPrefix}-window-tvf-${++n}`,
+        );
       case "WindowAggregate":
-        throw new PlanningError(`${node.op} cannot be run yet: ${describeNode(node)}`);
+        return translateWindowAggregate(
+          walk(node.input),
+          node,
+          `${uidPrefix}-window-aggregate-${++n}`,
+        );
     }
   };
   return walk(root);

@@ -1,0 +1,165 @@
+import assert from "node:assert/strict";
+import fc from "npm:fast-check@4.11.0";
+import { explainPlan } from "./plan.ts";
+import { applyChange, formatRow, type Row, type SqlValue } from "./row.ts";
+import { decideJoin, type JoinShape } from "./stream_join.ts";
+import { TYPES } from "./types.ts";
+import {
+  and,
+  bin,
+  col,
+  item,
+  join,
+  runQuery,
+  select,
+  table,
+  type TestTable,
+} from "./_sql_test_kit.ts";
+
+const COLUMNS = [{ name: "k", type: TYPES.BIGINT }, { name: "v", type: TYPES.BIGINT }];
+type Kind = "INNER" | "LEFT" | "RIGHT" | "FULL";
+
+/** A valid changelog: inserts of random rows and deletes of rows inserted before. */
+const changelog = fc.array(
+  fc.tuple(
+    fc.boolean(),
+    fc.constantFrom<SqlValue>(0, 1, 2, null),
+    fc.integer({ min: 0, max: 3 }),
+    fc.nat(),
+  ),
+  { maxLength: 14 },
+).map((ops) => {
+  const live: SqlValue[][] = [];
+  const rows: Row[] = [];
+  for (const [insert, k, v, pick] of ops) {
+    if (insert || live.length === 0) {
+      live.push([k, v]);
+      rows.push({ kind: "INSERT", fields: [k, v] });
+    } else {
+      const [gone] = live.splice(pick % live.length, 1);
+      rows.push({ kind: pick % 2 === 0 ? "DELETE" : "UPDATE_BEFORE", fields: gone! });
+    }
+  }
+  return { rows, live };
+});
+
+/** The batch join of the final rows, as a multiset by JSON. */
+function batchJoin(
+  kind: Kind,
+  left: SqlValue[][],
+  right: SqlValue[][],
+  on: (l: SqlValue[], r: SqlValue[]) => boolean,
+): Map<string, number> {
+  const out = new Map<string, number>();
+  const add = (fields: SqlValue[]) => applyChange(out, { kind: "INSERT", fields });
+  const rightHit = right.map(() => false);
+  for (const l of left) {
+    let hit = false;
+    right.forEach((r, i) => {
+      if (l[0] === null || r[0] === null || l[0] !== r[0] || !on(l, r)) return;
+      hit = true;
+      rightHit[i] = true;
+      add([...l, ...r]);
+    });
+    if (!hit && (kind === "LEFT" || kind === "FULL")) add([...l, null, null]);
+  }
+  if (kind === "RIGHT" || kind === "FULL") {
+    right.forEach((r, i) => {
+      if (!rightHit[i]) add([null, null, ...r]);
+    });
+  }
+  return out;
+}
+
+for (const kind of ["INNER", "LEFT", "RIGHT", "FULL"] as const) {
+  Deno.test(`a ${kind} join's folded changelog equals the batch join of the final inputs`, async () => {
+    await fc.assert(
+      fc.asyncProperty(changelog, changelog, fc.boolean(), async (l, r, filtered) => {
+        const on = and(
+          bin("=", col("k", "l"), col("k", "r")),
+          filtered
+            ? bin("<=", col("v", "l"), col("v", "r"))
+            : bin("=", { k: "literal", value: 1 }, { k: "literal", value: 1 }),
+        );
+        const tables: Record<string, TestTable> = {
+          a: { columns: COLUMNS, rows: l.rows, mode: "retract" },
+          b: { columns: COLUMNS, rows: r.rows, mode: "retract" },
+        };
+        const query = select(join(kind, table("a", "l"), table("b", "r"), on), [
+          item(col("k", "l"), "lk"),
+          item(col("v", "l"), "lv"),
+          item(col("k", "r"), "rk"),
+          item(col("v", "r"), "rv"),
+        ]);
+        const { rows } = await runQuery(query, tables);
+        const folded = new Map<string, number>();
+        for (const row of rows) {
+          assert.ok(row.kind === "INSERT" || row.kind === "DELETE", formatRow(row));
+          applyChange(folded, row);
+        }
+        const want = batchJoin(
+          kind,
+          l.live,
+          r.live,
+          (a, b) => !filtered || (a[1] as number) <= (b[1] as number),
+        );
+        assert.deepEqual(
+          [...folded].sort(),
+          [...want].sort(),
+          `left ${l.rows.map(formatRow)} right ${r.rows.map(formatRow)}`,
+        );
+      }),
+      { numRuns: 25 },
+    );
+  });
+}
+
+Deno.test("an inner join of append-only inputs appends and plans a Join with hashed inputs", async () => {
+  const on = bin("=", col("k", "l"), col("k", "r"));
+  const { plan, rows } = await runQuery(
+    select(join("INNER", table("a", "l"), table("b", "r"), on), [
+      item(col("v", "l"), "lv"),
+      item(col("v", "r"), "rv"),
+    ]),
+    {
+      a: { columns: COLUMNS, rows: [[1, 10], [2, 20]] },
+      b: { columns: COLUMNS, rows: [[1, 100], [1, 101], [3, 300]] },
+    },
+  );
+  assert.equal(plan.mode, "append");
+  assert.match(
+    explainPlan(plan),
+    /Join\(joinType=\[InnerJoin\], where=\[\(l.k = r.k\)\], select=\[k, v, k, v\], leftInputSpec=\[NoUniqueKey\], rightInputSpec=\[NoUniqueKey\], changelogMode=\[I\]\)\n {3}:- Exchange\(distribution=\[hash\[l.k\]\], changelogMode=\[I\]\)/,
+  );
+  assert.deepEqual(rows.map(formatRow).sort(), ["+I(10,100)", "+I(10,101)"]);
+});
+
+Deno.test("decideJoin retracts an outer row's null padding when its first match comes, and restores it", () => {
+  const shape: JoinShape = { joinType: "LeftOuterJoin", filter: null, leftArity: 2, rightArity: 2 };
+  const padded = decideJoin(shape, { kind: "INSERT", fields: [1, 10] }, true, undefined, [], false);
+  assert.deepEqual(padded.emit.map(formatRow), ["+I(1,10,null,null)"]);
+  const stored = padded.own!;
+  const match = decideJoin(
+    shape,
+    { kind: "INSERT", fields: [1, 5] },
+    false,
+    undefined,
+    [["[1,10]", stored]],
+    false,
+  );
+  assert.deepEqual(match.emit.map(formatRow), ["-D(1,10,null,null)", "+I(1,10,1,5)"]);
+  const back = decideJoin(
+    shape,
+    { kind: "DELETE", fields: [1, 5] },
+    false,
+    match.own!,
+    [["[1,10]", match.others[0]![1]]],
+    false,
+  );
+  assert.deepEqual(back.emit.map(formatRow), ["-D(1,10,1,5)", "+I(1,10,null,null)"]);
+  assert.equal(back.own, null);
+  assert.throws(
+    () => decideJoin(shape, { kind: "DELETE", fields: [9, 9] }, true, undefined, [], false),
+    /retracts a row it never inserted/,
+  );
+});

@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import { explainPlan } from "./plan.ts";
+import { formatRow } from "./row.ts";
+import { TYPES } from "./types.ts";
+import {
+  agg,
+  and,
+  bin,
+  col,
+  eq,
+  item,
+  join,
+  runQuery,
+  seconds,
+  select,
+  star,
+  table,
+  type TestTable,
+  tvf,
+  watermarkFor,
+} from "./_sql_test_kit.ts";
+import type { TableRef } from "./sql_ast.ts";
+
+const COLUMNS = [
+  { name: "k", type: TYPES.BIGINT },
+  { name: "ts", type: TYPES.TIMESTAMP },
+  { name: "v", type: TYPES.STRING },
+];
+const events = (rows: [number, string, string][]): TestTable => ({
+  columns: COLUMNS,
+  rows: rows.map(([k, s, v]) => [k, `2026-01-01 00:00:${s}`, v]),
+  watermark: watermarkFor("ts"),
+});
+
+Deno.test("an interval join pairs rows whose rowtimes are within the bounds, append-only", async () => {
+  // l.ts BETWEEN r.ts - 2 s AND r.ts + 1 s
+  const on = and(eq(col("k", "l"), col("k", "r")), {
+    k: "between",
+    expr: col("ts", "l"),
+    low: bin("-", col("ts", "r"), seconds(2)),
+    high: bin("+", col("ts", "r"), seconds(1)),
+    negated: false,
+  });
+  const { plan, rows } = await runQuery(
+    select(join("INNER", table("a", "l"), table("b", "r"), on), [
+      item(col("v", "l"), "lv"),
+      item(col("v", "r"), "rv"),
+    ]),
+    {
+      a: events([[1, "10", "a10"], [1, "20", "a20"], [2, "10", "x"]]),
+      b: events([[1, "09", "b09"], [1, "11", "b11"], [1, "12", "b12"], [1, "13", "b13"], [
+        3,
+        "10",
+        "y",
+      ]]),
+    },
+  );
+  assert.equal(plan.mode, "append");
+  assert.match(
+    explainPlan(plan),
+    /IntervalJoin\(joinType=\[InnerJoin\], windowBounds=\[isRowTime=true, leftLowerBound=-2000, leftUpperBound=1000, leftTimeIndex=1, rightTimeIndex=1\]/,
+  );
+  assert.deepEqual(rows.map(formatRow).sort(), ["+I(a10,b09)", "+I(a10,b11)", "+I(a10,b12)"]);
+});
+
+const windowed = (name: string): TableRef => tvf("TUMBLE", table(name), "ts", [10_000]);
+
+Deno.test("a window join joins rows of the same window and key when the window closes", async () => {
+  const on = and(
+    and(eq(col("k", "l"), col("k", "r")), eq(col("window_start", "l"), col("window_start", "r"))),
+    eq(col("window_end", "l"), col("window_end", "r")),
+  );
+  const left: TableRef = { ...windowed("a"), alias: "l" } as TableRef;
+  const right: TableRef = { ...windowed("b"), alias: "r" } as TableRef;
+  const query = select(join("FULL", left, right, on), [
+    item(col("v", "l"), "lv"),
+    item(col("v", "r"), "rv"),
+    item(col("window_start", "l"), "ws"),
+  ]);
+  const { plan, rows } = await runQuery(query, {
+    a: events([[1, "01", "a1"], [2, "02", "a2"], [1, "15", "a15"]]),
+    b: events([[1, "05", "b5"], [1, "12", "b12"], [3, "03", "b3"]]),
+  });
+  assert.equal(plan.mode, "append");
+  assert.match(
+    explainPlan(plan),
+    /WindowJoin\(leftWindow=\[TUMBLE\(win_start=\[window_start\], win_end=\[window_end\], size=\[10 s\]\)\], rightWindow=\[TUMBLE\(win_start=\[window_start\], win_end=\[window_end\], size=\[10 s\]\)\], joinType=\[FullOuterJoin\]/,
+  );
+  assert.deepEqual(rows.map(formatRow).sort(), [
+    "+I(a1,b5,2026-01-01 00:00:00.000)",
+    "+I(a15,b12,2026-01-01 00:00:10.000)",
+    "+I(a2,null,2026-01-01 00:00:00.000)",
+    "+I(null,b3,null)",
+  ]);
+});
+
+Deno.test("a window join of two window aggregations joins their results per window", async () => {
+  const counts = (name: string, alias: string): TableRef => ({
+    k: "subquery",
+    alias,
+    at: 0,
+    query: select(windowed(name), [
+      item(col("k")),
+      item(agg("COUNT_STAR", null), "n"),
+      item(col("window_start")),
+      item(col("window_end")),
+    ], { groupBy: [col("k"), col("window_start"), col("window_end")] }),
+  });
+  const on = and(
+    and(eq(col("k", "l"), col("k", "r")), eq(col("window_start", "l"), col("window_start", "r"))),
+    eq(col("window_end", "l"), col("window_end", "r")),
+  );
+  const { plan, rows } = await runQuery(
+    select(join("INNER", counts("a", "l"), counts("b", "r"), on), [star]),
+    {
+      a: events([[1, "01", "x"], [1, "02", "y"], [2, "03", "z"]]),
+      b: events([[1, "04", "p"], [2, "05", "q"], [2, "06", "r"], [2, "16", "s"]]),
+    },
+  );
+  assert.match(explainPlan(plan), /WindowJoin\(/);
+  assert.deepEqual(plan.columns.map((c) => c.name), [
+    "k",
+    "n",
+    "window_start",
+    "window_end",
+    "k0",
+    "n0",
+    "window_start0",
+    "window_end0",
+  ]);
+  const w = "2026-01-01 00:00:00.000,2026-01-01 00:00:10.000";
+  assert.deepEqual(rows.map(formatRow).sort(), [`+I(1,2,${w},1,1,${w})`, `+I(2,1,${w},2,2,${w})`]);
+});
