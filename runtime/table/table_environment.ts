@@ -31,12 +31,12 @@
  * several jobs (connector tables carry over; views over DataStreams of the
  * old environment do not).
  *
- * ## Simplifications of this slice
+ * ## Event time
  *
- * `fromDataStream` takes no event-time attribute or watermark yet; there is
- * no window, join, Top-N, deduplication, TTL, user-defined function or
- * `CREATE VIEW` in SQL (use `createTemporaryView`). Each is refused with a
- * message naming it.
+ * A table's rowtime attribute comes from `WATERMARK FOR c AS c - INTERVAL
+ * ...` in `CREATE TABLE`, or from `fromDataStream(stream, schema, {
+ * watermark: { column, delayMillis } })`; window TVFs and interval joins
+ * read it (`plan.ts`).
  *
  * @module
  */
@@ -49,7 +49,7 @@ import { type ChangelogMode, checkSinkMode, PlanningError } from "./changelog_mo
 import { parseScript, positionOf } from "./parser.ts";
 import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } from "./plan.ts";
 import { formatRow, insertRow, type Row } from "./row.ts";
-import type { SelectQuery, Statement } from "./sql_ast.ts";
+import type { Expr, SelectQuery, Statement, WatermarkDefinition } from "./sql_ast.ts";
 import { makeTable, Table, tableInternals, type TablePlanner, type TableResult } from "./table.ts";
 import {
   type ConnectorTable,
@@ -70,6 +70,30 @@ export interface SchemaColumn {
   readonly type: string;
 }
 
+/**
+ * The event time of a table made from a DataStream (Flink's
+ * `Schema.Builder.watermark(column, "column - INTERVAL ...")`): `column`
+ * becomes the table's rowtime attribute, and the watermark trails the
+ * highest rowtime seen by `delayMillis`.
+ */
+export interface SchemaWatermark {
+  /** The rowtime column: a `TIMESTAMP` column, or a `BIGINT` of epoch milliseconds. */
+  readonly column: string;
+  /** How far the watermark trails the highest rowtime, ms (default 0). */
+  readonly delayMillis?: number;
+  /**
+   * `on-periodic` (default): every auto-watermark interval; `on-event`: at
+   * once on each row that raises it (Flink's `scan.watermark.emit.strategy`).
+   */
+  readonly emit?: "on-periodic" | "on-event";
+}
+
+/** Options of {@linkcode StreamTableEnvironment.fromDataStream}. */
+export interface FromDataStreamOptions {
+  /** The rowtime attribute and its watermark; none by default (no event time). */
+  readonly watermark?: SchemaWatermark;
+}
+
 /** An entry of the catalog: a connector table, or a view over a DataStream or a query. */
 type CatalogEntry =
   | { readonly kind: "connector"; readonly table: ConnectorTable }
@@ -79,6 +103,8 @@ type CatalogEntry =
     readonly mode: ChangelogMode;
     readonly stream: DataStream<Row>;
     readonly env: StreamExecutionEnvironment;
+    readonly watermark: WatermarkDefinition | null;
+    readonly watermarkEmit: "on-periodic" | "on-event";
   }
   | { readonly kind: "query"; readonly table: Table };
 
@@ -171,17 +197,25 @@ export class StreamTableEnvironment {
    *
    * @param stream the records.
    * @param schema the columns, in order.
+   * @param options the rowtime attribute and its watermark
+   *   ({@linkcode SchemaWatermark}): the scan then stamps each row with its
+   *   rowtime and emits watermarks, for window TVFs and interval joins.
    *
    * The conversion runs at the stream's parallelism when it was set on the
    * stream's operator, so the order of each input subtask is kept.
    * @returns the table `SELECT * FROM <the stream>`.
-   * @throws {PlanningError} for an empty schema, a repeated column or an
-   *   unsupported type, naming it. A record that does not fit the schema
-   *   ends the job (no restart) with a message naming the column and value.
+   * @throws {PlanningError} for an empty schema, a repeated column, an
+   *   unsupported type, or a watermark on an unknown or non-time column or
+   *   with a negative delay, naming it. A record that does not fit the
+   *   schema ends the job (no restart) with a message naming the column and value.
    */
-  fromDataStream<T>(stream: DataStream<T>, schema: readonly SchemaColumn[]): Table {
+  fromDataStream<T>(
+    stream: DataStream<T>,
+    schema: readonly SchemaColumn[],
+    options: FromDataStreamOptions = {},
+  ): Table {
     const name = `*anonymous_datastream_source$${++this.#anonymous}*`;
-    this.#registerStream(name, stream, schema);
+    this.#registerStream(name, stream, schema, "append", options.watermark);
     return this.#scanTable(name);
   }
 
@@ -207,13 +241,14 @@ export class StreamTableEnvironment {
   /**
    * Registers `name` as a view (Flink's `createTemporaryView`): of a Table
    * (planned in place wherever the view is read), or of a DataStream with a
-   * schema (as `fromDataStream`).
+   * schema and options (as `fromDataStream`).
    * @throws {PlanningError} when `name` is taken, or as `fromDataStream`.
    */
   createTemporaryView<T>(
     name: string,
     source: Table | DataStream<T>,
     schema?: readonly SchemaColumn[],
+    options: FromDataStreamOptions = {},
   ): void {
     this.#checkFree(name);
     if (source instanceof Table) {
@@ -225,7 +260,7 @@ export class StreamTableEnvironment {
     if (schema === undefined) {
       throw new PlanningError(`createTemporaryView(${name}) of a DataStream needs a schema`);
     }
-    this.#registerStream(name, source, schema);
+    this.#registerStream(name, source, schema, "append", options.watermark);
   }
 
   /**
@@ -371,7 +406,12 @@ export class StreamTableEnvironment {
                 }`,
               );
             }
-            return { columns: entry.columns, mode: entry.mode };
+            return {
+              columns: entry.columns,
+              mode: entry.mode,
+              watermark: entry.watermark,
+              watermarkEmit: entry.watermarkEmit,
+            };
           case "query":
             return { columns: entry.table.getColumns(), plan: this.#planner.plan(entry.table) };
         }
@@ -387,17 +427,24 @@ export class StreamTableEnvironment {
 
   #translate(root: PlanNode): DataStream<Row> {
     const prefix = `sql-${++this.#queries}`;
+    // A table scanned twice by one query (Nexmark q5, q7) reads one source
+    // (Flink's source reuse): two sources would share the uid and read twice.
+    const sources = new Map<string, DataStream<Row>>();
     return translatePlan(
       root,
       (name) => {
         const entry = this.#catalog.get(name)!;
         if (entry.kind === "stream") return entry.stream;
         if (entry.kind === "connector") {
-          return this.#connectors.get(entry.table.options.connector!)!.source!(
+          const reused = sources.get(name);
+          if (reused !== undefined) return reused;
+          const source = this.#connectors.get(entry.table.options.connector!)!.source!(
             entry.table,
             this.#env,
           )
             .uid(`${prefix}-source-${name}`);
+          sources.set(name, source);
+          return source;
         }
         throw new PlanningError(`view ${name} is planned in place, not scanned`);
       },
@@ -417,6 +464,7 @@ export class StreamTableEnvironment {
     stream: DataStream<T>,
     schema: readonly SchemaColumn[],
     mode: ChangelogMode = "append",
+    watermark?: SchemaWatermark,
   ): void {
     this.#checkFree(name);
     if (schema.length === 0) throw new PlanningError(`the schema of ${name} has no column`);
@@ -447,7 +495,15 @@ export class StreamTableEnvironment {
     if (stream instanceof SingleOutputStreamOperator && stream.node.parallelism !== undefined) {
       rows.setParallelism(stream.node.parallelism);
     }
-    this.#catalog.set(name, { kind: "stream", columns, stream: rows, env: this.#env, mode });
+    this.#catalog.set(name, {
+      kind: "stream",
+      columns,
+      stream: rows,
+      env: this.#env,
+      mode,
+      watermark: watermark === undefined ? null : schemaWatermark(name, columns, watermark),
+      watermarkEmit: watermark?.emit ?? "on-periodic",
+    });
   }
 
   #scanTable(name: string): Table {
@@ -690,4 +746,42 @@ function checkKeyAndWatermark(table: ConnectorTable, where: string): void {
       );
     }
   }
+}
+
+/**
+ * The `WATERMARK FOR` of a DataStream table's {@linkcode SchemaWatermark}.
+ * @throws {PlanningError} for an unknown or non-time column or a bad delay.
+ */
+function schemaWatermark(
+  name: string,
+  columns: readonly Column[],
+  watermark: SchemaWatermark,
+): WatermarkDefinition {
+  const column = columns.find((c) => c.name === watermark.column);
+  if (
+    column === undefined || (column.type.family !== "TIMESTAMP" && column.type.family !== "BIGINT")
+  ) {
+    throw new PlanningError(
+      `the watermark of ${name} needs a TIMESTAMP (or BIGINT epoch milliseconds) column of its schema: current value is '${watermark.column}'${
+        column === undefined ? " (no such column)" : ` of type ${column.type.name}`
+      }`,
+    );
+  }
+  const delay = watermark.delayMillis ?? 0;
+  if (!Number.isSafeInteger(delay) || delay < 0) {
+    throw new PlanningError(
+      `the watermark delay of ${name} must be an integer >= 0 ms: current value is ${delay}`,
+    );
+  }
+  const rowtime: Expr = { k: "column", table: null, name: watermark.column };
+  return {
+    column: watermark.column,
+    expr: delay === 0 ? rowtime : {
+      k: "binary",
+      op: "-",
+      left: rowtime,
+      right: { k: "interval", millis: delay, text: `INTERVAL '${delay / 1000}' SECOND` },
+    },
+    at: 0,
+  };
 }
