@@ -106,12 +106,18 @@ const CONTEXT: PlannerContext = {
 
 /** Runs a plan over `bids` rows (one source subtask, operators at `parallelism`, default 2). */
 async function run(plan: PlanNode, rows: readonly SqlValue[][], parallelism = 2): Promise<Row[]> {
-  const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(parallelism);
+  const directory = await Deno.makeTempDir({ prefix: "weir-over-rank-" });
+  const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(parallelism)
+    .setCheckpointDirectory(directory); // not the shared .weir/ of the checkout
   const source = env.fromCollection(rows.map((fields): Row => ({ kind: "INSERT", fields })))
     .uid("bids").setParallelism(1);
   const sink = new CollectingSink<Row>();
   translatePlan(plan, () => source, "q").sinkTo(sink).uid("result");
-  await env.execute("over and rank");
+  try {
+    await env.execute("over and rank");
+  } finally {
+    await Deno.remove(directory, { recursive: true });
+  }
   return sink.committed() as Row[];
 }
 
@@ -208,7 +214,7 @@ Deno.test({
     const plan = planQuery(query, CONTEXT);
     assert.match(
       explainPlan(plan),
-      /rankRange=\[rankStart=2, rankEnd=3\].*select=\[auction, price, bidder, ts, \$partition\$0/,
+      /Rank\(strategy=\[AppendFastStrategy\], rankType=\[ROW_NUMBER\], rankRange=\[rankStart=2, rankEnd=3\], partitionBy=\[auction\], orderBy=\[price DESC, ts ASC\], select=\[auction, price, bidder, ts\], changelogMode=\[I,UB,UA,D\]\)\n.*Exchange\(distribution=\[hash\[auction\]\], changelogMode=\[I\]\)\n.*TableSourceScan/,
     );
     assert.match(explainPlan(plan), /where=\[\(price > 0\)\]/);
     const rows = [[1, 5, "a", 1], [1, 9, "b", 2], [1, 7, "c", 3], [1, 8, "d", 4], [2, 1, "e", 5]];
@@ -431,4 +437,94 @@ Deno.test({
       { numRuns: 10 },
     );
   },
+});
+
+// --- Window Top-N ----------------------------------------------------------------
+
+/** `TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), 10 ms))`. */
+const TUMBLE_10: TableRef = {
+  k: "windowTvf",
+  fn: "TUMBLE",
+  input: table("bids"),
+  timeColumn: "ts",
+  intervals: [10],
+  partitionBy: [],
+  alias: null,
+  at: 0,
+};
+
+Deno.test("ROW_NUMBER PARTITION BY window_start, window_end over a window TVF plans a WindowRank, append-only", () => {
+  const query = select({
+    items: [STAR],
+    from: {
+      k: "subquery",
+      query: select({
+        items: [
+          item(col("window_start")),
+          item(col("window_end")),
+          item(col("auction")),
+          item(col("price")),
+          item(
+            over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("price"))]),
+            "rn",
+          ),
+        ],
+        from: TUMBLE_10,
+      }),
+      alias: null,
+      at: 0,
+    },
+    where: bin("<=", col("rn"), lit(3)),
+  });
+  const plan = planQuery(query, CONTEXT);
+  assert.equal(plan.mode, "append");
+  assert.match(
+    explainPlan(plan),
+    /WindowRank\(rankType=\[ROW_NUMBER\], rankRange=\[rankStart=1, rankEnd=3\], partitionBy=\[window_start, window_end\], orderBy=\[price DESC\]/,
+  );
+  assert.deepEqual(plan.columns.map((c) => c.name), [
+    "window_start",
+    "window_end",
+    "auction",
+    "price",
+    "rn",
+  ]);
+});
+
+Deno.test("a Top-N per window over a window aggregation plans a WindowRank over the WindowAggregate", () => {
+  const counts = select({
+    items: [
+      item(col("window_start")),
+      item(col("window_end")),
+      item(col("auction")),
+      item({ k: "aggregate", fn: "COUNT_STAR", distinct: false, arg: null }, "cnt"),
+    ],
+    from: TUMBLE_10,
+    groupBy: [col("window_start"), col("window_end"), col("auction")],
+  });
+  const query = select({
+    items: [item(col("window_start")), item(col("auction")), item(col("cnt"))],
+    from: {
+      k: "subquery",
+      query: select({
+        items: [
+          STAR,
+          item(
+            over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("cnt"))]),
+            "rn",
+          ),
+        ],
+        from: { k: "subquery", query: counts, alias: "c", at: 0 },
+      }),
+      alias: null,
+      at: 0,
+    },
+    where: bin("<=", col("rn"), lit(1)),
+  });
+  const plan = planQuery(query, CONTEXT);
+  assert.equal(plan.mode, "append");
+  assert.match(
+    explainPlan(plan),
+    /WindowRank\(.*\n.*Exchange\(distribution=\[hash\[window_start, window_end\]\].*\n.*WindowAggregate/,
+  );
 });

@@ -166,27 +166,31 @@ export function rewriteTopN(
   const { start, end, rest } = rankRange(query.where, rn, context);
   const outputRankNumber = readsColumn(query, rest, rn);
 
-  // The subquery with the ranking replaced by hidden PARTITION BY / ORDER BY columns.
+  // The subquery without the ranking; a PARTITION BY / ORDER BY expression
+  // that is not one of its output columns becomes a hidden column.
   const proctime = over.orderBy.map((o) => isProctime(o.expr));
+  const items = inner.items.filter((i) => i !== item);
+  const visibleNames = planSelect({ ...inner, items }, context).node.columns.map((c) => c.name);
+  const own = (e: Expr): boolean =>
+    e.k === "column" && visibleNames.filter((n) => n === e.name).length === 1;
   const hidden: SelectItem[] = [
-    ...over.partitionBy.map((e, i): SelectItem => ({
-      k: "expr",
-      expr: e,
-      alias: `$partition$${i}`,
-    })),
+    ...over.partitionBy.flatMap((e, i): SelectItem[] =>
+      own(e) ? [] : [{ k: "expr", expr: e, alias: `$partition$${i}` }]
+    ),
     ...over.orderBy.flatMap((o, i): SelectItem[] =>
-      proctime[i] ? [] : [{ k: "expr", expr: o.expr, alias: `$order$${i}` }]
+      proctime[i] || own(o.expr) ? [] : [{ k: "expr", expr: o.expr, alias: `$order$${i}` }]
     ),
   ];
-  const rel = planSelect(
-    { ...inner, items: [...inner.items.filter((i) => i !== item), ...hidden] },
-    context,
-  );
+  const rel = hidden.length === 0
+    ? planSelect({ ...inner, items }, context)
+    : planSelect({ ...inner, items: [...items, ...hidden] }, context);
   const input = rel.node;
   const visible = input.columns.length - hidden.length;
-  const at = (name: string) => input.columns.findIndex((c) => c.name === name);
+  const position = (name: string) => input.columns.findIndex((c) => c.name === name);
+  const indexOf = (e: Expr, hiddenName: string) =>
+    own(e) ? position((e as Extract<Expr, { k: "column" }>).name) : position(hiddenName);
   const partitionKeys: CompiledExpr[] = over.partitionBy.map((e, i) => {
-    const index = at(`$partition$${i}`);
+    const index = indexOf(e, `$partition$${i}`);
     return {
       evaluate: (f) => f[index] ?? null,
       type: input.columns[index]!.type,
@@ -202,7 +206,7 @@ export function rewriteTopN(
   const names = over.partitionBy.map((e) => e.k === "column" ? e.name : null);
   const windowed = window !== null && names.includes(windowName(window.start) ?? null) &&
     names.includes(windowName(window.end) ?? null);
-  const orderIndex = (i: number) => at(`$order$${i}`);
+  const orderIndex = (i: number) => indexOf(over.orderBy[i]!.expr, `$order$${i}`);
   if (windowed) {
     if (input.mode !== "append") {
       fail(
@@ -285,11 +289,13 @@ export function rewriteTopN(
     columns: kept.map((index) => node.columns[index]!),
     mode: node.mode,
   };
+  const identity = kept.length === node.columns.length && kept.every((k, i) => k === i);
+  const planned: PlanNode = identity ? node : view;
   const name = from.alias ?? "$topn";
   return {
     query: { ...query, from: { k: "table", name, alias: null, at: from.at }, where: rest },
     context: {
-      lookup: (n) => n === name ? { columns: view.columns, plan: view } : context.lookup(n),
+      lookup: (n) => n === name ? { columns: planned.columns, plan: planned } : context.lookup(n),
       locate: context.locate,
     },
   };
