@@ -19,6 +19,7 @@
  * | `filesystem` | yes (bounded) | append-only, exactly-once | `file/table.ts` |
  * | `jetstream` | yes (replayable, read-committed) | append-only, exactly-once | `jetstream/table.ts` |
  * | `mariadb` | no | upsert by PRIMARY KEY or append-only, exactly-once (XA) | `mariadb/table.ts` |
+ * | `postgres` | no | upsert by PRIMARY KEY or append-only, exactly-once (prepared transactions) | `postgres/table.ts` |
  *
  * The built-ins `values`, `datagen`, `print` and `blackhole` are always
  * registered.
@@ -31,12 +32,14 @@ import { nexmarkTableConnector } from "./datagen/nexmark/table.ts";
 import { filesystemTableConnector } from "./file/table.ts";
 import { jetstreamTableConnector } from "./jetstream/table.ts";
 import { mariaDbTableConnector } from "./mariadb/table.ts";
+import { postgresTableConnector } from "./postgres/table.ts";
 
 export {
   filesystemTableConnector,
   jetstreamTableConnector,
   mariaDbTableConnector,
   nexmarkTableConnector,
+  postgresTableConnector,
 };
 
 /** The table connectors of `connectors/`, to pass as `StreamTableEnvironment.create(env, { connectors })`. */
@@ -45,4 +48,5 @@ export const TABLE_CONNECTOR_FACTORIES: readonly TableConnector[] = [
   filesystemTableConnector,
   jetstreamTableConnector,
   mariaDbTableConnector,
+  postgresTableConnector,
 ];

@@ -21,6 +21,8 @@ import { type TestItem, TestSource } from "../testing.ts";
 import { TABLE_CONNECTOR_FACTORIES } from "../connectors/table.ts";
 import { rows, sql, uniqueName } from "../connectors/mariadb/_test_kit.ts";
 import { withTempDir } from "./_job_kit.ts";
+import { startPostgresServer } from "./_postgres_server.ts";
+import postgres from "npm:postgres@3.4.9";
 import type { ConnectorTable } from "../runtime/table/table_connectors.ts";
 import { TYPES } from "../runtime/table/types.ts";
 
@@ -127,6 +129,38 @@ Deno.test({
       assert.ok(batch().length < 9, "some groups left the HAVING filter (deletes happened)");
     } finally {
       await sql(`DROP TABLE IF EXISTS \`${table}\``);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a SQL GROUP BY with HAVING upserts into PostgreSQL exactly-once across a failure: the table equals the batch query",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const server = await startPostgresServer();
+    const db = postgres(server.url, { max: 1, onnotice: () => {} });
+    try {
+      const table = uniqueName("sql_totals");
+      await db.unsafe(
+        `CREATE TABLE "${table}" (customer TEXT PRIMARY KEY, n BIGINT NOT NULL, total BIGINT NOT NULL)`,
+      );
+      const restarts = await runJob({
+        connector: "postgres",
+        url: `jdbc:postgresql://127.0.0.1:${server.port}/postgres`,
+        "table-name": table,
+        username: "postgres",
+        "sink.buffer-flush.max-rows": "4",
+      }, 2);
+      assert.equal(restarts, 1, "the induced failure restarted the job once");
+      const got = await db.unsafe(`SELECT customer, n, total FROM "${table}" ORDER BY customer`);
+      assert.deepEqual(got.map((r) => [r.customer, Number(r.n), Number(r.total)]), batch());
+      const prepared = await db.unsafe("SELECT gid FROM pg_prepared_xacts");
+      assert.deepEqual([...prepared], [], "no prepared transaction is left");
+    } finally {
+      await db.end();
+      await server.stop();
     }
   },
 });

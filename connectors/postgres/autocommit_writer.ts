@@ -23,8 +23,12 @@ import { closeNow, connect, type Sql } from "./_driver.ts";
 import type { PostgresCommittable } from "./committable.ts";
 import { describeError } from "./errors.ts";
 import { statementFailure } from "./sqlstate.ts";
-import { type PostgresWriterParts, rollBackLingering } from "./prepared_writer.ts";
-import { InsertBatch } from "./statements.ts";
+import {
+  type PostgresWriterParts,
+  rollBackLingering,
+  type WriterBatch,
+  writerBatch,
+} from "./prepared_writer.ts";
 import { BatchIntervalFlusher } from "../_sql/batch_interval.ts";
 
 /** What an {@linkcode AutocommitWriter} is built from (checked by the sink). */
@@ -39,13 +43,13 @@ export interface AutocommitWriterParts<T> extends PostgresWriterParts<T> {
 export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, never> {
   readonly #p: AutocommitWriterParts<T>;
   readonly #sql: Sql;
-  readonly #batch: InsertBatch;
+  readonly #batch: WriterBatch;
   readonly #interval: BatchIntervalFlusher;
 
   /** Creates the writer's client; it connects in {@linkcode open}. */
   constructor(parts: AutocommitWriterParts<T>) {
     this.#p = parts;
-    this.#batch = new InsertBatch(parts.name, parts.spec);
+    this.#batch = writerBatch(parts);
     this.#interval = new BatchIntervalFlusher(parts.batchIntervalMs, () => this.#send());
     this.#sql = connect({ url: parts.url, applicationName: `weir ${parts.name}`.slice(0, 63) });
   }
@@ -69,7 +73,8 @@ export class AutocommitWriter<T> implements SinkWriter<T, PostgresCommittable, n
    */
   write(value: T, _context: SinkContext): void | Promise<void> {
     this.#interval.throwIfFailed();
-    if (this.#batch.add(this.#p.values(value)) >= this.#p.batchRows) return this.#send();
+    const deletes = this.#p.changelog?.isDelete(value) ?? false;
+    if (this.#batch.add(this.#p.values(value), deletes) >= this.#p.batchRows) return this.#send();
     this.#interval.arm();
   }
 

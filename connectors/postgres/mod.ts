@@ -87,6 +87,7 @@ export {
 export { DEFAULT_COMMIT_TABLE } from "./commit_table.ts";
 export { formatGid, type GidParts, type ParsedGid, parseGid } from "./gid.ts";
 export { type PostgresValue, RowShapeError } from "./statements.ts";
+export type { PostgresChangelog } from "./changelog_batch.ts";
 export type {
   CheckpointingMode,
   CommitRequest,

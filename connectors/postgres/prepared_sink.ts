@@ -99,6 +99,7 @@ import { PreparedCommitter } from "./prepared_committer.ts";
 import { PreparedWriter } from "./prepared_writer.ts";
 import { checkRowSinkOptions, type PostgresValue, type TableSpec } from "./statements.ts";
 import { checkBatchIntervalMs } from "../_sql/batch_interval.ts";
+import { checkChangelog, type PostgresChangelog } from "./changelog_batch.ts";
 import { checkOptions, type OptionsShape } from "../../runtime/api/options_check.ts";
 
 /** The known keys of {@linkcode PostgresPreparedSinkOptions} and the kinds of their values. */
@@ -113,6 +114,7 @@ const PREPARED_SINK_OPTIONS: OptionsShape<PostgresPreparedSinkOptions<unknown>> 
   commitTableRetentionMs: "number",
   deliveryGuarantee: "any",
   batchIntervalMs: "number",
+  changelog: "object",
 };
 
 /** Options of {@linkcode PostgresPreparedSink}. */
@@ -152,6 +154,14 @@ export interface PostgresPreparedSinkOptions<T> {
    * committed at checkpoints whatever this says.
    */
   readonly batchIntervalMs?: number;
+  /**
+   * For a changelog (e.g. a SQL table with a PRIMARY KEY): rows are
+   * upserted by `keyColumns` (`ON CONFLICT … DO UPDATE`, which needs a
+   * unique index on them), a record for which `isDelete` holds deletes its
+   * key, and each batch is reduced to the last change per key
+   * (`changelog_batch.ts`).
+   */
+  readonly changelog?: PostgresChangelog<T>;
 }
 
 /** The guarantees {@linkcode PostgresPreparedSink} can give. */
@@ -206,6 +216,7 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
     }
     this.#retentionMs = retention;
     this.#batchIntervalMs = checkBatchIntervalMs(where, options.batchIntervalMs);
+    if (options.changelog !== undefined) checkChangelog(where, this.#spec, options.changelog);
     this.#options = options;
   }
 
@@ -228,6 +239,7 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
         values: this.#options.values,
         spec: this.#spec,
         batchRows: this.#batchRows,
+        ...(this.#options.changelog === undefined ? {} : { changelog: this.#options.changelog }),
         flushAtBarrier: this.deliveryGuarantee === "at-least-once",
         batchIntervalMs: this.#batchIntervalMs,
       })
@@ -238,6 +250,7 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
         values: this.#options.values,
         spec: this.#spec,
         batchRows: this.#batchRows,
+        ...(this.#options.changelog === undefined ? {} : { changelog: this.#options.changelog }),
         commitSql: this.#commitSql,
         subtaskIndex: context.subtaskIndex,
       });

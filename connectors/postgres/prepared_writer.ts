@@ -22,6 +22,7 @@ import {
 import { classifySqlState, statementFailure } from "./sqlstate.ts";
 import { decideLingering, formatGid, GID_MARKER, newGidToken } from "./gid.ts";
 import { InsertBatch, type PostgresValue, type TableSpec } from "./statements.ts";
+import { ChangelogInsertBatch, type PostgresChangelog } from "./changelog_batch.ts";
 
 const log = logger("postgres-sink");
 
@@ -111,6 +112,27 @@ export interface PostgresWriterParts<T> {
   readonly spec: TableSpec;
   /** Rows per `INSERT`. */
   readonly batchRows: number;
+  /** Upserts and deletes by key, when the sink writes a changelog (`changelog_batch.ts`). */
+  readonly changelog?: PostgresChangelog<T>;
+}
+
+/** The batch both writers buffer into: an {@linkcode InsertBatch} or a {@linkcode ChangelogInsertBatch}. */
+export interface WriterBatch {
+  /** Rows (keys, for a changelog) buffered. */
+  readonly rows: number;
+  /** Buffers a row (`deletes`: it deletes its key; changelogs only); returns the rows buffered. */
+  add(row: readonly PostgresValue[], deletes?: boolean): number;
+  /** Empties the batch: its rows, parameters and statement. */
+  take(): { readonly rows: number; readonly params: PostgresValue[]; readonly statement: string };
+  /** Drops the buffered rows. */
+  clear(): void;
+}
+
+/** The batch of a writer built from `parts`. */
+export function writerBatch<T>(parts: PostgresWriterParts<T>): WriterBatch {
+  return parts.changelog === undefined
+    ? new InsertBatch(parts.name, parts.spec)
+    : new ChangelogInsertBatch(parts.name, parts.spec, parts.changelog.keyColumns);
 }
 
 /** What a {@linkcode PreparedWriter} is built from (checked by the sink). */
@@ -127,7 +149,7 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   readonly #sql: Sql;
   readonly #token = newGidToken();
   /** The rows not yet sent. */
-  readonly #batch: InsertBatch;
+  readonly #batch: WriterBatch;
   /** Rows sent in the open transaction; 0 when none is open. */
   #rowsInTransaction = 0;
   /**
@@ -143,7 +165,7 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   /** Creates the writer's client; it connects in {@linkcode open}. */
   constructor(parts: PreparedWriterParts<T>) {
     this.#p = parts;
-    this.#batch = new InsertBatch(parts.name, parts.spec);
+    this.#batch = writerBatch(parts);
     this.#sql = connect({
       url: parts.url,
       readOnlyByDefault: true,
@@ -176,7 +198,10 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
   /** Buffers one row; sends the batch when it is full (see `#sendBehind`). */
   write(value: T, _context: SinkContext): void | Promise<void> {
     if (this.#failed !== undefined) throw this.#failed;
-    if (this.#batch.add(this.#p.values(value)) >= this.#p.batchRows) return this.#sendBehind();
+    const deletes = this.#p.changelog?.isDelete(value) ?? false;
+    if (this.#batch.add(this.#p.values(value), deletes) >= this.#p.batchRows) {
+      return this.#sendBehind();
+    }
   }
 
   /** Sends the buffered rows and waits for every statement in flight. */
