@@ -145,23 +145,34 @@ export function contextOf(tables: Readonly<Record<string, TestTable>>): PlannerC
 }
 
 /**
- * Plans `query` over `tables`, runs it at parallelism 1 and returns the
- * plan and the changelog it emitted.
+ * Plans `query` over `tables`, runs it (sources at parallelism 1, the
+ * operators at `parallelism`, default 1) and returns the plan and the
+ * changelog it emitted. Checkpoints go to a temporary directory, not the
+ * checkout's shared `.weir/`.
  */
 export async function runQuery(
   query: SelectQuery,
   tables: Readonly<Record<string, TestTable>>,
+  parallelism = 1,
 ): Promise<{ plan: PlanNode; rows: Row[] }> {
   const plan = planQuery(query, contextOf(tables));
-  const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(1);
+  const directory = await Deno.makeTempDir({ prefix: "weir-sql-relational-" });
+  const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(parallelism)
+    .setCheckpointDirectory(directory);
   const out: Row[] = [];
   const stream = translatePlan(plan, (name) => {
     const rows = tables[name]!.rows.map((r): Row =>
       Array.isArray(r) ? { kind: "INSERT", fields: r as SqlValue[] } : r as Row
     );
-    return env.fromCollection(rows).uid(`test-source-${name}`).name(`source ${name}`);
+    return env.fromCollection(rows).uid(`test-source-${name}`).name(`source ${name}`)
+      .setParallelism(1);
   }, "sql-test");
-  stream.sinkTo({ kind: "simple", invoke: (row: Row) => void out.push(row) }).uid("test-sink");
-  await env.execute(`sql-test-${crypto.randomUUID()}`);
+  stream.sinkTo({ kind: "simple", invoke: (row: Row) => void out.push(row) }).uid("test-sink")
+    .setParallelism(1);
+  try {
+    await env.execute(`sql-test-${crypto.randomUUID()}`);
+  } finally {
+    await Deno.remove(directory, { recursive: true });
+  }
   return { plan, rows: out };
 }

@@ -91,7 +91,7 @@ for (const kind of ["INNER", "LEFT", "RIGHT", "FULL"] as const) {
           item(col("k", "r"), "rk"),
           item(col("v", "r"), "rv"),
         ]);
-        const { rows } = await runQuery(query, tables);
+        const { rows } = await runQuery(query, tables, 2);
         const folded = new Map<string, number>();
         for (const row of rows) {
           assert.ok(row.kind === "INSERT" || row.kind === "DELETE", formatRow(row));
