@@ -40,12 +40,19 @@
  */
 
 import type { SqlValue } from "./row.ts";
+import { userDefinedAggregate, type UserDefinedAggregateSpec } from "./udf_aggregate.ts";
 
 /** The aggregate functions this module implements (`COUNT_STAR` is `COUNT(*)`). */
 export type AggregateName = "COUNT" | "COUNT_STAR" | "SUM" | "AVG" | "MIN" | "MAX";
 
-/** Which aggregate to create. */
-export interface AggregateSpec {
+/**
+ * Which aggregate to create: a built-in one, or a user-defined aggregate
+ * function (`udf_aggregate.ts`, `fn: "UDF"`).
+ */
+export type AggregateSpec = BuiltinAggregateSpec | UserDefinedAggregateSpec;
+
+/** Which built-in aggregate to create. */
+export interface BuiltinAggregateSpec {
   /** The function. */
   readonly fn: AggregateName;
   /** `COUNT(DISTINCT x)`; only `COUNT` takes it in this slice. */
@@ -54,8 +61,11 @@ export interface AggregateSpec {
   readonly integral: boolean;
 }
 
-/** An accumulator: plain data, MessagePack-encodable. */
-export type Accumulator = number[] | Multiset;
+/**
+ * An accumulator: plain data, MessagePack-encodable (a user-defined
+ * aggregate's is boxed, `[{ udf: acc }]`: see `udf_aggregate.ts`).
+ */
+export type Accumulator = number[] | Multiset | [{ readonly udf: unknown }];
 
 /** A multiset of values as sorted `[value, count]` pairs (count ≥ 1). */
 export type Multiset = [SqlValue, number][];
@@ -195,6 +205,7 @@ function sumAndCount(
  * @throws {RangeError} for DISTINCT on anything but `COUNT`.
  */
 export function createAggregate(spec: AggregateSpec): RetractableAggregate {
+  if (spec.fn === "UDF") return userDefinedAggregate(spec);
   if (spec.distinct && spec.fn !== "COUNT") {
     throw new RangeError(
       `DISTINCT is supported only in COUNT(DISTINCT ...) for now, not ${spec.fn}`,

@@ -64,6 +64,11 @@
 import type { AggregateSpec } from "./aggregates.ts";
 import { type ChangelogMode, PlanningError } from "./changelog_mode.ts";
 import { type CompiledExpr, compileExpr, type Scope } from "./expressions.ts";
+import {
+  collectUserAggregates,
+  planUserAggregates,
+  refuseUserAggregatesInWindow,
+} from "./plan_udf_aggregate.ts";
 import { exprText } from "./sql_text.ts";
 import type { Expr, SelectQuery, TableRef, WatermarkDefinition } from "./sql_ast.ts";
 import { type Column, type DataType, TYPES } from "./types.ts";
@@ -403,7 +408,9 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
   const inputScope = relationScope(rel, context, inputName);
   const where = whereExpr === null ? null : condition(whereExpr, inputScope, "WHERE", context);
   const aggregates = collectAggregates(query);
-  const grouped = query.groupBy.length > 0 || aggregates.length > 0;
+  const userAggregates = collectUserAggregates(query);
+  const grouped = query.groupBy.length > 0 || aggregates.length > 0 ||
+    userAggregates.length > 0;
   if (!grouped) {
     if (query.having !== null) {
       throw new PlanningError(`HAVING needs GROUP BY or an aggregate${context.locate("HAVING")}`);
@@ -449,6 +456,7 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
       text: exprText(a),
     };
   });
+  calls.push(...planUserAggregates(userAggregates, inputScope, rel.node.mode, context));
   const aliasOf = (text: string): string | null => {
     for (const item of query.items) {
       if (item.k === "expr" && item.alias !== null && exprText(item.expr) === text) {
@@ -481,6 +489,7 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
   let aggregate: PlanNode;
   let window: WindowProperties | null = null;
   if (windowed) {
+    refuseUserAggregatesInWindow(userAggregates, context);
     const planned = planWindowAggregate({
       relation: rel,
       where,
@@ -615,6 +624,8 @@ function aggregateType(call: AggregateCall): DataType {
     case "COUNT":
     case "COUNT_STAR":
       return TYPES.BIGINT;
+    case "UDF":
+      return call.spec.resultType;
     default:
       return materialized(call.arg?.type ?? TYPES.BIGINT);
   }

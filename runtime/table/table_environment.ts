@@ -59,6 +59,8 @@ import {
 import { changeOf, toFields, valuesRow } from "./row_conversion.ts";
 import { translatePlan } from "./translate.ts";
 import { TableConfig } from "./table_config.ts";
+import { FunctionCatalog, withFunctionCatalog } from "./function_catalog.ts";
+import type { UserDefinedFunction } from "./udf.ts";
 import { applyJobOptions, executeSet, explainResult } from "./statements.ts";
 import { type Column, dataTypeOf, SUPPORTED_TYPES } from "./types.ts";
 
@@ -138,6 +140,7 @@ export class StreamTableEnvironment {
   readonly #catalog = new Map<string, CatalogEntry>();
   readonly #connectors: TableConnectorRegistry;
   readonly #config = new TableConfig();
+  readonly #functions = new FunctionCatalog();
   #queries = 0;
   #anonymous = 0;
   readonly #planner: TablePlanner = {
@@ -183,6 +186,34 @@ export class StreamTableEnvironment {
    */
   getConfig(): TableConfig {
     return this.#config;
+  }
+
+  /**
+   * Registers a user-defined function (`udf.ts`) that shadows a built-in
+   * of its name (Flink's `createTemporarySystemFunction`).
+   * @throws {PlanningError} for a malformed or taken name, or a built-in aggregate's name.
+   */
+  createTemporarySystemFunction(name: string, fn: UserDefinedFunction): void {
+    this.#functions.registerTemporarySystemFunction(name, fn);
+  }
+
+  /**
+   * Registers a user-defined function found after the built-ins (Flink's
+   * `createTemporaryFunction`).
+   * @throws {PlanningError} as `createTemporarySystemFunction`, and for a built-in's name.
+   */
+  createTemporaryFunction(name: string, fn: UserDefinedFunction): void {
+    this.#functions.registerTemporaryFunction(name, fn);
+  }
+
+  /** Removes a temporary system function. @returns whether there was one. */
+  dropTemporarySystemFunction(name: string): boolean {
+    return this.#functions.dropTemporarySystemFunction(name);
+  }
+
+  /** Removes a temporary function. @returns whether there was one. */
+  dropTemporaryFunction(name: string): boolean {
+    return this.#functions.dropTemporaryFunction(name);
   }
 
   /** The StreamExecutionEnvironment the next job is built on. */
@@ -372,6 +403,19 @@ export class StreamTableEnvironment {
   }
 
   #planQuery(
+    query: SelectQuery,
+    sql: string,
+    offset: number,
+    options: { readonly upsert?: boolean },
+  ): PlanNode {
+    // Function calls resolve in this environment's catalog while planning.
+    return withFunctionCatalog(
+      this.#functions,
+      () => this.#planQueryInCatalog(query, sql, offset, options),
+    );
+  }
+
+  #planQueryInCatalog(
     query: SelectQuery,
     sql: string,
     offset: number,

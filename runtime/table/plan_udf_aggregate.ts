@@ -1,0 +1,123 @@
+/**
+ * Planning of user-defined aggregate function calls in a grouped SELECT
+ * (hooks of `plan.ts`): finds the calls whose name resolves to an
+ * aggregate function of the planning call's function catalog, and plans
+ * each as an `AggregateCall` of the GroupAggregate, after the built-in
+ * aggregates (the output columns are matched by text, so their order does
+ * not matter).
+ *
+ * User-defined aggregates run in non-windowed GROUP BY (GroupAggregate,
+ * with retraction when the function has `retract`); window aggregation
+ * refuses them (its plan compiles only the built-ins' single argument,
+ * and SESSION windows merge accumulators by their built-in shapes).
+ *
+ * @module
+ */
+
+import { PlanningError } from "./changelog_mode.ts";
+import { compileExpr, type Scope } from "./expressions.ts";
+import { currentFunctionCatalog } from "./function_catalog.ts";
+import type { AggregateCall, PlannerContext } from "./plan.ts";
+import type { ChangelogMode } from "./changelog_mode.ts";
+import type { Expr, SelectQuery } from "./sql_ast.ts";
+import { exprText } from "./sql_text.ts";
+import { planUserDefinedAggregate } from "./udf_aggregate.ts";
+
+/** A call of a user-defined aggregate in the query. */
+export type UserAggregateExpr = Extract<Expr, { k: "call" }>;
+
+/**
+ * Every call of a user-defined aggregate function in the SELECT list and
+ * HAVING, once each by text, in order.
+ */
+export function collectUserAggregates(query: SelectQuery): UserAggregateExpr[] {
+  const catalog = currentFunctionCatalog();
+  const found = new Map<string, UserAggregateExpr>();
+  const visit = (e: Expr): void => {
+    switch (e.k) {
+      case "call":
+        if (catalog.isAggregate(e.name)) {
+          if (!found.has(exprText(e))) found.set(exprText(e), e);
+          return;
+        }
+        e.args.forEach(visit);
+        return;
+      case "binary":
+        visit(e.left);
+        visit(e.right);
+        return;
+      case "not":
+      case "negate":
+      case "isNull":
+      case "cast":
+        visit(e.expr);
+        return;
+      case "case":
+        if (e.operand !== null) visit(e.operand);
+        for (const w of e.whens) {
+          visit(w.when);
+          visit(w.then);
+        }
+        if (e.otherwise !== null) visit(e.otherwise);
+        return;
+      case "in":
+        visit(e.expr);
+        e.list.forEach(visit);
+        return;
+      case "between":
+        visit(e.expr);
+        visit(e.low);
+        visit(e.high);
+        return;
+      default:
+        return;
+    }
+  };
+  for (const item of query.items) if (item.k === "expr") visit(item.expr);
+  if (query.having !== null) visit(query.having);
+  return [...found.values()];
+}
+
+/**
+ * Plans the user-defined aggregate calls of a GroupAggregate.
+ * @param inputMode the changelog mode of the aggregation's input.
+ * @throws {PlanningError} for arguments that do not fit or updating input
+ *   without `retract`, naming the function and where.
+ */
+export function planUserAggregates(
+  calls: readonly UserAggregateExpr[],
+  scope: Scope,
+  inputMode: ChangelogMode,
+  context: PlannerContext,
+): AggregateCall[] {
+  const catalog = currentFunctionCatalog();
+  return calls.map((call) => {
+    const where = context.locate(call.name);
+    const found = catalog.lookup(call.name);
+    if (found?.kind !== "aggregate") {
+      throw new PlanningError(`${call.name} is not an aggregate function${where}`);
+    }
+    const args = call.args.map((a) => compileExpr(a, scope));
+    const planned = planUserDefinedAggregate(found.name, found.definition, args, inputMode, where);
+    return { spec: planned.spec, arg: planned.arg, text: exprText(call) };
+  });
+}
+
+/**
+ * Refuses user-defined aggregates in a window aggregation (see the module docs).
+ * @throws {PlanningError} naming the first call and where.
+ */
+export function refuseUserAggregatesInWindow(
+  calls: readonly UserAggregateExpr[],
+  context: PlannerContext,
+): void {
+  const call = calls[0];
+  if (call === undefined) return;
+  throw new PlanningError(
+    `the user-defined aggregate function ${
+      exprText(call)
+    } is not supported in a window aggregation yet (only in GROUP BY without windows)${
+      context.locate(call.name)
+    }`,
+  );
+}
