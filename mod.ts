@@ -371,3 +371,15 @@ export type {
   TableOptionKey,
   TableOptionValues,
 } from "./runtime/table/table_config.ts";
+export { aggregateFunction, scalarFunction, tableFunction } from "./runtime/table/udf.ts";
+export type {
+  AggregateFunctionDefinition,
+  AggregateFunctionOptions,
+  ResultTypeSpec,
+  ScalarFunctionDefinition,
+  ScalarFunctionOptions,
+  TableFunctionDefinition,
+  TableFunctionOptions,
+  UserDefinedFunction,
+} from "./runtime/table/udf.ts";
+export { formatTableResult } from "./runtime/table/statements.ts";
