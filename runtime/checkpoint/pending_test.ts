@@ -79,6 +79,23 @@ Deno.test("PendingCheckpoint returns UNKNOWN for a subtask, checkpoint or attemp
   assert.equal(p.numberOfAcknowledged, 0);
 });
 
+Deno.test("after a region failover, each subtask acknowledges under its own attempt", () => {
+  // map#1 was restarted by a region failover as attempt 3; src#0 and map#0 still run attempt 0.
+  const p = new PendingCheckpoint({
+    checkpointId: 1,
+    triggeredAt: 1000,
+    attempt: 3,
+    tasks: TASKS,
+    taskAttempts: new Map([["src#0", 0], ["map#0", 0], ["map#1", 3]]),
+  });
+  assert.equal(p.acknowledge(ack("map", 1, 1, { attempt: 0 })), "UNKNOWN");
+  assert.equal(p.acknowledge(ack("src", 0, 1, { attempt: 3 })), "UNKNOWN");
+  assert.equal(p.acknowledge(ack("src", 0, 1, { attempt: 0 })), "SUCCESS");
+  assert.equal(p.acknowledge(ack("map", 0, 1, { attempt: 0 })), "SUCCESS");
+  assert.equal(p.acknowledge(ack("map", 1, 1, { attempt: 3 })), "SUCCESS");
+  assert.equal(p.isFullyAcknowledged, true);
+});
+
 Deno.test("PendingCheckpoint returns DISCARDED for every ack after abort, keeping the first reason", () => {
   const p = pending();
   p.acknowledge(ack("src", 0, 1));

@@ -12,7 +12,7 @@
  * ## Structure
  *
  * This file holds the job's lifecycle (phases, attempts, message dispatch,
- * failover sequencing, the job result). The concepts it drives live in
+ * the job result). The concepts it drives live in
  * their own files:
  *
  * - `checkpoint_coordinator.ts` (its host and options in
@@ -23,10 +23,10 @@
  *   its readiness deadline, waiting for slots;
  * - `attempt_cancellation.ts`: cancelling a failed attempt and waiting for
  *   its subtasks to end;
- * - `failover_restart.ts`: restart strategy, restart delay and the restore
- *   decision after a failure;
- * - `region_failover.ts` and `failover_regions.ts`: which subtasks a
- *   failure restarts, and a region failover's sequence;
+ * - `job_failover.ts`: full and region failovers, restarts and the last
+ *   failure; `failover_restart.ts`: restart strategy, restart delay and the
+ *   restore decision; `region_failover.ts` and `failover_regions.ts`: which
+ *   subtasks a failure restarts, and a region failover's sequence;
  * - `job_metrics.ts`: vertex metrics summed from subtask metrics;
  * - `runtime/metrics/`: live metrics (`MetricStore`) and checkpoint
  *   statistics (`CheckpointStatsTracker`), which the REST API reads.
@@ -61,7 +61,6 @@
 import type { Subscription } from "../actor/types.ts";
 import { decode, encode } from "../actor/codec.ts";
 import type { SubtaskRef } from "../checkpoint/types.ts";
-import { createRestartBackoff, type RestartBackoff } from "./restart_strategy.ts";
 import {
   type CoordinatorMessage,
   coordinatorSubject,
@@ -81,24 +80,18 @@ import {
 } from "./job_result.ts";
 import { logger } from "../log.ts";
 import { ExecutionAttempt } from "./execution_attempt.ts";
-import {
-  describeError as describe,
-  describeRestorePoint as describePoint,
-} from "./restore_decision.ts";
 import type { JobCoordinatorOptions } from "./job_coordinator_options.ts";
 import { DEFAULT_CANCELLATION_TIMEOUT_MS } from "./cancellation_wait.ts";
 import type { StopWithSavepointOptions } from "./savepoints.ts";
 import { CheckpointCoordinator } from "./checkpoint_coordinator.ts";
 import { AttemptDeployment } from "./attempt_deployment.ts";
 import { AttemptCancellation } from "./attempt_cancellation.ts";
-import { planRestart } from "./failover_restart.ts";
 import { aggregateVertexMetrics } from "./job_metrics.ts";
 import type { JobPhase } from "./job_phase.ts";
-import { classifyFailure } from "../failure.ts";
 import { CheckpointStatsTracker } from "../metrics/checkpoint_stats.ts";
 import { MetricStore } from "../metrics/metric_store.ts";
 import { FailoverRegions, type PipelinedRegion } from "./failover_regions.ts";
-import { decideFailoverScope, restartRegion } from "./region_failover.ts";
+import { JobFailover } from "./job_failover.ts";
 import { validateFailoverStrategy } from "../api/restart_strategy_config.ts";
 
 const log = logger("coordinator");
@@ -115,7 +108,6 @@ export class JobSuspendedError extends Error {
 /** Coordinates one job. */
 export class JobCoordinator {
   readonly #o: JobCoordinatorOptions;
-  readonly #backoff: RestartBackoff;
   readonly #tasks: SubtaskRef[] = [];
   readonly #sources: SubtaskRef[] = [];
   /** Checkpoints and savepoints of the job, across attempts. */
@@ -129,19 +121,16 @@ export class JobCoordinator {
   #phase: JobPhase = "deploying";
   /** The job's pipelined regions (one region, the whole job, without edges in the graph). */
   readonly #regions: FailoverRegions;
-  /** The region being restarted, and whether it is still being cancelled. */
-  #regionRestart: { region: PipelinedRegion; stage: "cancelling" | "deploying" } | undefined;
+  /** Failover decisions and sequences, restarts and the last failure. */
+  readonly #failover: JobFailover;
   readonly #subtaskMetrics = new Map<string, SubtaskMetrics>();
   /** Latest per-second metrics of the current attempt's subtasks. */
   readonly #liveMetrics = new MetricStore();
   /** Checkpoint history, counts and summary. */
   readonly #checkpointStats = new CheckpointStatsTracker();
   #subscription: Subscription | undefined;
-  #restarts = 0;
   /** Suspended (leadership lost): nothing more goes to workers. */
   #suspended = false;
-  #lastFailure: string | undefined;
-  #restartedAfter: string | undefined;
   #startedAt = Date.now();
   #resolve!: (r: JobExecutionResult) => void;
   #reject!: (e: unknown) => void;
@@ -153,8 +142,6 @@ export class JobCoordinator {
    */
   constructor(options: JobCoordinatorOptions) {
     this.#o = options;
-    // A job taken over at attempt n restarted n times before (each earlier attempt ended).
-    this.#restarts = options.firstAttempt ?? 0;
     const cancellationTimeoutMs = options.cancellationTimeoutMs ??
       DEFAULT_CANCELLATION_TIMEOUT_MS;
     if (!Number.isFinite(cancellationTimeoutMs) || cancellationTimeoutMs < 0) {
@@ -163,8 +150,6 @@ export class JobCoordinator {
           `current value is ${cancellationTimeoutMs}`,
       );
     }
-    this.#backoff = createRestartBackoff(options.restartStrategy);
-    validateFailoverStrategy(options.failoverStrategy ?? "region");
     for (const v of options.graph.vertices) {
       for (let s = 0; s < v.parallelism; s++) {
         this.#tasks.push({ vertexId: v.id, subtask: s });
@@ -177,9 +162,9 @@ export class JobCoordinator {
       subtasks: this.#tasks.length,
       sourceSubtasks: this.#sources.length,
     });
-    const phase = () => this.#schedulerPhase();
+    const phase = () => this.#failover.phase();
     const attempt = () => this.#current;
-    const failover = (error: unknown) => void this.#failover(error);
+    const failover = (error: unknown) => void this.#failover.fail(error);
     const toWorker = (w: string, body: MessageBody<WorkerMessage>) => this.#toWorker(w, body);
     this.#checkpoints = new CheckpointCoordinator({
       host: {
@@ -226,6 +211,28 @@ export class JobCoordinator {
       deployedOn: () => this.#deployment.deployedOn,
       deployment: () => this.#deployment.deployment,
       toWorker,
+    });
+    this.#failover = new JobFailover({
+      jobId: options.jobId,
+      jobName: options.graph.name,
+      storage: options.storage,
+      restoreFrom: options.restoreFrom,
+      regions: this.#regions,
+      checkpoints: this.#checkpoints,
+      cancellation: this.#cancellation,
+      phase: () => this.#phase,
+      setPhase: (p) => this.#phase = p,
+      attempt,
+      setAttempt: (a) => this.#current = a,
+      deploymentFailingOver: () => this.#deployment.failingOver(),
+      deploy: (restore, region) => this.#deploy(restore, region),
+      startAttemptMetrics: (n) => this.#liveMetrics.startAttempt(n),
+      end: (error) => this.#end(error),
+    }, {
+      restartStrategy: options.restartStrategy,
+      failoverStrategy: validateFailoverStrategy(options.failoverStrategy ?? "region"),
+      // A job taken over at attempt n restarted n times before (each earlier attempt ended).
+      restartsBefore: options.firstAttempt ?? 0,
     });
   }
 
@@ -275,7 +282,7 @@ export class JobCoordinator {
 
   /** Restarts so far (Flink's `numRestarts`). */
   get restarts(): number {
-    return this.#restarts;
+    return this.#failover.restarts;
   }
 
   /** When `run` started, epoch ms. */
@@ -285,7 +292,7 @@ export class JobCoordinator {
 
   /** Why the latest attempt failed (`name: message`), if one did. */
   get lastFailure(): string | undefined {
-    return this.#lastFailure;
+    return this.#failover.lastFailure;
   }
 
   /**
@@ -296,7 +303,7 @@ export class JobCoordinator {
    * attempt <n> failed: …`.
    */
   get restartedAfter(): string | undefined {
-    return this.#restartedAfter;
+    return this.#failover.restartedAfter;
   }
 
   /**
@@ -329,7 +336,7 @@ export class JobCoordinator {
         log.warn(`job ${o.jobId}: dropping an undecodable message: ${error}`);
         return;
       }
-      this.#onMessage(msg).catch((error) => this.#failover(error));
+      this.#onMessage(msg).catch((error) => this.#failover.fail(error));
     });
     this.#checkpoints.start();
     this.#deploy(o.restoreFrom);
@@ -347,7 +354,7 @@ export class JobCoordinator {
    * failure. Ignored while restarting or after the job ended.
    */
   failAttempt(error: Error): void {
-    if (this.#phase === "deploying" || this.#phase === "running") void this.#failover(error);
+    if (this.#phase === "deploying" || this.#phase === "running") void this.#failover.fail(error);
   }
 
   /**
@@ -426,16 +433,6 @@ export class JobCoordinator {
     o.transport.publish(taskSubject(o.jobId, att, ref.vertexId, ref.subtask), encode(msg));
   }
 
-  /**
-   * The phase the checkpoint coordinator, deployment and cancellation see:
-   * while a region restarts, `restarting` (being cancelled) or `deploying`.
-   */
-  #schedulerPhase(): JobPhase {
-    const r = this.#regionRestart;
-    if (r === undefined || this.#phase !== "running") return this.#phase;
-    return r.stage === "cancelling" ? "restarting" : "deploying";
-  }
-
   #toAllTasks(body: MessageBody<TaskControlMessage>): void {
     for (const t of this.#tasks) this.#toTask(t, body);
   }
@@ -462,10 +459,10 @@ export class JobCoordinator {
     const gate = this.#o.beforeDeploy;
     if (gate === undefined) return deploy();
     const attempt = this.#current.number;
-    const still = () => this.#schedulerPhase() === "deploying" && this.#current.number === attempt;
+    const still = () => this.#failover.phase() === "deploying" && this.#current.number === attempt;
     gate(attempt).then(
       () => still() && deploy(),
-      (error) => still() && void this.#failover(error),
+      (error) => still() && void this.#failover.fail(error),
     );
   }
 
@@ -486,7 +483,7 @@ export class JobCoordinator {
       case "ready":
         if (
           this.#current.markReady(this.#key(msg.vertex, msg.subtask)) &&
-          this.#schedulerPhase() === "deploying"
+          this.#failover.phase() === "deploying"
         ) {
           this.#start();
         }
@@ -500,7 +497,7 @@ export class JobCoordinator {
       case "eoi":
         if (
           this.#current.markSourceEnded(this.#key(msg.vertex, msg.subtask)) &&
-          this.#schedulerPhase() === "running"
+          this.#failover.phase() === "running"
         ) {
           this.#checkpoints.sourcesEnded();
         }
@@ -516,7 +513,7 @@ export class JobCoordinator {
         }
         return;
       case "failed":
-        await this.#failover(
+        await this.#failover.fail(
           new (this.#o.local ? TaskFailureError : RemoteTaskError)(
             msg.vertex,
             msg.subtask,
@@ -530,11 +527,10 @@ export class JobCoordinator {
 
   #start(): void {
     this.#deployment.stopTimer();
-    const restarted = this.#regionRestart?.region;
-    this.#regionRestart = undefined;
+    const restarted = this.#failover.started();
     this.#phase = "running";
     for (const t of restarted?.subtasks ?? this.#tasks) this.#toTask(t, { t: "start" });
-    this.#backoff.onRecovered(Date.now());
+    this.#failover.backoff.onRecovered(Date.now());
     const what = restarted === undefined ? "" : `${this.#regions.describe(restarted)} of `;
     log.info(`job ${this.#o.jobId}: ${what}attempt ${this.#current.number} running`, {
       name: restarted === undefined ? "attempt-running" : "region-running",
@@ -544,120 +540,6 @@ export class JobCoordinator {
     this.#checkpoints.attemptRunning();
   }
 
-  /**
-   * A region failover (`region_failover.ts`): fences and cancels the
-   * region's subtasks, aborts pending checkpoints, waits the restart delay,
-   * then redeploys the region as the next attempt; the other regions run on.
-   */
-  async #failoverRegion(region: PipelinedRegion, error: unknown): Promise<void> {
-    const restart = { region, stage: "cancelling" as "cancelling" | "deploying" };
-    this.#regionRestart = restart;
-    const where = this.#regions.describe(region);
-    const failed = this.#current.number;
-    this.#lastFailure = describe(error);
-    await restartRegion({
-      ...this.#restartFacts(),
-      region,
-      describe: where,
-      error,
-      attempt: failed,
-      fence: () => this.#current.fence(region.keys),
-      abortCheckpoints: (f, c) => this.#checkpoints.regionFailingOver(f, c),
-      cancel: (keys) => this.#cancellation.cancelSubtasks(keys),
-      awaitCancelled: () => this.#cancellation.awaitEnded(),
-      stillCurrent: () => this.#regionRestart === restart && this.#phase === "running",
-      fail: (e) => this.#end(e),
-      redeploy: (point) => {
-        this.#checkpoints.restoring(point);
-        this.#restartedAfter =
-          `region failover of ${where}: attempt ${failed} failed: ${this.#lastFailure}`;
-        this.#current = this.#current.afterRegionRestart(failed + 1, region.keys);
-        restart.stage = "deploying";
-        this.#deploy(point, region);
-        return { attempt: this.#current.number, restarts: ++this.#restarts };
-      },
-    });
-  }
-
-  /** What a failover's restart plan reads, full or region. */
-  #restartFacts() {
-    const o = this.#o;
-    return {
-      jobId: o.jobId,
-      jobName: o.graph.name,
-      storage: o.storage,
-      restoreFrom: o.restoreFrom,
-      backoff: this.#backoff,
-      latestWritten: () => this.#checkpoints.latestWritten,
-      writesSettled: () => this.#checkpoints.writesSettled(),
-    };
-  }
-
-  /**
-   * Fails the current attempt: cancels it, then restarts the job as the
-   * restart strategy and the restore decision say (`failover_restart.ts`),
-   * or fails it for good. Ignored while restarting or after the job ended.
-   */
-  async #failover(error: unknown): Promise<void> {
-    if (this.#phase === "restarting" || this.#phase === "done") return;
-    const o = this.#o;
-    const finalId = this.#current.finalCheckpointId;
-    const scope = decideFailoverScope({
-      strategy: o.failoverStrategy ?? "region",
-      regions: this.#regions,
-      error,
-      running: this.#phase === "running" && this.#regionRestart === undefined,
-      finishing: finalId !== undefined && (this.#checkpoints.latestWritten ?? -1) >= finalId,
-      wouldRestart: this.#backoff.wouldRestart(Date.now(), error),
-    });
-    if (scope.kind === "region") return await this.#failoverRegion(scope.region, error);
-    if (scope.why !== "") log.info(`job ${o.jobId}: full failover: ${scope.why}`);
-    this.#regionRestart = undefined; // a full failover supersedes a region's
-    this.#phase = "restarting";
-    this.#deployment.failingOver();
-    this.#lastFailure = describe(error);
-    // A failure that ends the job (one a retry cannot fix, or the restart strategy
-    // gives up) is the job's error, said once there; one it restarts after is a warning.
-    const unrecoverable = classifyFailure(error).type === "NonRecoverableError";
-    const restarts = !unrecoverable && this.#backoff.wouldRestart(Date.now(), error);
-    (restarts ? log.warn : log.info)(
-      `job ${o.jobId}: attempt ${this.#current.number} failed` +
-        (unrecoverable ? " with an error a restart cannot fix" : "") +
-        (!unrecoverable && !restarts ? " and the restart strategy gives up" : "") +
-        `: ${this.#lastFailure}`,
-    );
-    const abortedIds = this.#checkpoints.failingOver(
-      `attempt ${this.#current.number} of job ${o.jobId} failed (${this.#lastFailure})`,
-    );
-    this.#cancellation.cancel();
-    const cancelled = this.#cancellation.awaitEnded();
-    // Once no subtask of the attempt runs and every metadata write settled,
-    // the checkpoints it aborted can release their shared blobs.
-    this.#checkpoints.releaseAborted(abortedIds, cancelled);
-    const plan = await planRestart(error, {
-      ...this.#restartFacts(),
-      cancelled,
-      restarting: () => this.#phase === "restarting",
-    });
-    if (plan.kind === "abandoned") return;
-    if (plan.kind === "fail") {
-      this.#end(plan.error);
-      return;
-    }
-    const latest = plan.point;
-    if (this.#phase !== "restarting") return; // cancelled meanwhile
-    this.#checkpoints.restoring(latest);
-    this.#restarts++;
-    this.#restartedAfter = `attempt ${this.#current.number} failed: ${this.#lastFailure}`;
-    this.#current = this.#current.next();
-    this.#liveMetrics.startAttempt(this.#current.number);
-    log.warn(
-      `job ${o.jobId}: restarting as attempt ${this.#current.number} (restart ${this.#restarts}) from ` +
-        (latest === null ? "scratch" : describePoint(latest, o.jobId)),
-    );
-    this.#deploy(latest);
-  }
-
   async #jobFinished(): Promise<void> {
     const o = this.#o;
     const summary = this.#checkpoints.summary();
@@ -665,10 +547,10 @@ export class JobCoordinator {
       jobId: o.jobId,
       jobName: o.graph.name,
       durationMs: Date.now() - this.#startedAt,
-      restarts: this.#restarts,
+      restarts: this.#failover.restarts,
       checkpoints: this.#checkpoints.counts,
       latestCheckpoint: this.#checkpoints.latestCompleted,
-      summary: `${summary}; restarts: ${this.#restarts}`,
+      summary: `${summary}; restarts: ${this.#failover.restarts}`,
       metrics: aggregateVertexMetrics(o.graph, this.#subtaskMetrics),
     };
     await this.#checkpoints.jobFinished();

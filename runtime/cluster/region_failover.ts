@@ -167,8 +167,8 @@ export async function restartRegion(o: RegionRestartOptions): Promise<void> {
   const failure = describeError(o.error);
   o.fence();
   log.warn(
-    `job ${o.jobId}: ${o.describe} of attempt ${o.attempt} failed: ${failure}; region ` +
-      `failover: restarting its ${o.region.subtasks.length} subtasks, the other regions keep running`,
+    `job ${o.jobId}: region failover of ${o.describe} (${o.region.subtasks.length} subtasks) ` +
+      `after attempt ${o.attempt} failed: ${failure}; the other regions keep running`,
     { name: "region-failover", jobId: o.jobId, attempt: o.attempt, region: o.describe },
   );
   o.cancel(o.region.keys);
