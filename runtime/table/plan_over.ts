@@ -22,10 +22,20 @@
  *   `UNBOUNDED PRECEDING`; without a frame, `RANGE BETWEEN UNBOUNDED
  *   PRECEDING AND CURRENT ROW` (SQL's default);
  * - `COUNT`, `COUNT(*)`, `SUM`, `AVG`, `MIN`, `MAX`;
- * - an append-only input. An updating input is refused naming the node
- *   that produces the updates, as Flink does ("doesn't support consuming
- *   update changes"): Nexmark q6's `AVG(final) OVER (PARTITION BY seller
- *   ...)` over a GroupAggregate's result is such a query.
+ * - an append-only input: rows are buffered until the watermark passes
+ *   their rowtime (`over_aggregate.ts`), and the output is append-only.
+ *
+ * ## Beyond Flink: an updating input
+ *
+ * Flink refuses an OVER aggregation over an updating input ("doesn't
+ * support consuming update changes"), which is why Nexmark q6
+ * (`AVG(price) OVER (PARTITION BY seller ...)` over a Top-N) does not run
+ * there. Weir plans it with `retract_over_aggregate.ts`: every change
+ * re-computes the results of the rows whose frames it touches and emits
+ * them as `-U`/`+U`, so the output is a retract changelog that folds to the
+ * batch OVER query. The ORDER BY column then need not be a rowtime
+ * attribute (no watermark is waited for), only a `TIMESTAMP` or `BIGINT`
+ * column: a GROUP BY key, for example, is no longer a time attribute.
  *
  * ## Simplifications
  *
@@ -57,9 +67,11 @@ export interface OverAggregateNode {
   readonly spec: OverAggregateSpec;
   /** The window as written (`PARTITION BY ... ORDER BY ... ROWS ...`), for explain. */
   readonly windowText: string;
+  /** Whether the input is updating (`retract_over_aggregate.ts`) rather than append-only. */
+  readonly updating: boolean;
   /** The input's columns, then one per aggregate call. */
   readonly columns: readonly Column[];
-  /** `append`. */
+  /** `append`, or `retract` over an updating input. */
   readonly mode: ChangelogMode;
 }
 
@@ -171,8 +183,8 @@ function plain(type: DataType): DataType {
  * @returns the relation of the SELECT list.
  * @throws {PlanningError} for an OVER in a grouped query, a ranking
  *   function outside a Top-N, an ORDER BY that is not one ascending
- *   rowtime attribute, an unsupported function or argument type, or an
- *   updating input (naming the node that produces the updates).
+ *   rowtime attribute (over an updating input: one ascending TIMESTAMP or
+ *   BIGINT column), or an unsupported function or argument type.
  */
 export function planOverSelect(
   query: SelectQuery,
@@ -223,14 +235,7 @@ export function planOverSelect(
       mode: input.mode,
     };
   }
-  if (input.mode !== "append") {
-    fail(
-      `OverAggregate doesn't support consuming update changes which is produced by node ${
-        deps.updateProducer(input) ?? input.op
-      } (an OVER aggregation needs an append-only input)`,
-      "OVER",
-    );
-  }
+  const updating = input.mode !== "append";
   // One OverAggregate per distinct window, chained; each appends its calls' columns.
   const windows = new Map<string, OverExpr[]>();
   for (const o of calls) {
@@ -255,9 +260,20 @@ export function planOverSelect(
     }
     const order = compileExpr(first.orderBy[0]!.expr, scope);
     const rowtimeIndex = deps.columnSource(order);
-    if (rowtimeIndex === null || input.columns[rowtimeIndex]?.type.timeAttribute !== "rowtime") {
+    const orderType = rowtimeIndex === null ? undefined : input.columns[rowtimeIndex]?.type;
+    if (
+      !updating && orderType?.timeAttribute !== "rowtime"
+    ) {
       fail(
         `an OVER window must ORDER BY a rowtime attribute (a column with WATERMARK FOR), got ${order.text} of type ${order.type.name}`,
+        order.text,
+      );
+    }
+    if (updating && orderType?.family !== "TIMESTAMP" && orderType?.family !== "BIGINT") {
+      fail(
+        `an OVER window over an updating input (from ${
+          deps.updateProducer(input) ?? input.op
+        }) must ORDER BY a TIMESTAMP or BIGINT column, got ${order.text} of type ${order.type.name}`,
         order.text,
       );
     }
@@ -306,8 +322,9 @@ export function planOverSelect(
         calls: aggregateCalls,
       },
       windowText: text,
+      updating,
       columns,
-      mode: "append",
+      mode: updating ? "retract" : "append",
     };
     input = node;
     w++;
@@ -350,7 +367,7 @@ export function planOverSelect(
     projections,
     filter: null,
     columns,
-    mode: "append",
+    mode: input.mode,
   };
   return { node, qualifiers: columns.map(() => []), window: null };
 }

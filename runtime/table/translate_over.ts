@@ -8,7 +8,7 @@
  * | `Rank` | `RankFunction` (`rank.ts`) | `<prefix>-rank-<n>` |
  * | `Deduplicate` | `DeduplicateFunction` (`deduplicate.ts`) | `<prefix>-deduplicate-<n>` |
  * | `WindowRank` | `WindowRankFunction` (`window_rank.ts`) | `<prefix>-window-rank-<n>` |
- * | `OverAggregate` | `OverAggregateFunction` (`over_aggregate.ts`) | `<prefix>-over-aggregate-<n>` |
+ * | `OverAggregate` | `OverAggregateFunction` (`over_aggregate.ts`); over an updating input `RetractOverAggregateFunction` (`retract_over_aggregate.ts`) | `<prefix>-over-aggregate-<n>` |
  *
  * Idle state retention (`table.exec.state.ttl`) applies to Rank,
  * Deduplicate and OverAggregate; WindowRank cleans its state when its
@@ -24,6 +24,7 @@ import type { OverAggregateNode } from "./plan_over.ts";
 import { describeRankingNode, type RankingNode } from "./plan_rank.ts";
 import { describeOverNode } from "./plan_over.ts";
 import { RankFunction } from "./rank.ts";
+import { RetractOverAggregateFunction } from "./retract_over_aggregate.ts";
 import type { Row } from "./row.ts";
 import { WindowRankFunction } from "./window_rank.ts";
 
@@ -59,6 +60,8 @@ export function overFamilyFunction(
     case "WindowRank":
       return new WindowRankFunction(node.spec, describeRankingNode(node));
     case "OverAggregate":
-      return new OverAggregateFunction(node.spec, stateTtlMs, describeOverNode(node));
+      return node.updating
+        ? new RetractOverAggregateFunction(node.spec, stateTtlMs, describeOverNode(node))
+        : new OverAggregateFunction(node.spec, stateTtlMs, describeOverNode(node));
   }
 }
