@@ -14,7 +14,11 @@
  *   new sink producer epoch), bounded only generously (30 s), and checks
  *   the output is still exactly the input, the waiting client never
  *   heard `no job`, and the new leader never warned that no worker was
- *   registered (it waits for their heartbeats first).
+ *   registered (it waits for their heartbeats first). A savepoint taken
+ *   through the old leader's REST API before the kill is answered by the
+ *   new leader for the same trigger id (the job store keeps completed
+ *   savepoint locations), and an unknown trigger id of the old leader's
+ *   epoch gets a 404 naming it.
  *
  * @module
  */
@@ -61,7 +65,7 @@ async function withHaCluster(
     workers: 2,
     slots: 2,
     coordinators: 2,
-    coordinatorArgs: ["--lease-ms", "2000"],
+    coordinatorArgs: ["--lease-ms", "2000", "--rest-port", "0"],
   });
   let job: Proc | undefined;
   try {
@@ -122,6 +126,23 @@ async function transactions(
   } finally {
     await nc.close();
   }
+}
+
+/** The REST port `coordinator` serves on now (its latest `REST API on port N` line). */
+function restPort(coordinator: Proc): number {
+  const ports = [...coordinator.output.matchAll(/weir coordinator: REST API on port (\d+)/g)];
+  const port = ports.at(-1)?.[1];
+  if (port === undefined) throw new Error(`${coordinator.name} serves no REST API`);
+  return Number(port);
+}
+
+/** `GET path` on `coordinator`'s REST API: status and JSON body. */
+async function restGet(
+  coordinator: Proc,
+  path: string,
+): Promise<[number, Record<string, unknown>]> {
+  const res = await fetch(`http://127.0.0.1:${restPort(coordinator)}${path}`);
+  return [res.status, await res.json()];
 }
 
 async function expectExactOutput(run: Run): Promise<void> {
@@ -187,6 +208,21 @@ Deno.test({
           ),
         { timeoutMs: 60_000, pollMs: 100, missing: () => "nothing committed before the kill" },
       );
+      // A savepoint through the leader's REST API, completed before the kill.
+      const jobId = /submitted job (\S+)/.exec(run.job.output)?.[1];
+      assert.ok(jobId !== undefined, run.job.output);
+      const posted = await fetch(
+        `http://127.0.0.1:${restPort(leader)}/jobs/${jobId}/savepoints`,
+        { method: "POST" },
+      );
+      assert.equal(posted.status, 202);
+      const triggerId = ((await posted.json()) as Record<string, string>)["request-id"]!;
+      let location: unknown;
+      await waitUntil(async () => {
+        const [, body] = await restGet(leader, `/jobs/${jobId}/savepoints/${triggerId}`);
+        location = (body.operation as { location?: unknown } | undefined)?.location;
+        return location !== undefined;
+      }, { timeoutMs: 60_000, pollMs: 100, missing: () => "the savepoint did not complete" });
       const before = await transactions(run.connection, run.txnBucket);
       const epochAtKill = new Map<string, number>();
       for (const t of before) {
@@ -227,6 +263,21 @@ Deno.test({
       assert.match(next.output, /weir coordinator: leading \(epoch 2\)/);
       assert.match(next.output, /taken over from the previous leader; resuming as attempt [1-9]/);
       await expectExactOutput(run);
+      // Trigger ids outlive the leader: a completed savepoint is answered from the job
+      // store, an unknown id of the earlier leader gets a 404 that says so.
+      assert.deepEqual(await restGet(next, `/jobs/${jobId}/savepoints/${triggerId}`), [200, {
+        status: { id: "COMPLETED" },
+        operation: { location },
+      }]);
+      const [status, body] = await restGet(
+        next,
+        `/jobs/${jobId}/savepoints/00000001${"0".repeat(24)}`,
+      );
+      assert.equal(status, 404);
+      assert.match(
+        String(body.errors),
+        /triggered under a previous leading coordinator \(leader epoch 1; epoch 2 leads now\)/,
+      );
       // The new leader let the workers register (the job WAITING_FOR_RESOURCES meanwhile)
       // instead of warning that none was registered before any could announce itself.
       assert.doesNotMatch(next.output, /no worker to deploy/, next.output);

@@ -134,6 +134,8 @@ export class ClusterCoordinator implements RestBackend {
   #registrationTimer: ReturnType<typeof setTimeout> | undefined;
   /** High availability: this term ended (`suspend`). */
   #suspended = false;
+  /** Completed REST savepoint operations by job and trigger id: their locations (job store). */
+  readonly #savepointLocations = new Map<string, Map<string, string>>();
   /** High availability: jobs that ended under an earlier leader, served from the job store. */
   readonly #storedEnded = new Map<string, { status: JobStatus; outcome: JobOutcome }>();
 
@@ -186,6 +188,9 @@ export class ClusterCoordinator implements RestBackend {
    */
   recover(stored: StoredJob, plan: JobRecoveryPlan): void {
     const request = stored.request;
+    for (const sp of stored.savepoints ?? []) {
+      this.#rememberSavepoint(request.jobId, sp.triggerId, sp.location);
+    }
     if (plan.kind === "serve-ended") {
       const served = { status: storedJobStatus(stored), outcome: storedOutcome(stored) };
       this.#storedEnded.set(request.jobId, served);
@@ -626,9 +631,36 @@ export class ClusterCoordinator implements RestBackend {
       `job ${order.jobId}: ${order.stop ? "stop with savepoint" : "savepoint"} requested` +
         (order.directory === undefined ? "" : ` into ${order.directory}`),
     );
-    return order.stop
+    const done = order.stop
       ? job.coordinator.stopWithSavepoint({ directory: order.directory, drain: order.drain })
       : job.coordinator.triggerSavepoint(order.directory);
+    const triggerId = order.triggerId;
+    if (triggerId === undefined) return done;
+    return done.then((location) => {
+      // Recorded, so a new leader still answers for it (`GET /jobs/:id/savepoints/:trigger`).
+      this.#rememberSavepoint(order.jobId, triggerId, location);
+      this.#o.ha?.records.savepointCompleted(order.jobId, triggerId, location, Date.now());
+      return location;
+    });
+  }
+
+  /** This coordinator's leader epoch (0 without high availability), for REST trigger ids. */
+  leaderEpoch(): number {
+    return this.#o.ha?.records.epoch ?? 0;
+  }
+
+  /**
+   * Where savepoint operation `triggerId` of job `jobId` stored its savepoint,
+   * when it completed under this leader or one before it (job store).
+   */
+  savepointLocation(jobId: string, triggerId: string): string | undefined {
+    return this.#savepointLocations.get(jobId)?.get(triggerId);
+  }
+
+  #rememberSavepoint(jobId: string, triggerId: string, location: string): void {
+    const byTrigger = this.#savepointLocations.get(jobId) ??
+      this.#savepointLocations.set(jobId, new Map()).get(jobId)!;
+    byTrigger.set(triggerId, location);
   }
 
   /** Serves a savepoint trigger or a stop-with-savepoint; replies once the savepoint is stored. */
@@ -724,6 +756,7 @@ export class ClusterCoordinator implements RestBackend {
       .sort((a, b) => (a.status.endedAt ?? 0) - (b.status.endedAt ?? 0));
     for (const j of ended.slice(0, Math.max(0, ended.length - keep))) {
       this.#jobs.delete(j.request.jobId);
+      this.#savepointLocations.delete(j.request.jobId);
       this.#o.ha?.records.forget(j.request.jobId);
     }
   }

@@ -67,7 +67,26 @@ export interface StoredJob {
   readonly outcome?: JobOutcome | undefined;
   /** The leader epoch that wrote this record. */
   readonly leaderEpoch: number;
+  /**
+   * Savepoints of the job completed through REST triggers, newest last (at
+   * most {@linkcode MAX_STORED_SAVEPOINTS}), so a new leader still answers
+   * `GET /jobs/:jobid/savepoints/:triggerid` for them.
+   */
+  readonly savepoints?: readonly StoredSavepoint[] | undefined;
 }
+
+/** A completed savepoint operation as the job store keeps it. */
+export interface StoredSavepoint {
+  /** The REST trigger id (`request-id`). */
+  readonly triggerId: string;
+  /** The savepoint's path. */
+  readonly location: string;
+  /** When it completed, in ms since the epoch. */
+  readonly completedAt: number;
+}
+
+/** How many completed savepoint operations a job record keeps (the oldest go first). */
+export const MAX_STORED_SAVEPOINTS = 20;
 
 /** A write was refused: a leader of a higher epoch wrote the record (this leader was deposed). */
 export class JobStoreFencedError extends Error {
@@ -193,6 +212,20 @@ export function decodeStoredJob(data: Uint8Array, key: string, bucket: string): 
   const statuses = ["WAITING_FOR_RESOURCES", "RUNNING", "FINISHED", "FAILED", "CANCELED"];
   if (!statuses.includes(v.status as string)) {
     throw new TypeError(`${where}: unknown status ${JSON.stringify(v.status)}`);
+  }
+  if (v.savepoints !== undefined) {
+    const list = v.savepoints;
+    const valid = Array.isArray(list) &&
+      list.every((sp) =>
+        typeof sp === "object" && sp !== null && typeof sp.triggerId === "string" &&
+        typeof sp.location === "string" && Number.isInteger(sp.completedAt)
+      );
+    if (!valid) {
+      throw new TypeError(
+        `${where}: savepoints must be a list of {triggerId, location, completedAt}, got ` +
+          JSON.stringify(list).slice(0, 200),
+      );
+    }
   }
   return v as unknown as StoredJob;
 }

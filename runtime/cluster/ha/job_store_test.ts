@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { connect, kvApi } from "../../actor/nats_deps.ts";
 import type { SubmitRequest } from "../cluster_protocol.ts";
-import { JobStore, JobStoreFencedError, type StoredJob } from "./job_store.ts";
+import { encode } from "../../actor/codec.ts";
+import {
+  decodeStoredJob,
+  JobStore,
+  JobStoreFencedError,
+  MAX_STORED_SAVEPOINTS,
+  type StoredJob,
+} from "./job_store.ts";
 import { LeaderJobRecords } from "./leader_job_records.ts";
 
 const NATS = Deno.env.get("WEIR_TEST_NATS_URL") ?? "nats://127.0.0.1:4222";
@@ -119,4 +126,42 @@ Deno.test("LeaderJobRecords writes attempts before deployment and checkpoints on
     assert.equal(stored!.leaderEpoch, 4);
     await assert.rejects(() => records.attemptDeploying("unknown", 1), /no record/);
   });
+});
+
+Deno.test("LeaderJobRecords keeps the latest completed savepoint operations, and a new leader reads them", async () => {
+  await withStore(async (store) => {
+    const records = new LeaderJobRecords({ store, epoch: 2 });
+    await records.submitted({
+      request: request("sp"),
+      restoreFrom: null,
+      restoreSettings: { kind: "checkpoint", mode: "NO_CLAIM" },
+      submittedAt: 5,
+    });
+    for (let i = 0; i < MAX_STORED_SAVEPOINTS + 2; i++) {
+      records.savepointCompleted("sp", `t${i}`, `nats-object-store://b/savepoint-sp-${i}`, i);
+    }
+    // The job ends after its last savepoint (stop with a savepoint): the list stays.
+    await records.ended("sp", {
+      status: "FINISHED",
+      endedAt: 9,
+      outcome: { t: "failed", error: { name: "Error", message: "x" } as never },
+    });
+    const [stored] = (await store.list()).jobs;
+    const kept = stored!.savepoints ?? [];
+    assert.equal(kept.length, MAX_STORED_SAVEPOINTS);
+    assert.deepEqual(kept[0], {
+      triggerId: "t2",
+      location: "nats-object-store://b/savepoint-sp-2",
+      completedAt: 2,
+    });
+    assert.equal(kept.at(-1)!.triggerId, `t${MAX_STORED_SAVEPOINTS + 1}`);
+  });
+});
+
+Deno.test("decodeStoredJob refuses a malformed savepoint list, naming the record", () => {
+  const data = encode({ ...job("bad-sp", 1), savepoints: [{ triggerId: 7 }] });
+  assert.throws(
+    () => decodeStoredJob(data, "bad-sp", "weir-jobs"),
+    /job record bad-sp in KV bucket weir-jobs: savepoints must be a list of \{triggerId, location, completedAt\}/,
+  );
 });

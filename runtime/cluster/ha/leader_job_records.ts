@@ -26,6 +26,7 @@ import type { JobOutcome, JobStatusName, SubmitRequest } from "../cluster_protoc
 import {
   type JobStore,
   JobStoreFencedError,
+  MAX_STORED_SAVEPOINTS,
   type StoredJob,
   type StoredRestoreSettings,
 } from "./job_store.ts";
@@ -100,6 +101,29 @@ export class LeaderJobRecords {
     if ((last.latestCheckpointId ?? 0) >= checkpointId) return;
     this.#write({ ...last, latestCheckpointId: checkpointId }).catch((error) =>
       log.warn(`job ${jobId}: cannot record checkpoint ${checkpointId} in the job store: ${error}`)
+    );
+  }
+
+  /**
+   * Records savepoint operation `triggerId` of `jobId` as completed at
+   * `location`, in the background (the job record keeps the latest
+   * {@linkcode MAX_STORED_SAVEPOINTS}); a write that fails is logged.
+   */
+  savepointCompleted(
+    jobId: string,
+    triggerId: string,
+    location: string,
+    completedAt: number,
+  ): void {
+    const last = this.#records.get(jobId);
+    if (last === undefined) return;
+    const savepoints = [...(last.savepoints ?? []), { triggerId, location, completedAt }]
+      .slice(-MAX_STORED_SAVEPOINTS);
+    this.#write({ ...last, savepoints }).catch((error) =>
+      log.warn(
+        `job ${jobId}: cannot record savepoint ${location} (trigger ${triggerId}) in the job ` +
+          `store: ${error}`,
+      )
     );
   }
 

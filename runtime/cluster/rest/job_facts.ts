@@ -42,6 +42,8 @@ export interface SavepointOrder {
   readonly stop: boolean;
   /** With `stop`: emit `MAX_WATERMARK` first (Flink's `drain`). */
   readonly drain: boolean;
+  /** The REST trigger id it answers to, recorded with its location once it completed. */
+  readonly triggerId?: string | undefined;
 }
 
 /** What the REST server needs of the coordinator (`ClusterCoordinator` implements it). */
@@ -58,6 +60,16 @@ export interface RestBackend {
    * @throws (rejects) when the job is unknown or not running, or the savepoint fails.
    */
   savepoint(order: SavepointOrder): Promise<string>;
+  /**
+   * The leader epoch of this coordinator (high availability; 0 without),
+   * stamped on the trigger ids it issues. Absent: 0.
+   */
+  leaderEpoch?(): number;
+  /**
+   * The location of savepoint operation `triggerId` of job `jobId`, when it
+   * completed and was recorded in the job store (also by an earlier leader).
+   */
+  savepointLocation?(jobId: string, triggerId: string): string | undefined;
 }
 
 /**

@@ -139,5 +139,7 @@ function leaderBackend(current: () => RestBackend | undefined): RestBackend {
     jobFacts: (jobId) => get().jobFacts(jobId),
     cancelJob: (jobId) => get().cancelJob(jobId),
     savepoint: (order) => get().savepoint(order),
+    leaderEpoch: () => get().leaderEpoch?.() ?? 0,
+    savepointLocation: (jobId, triggerId) => get().savepointLocation?.(jobId, triggerId),
   };
 }

@@ -18,7 +18,8 @@
  *
  * Errors are Flink's `{"errors": ["…"]}` with 400 (bad input, naming the
  * parameter or field and its value), 404 (unknown job, vertex, checkpoint,
- * trigger or route), 409 (the job is not running) or 503 (the coordinator
+ * trigger or route; a trigger id of an earlier leader is named so:
+ * {@linkcode unknownTrigger}), 409 (the job is not running) or 503 (the coordinator
  * is taking over the leadership). With a token, every
  * route needs `Authorization: Bearer <token>` (401 otherwise; Hono's
  * `bearerAuth`, which compares in constant time).
@@ -48,7 +49,7 @@ import {
   checkpointSubtasksView,
   checkpointsView,
 } from "./checkpoint_views.ts";
-import { SavepointTriggers } from "./savepoint_triggers.ts";
+import { newTriggerId, SavepointTriggers, triggerEpoch } from "./savepoint_triggers.ts";
 import { PrometheusMetrics } from "./prometheus.ts";
 import { logger } from "../../log.ts";
 
@@ -225,11 +226,16 @@ export function createRestApp(options: RestAppOptions): Hono {
     return c.json(trigger(f.status.jobId, f.status.status, { directory, stop: true, drain }), 202);
   });
   app.get("/jobs/:jobid/savepoints/:triggerid", (c) => {
-    const f = facts(c);
-    const id = c.req.param("triggerid");
-    return c.json(
-      found(triggers.status(f.status.jobId, id), `Savepoint operation ${id} not found`),
-    );
+    const jobId = c.req.param("jobid")!;
+    const id = c.req.param("triggerid")!;
+    const live = triggers.status(jobId, id);
+    if (live !== undefined) return c.json(live);
+    // Completed savepoints are in the job store, also those of an earlier leader.
+    const location = backend.savepointLocation?.(jobId, id);
+    if (location !== undefined) {
+      return c.json({ status: { id: "COMPLETED" }, operation: { location } });
+    }
+    throw new RestError(404, unknownTrigger(jobId, id, backend.leaderEpoch?.() ?? 0));
   });
   app.get("/metrics", async (c) => {
     const text = await prometheus.scrape();
@@ -253,15 +259,33 @@ export function createRestApp(options: RestAppOptions): Hono {
     o: { directory: string | undefined; stop: boolean; drain?: boolean },
   ): { "request-id": string } {
     if (isEnded(status)) throw new RestError(409, `Job ${jobId} is ${status}`);
+    const triggerId = newTriggerId(backend.leaderEpoch?.() ?? 0);
     const done = backend.savepoint({
       jobId,
       directory: o.directory,
       stop: o.stop,
       drain: o.drain ?? false,
+      triggerId,
     });
-    return { "request-id": triggers.start(jobId, done) };
+    return { "request-id": triggers.start(jobId, done, triggerId) };
   }
   return app;
+}
+
+/**
+ * Why savepoint operation `id` of job `jobId` is unknown: an id issued by an
+ * earlier leader (its epoch below `currentEpoch`) is named as such, since
+ * operations in progress live in a leader's memory only.
+ */
+export function unknownTrigger(jobId: string, id: string, currentEpoch: number): string {
+  const epoch = triggerEpoch(id);
+  if (epoch === undefined || epoch >= currentEpoch) {
+    return `Savepoint operation ${id} of job ${jobId} not found`;
+  }
+  return `Savepoint operation ${id} of job ${jobId} was triggered under a previous leading ` +
+    `coordinator (leader epoch ${epoch}; epoch ${currentEpoch} leads now), which kept its ` +
+    `progress in memory only: it did not complete, or it completed without being recorded ` +
+    `(a completed one is recorded in the job store and answered here). Trigger a new savepoint`;
 }
 
 function checkpointIdOf(c: Context): number {

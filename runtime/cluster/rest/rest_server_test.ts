@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createRestApp } from "./rest_server.ts";
+import { newTriggerId, triggerEpoch } from "./savepoint_triggers.ts";
 import type { JobFacts, RestBackend, SavepointOrder } from "./job_facts.ts";
 import { MetricStore } from "../../metrics/metric_store.ts";
 import { CheckpointStatsTracker } from "../../metrics/checkpoint_stats.ts";
@@ -207,8 +208,10 @@ Deno.test("REST app: savepoint triggers report IN_PROGRESS, then the path", asyn
     body: JSON.stringify({ drain: true }),
   })) as [number, Record<string, string>];
   assert.equal(status, 202);
-  assert.deepEqual(f.orders, [{ jobId: "j1", directory: undefined, stop: true, drain: true }]);
   const id = body["request-id"]!;
+  assert.deepEqual(f.orders, [
+    { jobId: "j1", directory: undefined, stop: true, drain: true, triggerId: id },
+  ]);
   assert.deepEqual((await json(app.request(`/jobs/j1/savepoints/${id}`)))[1], {
     status: { id: "IN_PROGRESS" },
   });
@@ -336,4 +339,57 @@ Deno.test("openapi.yaml documents every route the REST app serves, and no other"
     app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method} ${r.path}`),
   );
   assert.deepEqual([...served].sort(), [...documented].sort());
+});
+
+Deno.test("REST app: a trigger id of an earlier leader is answered from the job store when it completed, else with a 404 naming the earlier leader", async () => {
+  const f = fixture();
+  const earlier = newTriggerId(2);
+  const completed = newTriggerId(2);
+  const app = createRestApp({
+    backend: {
+      ...f.backend,
+      leaderEpoch: () => 3,
+      savepointLocation: (jobId, triggerId) =>
+        jobId === "j1" && triggerId === completed
+          ? "nats-object-store://b/savepoint-j1-7"
+          : undefined,
+    },
+  });
+  assert.deepEqual(await json(app.request(`/jobs/j1/savepoints/${completed}`)), [200, {
+    status: { id: "COMPLETED" },
+    operation: { location: "nats-object-store://b/savepoint-j1-7" },
+  }]);
+  const [status, body] = await json(app.request(`/jobs/j1/savepoints/${earlier}`)) as [
+    number,
+    { errors: string[] },
+  ];
+  assert.equal(status, 404);
+  assert.match(
+    body.errors[0]!,
+    /was triggered under a previous leading coordinator \(leader epoch 2; epoch 3 leads now\)/,
+  );
+  // An id of this leader's epoch that it does not know: a plain 404.
+  const [plain, unknown] = await json(app.request(`/jobs/j1/savepoints/${newTriggerId(3)}`)) as [
+    number,
+    { errors: string[] },
+  ];
+  assert.equal(plain, 404);
+  assert.match(unknown.errors[0]!, /^Savepoint operation [0-9a-f]{32} of job j1 not found$/);
+  // Ids issued now carry this leader's epoch.
+  const [, posted] = await json(app.request("/jobs/j1/savepoints", { method: "POST" })) as [
+    number,
+    Record<string, string>,
+  ];
+  assert.equal(triggerEpoch(posted["request-id"]!), 3);
+});
+
+Deno.test("newTriggerId carries the leader epoch in its first 8 hex digits", () => {
+  const id = newTriggerId(0x1234);
+  assert.match(id, /^00001234[0-9a-f]{24}$/);
+  assert.equal(triggerEpoch(id), 0x1234);
+  assert.equal(triggerEpoch("not-a-trigger"), undefined);
+  assert.throws(
+    () => newTriggerId(-1),
+    /must be an integer from 0 to 4294967295: current value is -1/,
+  );
 });

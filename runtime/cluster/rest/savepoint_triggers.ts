@@ -5,14 +5,43 @@
  * `GET /jobs/:jobid/savepoints/:triggerid` reports `IN_PROGRESS`, then
  * `COMPLETED` with the savepoint's `location` or a `failure-cause`.
  *
- * Trigger ids are 32 random hex digits (Flink's `TriggerId`). Results are
- * kept for `retainedMs` after they settle (default 5 minutes, Flink's
+ * Trigger ids are 32 hex digits (the length of Flink's `TriggerId`): the
+ * first 8 are the leader epoch of the coordinator that issued it
+ * ({@linkcode newTriggerId}, {@linkcode triggerEpoch}; 0 without high
+ * availability), the other 24 random. Results are kept for `retainedMs`
+ * after they settle (default 5 minutes, Flink's
  * `rest.async.store-duration`), at most `maxEntries` (default 1000, the
- * oldest settled ones go first). Operations live in the coordinator's
- * memory only: a restarted coordinator knows none.
+ * oldest settled ones go first). Operations in progress live in the
+ * leader's memory only; a completed savepoint's location is also recorded
+ * in the job store by the cluster coordinator, so a new leader still
+ * answers for it, and an id of an earlier epoch that it does not know is
+ * answered with a 404 that says so (`rest_server.ts`).
  *
  * @module
  */
+
+/**
+ * A new trigger id issued under leader epoch `epoch`: 8 hex digits of the
+ * epoch, then 24 random hex digits.
+ * @throws {RangeError} when `epoch` is not an integer from 0 to 2^32 - 1.
+ */
+export function newTriggerId(epoch: number): string {
+  if (!Number.isInteger(epoch) || epoch < 0 || epoch > 0xffffffff) {
+    throw new RangeError(
+      `a trigger id's leader epoch must be an integer from 0 to 4294967295: current value is ${epoch}`,
+    );
+  }
+  const random = crypto.randomUUID().replaceAll("-", "").slice(0, 24);
+  return epoch.toString(16).padStart(8, "0") + random;
+}
+
+/**
+ * The leader epoch a trigger id was issued under ({@linkcode newTriggerId}),
+ * or `undefined` when `id` is not 32 lowercase hex digits.
+ */
+export function triggerEpoch(id: string): number | undefined {
+  return /^[0-9a-f]{32}$/.test(id) ? parseInt(id.slice(0, 8), 16) : undefined;
+}
 
 /** The status body of `GET /jobs/:jobid/savepoints/:triggerid` (Flink's shape). */
 export type SavepointOperationStatus =
@@ -63,11 +92,11 @@ export class SavepointTriggers {
    * Registers a savepoint operation in progress and follows `done`.
    * @param jobId the job it is for.
    * @param done resolves with the savepoint's path, or rejects with why it failed.
+   * @param id its trigger id. Default: a new one of epoch 0 ({@linkcode newTriggerId}).
    * @returns the trigger id (Flink's `request-id`).
    */
-  start(jobId: string, done: Promise<string>): string {
+  start(jobId: string, done: Promise<string>, id: string = newTriggerId(0)): string {
     this.#expire();
-    const id = crypto.randomUUID().replaceAll("-", "");
     const op: Operation = {
       jobId,
       result: { status: { id: "IN_PROGRESS" } },
