@@ -81,7 +81,7 @@ Deno.test({
         new RegExp(
           `error: ${
             file.replaceAll("/", "\\/")
-          }: SQL parse error at line 3, column 22: Expected .* but end of input found`,
+          }: SQL parse error at line 3, column 22: unexpected ';'; expecting an expression or name`,
         ),
       );
       const usage = await run(["cli.ts", "sql"]);

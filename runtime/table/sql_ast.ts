@@ -149,10 +149,13 @@ export type TableRef =
     readonly at: number;
   };
 
-/** One item of a SELECT list: `expr [AS alias]`, or `*`. */
+/**
+ * One item of a SELECT list: `expr [AS alias]`, or `*`, or `t.*` (`table`
+ * is the qualifier: a table name or alias of the FROM clause).
+ */
 export type SelectItem =
   | { readonly k: "expr"; readonly expr: Expr; readonly alias: string | null }
-  | { readonly k: "star" };
+  | { readonly k: "star"; readonly table?: string };
 
 /**
  * `SELECT [DISTINCT] ... FROM ... [WHERE ...] [GROUP BY ...] [HAVING ...]

@@ -1,0 +1,178 @@
+/**
+ * Rewrites two shapes of Flink SQL that dt-sql-parser's FlinkSQL grammar
+ * lacks into shapes it parses, in place: every character keeps its offset
+ * (and every newline its line), so positions in errors and `at` offsets
+ * stay those of the user's script. The rewrites work on the lexer's
+ * tokens, so strings and comments that look alike are never touched.
+ *
+ * - `TABLE(SESSION(TABLE t [PARTITION BY k1, k2], DESCRIPTOR(ts), gap))`:
+ *   the grammar's window TVFs are TUMBLE, HOP and CUMULATE. `SESSION`
+ *   becomes `TUMBLE ` and `PARTITION BY k1, k2` becomes spaces; the keys
+ *   are returned by the offset of `SESSION`, and the translation restores
+ *   a SESSION window from them.
+ * - `SUBSTRING(s FROM i [FOR n])` and `EXTRACT(unit FROM t)`: the grammar
+ *   parses `SUBSTRING(s, i[, n])` and `EXTRACT(unit, t)` as calls (the
+ *   grammar's own EXTRACT rule wants a name, and units are keywords);
+ *   `FROM` becomes `,   ` and `FOR` `,  `.
+ * - Functions whose names are keywords of the grammar that it does not
+ *   accept as function names (`CHAR_LENGTH(s)`, `SQRT(x)`, ... the list
+ *   {@link KEYWORD_FUNCTIONS}), when followed by `(`: the name becomes a
+ *   placeholder name of the same length (`Z__________`), and the original
+ *   name is returned by its offset.
+ *
+ * @module
+ */
+
+import type { AntlrToken, FlinkSqlApi } from "./flink_sql_bundle.ts";
+
+/** The keys of one rewritten `SESSION(TABLE t PARTITION BY k1, k2, ...)` call. */
+export interface SessionRewrite {
+  /** The PARTITION BY keys, unquoted, in order. */
+  readonly partitionBy: readonly string[];
+}
+
+/** A script ready for the grammar, and what was rewritten. */
+export interface RewrittenScript {
+  /** The text to parse: as long as the script, offsets unchanged. */
+  readonly text: string;
+  /** SESSION windows, by the offset of their `SESSION` keyword. */
+  readonly sessions: Map<number, SessionRewrite>;
+  /** Function names replaced by placeholders: the upper-cased name, by its offset. */
+  readonly functions: Map<number, string>;
+}
+
+/**
+ * Flink functions whose names the grammar lexes as keywords but does not
+ * accept as function names.
+ */
+export const KEYWORD_FUNCTIONS: ReadonlySet<string> = new Set([
+  "CHAR_LENGTH",
+  "CHARACTER_LENGTH",
+  "OCTET_LENGTH",
+  "SQRT",
+  "CONVERT",
+  "TRANSLATE",
+  "CORR",
+  "COVAR_POP",
+  "COVAR_SAMP",
+  "NTH_VALUE",
+  "PERCENTILE_CONT",
+  "PERCENTILE_DISC",
+  "ARRAY_AGG",
+  "ARRAY_CONCAT_AGG",
+  "STRING_AGG",
+  "GROUP_CONCAT",
+  "WIDTH_BUCKET",
+  "DATE_DIFF",
+  "DATE_TRUNC",
+  "DATETIME_DIFF",
+  "DATETIME_TRUNC",
+  "TIME_DIFF",
+  "TIME_TRUNC",
+  "TIMESTAMP_TRUNC",
+  "SAFE_CAST",
+  "TRIM_ARRAY",
+  "REGR_AVGX",
+  "REGR_AVGY",
+  "REGR_COUNT",
+  "REGR_INTERCEPT",
+  "REGR_R2",
+  "REGR_SLOPE",
+  "REGR_SXX",
+  "REGR_SXY",
+  "REGR_SYY",
+  "SUBSTRING_REGEX",
+  "POSITION_REGEX",
+  "OCCURRENCES_REGEX",
+  "TRANSLATE_REGEX",
+  "FUSION",
+  "INTERSECTION",
+  "NORMALIZE",
+  "USER",
+  "SESSION_USER",
+  "SYSTEM_USER",
+]);
+
+/**
+ * Applies the rewrites of the module docs to `script`.
+ * @param flink the grammar (its lexer finds the tokens).
+ */
+export function rewriteForGrammar(flink: FlinkSqlApi, script: string): RewrittenScript {
+  const sessions = new Map<number, SessionRewrite>();
+  const functions = new Map<number, string>();
+  if (!/\w\s*\(/.test(script)) return { text: script, sessions, functions };
+  const lexer = flink.createLexer(script);
+  lexer.removeErrorListeners(); // lexical errors are reported by the parse itself
+  const vocabulary = lexer.vocabulary;
+  const tokens: AntlrToken[] = lexer.getAllTokens().filter((t) => t.channel === 0);
+  const name = (i: number) => {
+    const t = tokens[i];
+    return t === undefined ? "" : vocabulary.getSymbolicName(t.type) ?? "";
+  };
+  const chars = Array.from(script); // by code point, as ANTLR counts offsets
+  const put = (at: number, text: string) => {
+    for (let i = 0; i < text.length; i++) chars[at + i] = text[i]!;
+  };
+  const blank = (from: number, to: number) => {
+    for (let i = from; i < to; i++) if (chars[i] !== "\n" && chars[i] !== "\r") chars[i] = " ";
+  };
+  for (let i = 0; i < tokens.length; i++) {
+    const keyword = name(i).slice(3);
+    if (
+      name(i).startsWith("KW_") && KEYWORD_FUNCTIONS.has(keyword) && name(i + 1) === "LR_BRACKET"
+    ) {
+      const t = tokens[i]!;
+      put(t.start, "Z" + "_".repeat(t.stop - t.start));
+      functions.set(t.start, keyword);
+      continue;
+    }
+    if ((name(i) === "KW_SUBSTRING" || name(i) === "KW_EXTRACT") && name(i + 1) === "LR_BRACKET") {
+      let depth = 0;
+      for (let j = i + 1; j < tokens.length; j++) {
+        const n = name(j);
+        if (n === "LR_BRACKET") depth += 1;
+        else if (n === "RR_BRACKET" && --depth === 0) break;
+        else if (depth === 1 && (n === "KW_FROM" || n === "KW_FOR")) {
+          put(tokens[j]!.start, n === "KW_FROM" ? ",   " : ",  ");
+        }
+      }
+      continue;
+    }
+    if (
+      name(i) !== "KW_SESSION" || name(i - 1) !== "LR_BRACKET" || name(i - 2) !== "KW_TABLE" ||
+      name(i + 1) !== "LR_BRACKET" || name(i + 2) !== "KW_TABLE"
+    ) continue;
+    const session = tokens[i]!;
+    // TABLE name[.name]* [PARTITION BY key (, key)*] , ...
+    let j = i + 3;
+    while (name(j + 1) === "DOT") j += 2;
+    j += 1;
+    const partitionBy: string[] = [];
+    if (name(j) === "KW_PARTITION" && name(j + 1) === "KW_BY") {
+      const from = tokens[j]!.start;
+      j += 2;
+      for (;;) {
+        const key = tokens[j];
+        if (key === undefined || name(j) === "COMMA" || name(j) === "RR_BRACKET") break;
+        partitionBy.push(unquote(key.text ?? ""));
+        j += 1;
+        const after = name(j + 1);
+        if (
+          name(j) !== "COMMA" || after === "KW_DESCRIPTOR" || after === "KW_INTERVAL" ||
+          name(j + 2) === "DOUBLE_RIGHT_ARROW"
+        ) break;
+        j += 1;
+      }
+      blank(from, tokens[j - 1]!.stop + 1);
+    }
+    put(session.start, "TUMBLE ");
+    sessions.set(session.start, { partitionBy });
+  }
+  return { text: chars.join(""), sessions, functions };
+}
+
+function unquote(text: string): string {
+  return text.startsWith("`") && text.endsWith("`") && text.length >= 2
+    ? text.slice(1, -1).replaceAll("``", "`")
+    : text;
+}

@@ -1,0 +1,654 @@
+/**
+ * Translates the FlinkSQL grammar's expressions (`expression`,
+ * `booleanExpression`, `valueExpression`, `primaryExpression`...) into
+ * `sql_ast.ts`'s {@link Expr}, and column types into {@link DataType}s.
+ *
+ * Precedence comes from the grammar (ANTLR's left-recursive rules bind
+ * earlier alternatives tighter): `NOT` over `AND` over `OR`; comparisons
+ * below arithmetic; `*`, `/`, `%` over `+`, `-`, `||`. Shapes that
+ * `sql_ast.ts` has no node for are encoded as follows, and everything else
+ * it cannot express is refused with a {@link SqlParseError} at its position:
+ *
+ * | SQL | `Expr` |
+ * |---|---|
+ * | `a LIKE p`, `a NOT LIKE p` | `binary` `LIKE`, under `not` |
+ * | `x IS [NOT] UNKNOWN` | `isNull` |
+ * | `x IS TRUE` / `IS FALSE` (and `NOT`) | `case` (`CASE WHEN x THEN TRUE ELSE FALSE END`...) |
+ * | `TIMESTAMP '2020-01-01 00:00:00'` | `cast` of the string to `TIMESTAMP` (checked here) |
+ * | `EXTRACT(HOUR FROM ts)` | `call` `EXTRACT('HOUR', ts)` |
+ * | `POSITION(a IN b)` | `call` `POSITION(a, b)` |
+ * | a time unit argument, e.g. `TIMESTAMPADD(HOUR, 1, ts)` | a string literal `'HOUR'` |
+ * | `-5` (a number after unary minus) | a negative number literal |
+ * | `` `name` `` (back-quoted) | `column` |
+ * | `COUNT(*)` | `aggregate` `COUNT_STAR` |
+ *
+ * Function names are upper-cased (Flink resolves functions
+ * case-insensitively); column and table names are kept as written.
+ *
+ * @module
+ */
+
+import type { AggregateName } from "../aggregates.ts";
+import type { Expr, OrderItem, OverFrame } from "../sql_ast.ts";
+import { castValue, type DataType, dataTypeOf, SUPPORTED_TYPES } from "../types.ts";
+import type { PNode, RuleNode } from "./parse_tree.ts";
+import {
+  child,
+  children,
+  isRule,
+  isToken,
+  kids,
+  nameParts,
+  need,
+  stringValue,
+  token,
+  type TranslateContext,
+} from "./translate_context.ts";
+
+const AGGREGATES: Readonly<Record<string, AggregateName>> = {
+  COUNT: "COUNT",
+  SUM: "SUM",
+  AVG: "AVG",
+  MIN: "MIN",
+  MAX: "MAX",
+};
+
+const PASS_THROUGH = new Set([
+  "expression",
+  "computedColumnExpression",
+  "selectExpressionColumnName",
+  "dateTimeExpression",
+  "valueDefinition",
+]);
+
+const COLUMN_RULES = new Set([
+  "columnName",
+  "columnNamePath",
+  "columnNamePathAllowEmpty",
+  "uid",
+  "uidAllowEmpty",
+  "dereferenceDefinition",
+  "selectLiteralColumnName",
+  "timeAttrColumn",
+]);
+
+/**
+ * Translates an expression node (any of the grammar's expression rules).
+ * @throws {SqlParseError} for what `sql_ast.ts` cannot express, naming it
+ *   and where.
+ */
+export function translateExpr(ctx: TranslateContext, node: PNode): Expr {
+  if (node.rule !== null && PASS_THROUGH.has(node.rule)) return translateExpr(ctx, only(ctx, node));
+  if (node.rule !== null && COLUMN_RULES.has(node.rule)) return column(ctx, node);
+  switch (node.rule) {
+    case "booleanExpression":
+      return booleanExpr(ctx, node);
+    case "valueExpression":
+      return valueExpr(ctx, node);
+    case "primaryExpression":
+      return primary(ctx, node);
+    case "constant":
+      return constant(ctx, node);
+    case "functionCallExpression":
+      return functionCall(ctx, node);
+    case "timeIntervalExpression":
+      return interval(ctx, node);
+    default:
+      return ctx.unsupported(node, `the expression ${ctx.text(node)}`);
+  }
+}
+
+function only(ctx: TranslateContext, node: RuleNode): PNode {
+  const first = node.children[0];
+  if (first === undefined || node.children.length !== 1) {
+    return ctx.unsupported(node, `the expression ${ctx.text(node)}`);
+  }
+  return first;
+}
+
+/** A column reference from a dotted name: `name` or `table.name`. */
+export function column(ctx: TranslateContext, node: PNode): Expr {
+  // The grammar lets a quoted identifier be any STRING_LITERAL: 'text' in
+  // an expression is a string.
+  const text = ctx.text(node);
+  if (text.startsWith("'") || text.startsWith('"')) return stringOrName(ctx, node);
+  // ... and a number may be an identifier (DIG_LITERAL): `SELECT 1 FROM t`.
+  if (/^\d+$/.test(text)) return constantInteger(ctx, node, text);
+  const parts = nameParts(ctx, node);
+  if (parts.length === 1) return { k: "column", table: null, name: parts[0]! };
+  if (parts.length === 2) return { k: "column", table: parts[0]!, name: parts[1]! };
+  return ctx.unsupported(node, `the name ${ctx.text(node)} (at most table.column)`);
+}
+
+function booleanExpr(ctx: TranslateContext, node: RuleNode): Expr {
+  const [first, second, third] = node.children;
+  if (isToken(first, "KW_NOT")) return { k: "not", expr: translateExpr(ctx, second!) };
+  if (isToken(first, "KW_EXISTS")) return ctx.unsupported(node, "EXISTS (subquery)");
+  if (isRule(first, "valueExpression")) {
+    const value = valueExpr(ctx, first);
+    return isRule(second, "predicate") ? predicate(ctx, value, second) : value;
+  }
+  if (isRule(first, "booleanExpression")) {
+    const left = booleanExpr(ctx, first);
+    if (isToken(second, "KW_AND") || isToken(second, "KW_OR")) {
+      return {
+        k: "binary",
+        op: second.token === "KW_AND" ? "AND" : "OR",
+        left,
+        right: translateExpr(ctx, third!),
+      };
+    }
+    if (isToken(second, "KW_IS")) return isKind(ctx, left, node);
+  }
+  return ctx.unsupported(node, `the condition ${ctx.text(node)}`);
+}
+
+/** `x IS [NOT] NULL|UNKNOWN|TRUE|FALSE`, from the node holding `IS`. */
+function isKind(ctx: TranslateContext, subject: Expr, node: RuleNode): Expr {
+  const negated = token(node, "KW_NOT") !== undefined;
+  const kind = kids(node)[kids(node).length - 1]!;
+  if (isToken(kind, "KW_NULL") || isToken(kind, "KW_UNKNOWN")) {
+    return { k: "isNull", expr: subject, negated };
+  }
+  if (isToken(kind, "KW_TRUE") || isToken(kind, "KW_FALSE")) {
+    const when = kind.token === "KW_TRUE" ? subject : { k: "not" as const, expr: subject };
+    return {
+      k: "case",
+      operand: null,
+      whens: [{ when, then: { k: "literal", value: !negated } }],
+      otherwise: { k: "literal", value: negated },
+    };
+  }
+  return ctx.unsupported(node, `IS ${ctx.text(kind).toUpperCase()}`);
+}
+
+function predicate(ctx: TranslateContext, subject: Expr, node: RuleNode): Expr {
+  const negated = isToken(node.children[0], "KW_NOT");
+  if (token(node, "KW_BETWEEN") !== undefined) {
+    if (token(node, "KW_SYMMETRIC") !== undefined) {
+      return ctx.unsupported(node, "BETWEEN SYMMETRIC");
+    }
+    const [low, high] = children(node, "valueExpression");
+    return {
+      k: "between",
+      expr: subject,
+      low: valueExpr(ctx, low!),
+      high: valueExpr(ctx, high!),
+      negated,
+    };
+  }
+  if (token(node, "KW_IN") !== undefined) {
+    if (child(node, "queryStatement") !== undefined) {
+      return ctx.unsupported(node, "IN (subquery)");
+    }
+    const list = children(node, "expression").map((e) => translateExpr(ctx, e));
+    return { k: "in", expr: subject, list, negated };
+  }
+  const like = child(node, "likePredicate");
+  if (like !== undefined) {
+    if (token(like, "KW_ANY") !== undefined || token(like, "KW_ALL") !== undefined) {
+      return ctx.unsupported(like, "LIKE ANY/ALL");
+    }
+    if (token(like, "KW_ESCAPE") !== undefined) return ctx.unsupported(like, "LIKE ... ESCAPE");
+    const e: Expr = {
+      k: "binary",
+      op: "LIKE",
+      left: subject,
+      right: valueExpr(ctx, need(like, "valueExpression")),
+    };
+    return isToken(like.children[0], "KW_NOT") ? { k: "not", expr: e } : e;
+  }
+  if (token(node, "KW_IS") !== undefined) {
+    if (token(node, "KW_DISTINCT") !== undefined) {
+      return ctx.unsupported(node, "IS [NOT] DISTINCT FROM");
+    }
+    if (token(node, "KW_JSON") !== undefined) return ctx.unsupported(node, "IS JSON");
+    return isKind(ctx, subject, node);
+  }
+  const keyword = node.children.find((c) => c.rule === null && c.token !== "KW_NOT");
+  return ctx.unsupported(
+    node,
+    `the predicate ${keyword === undefined ? ctx.text(node) : ctx.text(keyword).toUpperCase()}`,
+  );
+}
+
+const ARITHMETIC: Readonly<Record<string, string>> = {
+  ASTERISK_SIGN: "*",
+  SLASH_SIGN: "/",
+  PERCENT_SIGN: "%",
+  ADD_SIGN: "+",
+  HYPHEN_SIGN: "-",
+  DOUBLE_VERTICAL_SIGN: "||",
+};
+
+const COMPARISONS = new Set(["=", ">", "<", "<=", ">=", "<>", "!="]);
+
+function valueExpr(ctx: TranslateContext, node: RuleNode): Expr {
+  const [first, second, third] = node.children;
+  if (isRule(first, "primaryExpression") && second === undefined) return primary(ctx, first);
+  if (first !== undefined && first.rule === null && isRule(second, "valueExpression")) {
+    const inner = valueExpr(ctx, second);
+    if (first.token === "ADD_SIGN") return inner;
+    if (first.token === "HYPHEN_SIGN") {
+      return inner.k === "literal" && typeof inner.value === "number"
+        ? { k: "literal", value: -inner.value }
+        : { k: "negate", expr: inner };
+    }
+    return ctx.unsupported(first, `the operator ${first.text}`);
+  }
+  if (isRule(first, "valueExpression") && third !== undefined && isRule(third, "valueExpression")) {
+    const left = valueExpr(ctx, first);
+    const right = valueExpr(ctx, third);
+    if (isRule(second, "comparisonOperator")) {
+      const op = second.children.map((c) => ctx.text(c)).join("");
+      if (!COMPARISONS.has(op)) return ctx.unsupported(second, `the comparison ${op}`);
+      return { k: "binary", op: op === "!=" ? "<>" : op, left, right };
+    }
+    if (second !== undefined && second.rule === null) {
+      const op = ARITHMETIC[second.token];
+      if (op === undefined) {
+        return ctx.unsupported(second, `the operator ${second.text.toUpperCase()}`);
+      }
+      return { k: "binary", op, left, right };
+    }
+  }
+  return ctx.unsupported(node, `the expression ${ctx.text(node)}`);
+}
+
+function primary(ctx: TranslateContext, node: RuleNode): Expr {
+  const [first, second] = node.children;
+  if (first === undefined) return ctx.unsupported(node, "an empty expression");
+  if (first.rule === null) {
+    switch (first.token) {
+      case "KW_CASE":
+        return caseExpr(ctx, node);
+      case "KW_CAST":
+        return {
+          k: "cast",
+          expr: translateExpr(ctx, need(node, "expression")),
+          type: dataType(ctx, need(node, "columnType"), "CAST"),
+        };
+      case "KW_POSITION": {
+        const [needle, haystack] = children(node, "valueExpression");
+        return {
+          k: "call",
+          name: "POSITION",
+          args: [valueExpr(ctx, needle!), valueExpr(ctx, haystack!)],
+        };
+      }
+      case "KW_EXTRACT": {
+        const field = need(node, "identifier");
+        return {
+          k: "call",
+          name: "EXTRACT",
+          args: [
+            { k: "literal", value: ctx.text(field).toUpperCase() },
+            valueExpr(ctx, need(node, "valueExpression")),
+          ],
+        };
+      }
+      case "ASTERISK_SIGN":
+        return ctx.fail(first, "* is only allowed as a SELECT item and in COUNT(*)");
+      case "LR_BRACKET":
+        if (isRule(second, "queryStatement")) {
+          return ctx.unsupported(node, "a subquery as an expression (scalar subquery)");
+        }
+        return translateExpr(ctx, need(node, "expression"));
+      default:
+        return ctx.unsupported(node, `${first.text.toUpperCase()}(...)`);
+    }
+  }
+  switch (first.rule) {
+    case "constant":
+      return constant(ctx, first);
+    case "functionCallExpression":
+      return functionCall(ctx, first);
+    case "columnNamePath":
+    case "dereferenceDefinition":
+      return column(ctx, first);
+    case "uid":
+      if (token(node, "ASTERISK_SIGN") !== undefined) {
+        return ctx.fail(node, `${ctx.text(node)} is only allowed as a SELECT item`);
+      }
+      return column(ctx, first);
+    case "primaryExpression":
+      return ctx.unsupported(node, "subscripts (x[i])");
+    default:
+      return ctx.unsupported(node, `the expression ${ctx.text(node)}`);
+  }
+}
+
+function caseExpr(ctx: TranslateContext, node: RuleNode): Expr {
+  const simple = isRule(node.children[1], "expression");
+  const operand = simple ? translateExpr(ctx, node.children[1]!) : null;
+  const whens = children(node, "whenClause").map((w) => {
+    const [when, then] = children(w, "expression");
+    return { when: translateExpr(ctx, when!), then: translateExpr(ctx, then!) };
+  });
+  const elseAt = node.children.findIndex((c) => isToken(c, "KW_ELSE"));
+  const otherwise = elseAt === -1 ? null : translateExpr(ctx, node.children[elseAt + 1]!);
+  return { k: "case", operand, whens, otherwise };
+}
+
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+
+function constant(ctx: TranslateContext, node: RuleNode): Expr {
+  const [first, second] = node.children;
+  if (first === undefined) return ctx.unsupported(node, "an empty constant");
+  if (isRule(first, "timeIntervalExpression")) return interval(ctx, first);
+  if (isRule(first, "stringLiteral")) return stringOrName(ctx, first);
+  if (isRule(first, "decimalLiteral") || isToken(first, "HYPHEN_SIGN")) {
+    const digits = ctx.text(isToken(first, "HYPHEN_SIGN") ? second! : first);
+    const e = constantInteger(ctx, node, digits);
+    return isToken(first, "HYPHEN_SIGN") && e.k === "literal"
+      ? { k: "literal", value: -Number(e.value) }
+      : e;
+  }
+  if (isRule(first, "booleanLiteral")) {
+    return { k: "literal", value: isToken(first.children[0], "KW_TRUE") };
+  }
+  if (isToken(first, "REAL_LITERAL")) return { k: "literal", value: Number(first.text) };
+  if (isToken(first, "KW_NULL")) return { k: "literal", value: null };
+  if (isRule(first, "timePointLiteral")) {
+    return ctx.unsupported(node, `the literal ${ctx.text(node)}`);
+  }
+  return ctx.unsupported(node, `the literal ${ctx.text(node)}`);
+}
+
+/** An integer literal, refused beyond 2^53 (a JS number would not hold it exactly). */
+function constantInteger(ctx: TranslateContext, node: PNode, digits: string): Expr {
+  if (BigInt(digits) > MAX_EXACT) {
+    return ctx.unsupported(
+      node,
+      `the integer ${ctx.text(node)} (beyond 2^53, not exact as a number)`,
+    );
+  }
+  return { k: "literal", value: Number(digits) };
+}
+
+/** A `STRING_LITERAL` in an expression: 'text' is a string, `name` a column. */
+function stringOrName(ctx: TranslateContext, node: PNode): Expr {
+  const text = ctx.text(node);
+  if (text.startsWith("`")) {
+    return { k: "column", table: null, name: text.slice(1, -1).replaceAll("``", "`") };
+  }
+  if (text.startsWith('"')) {
+    return ctx.fail(
+      node,
+      `${text}: double quotes are not allowed; use 'text' for a string and \`name\` for a name`,
+    );
+  }
+  return { k: "literal", value: stringValue(ctx, node) };
+}
+
+/** The upper-cased name of a function call's `functionNameWithParams` (dotted names joined). */
+function functionName(ctx: TranslateContext, node: RuleNode): string {
+  const renamed = ctx.functions.get(node.start);
+  if (renamed !== undefined) return renamed;
+  const uid = child(node, "uid");
+  return (uid === undefined ? ctx.text(node) : nameParts(ctx, uid).join(".")).toUpperCase();
+}
+
+function functionCall(ctx: TranslateContext, node: RuleNode): Expr {
+  const first = node.children[0]!;
+  if (isRule(first, "reservedKeywordsNoParamsUsedAsFuncName")) {
+    return { k: "call", name: ctx.text(first).toUpperCase(), args: [] };
+  }
+  if (isRule(first, "functionNameAndParams")) {
+    const interval = child(first, "timeIntervalExpression");
+    if (interval !== undefined) return translateExpr(ctx, interval);
+    const kind = ctx.text(need(first, "reservedKeywordsFollowParamsUsedAsFuncName")).toUpperCase();
+    const literal = token(first, "STRING_LITERAL")!;
+    if (kind !== "TIMESTAMP") {
+      return ctx.unsupported(first, `${kind} literals (only TIMESTAMP '...' is)`);
+    }
+    const value = stringValue(ctx, literal);
+    const type = dataTypeOf("TIMESTAMP")!;
+    try {
+      castValue(value, type);
+    } catch {
+      return ctx.fail(
+        literal,
+        `TIMESTAMP ${literal.text} is not a timestamp (expected 'YYYY-MM-DD HH:MM:SS[.fff]')`,
+      );
+    }
+    return { k: "cast", expr: { k: "literal", value }, type };
+  }
+  const name = functionName(ctx, need(node, "functionNameWithParams"));
+  const distinct = child(node, "setQuantifier") !== undefined;
+  // `f()` parses with one empty parameter (the grammar's JSON parameters may be empty).
+  const params = children(node, "functionParam").filter((p) => p.end > p.start);
+  const star = params.some((p) => ctx.text(p).trim() === "*");
+  const fn = AGGREGATES[name];
+  if (fn !== undefined) {
+    if (star) {
+      if (fn !== "COUNT" || params.length !== 1 || distinct) {
+        return ctx.fail(node, `${ctx.text(node)}: only COUNT(*) takes *`);
+      }
+      return { k: "aggregate", fn: "COUNT_STAR", distinct: false, arg: null };
+    }
+    if (params.length !== 1) {
+      return ctx.fail(
+        node,
+        `${name} takes one argument, got ${params.length} in ${ctx.text(node)}`,
+      );
+    }
+    return { k: "aggregate", fn, distinct, arg: functionParam(ctx, params[0]!) };
+  }
+  if (distinct) {
+    return ctx.unsupported(
+      node,
+      `DISTINCT in ${name}(...) (only COUNT, SUM, AVG, MIN and MAX take DISTINCT)`,
+    );
+  }
+  if (star) return ctx.fail(node, `${ctx.text(node)}: only COUNT(*) takes *`);
+  return { k: "call", name, args: params.map((p) => functionParam(ctx, p)) };
+}
+
+function functionParam(ctx: TranslateContext, node: RuleNode): Expr {
+  const first = node.children[0]!;
+  if (isRule(first, "expression")) return translateExpr(ctx, first);
+  if (isRule(first, "timeIntervalUnit") || isRule(first, "timePointUnit")) {
+    return { k: "literal", value: ctx.text(first).toUpperCase() };
+  }
+  return ctx.unsupported(node, `the argument ${ctx.text(node)}`);
+}
+
+const UNIT_MILLIS: Readonly<Record<string, [string, number]>> = {
+  MILLISECOND: ["MILLISECOND", 1],
+  SECOND: ["SECOND", 1000],
+  SECONDS: ["SECOND", 1000],
+  MINUTE: ["MINUTE", 60_000],
+  MINUTES: ["MINUTE", 60_000],
+  HOUR: ["HOUR", 3_600_000],
+  HOURS: ["HOUR", 3_600_000],
+  DAY: ["DAY", 86_400_000],
+  DAYS: ["DAY", 86_400_000],
+};
+
+const FIELD_ORDER = ["DAY", "HOUR", "MINUTE", "SECOND"];
+const FIELD_LIMIT: Readonly<Record<string, number>> = { HOUR: 24, MINUTE: 60, SECOND: 60 };
+
+function unit(ctx: TranslateContext, node: PNode): [string, number] {
+  const written = ctx.text(node).toUpperCase();
+  const found = UNIT_MILLIS[written];
+  if (found === undefined) {
+    return ctx.unsupported(
+      node,
+      `the interval unit ${written} (only day-time intervals: DAY, HOUR, MINUTE, SECOND, MILLISECOND)`,
+    );
+  }
+  return found;
+}
+
+function intervalValue(ctx: TranslateContext, node: RuleNode): string {
+  const literal = token(node, "STRING_LITERAL");
+  return literal === undefined
+    ? ctx.text(node).replace(/\s+/g, "")
+    : stringValue(ctx, literal).trim();
+}
+
+/**
+ * `INTERVAL '10' SECOND`, `INTERVAL '1:30' MINUTE TO SECOND`... as
+ * milliseconds (day-time intervals only), with a canonical text.
+ */
+function interval(ctx: TranslateContext, node: RuleNode): Expr {
+  const multi = child(node, "errorCapturingMultiUnitsInterval");
+  const toForm = child(node, "errorCapturingUnitToUnitInterval");
+  if (multi !== undefined) {
+    const units = need(multi, "multiUnitsInterval");
+    if (multi.children.length > 1 || units.children.length !== 2) {
+      return ctx.unsupported(
+        node,
+        `the interval ${ctx.text(node)} (one value and one unit, or 'a:b' X TO Y)`,
+      );
+    }
+    const value = intervalValue(ctx, units.children[0] as RuleNode);
+    const [name, millis] = unit(ctx, units.children[1]!);
+    const m = /^([+-]?)(\d+(?:\.\d+)?)$/.exec(value);
+    const total = m === null ? NaN : Number(m[2]) * millis * (m[1] === "-" ? -1 : 1);
+    if (!Number.isInteger(total)) {
+      return ctx.fail(
+        units.children[0]!,
+        `'${value}' is not a ${name} interval value (a number giving whole milliseconds)`,
+      );
+    }
+    return { k: "interval", millis: total, text: `INTERVAL '${value}' ${name}` };
+  }
+  if (toForm !== undefined) {
+    const body = need(toForm, "unitToUnitInterval");
+    if (toForm.children.length > 1) return ctx.unsupported(node, `the interval ${ctx.text(node)}`);
+    const [valueNode, fromNode, , toNode] = body.children;
+    const value = intervalValue(ctx, valueNode as RuleNode);
+    const [from] = unit(ctx, fromNode!);
+    const [to] = unit(ctx, toNode!);
+    const fields = FIELD_ORDER.slice(FIELD_ORDER.indexOf(from), FIELD_ORDER.indexOf(to) + 1);
+    if (fields.length < 2) return ctx.unsupported(node, `the interval ${from} TO ${to}`);
+    const sign = value.startsWith("-") ? -1 : 1;
+    const parts = value.replace(/^[+-]/, "").split(/[ :]/);
+    const pattern = fields.map((
+      f,
+    ) => (f === "DAY" ? "d" : f === "HOUR" ? "hh" : f === "MINUTE" ? "mm" : "ss[.fff]"))
+      .join(":").replace("d:", "d ");
+    const bad = (): never =>
+      ctx.fail(valueNode!, `'${value}' does not match ${from} TO ${to} (expected '${pattern}')`);
+    if (parts.length !== fields.length) bad();
+    let total = 0;
+    fields.forEach((f, i) => {
+      const part = parts[i]!;
+      const last = f === "SECOND";
+      if (!(last ? /^\d+(\.\d{1,3})?$/ : /^\d+$/).test(part)) bad();
+      const n = Number(part);
+      if (i > 0 && n >= FIELD_LIMIT[f]!) bad();
+      total += n * UNIT_MILLIS[f]![1];
+    });
+    return {
+      k: "interval",
+      millis: Math.round(total) * sign,
+      text: `INTERVAL '${value}' ${from} TO ${to}`,
+    };
+  }
+  return ctx.fail(node, "INTERVAL needs a value and a unit, e.g. INTERVAL '10' SECOND");
+}
+
+/**
+ * The {@link DataType} of a `columnType` node.
+ * @param what names the column (or `CAST`) in messages.
+ * @throws {SqlParseError} for a type this slice does not hold, listing those it does.
+ */
+export function dataType(ctx: TranslateContext, node: RuleNode, what: string): DataType {
+  const base = ctx.text(node.children[0]!).toUpperCase();
+  if (token(node, "KW_ZONE") !== undefined && token(node, "KW_WITHOUT") === undefined) {
+    return ctx.unsupported(node, `the type ${ctx.text(node).toUpperCase()} of ${what}`);
+  }
+  const dims = child(node, "lengthOneDimension") ?? child(node, "lengthTwoOptionalDimension");
+  const written = dims === undefined
+    ? base
+    : `${base}(${children(dims, "decimalLiteral").map((d) => ctx.text(d)).join(",")})`;
+  const type = dataTypeOf(base, written);
+  if (type === undefined) {
+    return ctx.fail(
+      node,
+      `${what} has type ${
+        ctx.text(node).replace(/\s+/g, " ").replace(/([<(]) /g, "$1").toUpperCase().slice(0, 60)
+      }, which is not supported (supported: ${SUPPORTED_TYPES})`,
+    );
+  }
+  return type;
+}
+
+/**
+ * An OVER aggregation from the select item `call OVER (window)`: `fn` is
+ * the call's upper-cased name (`COUNT(*)` gives `COUNT` with no arguments).
+ */
+export function overExpr(ctx: TranslateContext, call: RuleNode, spec: RuleNode): Expr {
+  const e = translateExpr(ctx, call);
+  let fn: string;
+  let args: readonly Expr[];
+  if (e.k === "aggregate") {
+    if (e.distinct) return ctx.unsupported(call, "DISTINCT in an OVER aggregation");
+    fn = e.fn === "COUNT_STAR" ? "COUNT" : e.fn;
+    args = e.arg === null ? [] : [e.arg];
+  } else if (e.k === "call") {
+    fn = e.name;
+    args = e.args;
+  } else {
+    return ctx.fail(call, `${ctx.text(call)} OVER: OVER needs a function call before it`);
+  }
+  if (spec.children[0]?.rule !== null || token(spec, "LR_BRACKET") === undefined) {
+    return ctx.unsupported(spec, "named windows (OVER w)");
+  }
+  const partition = child(spec, "partitionByClause");
+  const order = child(spec, "orderByClause");
+  const frameNode = child(spec, "windowFrame");
+  return {
+    k: "over",
+    fn,
+    args,
+    partitionBy: partition === undefined
+      ? []
+      : partition.children.filter((c) => c.rule !== null).map((c) => translateExpr(ctx, c)),
+    orderBy: order === undefined ? [] : orderItems(ctx, order),
+    frame: frameNode === undefined ? null : frame(ctx, frameNode),
+    at: call.start,
+  };
+}
+
+/** The items of an `orderByClause`. */
+export function orderItems(ctx: TranslateContext, node: RuleNode): OrderItem[] {
+  return children(node, "orderItemDefinition").map((item) => {
+    if (token(item, "KW_NULLS") !== undefined) return ctx.unsupported(item, "NULLS FIRST/LAST");
+    const what = item.children[0]!;
+    return { expr: translateExpr(ctx, what), descending: token(item, "KW_DESC") !== undefined };
+  });
+}
+
+function frame(ctx: TranslateContext, node: RuleNode): OverFrame {
+  const unitName = token(node, "KW_ROWS") !== undefined ? "ROWS" : "RANGE";
+  const interval = child(node, "timeIntervalExpression");
+  if (interval !== undefined) {
+    const e = translateExpr(ctx, interval);
+    return { unit: "RANGE", preceding: e.k === "interval" ? e.millis : 0 };
+  }
+  const bound = child(node, "frameBound");
+  if (bound !== undefined) {
+    return { unit: "ROWS", preceding: Number(token(node, "DIG_LITERAL")!.text) };
+  }
+  const start = need(node, "frameStart");
+  const end = need(node, "frameEnd");
+  if (token(end, "KW_CURRENT") === undefined) {
+    return ctx.unsupported(
+      end,
+      `the frame end ${ctx.text(end).toUpperCase()} (OVER windows end at CURRENT ROW)`,
+    );
+  }
+  if (token(start, "KW_UNBOUNDED") !== undefined) return { unit: unitName, preceding: null };
+  if (token(start, "KW_CURRENT") !== undefined) return { unit: unitName, preceding: 0 };
+  if (unitName === "RANGE") {
+    return ctx.unsupported(
+      start,
+      "RANGE BETWEEN n PRECEDING (use ROWS, or RANGE BETWEEN INTERVAL ... PRECEDING)",
+    );
+  }
+  return { unit: "ROWS", preceding: Number(token(start, "DIG_LITERAL")!.text) };
+}
