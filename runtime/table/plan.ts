@@ -98,6 +98,7 @@ import {
   planOverSelect,
 } from "./plan_over.ts";
 import { planDistinct } from "./plan_distinct.ts";
+import { type CorrelateNode, planLateralJoin } from "./plan_lateral.ts";
 import { describeNode, updateProducer } from "./plan_explain.ts";
 export { describeNode, explainPlan, updateProducer } from "./plan_explain.ts";
 
@@ -193,7 +194,8 @@ export type PlanNode =
   | RankNode
   | DeduplicateNode
   | WindowRankNode
-  | OverAggregateNode;
+  | OverAggregateNode
+  | CorrelateNode;
 
 /**
  * A planned FROM item: its plan node, and per output column the names
@@ -274,12 +276,15 @@ export function planRelation(ref: TableRef, context: PlannerContext): Relation {
       };
     }
     case "join":
+      if (ref.right.k === "lateral") return planLateralJoin(ref, context, planRelation);
       return planJoin(ref, context, planRelation);
     case "windowTvf":
       return planWindowTvf(ref, context, planRelation(ref.input, context));
     case "lateral":
       throw new PlanningError(
-        `a lateral table function in FROM is not supported yet${context.locate(ref.fn)}`,
+        `LATERAL TABLE(${ref.fn}(...)) needs a table on its left to join to (FROM t, LATERAL TABLE(${ref.fn}(t.c)) AS T(a))${
+          context.locate(ref.fn)
+        }`,
       );
   }
 }

@@ -13,6 +13,7 @@ import type { PlanNode } from "./plan.ts";
 import { windowText } from "./plan_window.ts";
 import { describeRankingNode } from "./plan_rank.ts";
 import { describeOverNode } from "./plan_over.ts";
+import { describeCorrelate } from "./plan_lateral.ts";
 
 const names = (xs: readonly CompiledExpr[]) => xs.map((k) => k.text).join(", ");
 
@@ -61,6 +62,8 @@ export function describeNode(node: PlanNode): string {
       return describeRankingNode(node);
     case "OverAggregate":
       return describeOverNode(node);
+    case "Correlate":
+      return describeCorrelate(node);
     case "WindowTableFunction":
       return `WindowTableFunction(window=[${windowText(node.window, node.input.columns)}])`;
     case "WindowAggregate": {

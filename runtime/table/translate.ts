@@ -35,6 +35,7 @@ import {
   withScanWatermarks,
 } from "./translate_window.ts";
 import { overFamilyFunction, overFamilyUidName } from "./translate_over.ts";
+import { translateCorrelate } from "./translate_lateral.ts";
 
 const errorText = (error: unknown) => error instanceof Error ? error.message : String(error);
 
@@ -145,6 +146,8 @@ export function translatePlan(
           node,
           `${uidPrefix}-window-aggregate-${++n}`,
         );
+      case "Correlate":
+        return translateCorrelate(walk(node.input), node, `${uidPrefix}-correlate-${++n}`);
     }
   };
   return walk(root);
