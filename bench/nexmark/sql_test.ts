@@ -20,12 +20,12 @@ import {
 } from "./sql_queries.ts";
 
 /**
- * One event per ms of event time: 20,000 events span 20 s, so the windowed
+ * One event per ms of event time: 12,000 events span 12 s, so the windowed
  * queries see several windows, and auctions stay open long enough to get
  * bids (q4, q6, q9).
  */
 const CONFIG: NexmarkConfig = { interEventDelayUs: 1000, seed: 5 };
-const SOURCE: NexmarkSourceOptions = { events: 20_000, batchSize: 500, ...CONFIG };
+const SOURCE: NexmarkSourceOptions = { events: 12_000, batchSize: 500, ...CONFIG };
 
 /**
  * The SQL queries that plan today. The test fails when one of them stops
@@ -61,7 +61,7 @@ async function runSql(query: SqlQueryName): Promise<NormalizedChange[] | string>
   return await inTempDir(async (dir) => {
     const env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(1);
-    env.enableCheckpointing(100, { directory: dir });
+    env.enableCheckpointing(500, { directory: dir });
     let job;
     try {
       job = await buildSqlJob(env, query, SOURCE);
@@ -96,7 +96,7 @@ async function runDataStream(query: SqlQueryName): Promise<NormalizedChange[]> {
   return await inTempDir(async (dir) => {
     const env = StreamExecutionEnvironment.getExecutionEnvironment();
     env.setParallelism(1);
-    env.enableCheckpointing(100, { directory: dir });
+    env.enableCheckpointing(500, { directory: dir });
     QUERIES[name](env, { source: SOURCE, tally: newTally(), exactlyOnce: false, digest: capture });
     await env.execute(`nexmark-datastream-${query}`);
     return out;

@@ -26,10 +26,10 @@ CREATE TABLE nexmark_q11 (
 
 INSERT INTO nexmark_q11
 SELECT
-    B.bidder,
+    bidder,
     count(*) as bid_count,
-    B.window_start as starttime,
-    B.window_end as endtime
+    window_start as starttime,
+    window_end as endtime
 FROM TABLE(
-    SESSION(TABLE bid PARTITION BY bidder, DESCRIPTOR(`dateTime`), INTERVAL '10' SECOND)) B
-GROUP BY B.bidder, B.window_start, B.window_end;
+    SESSION(TABLE bid PARTITION BY bidder, DESCRIPTOR(`dateTime`), INTERVAL '10' SECOND))
+GROUP BY bidder, window_start, window_end;

@@ -1,6 +1,9 @@
 -- Weir: Flink nexmark's q20 (nexmark/nexmark, nexmark-flink/src/main/resources/queries/q20.sql),
 -- run by bench/nexmark/sql_queries.ts after ddl.sql (the source tables).
--- Deviations from Flink's text: none.
+-- Deviations from Flink's text: the SELECT list names B.`dateTime`, B.extra,
+-- A.`dateTime` and A.extra AS bid_dateTime, bid_extra, auction_dateTime and
+-- auction_extra (the sink's column names): Flink's planner renames repeated
+-- output names (dateTime, dateTime0), Weir's refuses them.
 --
 -- -------------------------------------------------------------------------------------------------
 -- Query 20: Expand bid with auction (Not in original suite)
@@ -33,8 +36,8 @@ CREATE TABLE nexmark_q20 (
 
 INSERT INTO nexmark_q20
 SELECT
-    auction, bidder, price, channel, url, B.`dateTime`, B.extra,
-    itemName, description, initialBid, reserve, A.`dateTime`, expires, seller, category, A.extra
+    auction, bidder, price, channel, url, B.`dateTime` AS bid_dateTime, B.extra AS bid_extra,
+    itemName, description, initialBid, reserve, A.`dateTime` AS auction_dateTime, expires, seller, category, A.extra AS auction_extra
 FROM
     bid AS B INNER JOIN auction AS A on B.auction = A.id
 WHERE A.category = 10;
