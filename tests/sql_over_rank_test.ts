@@ -5,15 +5,22 @@
  * (`EXPLAIN`), translated and run over random bids; its changelog, folded,
  * equals the same query computed as a batch over the final input.
  *
- * Queries are syntax trees (`sql_ast.ts`, the parser's contract) built
- * here, so these tests don't depend on which parser produces them.
+ * Most queries are syntax trees (`sql_ast.ts`, the parser's contract)
+ * built here, so they don't depend on the parser; the last test runs SQL
+ * text through the table environment.
  *
  * @module
  */
 
 import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.11.0";
-import { type Row, type SqlValue, StreamExecutionEnvironment } from "../mod.ts";
+import {
+  formatRow,
+  type Row,
+  type SqlValue,
+  StreamExecutionEnvironment,
+  StreamTableEnvironment,
+} from "../mod.ts";
 import { CollectingSink } from "../testing.ts";
 import { PlanningError } from "../runtime/table/changelog_mode.ts";
 import {
@@ -33,6 +40,7 @@ import type {
   TableRef,
 } from "../runtime/table/sql_ast.ts";
 import { translatePlan } from "../runtime/table/translate.ts";
+import { timeAttributeMillis } from "../runtime/table/time_attribute.ts";
 import { TYPES } from "../runtime/table/types.ts";
 
 // --- syntax tree builders ----------------------------------------------------
@@ -555,4 +563,134 @@ Deno.test("a Top-N per window over a window aggregation plans a WindowRank over 
     explainPlan(plan),
     /WindowRank\(.*\n.*Exchange\(distribution=\[hash\[window_start, window_end\]\].*\n.*WindowAggregate/,
   );
+});
+
+Deno.test({
+  name:
+    "a window Top-2 per 1-second tumbling window runs: each window's best two bids, append-only, equal to the batch Top-2 per window",
+  ...JOB,
+  async fn() {
+    const query = select({
+      items: [STAR],
+      from: {
+        k: "subquery",
+        query: select({
+          items: [
+            item(col("window_start")),
+            item(col("window_end")),
+            item(col("price")),
+            item(col("bidder")),
+            item(col("ts")),
+            item(
+              over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [
+                desc(col("price")),
+                asc(col("bidder")),
+                asc(col("ts")),
+              ]),
+              "rn",
+            ),
+          ],
+          from: { ...TUMBLE_10, intervals: [1000] },
+        }),
+        alias: null,
+        at: 0,
+      },
+      where: bin("<=", col("rn"), lit(2)),
+    });
+    const plan = planQuery(query, CONTEXT);
+    assert.equal(plan.mode, "append");
+    await fc.assert(
+      fc.asyncProperty(bids, async (unsorted) => {
+        // in rowtime order: with a watermark of the highest rowtime no row is late
+        const rows = [...unsorted].sort((x, y) => x[3] - y[3]);
+        const out = await run(plan, rows);
+        assert.ok(out.every((r) => r.kind === "INSERT"));
+        const expected: SqlValue[][] = [];
+        for (const w of new Set(rows.map((r) => Math.floor(r[3] / 1000)))) {
+          rows.filter((r) => Math.floor(r[3] / 1000) === w)
+            .sort((x, y) =>
+              compareBySortKeys(
+                [
+                  { index: 1, descending: true },
+                  { index: 2, descending: false },
+                  { index: 3, descending: false },
+                ],
+                x,
+                y,
+              )
+            )
+            .slice(0, 2)
+            .forEach((r, i) => expected.push([w * 1000, (w + 1) * 1000, r[1], r[2], r[3], i + 1]));
+        }
+        const folded = fold(
+          out.map((r) => ({
+            kind: r.kind,
+            fields: [
+              timeAttributeMillis(r.fields[0] ?? null, "window_start"),
+              timeAttributeMillis(r.fields[1] ?? null, "window_end"),
+              ...r.fields.slice(2),
+            ],
+          })),
+        );
+        assert.deepEqual(folded, tableOf(expected));
+      }),
+      { numRuns: 10 },
+    );
+  },
+});
+
+// --- through SQL text and the table environment ----------------------------------
+
+Deno.test({
+  name:
+    "through SQL text: a Top-2, a keep-last deduplication, an OVER aggregation and SELECT DISTINCT print their exact changelogs",
+  ...JOB,
+  async fn() {
+    const cases: [string, string[]][] = [
+      [
+        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn FROM bid) WHERE rn <= 2",
+        [
+          "+I(1,10,5,2024-01-01 00:00:01.000,1)",
+          "-U(1,10,5,2024-01-01 00:00:01.000,1)",
+          "+U(1,11,9,2024-01-01 00:00:02.000,1)",
+          "+I(1,10,5,2024-01-01 00:00:01.000,2)",
+          "+I(2,10,3,2024-01-01 00:00:03.000,1)",
+          "-U(1,10,5,2024-01-01 00:00:01.000,2)",
+          "+U(1,12,7,2024-01-01 00:00:04.000,2)",
+        ],
+      ],
+      [
+        "SELECT bidder, price FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder ORDER BY `dateTime` DESC) AS rank_number FROM bid) WHERE rank_number <= 1",
+        ["+I(10,5)", "+I(11,9)", "-U(10,5)", "+U(10,3)", "+I(12,7)"],
+      ],
+      [
+        "SELECT auction, price, SUM(price) OVER (PARTITION BY auction ORDER BY `dateTime` ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM bid",
+        ["+I(1,5,5)", "+I(1,9,14)", "+I(2,3,3)", "+I(1,7,16)"],
+      ],
+      ["SELECT DISTINCT bidder FROM bid", ["+I(10)", "+I(11)", "+I(12)"]],
+    ];
+    for (const [sql, expected] of cases) {
+      const directory = await Deno.makeTempDir({ prefix: "weir-over-rank-" });
+      try {
+        const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(1)
+          .setCheckpointDirectory(directory);
+        const tEnv = StreamTableEnvironment.create(env);
+        await tEnv.executeSql(
+          "CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, `dateTime` TIMESTAMP(3), " +
+            "WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '1' SECOND) WITH ('connector' = 'values')",
+        );
+        await tEnv.executeSql(
+          "INSERT INTO bid VALUES (1, 10, 5, TIMESTAMP '2024-01-01 00:00:01'), (1, 11, 9, TIMESTAMP '2024-01-01 00:00:02'), " +
+            "(2, 10, 3, TIMESTAMP '2024-01-01 00:00:03'), (1, 12, 7, TIMESTAMP '2024-01-01 00:00:04')",
+        );
+        await tEnv.executeSql("SET 'table.exec.state.ttl' = '1 h'"); // state kept: nothing expires in this run
+        const sink = new CollectingSink<Row>();
+        tEnv.toChangelogStream(tEnv.sqlQuery(sql)).sinkTo(sink).uid("result");
+        await env.execute("over and rank sql");
+        assert.deepEqual(sink.committed().map((r) => formatRow(r as Row)), expected, sql);
+      } finally {
+        await Deno.remove(directory, { recursive: true });
+      }
+    }
+  },
 });
