@@ -33,6 +33,11 @@
  *   namespace and belong to it (Flink's `NO_CLAIM`), so this job never
  *   deletes them.
  *
+ * A retained checkpoint whose metadata cannot be read at start (three
+ * tries) leaves the registry without its blobs: the end-of-job sweep is
+ * then off, so nothing it uses is deleted as unreferenced (garbage, never a
+ * loss).
+ *
  * Every operation runs in call order on one queue (the rebuild first);
  * deletes that fail are logged and left behind (a leftover blob is
  * garbage, never a loss), and `SharedStateRegistry.unreferenced` can find
@@ -76,6 +81,8 @@ export class CheckpointRetention {
   readonly #written = new Set<CheckpointId>();
   /** Completed checkpoints retention dropped whose private folder is not deleted yet. */
   readonly #toDiscard = new Set<CheckpointId>();
+  /** The metadata of a retained checkpoint could not be read: the registry misses its blobs. */
+  #registryPartial = false;
 
   /** Starts rebuilding the registry from `options.retained`'s metadata. */
   constructor(options: CheckpointRetentionOptions) {
@@ -192,6 +199,7 @@ export class CheckpointRetention {
     // aborted before its ack, which subtasks leave for the registry to
     // judge): nothing can write or reuse one any more.
     this.#run(async () => {
+      if (this.#registryPartial) return; // retained checkpoints' blobs are unknown
       const listed = await this.#o.storage.listShared(this.#o.jobId);
       await this.#deleteShared(
         this.#registry.unreferenced(listed),
@@ -229,20 +237,37 @@ export class CheckpointRetention {
     try {
       const retained = [];
       for (const id of o.retained) {
-        retained.push(retainedCheckpointOf(await o.storage.readMetadata(o.jobId, id)));
+        // A new leader reads several checkpoints while NATS may still be settling: retry a little.
+        const meta = await retryRead(() => o.storage.readMetadata(o.jobId, id));
+        retained.push(retainedCheckpointOf(meta));
       }
       this.#registry = SharedStateRegistry.rebuild(retained);
     } catch (error) {
       // Without the metadata nothing can tell which shared blobs the
-      // retained checkpoints use: none of them is ever deleted (garbage,
-      // never a loss). The restore itself reports the unreadable checkpoint.
+      // retained checkpoints use: the end-of-job sweep of unregistered blobs
+      // is off (it could delete theirs), so what they alone use stays as
+      // garbage, never a loss. The restore itself reports the unreadable checkpoint.
       log.warn(
         `job ${o.jobId}: cannot rebuild the shared state registry from checkpoints ` +
-          `${o.retained.join(", ")}: their shared blobs will not be deleted: ${error}`,
+          `${o.retained.join(", ")}: shared blobs no checkpoint of this run registers will ` +
+          `not be swept: ${error}`,
       );
+      this.#registryPartial = true;
       this.#registry = SharedStateRegistry.rebuild(
         o.retained.map((checkpointId) => ({ checkpointId, handles: [], owned: false })),
       );
+    }
+  }
+}
+
+/** Runs `read` up to 3 times, 250 ms apart; rejects with the last error. */
+async function retryRead<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (attempt >= 3) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
 }

@@ -235,3 +235,26 @@ Deno.test("CheckpointRetention keeps the shared blobs of a checkpoint whose disc
     assert.equal(await exists(join(dir, JOB, "chk-1")), false);
   });
 });
+
+Deno.test("CheckpointRetention whose retained checkpoint's metadata cannot be read sweeps no shared blob at the job's end", async () => {
+  await withStorage(async (storage) => {
+    const seven = await take(storage, 7, ["f"]);
+    await storage.writeMetadata(metadataOf(seven));
+    let reads = 0;
+    const unreadable = {
+      discard: storage.discard.bind(storage),
+      deleteShared: storage.deleteShared.bind(storage),
+      listShared: storage.listShared.bind(storage),
+      readMetadata: () => {
+        reads++;
+        return Promise.reject(new Error("timeout"));
+      },
+    };
+    const retention = new CheckpointRetention({ jobId: JOB, storage: unreadable, retained: [7] });
+    retention.ended();
+    await retention.settled();
+    assert.equal(reads, 3, "the read is retried before giving up");
+    // Checkpoint 7 is still retained and refers to f: the registry does not know it, so f stays.
+    assert.deepEqual(await storage.listShared(JOB), ["shared/f"]);
+  });
+});
