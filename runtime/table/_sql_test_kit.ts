@@ -8,6 +8,7 @@
  */
 
 import "../cluster/default_executor.ts";
+import type { DataStream } from "../api/datastream.ts";
 import { StreamExecutionEnvironment } from "../api/environment.ts";
 import type { ChangelogMode } from "./changelog_mode.ts";
 import { type PlannerContext, type PlanNode, planQuery } from "./plan.ts";
@@ -160,12 +161,17 @@ export async function runQuery(
   const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(parallelism)
     .setCheckpointDirectory(directory);
   const out: Row[] = [];
+  const sources = new Map<string, DataStream<Row>>(); // a table read twice reads one source
   const stream = translatePlan(plan, (name) => {
+    const reused = sources.get(name);
+    if (reused !== undefined) return reused;
     const rows = tables[name]!.rows.map((r): Row =>
       Array.isArray(r) ? { kind: "INSERT", fields: r as SqlValue[] } : r as Row
     );
-    return env.fromCollection(rows).uid(`test-source-${name}`).name(`source ${name}`)
+    const source = env.fromCollection(rows).uid(`test-source-${name}`).name(`source ${name}`)
       .setParallelism(1);
+    sources.set(name, source);
+    return source;
   }, "sql-test");
   stream.sinkTo({ kind: "simple", invoke: (row: Row) => void out.push(row) }).uid("test-sink")
     .setParallelism(1);

@@ -472,7 +472,7 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
   };
   const columns: Column[] = [
     ...keys.map((k, i) => ({
-      name: aliasOf(k.text) ?? (query.groupBy[i]!.k === "column" ? k.text : `EXPR$${i}`),
+      name: aliasOf(k.text) ?? columnName(query.groupBy[i]!) ?? `EXPR$${i}`,
       type: materialized(k.type),
     })),
     ...calls.map((c, i) => ({
@@ -481,7 +481,7 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
     })),
   ];
   const keySources = query.groupBy.map((e) => e.k === "column" ? sourceOf(keys, e) : null);
-  const windowed = rel.window !== null && rel.window.tvf !== null &&
+  const windowed = rel.window !== null &&
     keySources.includes(rel.window.start) && keySources.includes(rel.window.end);
   const upsert = options.upsert === true && !windowed;
   if (upsert && query.having !== null) {
@@ -584,6 +584,11 @@ const OVER_PLANNING: OverPlanning = {
     return producer === undefined ? undefined : describeNode(producer);
   },
 };
+
+/** The name a plain column reference gives its output column (`t.c` gives `c`), or `null`. */
+function columnName(e: Expr): string | null {
+  return e.k === "column" ? e.name : null;
+}
 
 /** Where the input column a GROUP BY column key reads is, or `null`. */
 function sourceOf(keys: readonly CompiledExpr[], e: Expr): number | null {

@@ -10,7 +10,7 @@
 import { changelogModeString, isUpdating } from "./changelog_mode.ts";
 import type { CompiledExpr } from "./expressions.ts";
 import type { PlanNode } from "./plan.ts";
-import { windowText } from "./plan_window.ts";
+import { attachedWindowText, windowText } from "./plan_window.ts";
 import { describeRankingNode } from "./plan_rank.ts";
 import { describeOverNode } from "./plan_over.ts";
 import { describeCorrelate } from "./plan_lateral.ts";
@@ -77,9 +77,17 @@ export function describeNode(node: PlanNode): string {
         const name = node.columns[node.keySlots.length + i]!.name;
         select.push(name.startsWith("EXPR$") ? a.text : `${a.text} AS ${name}`);
       });
-      return `WindowAggregate(groupBy=[${names(node.groupKeys)}], window=[${
-        windowText(node.window, node.input.columns)
-      }], select=[${select.join(", ")}])`;
+      const window = node.attached === null
+        ? windowText(node.window, node.input.columns)
+        : attachedWindowText(
+          node.window,
+          node.input.columns,
+          node.attached.start,
+          node.attached.end,
+        );
+      return `WindowAggregate(groupBy=[${names(node.groupKeys)}], window=[${window}], select=[${
+        select.join(", ")
+      }])`;
     }
     case "Join":
       return `Join(joinType=[${node.joinType}], where=[${node.conditionText}], select=[${
@@ -91,9 +99,7 @@ export function describeNode(node: PlanNode): string {
       }])`;
     case "WindowJoin": {
       const side = (w: typeof node.leftWindow, columns: typeof node.columns) =>
-        `${w.spec.fn}(win_start=[${columns[w.start]!.name}], win_end=[${columns[w.end]!.name}], ${
-          windowText(w.spec, []).replace(/^\w+\(time_col=\[[^\]]*\], /, "").replace(/\)$/, "")
-        })`;
+        attachedWindowText(w.spec, columns, w.start, w.end);
       return `WindowJoin(leftWindow=[${side(node.leftWindow, node.left.columns)}], rightWindow=[${
         side(node.rightWindow, node.right.columns)
       }], joinType=[${node.joinType}], where=[${node.conditionText}], select=[${
@@ -117,8 +123,27 @@ function exchanges(node: PlanNode): readonly (readonly CompiledExpr[])[] | null 
       return [node.partitionKeys];
     case "Join":
     case "IntervalJoin":
-    case "WindowJoin":
       return [node.leftKeys, node.rightKeys];
+    case "WindowJoin": {
+      // keyed by the equi-keys and the window (window_join.ts)
+      const windowed = (
+        keys: readonly CompiledExpr[],
+        side: PlanNode,
+        start: number,
+        end: number,
+      ) => [
+        ...keys,
+        ...[start, end].map((i): CompiledExpr => ({
+          evaluate: (f) => f[i] ?? null,
+          type: side.columns[i]!.type,
+          text: side.columns[i]!.name,
+        })),
+      ];
+      return [
+        windowed(node.leftKeys, node.left, node.leftWindow.start, node.leftWindow.end),
+        windowed(node.rightKeys, node.right, node.rightWindow.start, node.rightWindow.end),
+      ];
+    }
     default:
       return null;
   }

@@ -83,14 +83,24 @@ export interface WindowProperties {
 /** What a window aggregate's key is: a window column, or a key expression over the input rows. */
 export type WindowKeySlot = "window_start" | "window_end" | "window_time" | number;
 
-/** A GROUP BY over a window TVF (Flink's `WindowAggregate`); append-only. */
+/**
+ * A GROUP BY over a window TVF, or over rows that already carry window
+ * columns (Flink's `WindowAggregate`, with a time-attribute or a
+ * window-attached windowing strategy); append-only.
+ */
 export interface WindowAggregateNode {
   /** The node kind. */
   readonly op: "WindowAggregate";
-  /** The TVF's input (through the WHERE, when there is one). */
+  /** The TVF's input (through the WHERE, when there is one), or the windowed rows. */
   readonly input: PlanNode;
   /** The window assigned to the input's rows. */
   readonly window: WindowSpec;
+  /**
+   * `null`: windows are assigned from the rows' time column. Else the rows
+   * carry their window (e.g. a window aggregation's output): its
+   * `window_start` and `window_end` positions in them.
+   */
+  readonly attached: { readonly start: number; readonly end: number } | null;
   /** The GROUP BY keys that are not window columns, over the input's rows. */
   readonly groupKeys: readonly CompiledExpr[];
   /** Per GROUP BY item (the first output columns): a window column or an index into `groupKeys`. */
@@ -242,7 +252,8 @@ export function planWindowAggregate(
 ): { node: WindowAggregateNode; window: WindowProperties } {
   const { relation, context } = request;
   const props = relation.window!;
-  const tvf = props.tvf!;
+  const tvf = props.tvf;
+  if (tvf === null) return planAttachedWindowAggregate(request, props);
   const inputColumns = tvf.input.columns;
   const n = inputColumns.length;
   const inputScope = {
@@ -300,26 +311,93 @@ export function planWindowAggregate(
     op: "WindowAggregate",
     input,
     window: tvf.window,
+    attached: null,
     groupKeys,
     keySlots,
     aggregates,
     columns: request.columns,
     mode: "append",
   };
+  return { node, window: outputWindow(tvf.window, keySlots) };
+}
+
+/** Where a window aggregate's output keeps its window columns. */
+function outputWindow(spec: WindowSpec, keySlots: readonly WindowKeySlot[]): WindowProperties {
   const at = (slot: WindowKeySlot): number | null => {
     const i = keySlots.indexOf(slot);
     return i === -1 ? null : i;
   };
   return {
-    node,
-    window: {
-      spec: tvf.window,
-      start: at("window_start")!,
-      end: at("window_end")!,
-      time: at("window_time"),
-      tvf: null,
-    },
+    spec,
+    start: at("window_start")!,
+    end: at("window_end")!,
+    time: at("window_time"),
+    tvf: null,
   };
+}
+
+/**
+ * A GROUP BY over rows that carry their window columns (a window
+ * aggregation's output, through projections): Flink's window-attached
+ * WindowAggregate (Nexmark q5's second aggregation). Keys and arguments
+ * read the rows as they are.
+ */
+function planAttachedWindowAggregate(
+  request: WindowAggregateRequest,
+  props: WindowProperties,
+): { node: WindowAggregateNode; window: WindowProperties } {
+  const { relation } = request;
+  let input: PlanNode = relation.node;
+  if (request.where !== null) {
+    const calc: CalcNode = {
+      op: "Calc",
+      input,
+      projections: input.columns.map((c, i) => ({
+        evaluate: (f) => f[i] ?? null,
+        type: c.type,
+        text: c.name,
+      })),
+      filter: request.where,
+      columns: input.columns,
+      mode: input.mode,
+    };
+    input = calc;
+  }
+  const groupKeys: CompiledExpr[] = [];
+  const keySlots: WindowKeySlot[] = request.keys.map((key, i) => {
+    const source = request.keySources[i]!;
+    if (source === props.start) return "window_start";
+    if (source === props.end) return "window_end";
+    if (props.time !== null && source === props.time) return "window_time";
+    groupKeys.push(key);
+    return groupKeys.length - 1;
+  });
+  const node: WindowAggregateNode = {
+    op: "WindowAggregate",
+    input,
+    window: props.spec,
+    attached: { start: props.start, end: props.end },
+    groupKeys,
+    keySlots,
+    aggregates: request.calls,
+    columns: request.columns,
+    mode: "append",
+  };
+  return { node, window: outputWindow(props.spec, keySlots) };
+}
+
+/**
+ * A window carried by rows, as Flink prints a window-attached strategy:
+ * `HOP(win_start=[starttime], win_end=[endtime], size=[10 s], slide=[2 s])`.
+ */
+export function attachedWindowText(
+  spec: WindowSpec,
+  columns: readonly Column[],
+  start: number,
+  end: number,
+): string {
+  const rest = windowText(spec, []).replace(/^\w+\(time_col=\[[^\]]*\], /, "");
+  return `${spec.fn}(win_start=[${columns[start]!.name}], win_end=[${columns[end]!.name}], ${rest}`;
 }
 
 /** A duration as Flink's plans print it: `1 h`, `10 min`, `5 s`, `100 ms`. */

@@ -25,6 +25,7 @@ import type { WindowAggregateNode, WindowTableFunctionNode } from "./plan_window
 import { formatRow, type Row } from "./row.ts";
 import { timeAttributeMillis, timestampText } from "./time_attribute.ts";
 import {
+  attachedWindows,
   rowtimeWindows,
   WindowAggregateAccumulator,
   WindowAggregateResult,
@@ -158,7 +159,11 @@ export function translateWindowAggregate(
 ): DataStream<Row> {
   const name = describeNode(node);
   return input.keyBy(groupKeyOf(node.groupKeys))
-    .window(rowtimeWindows(node.window))
+    .window(
+      node.attached === null
+        ? rowtimeWindows(node.window)
+        : attachedWindows(node.attached.start, node.attached.end),
+    )
     .aggregate(
       new WindowAggregateAccumulator(node.aggregates, name),
       new WindowAggregateResult(node.aggregates, node.keySlots),

@@ -7,7 +7,8 @@
  * - {@linkcode rowtimeWindows}: the window TVF's assigner (TUMBLE, HOP,
  *   CUMULATE, SESSION) placing each row by its rowtime *column* (not the
  *   record's timestamp), so a window always holds the rows whose time
- *   column falls in it.
+ *   column falls in it; {@linkcode attachedWindows} for rows that carry
+ *   their window already (an aggregation over a window aggregation).
  * - {@linkcode WindowAggregateAccumulator}: one accumulator per aggregate
  *   call (the retractable aggregates of `aggregates.ts`, accumulated
  *   only), merged for merging SESSION windows.
@@ -34,6 +35,7 @@ import { CumulativeEventTimeWindows } from "../time/windows/cumulative_windows.t
 import { EventTimeSessionWindows } from "../time/windows/session_windows.ts";
 import { SlidingEventTimeWindows } from "../time/windows/sliding_windows.ts";
 import type { Trigger } from "../time/windows/trigger.ts";
+import { EventTimeTrigger } from "../time/windows/triggers.ts";
 import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
 import { TimeWindow } from "../time/windows/window.ts";
 import {
@@ -112,6 +114,50 @@ class SessionRowtimeWindows extends RowtimeWindows {
  */
 export function rowtimeWindows(spec: WindowSpec): WindowAssigner<Row, TimeWindow> {
   return spec.fn === "SESSION" ? new SessionRowtimeWindows(spec) : new RowtimeWindows(spec);
+}
+
+/** The window a row carries in its `window_start`/`window_end` columns. */
+class AttachedWindows extends WindowAssigner<Row, TimeWindow> {
+  private readonly start: number;
+  private readonly end: number;
+
+  constructor(start: number, end: number) {
+    super();
+    this.start = start;
+    this.end = end;
+  }
+
+  assignWindows(row: Row): TimeWindow[] {
+    return [
+      new TimeWindow(
+        timeAttributeMillis(row.fields[this.start] ?? null, "window_start"),
+        timeAttributeMillis(row.fields[this.end] ?? null, "window_end"),
+      ),
+    ];
+  }
+
+  getDefaultTrigger(): Trigger<Row, TimeWindow> {
+    return EventTimeTrigger.create() as Trigger<Row, TimeWindow>;
+  }
+
+  isEventTime(): boolean {
+    return true;
+  }
+
+  windowFromNamespace(namespace: string): TimeWindow {
+    return TimeWindow.fromNamespace(namespace);
+  }
+}
+
+/**
+ * The assigner of rows that carry their window (a window aggregation's
+ * output): the window `[window_start, window_end)` of each row's columns,
+ * fired by event time at its end as any window.
+ * @param start `window_start`'s position in the rows.
+ * @param end `window_end`'s position.
+ */
+export function attachedWindows(start: number, end: number): WindowAssigner<Row, TimeWindow> {
+  return new AttachedWindows(start, end);
 }
 
 /** Merges accumulator `b` into a copy of `a` (sums add, multisets unite). */

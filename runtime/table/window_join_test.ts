@@ -131,3 +131,63 @@ Deno.test("a window join of two window aggregations joins their results per wind
   const w = "2026-01-01 00:00:00.000,2026-01-01 00:00:10.000";
   assert.deepEqual(rows.map(formatRow).sort(), [`+I(1,2,${w},1,1,${w})`, `+I(2,1,${w},2,2,${w})`]);
 });
+
+Deno.test("Nexmark q5's shape: a window aggregation over a window aggregation, window-joined to it", async () => {
+  const hop = (): TableRef => tvf("HOP", table("bid"), "ts", [2_000, 4_000]);
+  const auctionBids = select(hop(), [
+    item(col("k"), "auction"),
+    item(agg("COUNT_STAR", null), "num"),
+    item(col("window_start"), "starttime"),
+    item(col("window_end"), "endtime"),
+  ], { groupBy: [col("k"), col("window_start"), col("window_end")] });
+  const maxBids = select(
+    { k: "subquery", query: auctionBids, alias: "CountBids", at: 0 },
+    [
+      item(agg("MAX", col("num", "CountBids")), "maxn"),
+      item(col("starttime", "CountBids")),
+      item(col("endtime", "CountBids")),
+    ],
+    { groupBy: [col("starttime", "CountBids"), col("endtime", "CountBids")] },
+  );
+  const on = and(
+    and(
+      eq(col("starttime", "AuctionBids"), col("starttime", "MaxBids")),
+      eq(col("endtime", "AuctionBids"), col("endtime", "MaxBids")),
+    ),
+    bin(">=", col("num", "AuctionBids"), col("maxn", "MaxBids")),
+  );
+  const query = select(
+    join(
+      "INNER",
+      { k: "subquery", query: auctionBids, alias: "AuctionBids", at: 0 },
+      { k: "subquery", query: maxBids, alias: "MaxBids", at: 0 },
+      on,
+    ),
+    [
+      item(col("auction", "AuctionBids")),
+      item(col("num", "AuctionBids")),
+      item(col("starttime", "AuctionBids")),
+    ],
+  );
+  const { plan, rows } = await runQuery(query, {
+    bid: events([[1, "01", ""], [1, "02", ""], [2, "03", ""], [2, "05", ""], [2, "05", ""]]),
+  }, 2);
+  const text = explainPlan(plan);
+  assert.equal(plan.mode, "append");
+  assert.match(
+    text,
+    /WindowJoin\(leftWindow=\[HOP\(win_start=\[starttime\], win_end=\[endtime\], size=\[4 s\], slide=\[2 s\]\)\]/,
+  );
+  assert.match(
+    text,
+    /WindowAggregate\(groupBy=\[\], window=\[HOP\(win_start=\[starttime\], win_end=\[endtime\], size=\[4 s\], slide=\[2 s\]\)\], select=\[start\('w\$\) AS starttime, end\('w\$\) AS endtime, MAX\(CountBids.num\) AS maxn\]/,
+  );
+  const t = (s: number) => `2026-01-01 00:00:0${s}.000`;
+  // windows [-2,2): a1 x1; [0,4): a1 x2, a2 x1; [2,6): a1 x1, a2 x3; [4,8): a2 x2
+  assert.deepEqual(rows.map(formatRow).sort(), [
+    `+I(1,1,2025-12-31 23:59:58.000)`,
+    `+I(1,2,${t(0)})`,
+    `+I(2,2,${t(4)})`,
+    `+I(2,3,${t(2)})`,
+  ]);
+});
