@@ -169,16 +169,22 @@ export interface FlinkSqlApi {
 
 /**
  * Where the bundle is cached: the directory named in the module docs.
+ * @param getEnv reads an environment variable (default `Deno.env.get`;
+ *   empty values count as unset).
  * @throws {Error} when no cache directory can be derived (no `HOME`, no
  *   `WEIR_CACHE_DIR`), or reading the environment is not permitted.
  */
-export function bundleCacheDir(): string {
+export function bundleCacheDir(
+  getEnv: (name: string) => string | undefined = (name) => Deno.env.get(name),
+): string {
   const env = (name: string): string | undefined => {
     try {
-      return Deno.env.get(name) || undefined;
+      return getEnv(name) || undefined;
     } catch (error) {
       throw new Error(
-        `the SQL parser's cache directory cannot be found: reading ${name} is not permitted ` +
+        `the SQL parser's cache directory cannot be found: reading ${name} failed (${
+          String(error)
+        }); ` +
           `(run with --allow-env, or set WEIR_CACHE_DIR and allow it)`,
         { cause: error },
       );
@@ -212,12 +218,8 @@ export function loadFlinkSql(): FlinkSqlApi {
   let code: string | undefined;
   try {
     code = Deno.readTextFileSync(file);
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) {
-      throw new Error(`the SQL parser's bundle ${file} cannot be read: ${String(error)}`, {
-        cause: error,
-      });
-    }
+  } catch {
+    // Missing (or unreadable): build it; building names the directory if it cannot.
   }
   if (code === undefined) code = buildBundle(dir, file);
   let api: FlinkSqlApi;
@@ -312,4 +314,16 @@ function buildBundle(dir: string, file: string): string {
       // Leaving an empty temporary directory behind is harmless.
     }
   }
+}
+
+if (import.meta.main) {
+  // `deno run -A runtime/table/parser/flink_sql_bundle.ts`: builds the
+  // bundle into the cache now (CI does this before running tests in parallel).
+  const started = performance.now();
+  loadFlinkSql();
+  console.log(
+    `dt-sql-parser bundle ready in ${join(bundleCacheDir(), BUNDLE_FILE)} (${
+      Math.round(performance.now() - started)
+    } ms)`,
+  );
 }
