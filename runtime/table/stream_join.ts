@@ -28,7 +28,12 @@
  *
  * State: per key and side, a `MapState` from the row's JSON to
  * `{ fields, count, associations }`. It grows with the distinct rows per
- * key (no TTL here).
+ * key, unless idle state retention (`table.exec.state.ttl`,
+ * `state_retention.ts`) is given: then a stored row expires when it was
+ * not written for that long (processing time, as Flink's join state TTL),
+ * a retraction of an expired row is ignored instead of failing the job,
+ * and results become approximate (a row no longer joins with expired
+ * rows), the trade Flink's option makes too.
  *
  * @module
  */
@@ -44,6 +49,7 @@ import { SuppressRestartsError } from "../failure.ts";
 import type { CompiledExpr } from "./expressions.ts";
 import type { JoinType } from "./plan_join.ts";
 import { formatRow, isAccumulate, type Row, type SqlValue } from "./row.ts";
+import { stateTtlConfig } from "./state_retention.ts";
 
 /** A stored row of one side: its fields, copies and associations. */
 export interface JoinRecord {
@@ -92,6 +98,8 @@ export function isOuterSide(joinType: JoinType, left: boolean): boolean {
  * @param own its record in its side's state, or `undefined`.
  * @param others the other side's records under the same key, with their state keys.
  * @param keyHasNull whether the row's equi-key has a NULL (no match then).
+ * @param stateCleaning idle state retention is on: a retraction of a row
+ *   its side does not hold (expired) is ignored rather than an error.
  * @throws {Error} when a retraction finds no stored copy of its row.
  */
 export function decideJoin(
@@ -101,9 +109,11 @@ export function decideJoin(
   own: JoinRecord | undefined,
   others: readonly (readonly [string, JoinRecord])[],
   keyHasNull: boolean,
+  stateCleaning = false,
 ): JoinDecision {
   const accumulate = isAccumulate(row.kind);
   if (!accumulate && own === undefined) {
+    if (stateCleaning) return { own: null, others: [], emit: [] };
     throw new Error(
       `Join got ${formatRow(row)} on its ${
         inputIsLeft ? "left" : "right"
@@ -170,22 +180,31 @@ export function joinKeyOf(keys: readonly CompiledExpr[]): (row: Row) => string {
 export class StreamingJoinFunction implements KeyedCoProcessFunction<string, Row, Row, Row> {
   private readonly shape: JoinShape;
   private readonly name: string;
+  private readonly stateTtlMs: number;
   private left: MapState<string, JoinRecord> | undefined;
   private right: MapState<string, JoinRecord> | undefined;
 
   /**
    * @param shape the join.
    * @param name the node's description, for errors.
+   * @param stateTtlMs idle state retention in ms (`table.exec.state.ttl`); 0 keeps state forever.
    */
-  constructor(shape: JoinShape, name: string) {
+  constructor(shape: JoinShape, name: string, stateTtlMs = 0) {
     this.shape = shape;
     this.name = name;
+    this.stateTtlMs = stateTtlMs;
   }
 
   /** Binds the two sides' states (`join-left-records`, `join-right-records`). */
   open(ctx: RuntimeContext): void {
-    this.left = ctx.getMapState(new MapStateDescriptor<string, JoinRecord>("join-left-records"));
-    this.right = ctx.getMapState(new MapStateDescriptor<string, JoinRecord>("join-right-records"));
+    const ttl = stateTtlConfig(this.stateTtlMs);
+    const options = ttl ? { ttl } : {};
+    this.left = ctx.getMapState(
+      new MapStateDescriptor<string, JoinRecord>("join-left-records", options),
+    );
+    this.right = ctx.getMapState(
+      new MapStateDescriptor<string, JoinRecord>("join-right-records", options),
+    );
   }
 
   /** A left row. */
@@ -213,6 +232,7 @@ export class StreamingJoinFunction implements KeyedCoProcessFunction<string, Row
         ownState.get(rowKey),
         keyHasNull ? [] : otherState.entries(),
         keyHasNull,
+        this.stateTtlMs > 0,
       );
     } catch (error) {
       throw new SuppressRestartsError(

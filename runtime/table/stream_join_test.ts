@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.11.0";
 import { explainPlan } from "./plan.ts";
 import { applyChange, formatRow, type Row, type SqlValue } from "./row.ts";
-import { decideJoin, type JoinShape } from "./stream_join.ts";
+import { decideJoin, type JoinShape, StreamingJoinFunction } from "./stream_join.ts";
+import { OperatorTestHarness } from "../task/operators/_operator_test_harness.ts";
+import { CoProcessOperator } from "../task/operators/co_process_operators.ts";
+import type { KeyedCoProcessFunction } from "../api/functions.ts";
+import type { Key } from "../state/key_group.ts";
 import { TYPES } from "./types.ts";
 import {
   and,
@@ -162,4 +166,46 @@ Deno.test("decideJoin retracts an outer row's null padding when its first match 
     () => decideJoin(shape, { kind: "DELETE", fields: [9, 9] }, true, undefined, [], false),
     /retracts a row it never inserted/,
   );
+});
+
+Deno.test("a join with idle state retention ignores a retraction of a row its side no longer holds; without it, it is an error", () => {
+  const shape: JoinShape = { joinType: "InnerJoin", filter: null, leftArity: 1, rightArity: 1 };
+  const row: Row = { kind: "DELETE", fields: ["a"] };
+  assert.throws(
+    () => decideJoin(shape, row, true, undefined, [], false),
+    /Join got -D\(a\) on its left input, which holds no such row/,
+  );
+  assert.deepEqual(decideJoin(shape, row, true, undefined, [], false, true), {
+    own: null,
+    others: [],
+    emit: [],
+  });
+});
+
+Deno.test("StreamingJoinFunction with idle state retention forgets rows not written for the TTL", async () => {
+  const shape: JoinShape = { joinType: "InnerJoin", filter: null, leftArity: 2, rightArity: 2 };
+  const h = await OperatorTestHarness.open((env, output) =>
+    new CoProcessOperator({
+      uid: "join",
+      name: "Join",
+      fn: new StreamingJoinFunction(shape, "Join", 1_000) as unknown as KeyedCoProcessFunction<
+        Key,
+        unknown,
+        unknown,
+        unknown
+      >,
+      env,
+      output,
+      keySelector: (r) => JSON.stringify([(r as Row).fields[0]]),
+      keySelector2: (r) => JSON.stringify([(r as Row).fields[0]]),
+    })
+  );
+  const ins = (...fields: SqlValue[]): Row => ({ kind: "INSERT", fields });
+  h.operator.processElement1(ins("k", "l1"), undefined);
+  h.setProcessingTime(1_000); // l1, written at 0, has expired
+  h.operator.processElement2(ins("k", "r1"), undefined); // joins nothing
+  h.operator.processElement1({ kind: "DELETE", fields: ["k", "l1"] }, undefined); // ignored
+  h.operator.processElement1(ins("k", "l2"), undefined);
+  assert.deepEqual((h.values() as Row[]).map(formatRow), ["+I(k,l2,k,r1)"]);
+  await h.close();
 });

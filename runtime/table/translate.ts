@@ -119,7 +119,13 @@ export function translatePlan(
           .name(describeNode(node));
       }
       case "Join":
-        return translateJoin(walk(node.left), walk(node.right), node, `${uidPrefix}-join-${++n}`);
+        return translateJoin(
+          walk(node.left),
+          walk(node.right),
+          node,
+          `${uidPrefix}-join-${++n}`,
+          stateTtlMs,
+        );
       case "IntervalJoin":
         return translateIntervalJoin(
           walk(node.left),

@@ -43,11 +43,12 @@ export function translateJoin(
   right: DataStream<Row>,
   node: JoinNode,
   uid: string,
+  stateTtlMs = 0,
 ): DataStream<Row> {
   const name = describeNode(node);
   return left.connect(right)
     .keyBy(joinKeyOf(node.leftKeys), joinKeyOf(node.rightKeys))
-    .process(new StreamingJoinFunction(shapeOf(node), name))
+    .process(new StreamingJoinFunction(shapeOf(node), name, stateTtlMs))
     .uid(uid)
     .name(name);
 }
