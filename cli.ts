@@ -16,7 +16,7 @@
  *     weir read        --nats URL --stream S [--committed] [--from SEQ]
  *                      [--subject F] [--txn-bucket B] [--follow]
  *     weir stream add | ls | info | rm | publish | load | read …   (see cli/stream.ts)
- *     weir sql -f FILE [-p N] [--explain]   (see cli/sql.ts)
+ *     weir sql [-f FILE] [-p N] [--explain] [--nats URL]   (a REPL without -f; see cli/sql.ts)
  *
  * `weir <command> --help` describes a command, its options and exit codes.
  * Every command that talks to NATS takes the connection options `--nats URL`,

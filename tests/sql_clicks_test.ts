@@ -84,9 +84,9 @@ Deno.test({
           }: SQL parse error at line 3, column 22: unexpected ';'; expecting an expression or name`,
         ),
       );
-      const usage = await run(["cli.ts", "sql"]);
+      const usage = await run(["cli.ts", "sql", "clicks.sql"]);
       assert.equal(usage.code, 2);
-      assert.match(usage.stderr, /weir sql needs -f FILE/);
+      assert.match(usage.stderr, /weir sql takes no positional argument \(use -f FILE\)/);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

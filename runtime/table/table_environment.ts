@@ -131,6 +131,13 @@ export interface ScriptOptions {
   readonly onStatement?: (statement: string, line: number) => void;
   /** Called with the printed plan (as `Table.explain()`) of each query, before its job runs. */
   readonly onQuery?: (plan: string) => void;
+  /**
+   * Where a SELECT's changelog goes, given the result's columns (the SQL
+   * client's result modes, `weir sql`). Default: printed on stdout, one
+   * `+I(...)` line per change, as the `print` connector does. A sink given
+   * here runs at parallelism 1, so it gets the changelog in order.
+   */
+  readonly selectSink?: (columns: readonly Column[]) => Sink<Row>;
 }
 
 /** The Table API and SQL over a StreamExecutionEnvironment (Flink's `StreamTableEnvironment`). */
@@ -358,7 +365,7 @@ export class StreamTableEnvironment {
         this.#env = options.newEnvironment();
         this.#jobRan = false;
       }
-      results.push(await this.#execute(statement, script, options.onQuery));
+      results.push(await this.#execute(statement, script, options));
     }
     return results;
   }
@@ -589,8 +596,10 @@ export class StreamTableEnvironment {
     sink: Sink<Row>,
     name: string,
     statement: string,
+    parallelism?: number,
   ): Promise<TableResult> {
-    stream.sinkTo(sink).uid(`${name}-sink`).name(`Sink: ${name}`);
+    const added = stream.sinkTo(sink).uid(`${name}-sink`).name(`Sink: ${name}`);
+    if (parallelism !== undefined) added.setParallelism(parallelism);
     const jobResult = await this.#env.execute(applyJobOptions(this.#config, this.#env, name));
     return { resultKind: "SUCCESS_WITH_CONTENT", statement, jobResult };
   }
@@ -598,8 +607,9 @@ export class StreamTableEnvironment {
   async #execute(
     statement: Statement,
     sql: string,
-    onQuery?: (plan: string) => void,
+    options: ScriptOptions = {},
   ): Promise<TableResult> {
+    const onQuery = options.onQuery;
     switch (statement.k) {
       case "createTable": {
         const p = positionOf(sql, statement.at);
@@ -684,12 +694,13 @@ export class StreamTableEnvironment {
         const root = this.#planQuery(statement.query, sql, statement.at, {});
         onQuery?.(explainPlan(root));
         this.#claimJob();
-        const sink = new PrintSink<Row>({ formatter: formatRow });
+        const custom = options.selectSink?.(root.columns);
         return await this.#runJob(
           this.#translate(root),
-          sink,
+          custom ?? new PrintSink<Row>({ formatter: formatRow }),
           `collect_${this.#queries}`,
           "SELECT",
+          custom === undefined ? undefined : 1,
         );
       }
       case "createView": {
