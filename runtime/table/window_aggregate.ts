@@ -10,8 +10,9 @@
  *   column falls in it; {@linkcode attachedWindows} for rows that carry
  *   their window already (an aggregation over a window aggregation).
  * - {@linkcode WindowAggregateAccumulator}: one accumulator per aggregate
- *   call (the retractable aggregates of `aggregates.ts`, accumulated
- *   only), merged for merging SESSION windows.
+ *   call (the retractable aggregates of `aggregates.ts`, accumulated only
+ *   and in place; MIN/MAX keep only the extreme value, as Flink's
+ *   non-retracting `MaxAggFunction`), merged for merging SESSION windows.
  * - {@linkcode WindowAggregateResult}: when the window fires (the
  *   watermark passes `window_end - 1`), one `+I` row: the GROUP BY items
  *   in order (window columns as `TIMESTAMP(3)` strings, `window_time` is
@@ -40,6 +41,7 @@ import { TumblingEventTimeWindows } from "../time/windows/tumbling_windows.ts";
 import { TimeWindow } from "../time/windows/window.ts";
 import {
   type Accumulator,
+  compareValues,
   createAggregate,
   type Multiset,
   multisetAdd,
@@ -160,6 +162,22 @@ export function attachedWindows(start: number, end: number): WindowAssigner<Row,
   return new AttachedWindows(start, end);
 }
 
+/**
+ * MIN/MAX over append-only rows: the multiset keeps only the extreme value
+ * (nothing is ever retracted from a window), so a row costs O(1), not a
+ * multiset insert; `getValue` of the retractable MIN/MAX reads it as is.
+ */
+function keepExtreme(acc: Multiset, value: SqlValue, fn: "MIN" | "MAX"): void {
+  if (value === null) return;
+  const best = acc[0];
+  if (best === undefined) {
+    acc.push([value, 1]);
+    return;
+  }
+  const c = compareValues(value, best[0]);
+  if (fn === "MIN" ? c < 0 : c > 0) acc[0] = [value, 1];
+}
+
 /** Merges accumulator `b` into a copy of `a` (sums add, multisets unite). */
 function mergeAccumulator(a: Accumulator, b: Accumulator): Accumulator {
   const out = copyAccumulator(a);
@@ -177,8 +195,9 @@ function mergeAccumulator(a: Accumulator, b: Accumulator): Accumulator {
 }
 
 /**
- * The incremental part of a window aggregate: one accumulator per call.
- * Accumulators are copied before they change (state values are immutable).
+ * The incremental part of a window aggregate: one accumulator per call,
+ * changed in place (the window operator's aggregating state copies one a
+ * snapshot still shares before handing it here).
  */
 export class WindowAggregateAccumulator
   implements AggregateFunction<Row, Accumulator[], Accumulator[]> {
@@ -215,12 +234,16 @@ export class WindowAggregateAccumulator
       if (row.kind !== "INSERT") {
         throw new Error("a window aggregate consumes only inserts: its input must be append-only");
       }
-      return accumulators.map((acc, i) => {
-        const copy = copyAccumulator(acc);
-        const arg = this.calls[i]!.arg;
-        fns[i]!.accumulate(copy, arg === null ? null : arg.evaluate(row.fields));
-        return copy;
+      // In place: the aggregating state hands out a copy of an accumulator
+      // that a snapshot still shares (the heap backend's copy-on-write).
+      accumulators.forEach((acc, i) => {
+        const call = this.calls[i]!;
+        const value = call.arg === null ? null : call.arg.evaluate(row.fields);
+        const fn = call.spec.fn;
+        if (fn === "MIN" || fn === "MAX") keepExtreme(acc as Multiset, value, fn);
+        else fns[i]!.accumulate(acc, value);
       });
+      return accumulators;
     } catch (error) {
       throw new SuppressRestartsError(
         `${this.name} failed on ${formatRow(row)}: ${
