@@ -500,7 +500,10 @@ export class StreamTableEnvironment {
         throw new PlanningError(`view ${name} is planned in place, not scanned`);
       },
       prefix,
-      { stateTtlMs: this.#config.stateTtlMs },
+      {
+        stateTtlMs: this.#config.stateTtlMs,
+        sourceIdleTimeoutMs: this.#config.get("table.exec.source.idle-timeout"),
+      },
     );
   }
 

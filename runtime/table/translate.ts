@@ -49,6 +49,12 @@ export interface TranslateOptions {
    * 0 (the default) keeps state forever.
    */
   readonly stateTtlMs?: number;
+  /**
+   * After how many ms without records a scan's split is marked idle, so
+   * the watermark advances without it (`table.exec.source.idle-timeout`);
+   * 0 (the default) never.
+   */
+  readonly sourceIdleTimeoutMs?: number;
 }
 
 /**
@@ -72,7 +78,12 @@ export function translatePlan(
       case "TableSourceScan": {
         const source = scan(node.table);
         if (node.watermark === undefined) return source;
-        return withScanWatermarks(source, node, `${uidPrefix}-watermarks-${++n}`);
+        return withScanWatermarks(
+          source,
+          node,
+          `${uidPrefix}-watermarks-${++n}`,
+          options.sourceIdleTimeoutMs ?? 0,
+        );
       }
       case "Calc": {
         const input = walk(node.input);

@@ -89,11 +89,14 @@ export class SqlWatermarkGenerator implements WatermarkGenerator<Row> {
 /**
  * Stamps a scan's rows with their rowtime and generates its watermarks.
  * A row whose rowtime is NULL or no timestamp ends the job, naming it.
+ * With `idleTimeoutMs` above 0 (`table.exec.source.idle-timeout`), a split
+ * without records for that long is marked idle (`withIdleness`).
  */
 export function withScanWatermarks(
   stream: DataStream<Row>,
   node: ScanNode,
   uid: string,
+  idleTimeoutMs = 0,
 ): DataStream<Row> {
   const wm = node.watermark!;
   const column = node.columns[wm.rowtime]!.name;
@@ -112,7 +115,8 @@ export function withScanWatermarks(
       );
     }
   });
-  return stream.assignTimestampsAndWatermarks(strategy).uid(uid)
+  const idle = idleTimeoutMs > 0 ? strategy.withIdleness(idleTimeoutMs) : strategy;
+  return stream.assignTimestampsAndWatermarks(idle).uid(uid)
     .name(`WatermarkAssigner(rowtime=[${column}], watermark=[${wm.text}])`);
 }
 
