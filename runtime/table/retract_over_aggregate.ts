@@ -8,8 +8,7 @@
  * {@linkcode OverAggregateFunction}; but a `-U`/`-D` can remove a row that
  * other rows' frames contain, and a late `+I` can enter them, so earlier
  * results change. This function keeps, per partition, every live row in
- * rowtime order (equal rowtimes in arrival order) with the result it
- * emitted, and on each change:
+ * rowtime order with the result it emitted, and on each change:
  *
  * 1. inserts or removes the row (a `-U`/`-D` removes one row with equal fields);
  * 2. recomputes the result of every row whose frame contains the changed
@@ -17,6 +16,12 @@
  *    in `[t, t + d]`; UNBOUNDED: every later row), each from its frame;
  * 3. emits `+I` for the new row, `-D` for the removed one, and `-U`/`+U`
  *    for each row whose result changed.
+ *
+ * Rows of equal rowtime (peers) are ordered by their fields (compared
+ * column by column as SQL values), not by arrival: the changes of an
+ * updating input reach this operator in an order that parallel exchanges
+ * do not fix, and a ROWS frame's result must not depend on it. (Nexmark's
+ * q6 orders winners of one millisecond by auction id, its first column.)
  *
  * So the output is a retract changelog whose fold is, after every change,
  * the batch OVER query over the rows so far (the property
@@ -42,7 +47,7 @@ import type {
 } from "../api/functions.ts";
 import { type ValueState, ValueStateDescriptor } from "../api/state.ts";
 import { SuppressRestartsError } from "../failure.ts";
-import { createAggregate, type RetractableAggregate } from "./aggregates.ts";
+import { compareValues, createAggregate, type RetractableAggregate } from "./aggregates.ts";
 import type { OverAggregateSpec } from "./over_aggregate.ts";
 import { formatRow, isAccumulate, type Row, type SqlValue } from "./row.ts";
 import { stateTtlConfig } from "./state_retention.ts";
@@ -102,6 +107,16 @@ function affected(spec: OverAggregateSpec, entries: readonly OverEntry[], p: num
   return { from, to };
 }
 
+/** Whether `entry` sorts after a row of rowtime `t` and `fields`: by rowtime, then fields. */
+function entryAfter(entry: OverEntry, t: number, fields: readonly SqlValue[]): boolean {
+  if (entry[0] !== t) return entry[0] > t;
+  for (let i = 0; i < fields.length; i++) {
+    const c = compareValues(entry[1][i] ?? null, fields[i] ?? null);
+    if (c !== 0) return c > 0;
+  }
+  return false; // an equal row: after it
+}
+
 const sameFields = (a: readonly SqlValue[], b: readonly SqlValue[]) =>
   a.length === b.length && a.every((v, i) => v === b[i]);
 
@@ -131,7 +146,7 @@ export function decideRetractOver(
   let p: number;
   if (isAccumulate(row.kind)) {
     p = next.length;
-    while (p > 0 && next[p - 1]![0] > t) p--; // after the rows of equal rowtime: arrival order
+    while (p > 0 && entryAfter(next[p - 1]!, t, row.fields)) p--;
     next.splice(p, 0, [t, [...row.fields], [...args], []]);
   } else {
     p = next.findIndex((e) => e[0] === t && sameFields(e[1], row.fields));

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.11.0";
-import { createAggregate } from "./aggregates.ts";
+import { compareValues, createAggregate } from "./aggregates.ts";
 import type { OverAggregateSpec } from "./over_aggregate.ts";
 import type { AggregateCall } from "./plan.ts";
 import { decideRetractOver, type OverEntry } from "./retract_over_aggregate.ts";
@@ -28,12 +28,13 @@ function batchValues(frame: readonly (number | null)[]): SqlValue[] {
   ];
 }
 
-/** The batch OVER query over the live rows (in arrival order): per key, stably sorted by rowtime. */
+/** The batch OVER query over the live rows: per key, sorted by rowtime, peers by their fields. */
 function batch(frame: OverFrame, live: readonly SqlValue[][]): Map<string, number> {
   const table = new Map<string, number>();
   for (const key of new Set(live.map((r) => r[0]))) {
     const sorted = live.filter((r) => r[0] === key).sort((a, b) =>
-      (a[1] as number) - (b[1] as number)
+      (a[1] as number) - (b[1] as number) ||
+      a.map((x, i) => compareValues(x, b[i] ?? null)).find((c) => c !== 0) || 0
     );
     sorted.forEach((row, i) => {
       const t = row[1] as number;
