@@ -51,7 +51,8 @@ import { copyAccumulator } from "./group_aggregate.ts";
 import type { AggregateCall } from "./plan.ts";
 import type { WindowKeySlot, WindowSpec } from "./plan_window.ts";
 import { formatRow, type Row, type SqlValue } from "./row.ts";
-import { timeAttributeMillis, timestampText } from "./time_attribute.ts";
+import { timeAttributeMillis } from "./time_attribute.ts";
+import { MillisMemo, TextMemo } from "./timestamp_cache.ts";
 
 /** The runtime assigner of a window spec, in event time. */
 function innerAssigner(spec: WindowSpec): WindowAssigner<unknown, TimeWindow> {
@@ -122,6 +123,8 @@ export function rowtimeWindows(spec: WindowSpec): WindowAssigner<Row, TimeWindow
 class AttachedWindows extends WindowAssigner<Row, TimeWindow> {
   private readonly start: number;
   private readonly end: number;
+  private readonly startMillis = new MillisMemo("window_start");
+  private readonly endMillis = new MillisMemo("window_end");
 
   constructor(start: number, end: number) {
     super();
@@ -132,8 +135,8 @@ class AttachedWindows extends WindowAssigner<Row, TimeWindow> {
   assignWindows(row: Row): TimeWindow[] {
     return [
       new TimeWindow(
-        timeAttributeMillis(row.fields[this.start] ?? null, "window_start"),
-        timeAttributeMillis(row.fields[this.end] ?? null, "window_end"),
+        this.startMillis.of(row.fields[this.start] ?? null),
+        this.endMillis.of(row.fields[this.end] ?? null),
       ),
     ];
   }
@@ -271,6 +274,9 @@ export class WindowAggregateResult
   private readonly calls: readonly AggregateCall[];
   private readonly keySlots: readonly WindowKeySlot[];
   private aggregates: RetractableAggregate[] | undefined;
+  private readonly startText = new TextMemo();
+  private readonly endText = new TextMemo();
+  private readonly timeText = new TextMemo();
 
   /**
    * @param calls the aggregate calls.
@@ -294,9 +300,9 @@ export class WindowAggregateResult
     const values = JSON.parse(key) as SqlValue[];
     const w = context.window();
     const fields: SqlValue[] = this.keySlots.map((slot) => {
-      if (slot === "window_start") return timestampText(w.start);
-      if (slot === "window_end") return timestampText(w.end);
-      if (slot === "window_time") return timestampText(w.end - 1);
+      if (slot === "window_start") return this.startText.of(w.start);
+      if (slot === "window_end") return this.endText.of(w.end);
+      if (slot === "window_time") return this.timeText.of(w.end - 1);
       return values[slot] ?? null;
     });
     accumulators.forEach((acc, i) => fields.push(fns[i]!.getValue(acc)));

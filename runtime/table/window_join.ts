@@ -4,8 +4,8 @@
  * keys, once the window is complete.
  *
  * It is a keyed two-input function keyed by the equi-join keys plus
- * `window_start` and `window_end`. Per key it buffers both sides' rows of
- * the window in keyed state and registers an event-time timer at the
+ * `window_start` and `window_end`. Per key it appends both sides' rows of
+ * the window to one list state per side (O(1) per row) and registers an event-time timer at the
  * window's last millisecond (`window_end - 1`). When the watermark (the
  * minimum of both inputs') passes it, the window's pairs are joined
  * ({@linkcode windowJoinResult}, pure): for an inner join every pair whose
@@ -28,18 +28,18 @@ import type {
   OnTimerContext,
   RuntimeContext,
 } from "../api/functions.ts";
-import { type ValueState, ValueStateDescriptor } from "../api/state.ts";
+import { type ListState, ListStateDescriptor } from "../api/state.ts";
 import { SuppressRestartsError } from "../failure.ts";
 import { formatRow, type Row, type SqlValue } from "./row.ts";
 import { isOuterSide, type JoinShape } from "./stream_join.ts";
-import { timeAttributeMillis } from "./time_attribute.ts";
+import { MillisMemo } from "./timestamp_cache.ts";
 
 /** One window's rows of both sides (plain data). */
 export interface WindowJoinBuffer {
   /** The left rows, in arrival order. */
-  readonly left: SqlValue[][];
+  readonly left: readonly (readonly SqlValue[])[];
   /** The right rows, in arrival order. */
-  readonly right: SqlValue[][];
+  readonly right: readonly (readonly SqlValue[])[];
 }
 
 /** The window join's shape: the join's plus where each side keeps `window_end`. */
@@ -60,7 +60,7 @@ export interface WindowJoinShape extends JoinShape {
 export function windowJoinResult(shape: JoinShape, buffer: WindowJoinBuffer): Row[] {
   const out: Row[] = [];
   const rightMatched = new Array<boolean>(buffer.right.length).fill(false);
-  const unmatchedLeft: SqlValue[][] = [];
+  const unmatchedLeft: (readonly SqlValue[])[] = [];
   for (const l of buffer.left) {
     let matched = false;
     buffer.right.forEach((r, i) => {
@@ -99,7 +99,10 @@ export function windowJoinResult(shape: JoinShape, buffer: WindowJoinBuffer): Ro
 export class WindowJoinFunction implements KeyedCoProcessFunction<string, Row, Row, Row> {
   private readonly shape: WindowJoinShape;
   private readonly name: string;
-  private state: ValueState<WindowJoinBuffer> | undefined;
+  private left: ListState<SqlValue[]> | undefined;
+  private right: ListState<SqlValue[]> | undefined;
+  private readonly leftEnd = new MillisMemo("window_end");
+  private readonly rightEnd = new MillisMemo("window_end");
   private late = 0;
 
   /**
@@ -116,9 +119,10 @@ export class WindowJoinFunction implements KeyedCoProcessFunction<string, Row, R
     return this.late;
   }
 
-  /** Binds the window's buffer (`window-join-buffer`). */
+  /** Binds the window's rows (`window-join-left`, `window-join-right`). */
   open(ctx: RuntimeContext): void {
-    this.state = ctx.getState(new ValueStateDescriptor<WindowJoinBuffer>("window-join-buffer"));
+    this.left = ctx.getListState(new ListStateDescriptor<SqlValue[]>("window-join-left"));
+    this.right = ctx.getListState(new ListStateDescriptor<SqlValue[]>("window-join-right"));
   }
 
   /** A left row. */
@@ -138,7 +142,7 @@ export class WindowJoinFunction implements KeyedCoProcessFunction<string, Row, R
         throw new Error("WindowJoin consumes only inserts: its inputs must be append-only");
       }
       const end = left ? this.shape.leftWindowEnd : this.shape.rightWindowEnd;
-      fire = timeAttributeMillis(row.fields[end] ?? null, "window_end") - 1;
+      fire = (left ? this.leftEnd : this.rightEnd).of(row.fields[end] ?? null) - 1;
     } catch (error) {
       throw new SuppressRestartsError(
         `${this.name} failed on ${formatRow(row)}: ${
@@ -158,21 +162,17 @@ export class WindowJoinFunction implements KeyedCoProcessFunction<string, Row, R
       }
       return;
     }
-    const before = this.state!.value() ?? { left: [], right: [] };
-    const fields = row.fields as SqlValue[];
-    this.state!.update(
-      left
-        ? { left: [...before.left, fields], right: before.right }
-        : { left: before.left, right: [...before.right, fields] },
-    );
+    (left ? this.left! : this.right!).add(row.fields as SqlValue[]);
     ctx.timerService().registerEventTimeTimer(fire);
   }
 
   /** Joins the complete window and forgets it. */
   onTimer(_timestamp: number, _ctx: OnTimerContext<string>, out: Collector<Row>): void {
-    const buffer = this.state!.value();
-    if (buffer === undefined) return;
-    this.state!.clear();
-    for (const change of windowJoinResult(this.shape, buffer)) out.collect(change);
+    const buffer = { left: this.left!.get(), right: this.right!.get() };
+    if (buffer.left.length === 0 && buffer.right.length === 0) return;
+    const result = windowJoinResult(this.shape, buffer);
+    this.left!.clear();
+    this.right!.clear();
+    for (const change of result) out.collect(change);
   }
 }
