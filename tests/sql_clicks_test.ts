@@ -81,7 +81,7 @@ Deno.test({
         new RegExp(
           `error: ${
             file.replaceAll("/", "\\/")
-          }: SQL parse error at line 3, column 22: unexpected ';'; expecting an expression or name`,
+          }: SQL parse error at line 3, column 22: unexpected (';'|end of input \\(the statement is incomplete\\)); expecting an expression or name`,
         ),
       );
       const usage = await run(["cli.ts", "sql", "clicks.sql"]);

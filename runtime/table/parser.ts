@@ -27,29 +27,46 @@
  *   (`parser/flink_sql_bundle.ts`).
  *
  * Weir uses dt-sql-parser: the SQL slices need the features, and the cost
- * is a one-time bundle build. Measured here (2 shared cores, load 5-10):
- * building the bundle 1.5-5 s once per machine; then per process, loading
- * the cached bundle about 70 ms, the first statement 60-130 ms (ANTLR
- * fills its prediction caches), later statements 2-25 ms (a Nexmark query
- * with joins and subqueries is the slow end).
+ * is a one-time bundle build per machine plus ANTLR's warm-up per process.
+ * Measured here (2 shared cores; a process that parses the clicks query
+ * twice, a DDL with WATERMARK, then Nexmark q5 and q4 twice each):
+ *
+ * | step | load ~17 | load ~5 |
+ * |---|---|---|
+ * | build the bundle (once per machine) | 4-9 s | 1.2-1.5 s |
+ * | load the cached bundle (once per process) | 230-350 ms | 70 ms |
+ * | first statement (ANTLR fills its prediction caches) | 740-920 ms | 130 ms |
+ * | first Nexmark q5 (joins, subqueries, HOP) | 1.5-1.6 s | - |
+ * | the same statements again | 2-20 ms | 2-5 ms |
+ *
+ * A statement of a new shape pays part of the warm-up again (a first
+ * CREATE TABLE with WATERMARK after a SELECT: 180-230 ms at load ~17).
  *
  * ## How
  *
  * `parser/parse_tree.ts` runs the grammar over the whole script and gives
- * the parse tree as plain data; its errors name the line, the column, the
- * offending token and what was expected (ANTLR's messages:
- * "SQL parse error at line 2, column 9: mismatched input 'FROM' expecting
- * ..."). `parser/translate_statement.ts`, `translate_query.ts` and
- * `translate_expr.ts` walk that tree into `sql_ast.ts`, refusing what it
- * cannot express with a {@link SqlParseError} that names the feature and
- * its place. Every node that carries `at` has the 0-based offset of its
+ * the parse tree as plain data; its errors name the line, the column, what
+ * was found and what was expected ("SQL parse error at line 3, column 6:
+ * unexpected end of input (the statement is incomplete); expecting an
+ * expression or name, ..."). `parser/grammar_rewrites.ts` first rewrites,
+ * offsets kept, three shapes the grammar lacks: SESSION window TVFs,
+ * `SUBSTRING(s FROM i FOR n)` / `EXTRACT(unit FROM t)`, and functions
+ * whose names are keywords (`CHAR_LENGTH`, `SQRT`...).
+ * `parser/translate_statement.ts`, `translate_query.ts`,
+ * `translate_expr.ts`, `translate_over.ts` and `translate_interval.ts`
+ * walk the tree into `sql_ast.ts`, refusing what it cannot express with a
+ * {@link SqlParseError} that names the feature and its place. Every node
+ * that carries `at` has the 0-based offset (in UTF-16 units) of its
  * keyword or name in the whole script.
  *
- * Grammar limits a user can meet (each a parse error naming the place):
- * `AVG(x) OVER (...)` needs `AS alias` in a SELECT list; `FILTER (WHERE
- * ...)` on aggregates is not in the grammar; a window TVF in FROM takes no
- * alias; named SESSION parameters (`GAP =>`) are not parsed; `dateTime`
- * and other keywords must be back-quoted as names.
+ * Limits of the grammar a user can meet (each a parse error naming the
+ * place): `agg(x) OVER (...)` needs `AS alias` in a SELECT list; aggregate
+ * `FILTER (WHERE ...)` is not parsed; a window TVF in FROM takes no alias;
+ * named SESSION parameters (`GAP =>`) are not parsed; `INSERT ... VALUES`
+ * takes constants only (no negative decimals, no expressions); unquoted
+ * `SET` keys cannot contain keywords (`SET 'table.exec.state.ttl' = ...`
+ * works); keywords used as names (`dateTime`, `user`, `out`, `rows`) must
+ * be back-quoted; a statement needs `;` before the next.
  *
  * @module
  */

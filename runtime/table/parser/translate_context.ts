@@ -20,6 +20,7 @@ export class TranslateContext {
   readonly functions: ReadonlyMap<number, string>;
 
   /**
+   * Creates the context of one script.
    * @param script the whole script.
    * @param parsed what `parseTree` rewrote.
    */

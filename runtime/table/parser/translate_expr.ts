@@ -29,7 +29,7 @@
  */
 
 import type { AggregateName } from "../aggregates.ts";
-import type { Expr, OrderItem, OverFrame } from "../sql_ast.ts";
+import type { Expr } from "../sql_ast.ts";
 import { castValue, type DataType, dataTypeOf, SUPPORTED_TYPES } from "../types.ts";
 import type { PNode, RuleNode } from "./parse_tree.ts";
 import {
@@ -44,6 +44,7 @@ import {
   token,
   type TranslateContext,
 } from "./translate_context.ts";
+import { translateInterval } from "./translate_interval.ts";
 
 const AGGREGATES: Readonly<Record<string, AggregateName>> = {
   COUNT: "COUNT",
@@ -92,7 +93,7 @@ export function translateExpr(ctx: TranslateContext, node: PNode): Expr {
     case "functionCallExpression":
       return functionCall(ctx, node);
     case "timeIntervalExpression":
-      return interval(ctx, node);
+      return translateInterval(ctx, node);
     default:
       return ctx.unsupported(node, `the expression ${ctx.text(node)}`);
   }
@@ -335,7 +336,7 @@ const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
 function constant(ctx: TranslateContext, node: RuleNode): Expr {
   const [first, second] = node.children;
   if (first === undefined) return ctx.unsupported(node, "an empty constant");
-  if (isRule(first, "timeIntervalExpression")) return interval(ctx, first);
+  if (isRule(first, "timeIntervalExpression")) return translateInterval(ctx, first);
   if (isRule(first, "stringLiteral")) return stringOrName(ctx, first);
   if (isRule(first, "decimalLiteral") || isToken(first, "HYPHEN_SIGN")) {
     const digits = ctx.text(isToken(first, "HYPHEN_SIGN") ? second! : first);
@@ -454,103 +455,6 @@ function functionParam(ctx: TranslateContext, node: RuleNode): Expr {
   return ctx.unsupported(node, `the argument ${ctx.text(node)}`);
 }
 
-const UNIT_MILLIS: Readonly<Record<string, [string, number]>> = {
-  MILLISECOND: ["MILLISECOND", 1],
-  SECOND: ["SECOND", 1000],
-  SECONDS: ["SECOND", 1000],
-  MINUTE: ["MINUTE", 60_000],
-  MINUTES: ["MINUTE", 60_000],
-  HOUR: ["HOUR", 3_600_000],
-  HOURS: ["HOUR", 3_600_000],
-  DAY: ["DAY", 86_400_000],
-  DAYS: ["DAY", 86_400_000],
-};
-
-const FIELD_ORDER = ["DAY", "HOUR", "MINUTE", "SECOND"];
-const FIELD_LIMIT: Readonly<Record<string, number>> = { HOUR: 24, MINUTE: 60, SECOND: 60 };
-
-function unit(ctx: TranslateContext, node: PNode): [string, number] {
-  const written = ctx.text(node).toUpperCase();
-  const found = UNIT_MILLIS[written];
-  if (found === undefined) {
-    return ctx.unsupported(
-      node,
-      `the interval unit ${written} (only day-time intervals: DAY, HOUR, MINUTE, SECOND, MILLISECOND)`,
-    );
-  }
-  return found;
-}
-
-function intervalValue(ctx: TranslateContext, node: RuleNode): string {
-  const literal = token(node, "STRING_LITERAL");
-  return literal === undefined
-    ? ctx.text(node).replace(/\s+/g, "")
-    : stringValue(ctx, literal).trim();
-}
-
-/**
- * `INTERVAL '10' SECOND`, `INTERVAL '1:30' MINUTE TO SECOND`... as
- * milliseconds (day-time intervals only), with a canonical text.
- */
-function interval(ctx: TranslateContext, node: RuleNode): Expr {
-  const multi = child(node, "errorCapturingMultiUnitsInterval");
-  const toForm = child(node, "errorCapturingUnitToUnitInterval");
-  if (multi !== undefined) {
-    const units = need(multi, "multiUnitsInterval");
-    if (multi.children.length > 1 || units.children.length !== 2) {
-      return ctx.unsupported(
-        node,
-        `the interval ${ctx.text(node)} (one value and one unit, or 'a:b' X TO Y)`,
-      );
-    }
-    const value = intervalValue(ctx, units.children[0] as RuleNode);
-    const [name, millis] = unit(ctx, units.children[1]!);
-    const m = /^([+-]?)(\d+(?:\.\d+)?)$/.exec(value);
-    const total = m === null ? NaN : Number(m[2]) * millis * (m[1] === "-" ? -1 : 1);
-    if (!Number.isInteger(total)) {
-      return ctx.fail(
-        units.children[0]!,
-        `'${value}' is not a ${name} interval value (a number giving whole milliseconds)`,
-      );
-    }
-    return { k: "interval", millis: total, text: `INTERVAL '${value}' ${name}` };
-  }
-  if (toForm !== undefined) {
-    const body = need(toForm, "unitToUnitInterval");
-    if (toForm.children.length > 1) return ctx.unsupported(node, `the interval ${ctx.text(node)}`);
-    const [valueNode, fromNode, , toNode] = body.children;
-    const value = intervalValue(ctx, valueNode as RuleNode);
-    const [from] = unit(ctx, fromNode!);
-    const [to] = unit(ctx, toNode!);
-    const fields = FIELD_ORDER.slice(FIELD_ORDER.indexOf(from), FIELD_ORDER.indexOf(to) + 1);
-    if (fields.length < 2) return ctx.unsupported(node, `the interval ${from} TO ${to}`);
-    const sign = value.startsWith("-") ? -1 : 1;
-    const parts = value.replace(/^[+-]/, "").split(/[ :]/);
-    const pattern = fields.map((
-      f,
-    ) => (f === "DAY" ? "d" : f === "HOUR" ? "hh" : f === "MINUTE" ? "mm" : "ss[.fff]"))
-      .join(":").replace("d:", "d ");
-    const bad = (): never =>
-      ctx.fail(valueNode!, `'${value}' does not match ${from} TO ${to} (expected '${pattern}')`);
-    if (parts.length !== fields.length) bad();
-    let total = 0;
-    fields.forEach((f, i) => {
-      const part = parts[i]!;
-      const last = f === "SECOND";
-      if (!(last ? /^\d+(\.\d{1,3})?$/ : /^\d+$/).test(part)) bad();
-      const n = Number(part);
-      if (i > 0 && n >= FIELD_LIMIT[f]!) bad();
-      total += n * UNIT_MILLIS[f]![1];
-    });
-    return {
-      k: "interval",
-      millis: Math.round(total) * sign,
-      text: `INTERVAL '${value}' ${from} TO ${to}`,
-    };
-  }
-  return ctx.fail(node, "INTERVAL needs a value and a unit, e.g. INTERVAL '10' SECOND");
-}
-
 /**
  * The {@link DataType} of a `columnType` node.
  * @param what names the column (or `CAST`) in messages.
@@ -575,80 +479,4 @@ export function dataType(ctx: TranslateContext, node: RuleNode, what: string): D
     );
   }
   return type;
-}
-
-/**
- * An OVER aggregation from the select item `call OVER (window)`: `fn` is
- * the call's upper-cased name (`COUNT(*)` gives `COUNT` with no arguments).
- */
-export function overExpr(ctx: TranslateContext, call: RuleNode, spec: RuleNode): Expr {
-  const e = translateExpr(ctx, call);
-  let fn: string;
-  let args: readonly Expr[];
-  if (e.k === "aggregate") {
-    if (e.distinct) return ctx.unsupported(call, "DISTINCT in an OVER aggregation");
-    fn = e.fn === "COUNT_STAR" ? "COUNT" : e.fn;
-    args = e.arg === null ? [] : [e.arg];
-  } else if (e.k === "call") {
-    fn = e.name;
-    args = e.args;
-  } else {
-    return ctx.fail(call, `${ctx.text(call)} OVER: OVER needs a function call before it`);
-  }
-  if (spec.children[0]?.rule !== null || token(spec, "LR_BRACKET") === undefined) {
-    return ctx.unsupported(spec, "named windows (OVER w)");
-  }
-  const partition = child(spec, "partitionByClause");
-  const order = child(spec, "orderByClause");
-  const frameNode = child(spec, "windowFrame");
-  return {
-    k: "over",
-    fn,
-    args,
-    partitionBy: partition === undefined
-      ? []
-      : partition.children.filter((c) => c.rule !== null).map((c) => translateExpr(ctx, c)),
-    orderBy: order === undefined ? [] : orderItems(ctx, order),
-    frame: frameNode === undefined ? null : frame(ctx, frameNode),
-    at: call.start,
-  };
-}
-
-/** The items of an `orderByClause`. */
-export function orderItems(ctx: TranslateContext, node: RuleNode): OrderItem[] {
-  return children(node, "orderItemDefinition").map((item) => {
-    if (token(item, "KW_NULLS") !== undefined) return ctx.unsupported(item, "NULLS FIRST/LAST");
-    const what = item.children[0]!;
-    return { expr: translateExpr(ctx, what), descending: token(item, "KW_DESC") !== undefined };
-  });
-}
-
-function frame(ctx: TranslateContext, node: RuleNode): OverFrame {
-  const unitName = token(node, "KW_ROWS") !== undefined ? "ROWS" : "RANGE";
-  const interval = child(node, "timeIntervalExpression");
-  if (interval !== undefined) {
-    const e = translateExpr(ctx, interval);
-    return { unit: "RANGE", preceding: e.k === "interval" ? e.millis : 0 };
-  }
-  const bound = child(node, "frameBound");
-  if (bound !== undefined) {
-    return { unit: "ROWS", preceding: Number(token(node, "DIG_LITERAL")!.text) };
-  }
-  const start = need(node, "frameStart");
-  const end = need(node, "frameEnd");
-  if (token(end, "KW_CURRENT") === undefined) {
-    return ctx.unsupported(
-      end,
-      `the frame end ${ctx.text(end).toUpperCase()} (OVER windows end at CURRENT ROW)`,
-    );
-  }
-  if (token(start, "KW_UNBOUNDED") !== undefined) return { unit: unitName, preceding: null };
-  if (token(start, "KW_CURRENT") !== undefined) return { unit: unitName, preceding: 0 };
-  if (unitName === "RANGE") {
-    return ctx.unsupported(
-      start,
-      "RANGE BETWEEN n PRECEDING (use ROWS, or RANGE BETWEEN INTERVAL ... PRECEDING)",
-    );
-  }
-  return { unit: "ROWS", preceding: Number(token(start, "DIG_LITERAL")!.text) };
 }

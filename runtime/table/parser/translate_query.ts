@@ -34,7 +34,8 @@ import {
   token,
   type TranslateContext,
 } from "./translate_context.ts";
-import { orderItems, overExpr, translateExpr } from "./translate_expr.ts";
+import { translateExpr } from "./translate_expr.ts";
+import { orderItems, overExpr } from "./translate_over.ts";
 
 /**
  * Translates a `queryStatement`.
