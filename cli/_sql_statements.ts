@@ -14,8 +14,8 @@
  * const reader = new StatementReader();
  * assert.deepEqual(reader.push("SELECT 'a;b' -- c;\n"), []);
  * assert.deepEqual(reader.push("FROM t; SET 'x' = '1';\n"), [
- *   { text: "SELECT 'a;b' -- c;\nFROM t", line: 1 },
- *   { text: "SET 'x' = '1'", line: 2 },
+ *   { text: "SELECT 'a;b' -- c;\nFROM t", line: 1, offset: 0 },
+ *   { text: "SET 'x' = '1'", line: 2, offset: 27 },
  * ]);
  * assert.equal(reader.pending, "");
  * ```
@@ -23,12 +23,14 @@
  * @module
  */
 
-/** One complete statement, without its `;`, and the 1-based line it starts on. */
+/** One complete statement, without its `;`, and where it starts. */
 export interface SqlStatementText {
   /** The statement's text, trimmed, without the closing `;`. */
   readonly text: string;
-  /** The line of its first character in everything pushed so far. */
+  /** The 1-based line of its first character in everything pushed so far. */
   readonly line: number;
+  /** The 0-based offset of its first character in everything pushed so far. */
+  readonly offset: number;
 }
 
 type Mode = "code" | "string" | "doubleQuoted" | "backQuoted" | "lineComment" | "blockComment";
@@ -42,6 +44,8 @@ export class StatementReader {
   #mode: Mode = "code";
   /** Line of the buffer's first character. */
   #line = 1;
+  /** Offset of the buffer's first character in everything pushed. */
+  #offset = 0;
 
   /** The text of the statement not yet ended by `;`, trimmed (`""` when none). */
   get pending(): string {
@@ -81,7 +85,7 @@ export class StatementReader {
             const lead = raw.length - raw.trimStart().length;
             const line = this.#line + countLines(all.slice(0, start + lead));
             const stmt = raw.trim();
-            if (stmt !== "") out.push({ text: stmt, line });
+            if (stmt !== "") out.push({ text: stmt, line, offset: this.#offset + start + lead });
             start = i + 1;
           }
           break;
@@ -110,6 +114,7 @@ export class StatementReader {
       i++;
     }
     this.#line += countLines(all.slice(0, start));
+    this.#offset += start;
     this.#buffer = all.slice(start);
     return out;
   }

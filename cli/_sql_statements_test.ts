@@ -9,6 +9,7 @@ Deno.test("splitStatements cuts at ';' outside strings, quoted names and comment
     "SELECT 1",
   ].join("\n");
   const { statements, rest } = splitStatements(script);
+  for (const s of statements) assert.ok(script.startsWith(s.text, s.offset), s.text);
   assert.deepEqual(statements.map((s) => [s.line, s.text]), [
     [1, "CREATE TABLE t (a STRING) WITH ('connector' = 'values')"],
     [1, "-- a comment; still one\nINSERT INTO t VALUES ('x;y'), ('it''s;')"],
@@ -24,11 +25,11 @@ Deno.test("a StatementReader fed line by line completes a statement at its ';' a
   assert.deepEqual(reader.push("line;' FROM t\n"), []);
   assert.equal(reader.inQuote, false);
   assert.deepEqual(reader.push("WHERE a = 1;\n"), [
-    { text: "SELECT 'multi\nline;' FROM t\nWHERE a = 1", line: 1 },
+    { text: "SELECT 'multi\nline;' FROM t\nWHERE a = 1", line: 1, offset: 0 },
   ]);
   assert.deepEqual(reader.push("\nSET 'k' = 'v'; SET;\n"), [
-    { text: "SET 'k' = 'v'", line: 5 },
-    { text: "SET", line: 5 },
+    { text: "SET 'k' = 'v'", line: 5, offset: 42 },
+    { text: "SET", line: 5, offset: 57 },
   ]);
   assert.equal(reader.pending, "");
 });

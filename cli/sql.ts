@@ -35,6 +35,7 @@
  */
 
 import {
+  formatTableResult,
   PlanningError,
   SqlParseError,
   StreamExecutionEnvironment,
@@ -190,39 +191,29 @@ class SqlSession {
   }
 
   /**
-   * Runs a whole script (`-f`): locally as one `executeScript` (errors name
-   * the script's lines), on a cluster statement by statement.
+   * Runs a whole script (`-f`) statement by statement; errors name the
+   * script's lines and columns.
    */
   async runScript(script: string): Promise<void> {
-    if (this.#options.cluster === undefined) {
-      await this.#tEnv.executeScript(script, this.#scriptOptions());
-      return;
-    }
     const { statements, rest } = splitStatements(script);
     const all = rest === "" ? statements : [...statements, {
       text: rest,
       line: script.slice(0, script.lastIndexOf(rest)).split("\n").length,
+      offset: script.lastIndexOf(rest),
     }];
-    for (const statement of all) {
-      try {
-        await this.run(statement);
-      } catch (error) {
-        if (error instanceof SqlParseError || error instanceof PlanningError) {
-          throw new PlanningError(
-            `${error.message} (in the statement starting at line ${statement.line})`,
-            { cause: error },
-          );
-        }
-        throw error;
-      }
-    }
+    for (const statement of all) await this.run(statement, script);
   }
 
-  /** Runs one statement (locally, or on the cluster when it is a job). */
-  async run(statement: SqlStatementText): Promise<void> {
+  /**
+   * Runs one statement: locally, or, when it is a job, on the cluster. A
+   * statement that answers with rows (`EXPLAIN`, `SET`) prints them.
+   * @param script the script the statement is part of, if any: the text
+   *   before it is passed blanked out, so that errors give the script's lines.
+   */
+  async run(statement: SqlStatementText, script?: string): Promise<void> {
     const text = statement.text;
     if (this.#options.cluster === undefined) {
-      await this.#tEnv.executeScript(text, this.#scriptOptions());
+      await this.#execute(statement, script);
       return;
     }
     const kind = statementKind(text);
@@ -233,12 +224,23 @@ class SqlSession {
     }
     const job = kind === "insert" && !this.#insertsValuesRows(text);
     if (!job) {
-      await this.#tEnv.executeScript(text, this.#scriptOptions());
+      await this.#execute(statement, script);
       if (kind !== "explain") this.#setup.push(text);
       if (kind === "create") this.#noteValuesTable(text);
       return;
     }
     await this.#submit([...this.#setup, text].map((s) => `${s};`).join("\n"));
+  }
+
+  /** Runs a statement here and prints what it answers with. */
+  async #execute(statement: SqlStatementText, script?: string): Promise<void> {
+    const text = script === undefined
+      ? statement.text
+      : script.slice(0, statement.offset).replace(/[^\n]/g, " ") + statement.text + ";";
+    const results = await this.#tEnv.executeScript(text, this.#scriptOptions());
+    for (const result of results) {
+      if (result.rows !== undefined) console.log(formatTableResult(result).trimEnd());
+    }
   }
 
   /** Whether an INSERT statement adds rows to a `values` table (setup, not a job). */
@@ -289,7 +291,7 @@ async function repl(session: SqlSession): Promise<number> {
   for await (const line of lines(Deno.stdin.readable)) {
     const bare = /^\s*(help|quit|exit)\s*;?\s*$/i.exec(line);
     const statements = bare !== null && reader.pending === ""
-      ? [{ text: bare[1]!, line: 0 }]
+      ? [{ text: bare[1]!, line: 0, offset: 0 }]
       : reader.push(line + "\n");
     for (const statement of statements) {
       const command = statement.text.toUpperCase();
