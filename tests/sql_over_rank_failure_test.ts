@@ -1,0 +1,193 @@
+/**
+ * Top-N, deduplication and OVER jobs under an injected failure: each query
+ * runs over bids from a source that fails once after a completed
+ * checkpoint and restarts from it. Their state (sorted rows, kept rows,
+ * buffered rows with their event-time timers, OVER frames) is keyed state
+ * and timers, so the committed changelog (exactly-once `CollectingSink`)
+ * must equal the failure-free run's: in order at parallelism 1, folded to
+ * the same table at parallelism 2.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  formatRow,
+  RestartStrategies,
+  type Row,
+  type SqlValue,
+  StreamExecutionEnvironment,
+  WatermarkStrategy,
+} from "../mod.ts";
+import { CollectingSink, type TestItem, TestSource } from "../testing.ts";
+import { type PlannerContext, type PlanNode, planQuery } from "../runtime/table/plan.ts";
+import { applyChange } from "../runtime/table/row.ts";
+import type { Expr, OrderItem, SelectItem, SelectQuery } from "../runtime/table/sql_ast.ts";
+import { translatePlan } from "../runtime/table/translate.ts";
+import { TYPES } from "../runtime/table/types.ts";
+import { withTempDir } from "./_job_kit.ts";
+
+const col = (name: string): Expr => ({ k: "column", table: null, name });
+const item = (expr: Expr, alias: string | null = null): SelectItem => ({ k: "expr", expr, alias });
+const desc = (expr: Expr): OrderItem => ({ expr, descending: true });
+const asc = (expr: Expr): OrderItem => ({ expr, descending: false });
+const over = (fn: string, args: Expr[], partitionBy: Expr[], orderBy: OrderItem[]): Expr => ({
+  k: "over",
+  fn,
+  args,
+  partitionBy,
+  orderBy,
+  frame: fn === "ROW_NUMBER" ? null : { unit: "ROWS", preceding: 2 },
+  at: 0,
+});
+const BIDS = { k: "table", name: "bids", alias: null, at: 0 } as const;
+function select(partial: Partial<SelectQuery> & Pick<SelectQuery, "items" | "from">): SelectQuery {
+  return {
+    distinct: false,
+    where: null,
+    groupBy: [],
+    having: null,
+    orderBy: [],
+    limit: null,
+    ...partial,
+  };
+}
+/** `SELECT * FROM (SELECT *, ROW_NUMBER() OVER (...) AS rn FROM bids) WHERE rn <= n`, `rn` selected or not. */
+function topN(
+  partitionBy: Expr[],
+  orderBy: OrderItem[],
+  n: number,
+  outer: SelectItem[],
+): SelectQuery {
+  return select({
+    items: outer,
+    from: {
+      k: "subquery",
+      query: select({
+        items: [{ k: "star" }, item(over("ROW_NUMBER", [], partitionBy, orderBy), "rn")],
+        from: BIDS,
+      }),
+      alias: "q",
+      at: 0,
+    },
+    where: { k: "binary", op: "<=", left: col("rn"), right: { k: "literal", value: n } },
+  });
+}
+
+/** `bids(auction BIGINT, price BIGINT, bidder VARCHAR, ts BIGINT)`, `WATERMARK FOR ts AS ts`. */
+const CONTEXT: PlannerContext = {
+  lookup: (name) =>
+    name === "bids"
+      ? {
+        columns: [
+          { name: "auction", type: TYPES.BIGINT },
+          { name: "price", type: TYPES.BIGINT },
+          { name: "bidder", type: TYPES.STRING },
+          { name: "ts", type: TYPES.BIGINT },
+        ],
+        watermark: { column: "ts", expr: col("ts"), at: 0 },
+      }
+      : undefined,
+  locate: () => "",
+};
+
+/** 120 bids over 5 auctions and 4 bidders; rowtimes ascend (so no row is ever late). */
+const BID_ROWS: SqlValue[][] = Array.from({ length: 120 }, (_, i) => [
+  (i * 3) % 5,
+  (i * 7) % 23,
+  `b${(i * 5) % 4}`,
+  i * 10,
+]);
+
+const QUERIES: [string, SelectQuery][] = [
+  [
+    "a Top-3 per auction with the rank number",
+    topN([col("auction")], [desc(col("price")), asc(col("ts"))], 3, [{ k: "star" }]),
+  ],
+  [
+    "a keep-last row-time deduplication per bidder",
+    topN([col("bidder")], [desc(col("ts"))], 1, [item(col("bidder")), item(col("price"))]),
+  ],
+  [
+    "SUM OVER the last 3 rows per auction",
+    select({
+      items: [
+        item(col("auction")),
+        item(col("ts")),
+        item(over("SUM", [col("price")], [col("auction")], [asc(col("ts"))]), "s"),
+      ],
+      from: BIDS,
+    }),
+  ],
+  [
+    "AVG OVER the last 3 rows per bidder of the Top-1 bid per auction (updating OVER input)",
+    select({
+      items: [
+        item(col("bidder")),
+        item(over("AVG", [col("price")], [col("bidder")], [asc(col("ts"))]), "a"),
+      ],
+      from: {
+        k: "subquery",
+        query: topN([col("auction")], [desc(col("price")), asc(col("ts"))], 1, [
+          item(col("bidder")),
+          item(col("price")),
+          item(col("ts")),
+        ]),
+        alias: "w",
+        at: 0,
+      },
+    }),
+  ],
+];
+
+/** Runs `plan`; with `fail`, a checkpoint after bid 50 and a failure 20 bids later. */
+async function run(plan: PlanNode, parallelism: number, fail: boolean) {
+  return await withTempDir(async (directory) => {
+    const env = StreamExecutionEnvironment.getExecutionEnvironment()
+      .setParallelism(parallelism)
+      .enableCheckpointing(30, { directory })
+      .setRestartStrategy(RestartStrategies.fixedDelay(2, 0));
+    const rows = BID_ROWS.map((fields): Row => ({ kind: "INSERT", fields }));
+    const items: TestItem<Row>[] = fail
+      ? [
+        ...rows.slice(0, 50),
+        TestSource.awaitCheckpoint(),
+        ...rows.slice(50, 70),
+        TestSource.fail("induced failure after bid 70"),
+        ...rows.slice(70),
+      ]
+      : rows;
+    const source = env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "bids")
+      .uid("bids").setParallelism(1);
+    const sink = new CollectingSink<Row>();
+    translatePlan(plan, () => source, "q").sinkTo(sink).uid("changelog");
+    const result = await env.execute(`over and rank under failure p${parallelism}`);
+    return { rows: sink.committed() as Row[], restarts: result.restarts };
+  });
+}
+
+function fold(rows: readonly Row[]): Map<string, number> {
+  const table = new Map<string, number>();
+  for (const row of rows) applyChange(table, row);
+  return table;
+}
+
+for (const [name, query] of QUERIES) {
+  Deno.test({
+    name:
+      `${name}: after a failure and a restart from a checkpoint, the committed changelog is the failure-free run's`,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn() {
+      const plan = planQuery(query, CONTEXT);
+      const clean = await run(plan, 1, false);
+      const failed = await run(plan, 1, true);
+      assert.equal(failed.restarts, 1, "the induced failure restarted the job once");
+      assert.deepEqual(failed.rows.map(formatRow), clean.rows.map(formatRow));
+      const parallel = await run(plan, 2, true);
+      assert.equal(parallel.restarts, 1);
+      assert.deepEqual(fold(parallel.rows), fold(clean.rows));
+      assert.ok(clean.rows.length > 0);
+    },
+  });
+}
