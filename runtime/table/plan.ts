@@ -596,15 +596,16 @@ function sourceOf(keys: readonly CompiledExpr[], e: Expr): number | null {
   return key === undefined ? null : columnSource(key);
 }
 
+const POSITIONS: readonly number[] = Array.from({ length: 4096 }, (_, i) => i);
+
 /**
  * The input position a compiled plain column reference reads (found by
  * evaluating it over the positions themselves), or `null`.
  */
 export function columnSource(expr: CompiledExpr): number | null {
-  const probe = Array.from({ length: 4096 }, (_, i) => i);
   try {
-    const v = expr.evaluate(probe);
-    return typeof v === "number" && Number.isInteger(v) && probe[v] === v ? v : null;
+    const v = expr.evaluate(POSITIONS);
+    return typeof v === "number" && Number.isInteger(v) && POSITIONS[v] === v ? v : null;
   } catch {
     return null;
   }

@@ -22,6 +22,43 @@
 import type { SqlValue } from "./row.ts";
 import { timeAttributeMillis, timestampText } from "./time_attribute.ts";
 
+const digit = (s: string, i: number): number => {
+  const d = s.charCodeAt(i) - 48;
+  return d >= 0 && d <= 9 ? d : Number.NaN;
+};
+const num = (s: string, from: number, to: number): number => {
+  let n = 0;
+  for (let i = from; i < to; i++) n = n * 10 + digit(s, i);
+  return n;
+};
+
+/**
+ * The epoch milliseconds of a canonical `YYYY-MM-DD HH:MM:SS[.f[f[f]]]`
+ * string, read by position (no regex), or `NaN` for anything else (the
+ * caller then takes the general parse).
+ */
+export function canonicalTimestampMillis(s: string): number {
+  const n = s.length;
+  if (
+    n < 19 || n > 23 || n === 20 || s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 ||
+    s.charCodeAt(10) !== 32 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58 ||
+    (n > 19 && s.charCodeAt(19) !== 46)
+  ) {
+    return Number.NaN;
+  }
+  let ms = 0;
+  for (let i = 20; i < 23; i++) ms = ms * 10 + (i < n ? digit(s, i) : 0);
+  return Date.UTC(
+    num(s, 0, 4),
+    num(s, 5, 7) - 1,
+    num(s, 8, 10),
+    num(s, 11, 13),
+    num(s, 14, 16),
+    num(s, 17, 19),
+    ms,
+  );
+}
+
 /** `timeAttributeMillis` of one column, remembering the last value. */
 export class MillisMemo {
   readonly #column: string;
@@ -39,7 +76,8 @@ export class MillisMemo {
    */
   of(value: SqlValue): number {
     if (value !== this.#value || value === undefined) {
-      this.#millis = timeAttributeMillis(value, this.#column);
+      const fast = typeof value === "string" ? canonicalTimestampMillis(value) : Number.NaN;
+      this.#millis = Number.isNaN(fast) ? timeAttributeMillis(value, this.#column) : fast;
       this.#value = value;
     }
     return this.#millis;

@@ -23,7 +23,7 @@ import { groupKeyOf } from "./group_aggregate.ts";
 import { describeNode, type ScanNode } from "./plan.ts";
 import type { WindowAggregateNode, WindowTableFunctionNode } from "./plan_window.ts";
 import { formatRow, type Row } from "./row.ts";
-import { timeAttributeMillis, timestampText } from "./time_attribute.ts";
+import { MillisMemo, TextMemo } from "./timestamp_cache.ts";
 import {
   attachedWindows,
   rowtimeWindows,
@@ -101,11 +101,12 @@ export function withScanWatermarks(
   const wm = node.watermark!;
   const column = node.columns[wm.rowtime]!.name;
   const onEvent = wm.emit === "on-event";
+  const millis = new MillisMemo(column);
   const strategy = WatermarkStrategy.forGenerator<Row>(() =>
     new SqlWatermarkGenerator(wm.delayMillis, onEvent)
   ).withTimestampAssigner((row) => {
     try {
-      return timeAttributeMillis(row.fields[wm.rowtime] ?? null, column);
+      return millis.of(row.fields[wm.rowtime] ?? null);
     } catch (error) {
       throw new SuppressRestartsError(
         `table ${node.table}: ${formatRow(row)} has no valid rowtime: ${
@@ -129,6 +130,7 @@ export function translateWindowTableFunction(
   const assigner = rowtimeWindows(node.window);
   const name = describeNode(node);
   const context = { currentProcessingTime: () => 0 };
+  const [start, end, time] = [new TextMemo(), new TextMemo(), new TextMemo()];
   return input.flatMap((row: Row, out: Collector<Row>) => {
     let windows;
     try {
@@ -146,9 +148,9 @@ export function translateWindowTableFunction(
         kind: row.kind,
         fields: [
           ...row.fields,
-          timestampText(w.start),
-          timestampText(w.end),
-          timestampText(w.end - 1),
+          start.of(w.start),
+          end.of(w.end),
+          time.of(w.end - 1),
         ],
       });
     }

@@ -51,7 +51,6 @@ import { copyAccumulator } from "./group_aggregate.ts";
 import type { AggregateCall } from "./plan.ts";
 import type { WindowKeySlot, WindowSpec } from "./plan_window.ts";
 import { formatRow, type Row, type SqlValue } from "./row.ts";
-import { timeAttributeMillis } from "./time_attribute.ts";
 import { MillisMemo, TextMemo } from "./timestamp_cache.ts";
 
 /** The runtime assigner of a window spec, in event time. */
@@ -72,13 +71,13 @@ function innerAssigner(spec: WindowSpec): WindowAssigner<unknown, TimeWindow> {
 class RowtimeWindows extends WindowAssigner<Row, TimeWindow> {
   private readonly inner: WindowAssigner<unknown, TimeWindow>;
   private readonly timeIndex: number;
-  private readonly timeColumn: string;
+  private readonly millis: MillisMemo;
 
   constructor(spec: WindowSpec) {
     super();
     this.inner = innerAssigner(spec);
     this.timeIndex = spec.timeIndex;
-    this.timeColumn = spec.timeColumn;
+    this.millis = new MillisMemo(spec.timeColumn);
   }
 
   assignWindows(
@@ -86,7 +85,7 @@ class RowtimeWindows extends WindowAssigner<Row, TimeWindow> {
     _timestamp: number | undefined,
     ctx: WindowAssignerContext,
   ): TimeWindow[] {
-    const time = timeAttributeMillis(row.fields[this.timeIndex] ?? null, this.timeColumn);
+    const time = this.millis.of(row.fields[this.timeIndex] ?? null);
     return this.inner.assignWindows(row, time, ctx);
   }
 
