@@ -17,6 +17,9 @@
  * | `GroupAggregate` | non-windowed GROUP BY | here |
  * | `Join`, `IntervalJoin`, `WindowJoin` | `JOIN ... ON` | `plan_join.ts` |
  * | `WindowTableFunction`, `WindowAggregate` | `TABLE(TUMBLE(...))` and its GROUP BY | `plan_window.ts` |
+ * | `Rank`, `Deduplicate`, `WindowRank` | `ROW_NUMBER() OVER (...)` read with `WHERE rn <= N` | `plan_rank.ts` |
+ * | `OverAggregate` | `agg(x) OVER (PARTITION BY ... ORDER BY ... frame)` | `plan_over.ts` |
+ * | `GroupAggregate` without aggregates | `SELECT DISTINCT` | `plan_distinct.ts` |
  *
  * Planning is pure: it reads the catalog's schemas and produces nodes whose
  * expressions are compiled closures; `translate.ts` turns a plan into

@@ -9,6 +9,7 @@
  * | `GroupAggregate` | `keyBy(JSON of the keys).process(GroupAggregateFunction)` | `<prefix>-group-aggregate-<n>` |
  * | `Join`, `IntervalJoin`, `WindowJoin` | see `translate_join.ts` | `<prefix>-join-<n>`... |
  * | `WindowTableFunction`, `WindowAggregate`, a scan's watermarks | see `translate_window.ts` | `<prefix>-window-aggregate-<n>`... |
+ * | `Rank`, `Deduplicate`, `WindowRank`, `OverAggregate` | see `translate_over.ts` | `<prefix>-rank-<n>`... |
  *
  * Uids are numbered from the sources up, under the prefix the table
  * environment gives each query (`sql-1`, `sql-2`...), so the same program
