@@ -45,6 +45,8 @@ import {
 } from "./ha/recovered_job.ts";
 import { JobFailedError } from "./job_result.ts";
 import { WorkerPool } from "./worker_pool.ts";
+import { WorkerRegistrationWindow } from "./ha/worker_registration.ts";
+import { type ClusterJob, ClusterJobs, type WorkerRegistrationFacts } from "./cluster_jobs.ts";
 import { NatsConnectionLostError, WorkerLostError } from "./cluster_errors.ts";
 export { NatsConnectionLostError, WorkerLostError } from "./cluster_errors.ts";
 import { resolveResume } from "./local_executor.ts";
@@ -105,43 +107,24 @@ export interface ClusterCoordinatorOptions {
   } | undefined;
 }
 
-interface JobEntry {
-  readonly request: SubmitRequest;
-  readonly coordinator: JobCoordinator;
-  status: JobStatus;
-  outcome?: JobOutcome;
-  /** Not run yet: it waits for workers to register with this leader (`ha.workerRegistrationMs`). */
-  awaitingWorkers?: boolean;
-  /** Cancelled while it waited for workers: cancelled as soon as it runs. */
-  cancelRequested?: boolean;
-}
-
 /** Runs the jobs of a cluster (see the module docs). */
 export class ClusterCoordinator implements RestBackend {
   readonly #o: ClusterCoordinatorOptions;
   readonly #workers = new WorkerPool();
-  readonly #jobs = new Map<string, JobEntry>();
+  /** The job table (`cluster_jobs.ts`). */
+  readonly #jobs = new ClusterJobs();
   readonly #subscriptions: Subscription[] = [];
   #sweeper: ReturnType<typeof setInterval> | undefined;
   /** When the NATS connection was lost, while it is (see `connectionLost`). */
   #disconnectedAt: number | undefined;
-  /** High availability: no deployment before this time (epoch ms; workers register). */
-  #registeringUntil = 0;
-  /** High availability: resolved once the worker registration window passed (or the term ended). */
-  readonly #registration = Promise.withResolvers<void>();
-  /** Whether jobs still wait for {@linkcode ClusterCoordinator.#registration}. */
-  #registering: boolean;
-  #registrationTimer: ReturnType<typeof setTimeout> | undefined;
+  /** High availability: no job runs while workers register with this leader. */
+  readonly #registration: WorkerRegistrationWindow;
   /** High availability: this term ended (`suspend`). */
   #suspended = false;
-  /** Completed REST savepoint operations by job and trigger id: their locations (job store). */
-  readonly #savepointLocations = new Map<string, Map<string, string>>();
-  /** High availability: jobs that ended under an earlier leader, served from the job store. */
-  readonly #storedEnded = new Map<string, { status: JobStatus; outcome: JobOutcome }>();
 
   constructor(options: ClusterCoordinatorOptions) {
     this.#o = options;
-    this.#registering = (options.ha?.workerRegistrationMs ?? 0) > 0;
+    this.#registration = new WorkerRegistrationWindow(options.ha?.workerRegistrationMs ?? 0);
   }
 
   get #heartbeatTimeoutMs(): number {
@@ -168,16 +151,7 @@ export class ClusterCoordinator implements RestBackend {
     on(JOB_STATUS_SUBJECT, (m) => this.#onJobStatus(m));
     on(INFO_SUBJECT, (m) => this.#reply(m, answerJobInfo(this, decodeJobId(m), Date.now())));
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, this.#heartbeatTimeoutMs / 4));
-    const registrationMs = this.#o.ha?.workerRegistrationMs ?? 0;
-    this.#registeringUntil = Date.now() + registrationMs;
-    this.#registrationTimer = setTimeout(() => this.#registered(), registrationMs);
-  }
-
-  /** The worker registration window passed (or the term ended): waiting jobs run. */
-  #registered(): void {
-    clearTimeout(this.#registrationTimer);
-    this.#registering = false;
-    this.#registration.resolve();
+    this.#registration.start();
   }
 
   /**
@@ -189,17 +163,17 @@ export class ClusterCoordinator implements RestBackend {
   recover(stored: StoredJob, plan: JobRecoveryPlan): void {
     const request = stored.request;
     for (const sp of stored.savepoints ?? []) {
-      this.#rememberSavepoint(request.jobId, sp.triggerId, sp.location);
+      this.#jobs.rememberSavepoint(request.jobId, sp.triggerId, sp.location);
     }
     if (plan.kind === "serve-ended") {
       const served = { status: storedJobStatus(stored), outcome: storedOutcome(stored) };
-      this.#storedEnded.set(request.jobId, served);
+      this.#jobs.serveEnded(request.jobId, served);
       return;
     }
     if (plan.kind === "fail") {
       const failed = failedRecovery(stored, plan.reason, Date.now());
       log.error(`job ${request.jobId}: ${plan.reason}`);
-      this.#storedEnded.set(request.jobId, failed);
+      this.#jobs.serveEnded(request.jobId, failed);
       this.#o.ha?.records.ended(request.jobId, {
         status: "FAILED",
         endedAt: failed.status.endedAt!,
@@ -223,7 +197,7 @@ export class ClusterCoordinator implements RestBackend {
           : `checkpoint ${plan.restoreFrom.checkpointId} of job ${plan.restoreFrom.jobId}`),
       { name: "job-recovered", jobId: request.jobId, attempt: plan.attempt },
     );
-    const entry: JobEntry = {
+    const entry: ClusterJob = {
       request,
       coordinator,
       status: {
@@ -232,7 +206,7 @@ export class ClusterCoordinator implements RestBackend {
         restartedAfter: takeoverReason(this.#o.ha?.records.epoch ?? 0, stored.attempt),
       },
     };
-    this.#jobs.set(request.jobId, entry);
+    this.#jobs.add(entry);
     void this.#runJob(entry);
   }
 
@@ -244,7 +218,7 @@ export class ClusterCoordinator implements RestBackend {
    */
   suspend(): void {
     this.#suspended = true;
-    this.#registered(); // jobs that never ran stay so: the next leader runs them
+    this.#registration.close(); // jobs that never ran stay so: the next leader runs them
     clearInterval(this.#sweeper);
     for (const s of this.#subscriptions.splice(0)) s.unsubscribe();
     for (const job of this.#jobs.values()) {
@@ -257,13 +231,10 @@ export class ClusterCoordinator implements RestBackend {
   /** The jobs and live workers. */
   overview(): ClusterOverview {
     const now = Date.now();
-    const ended = (j: JobStatus) => Number(j.endedAt !== undefined);
-    const stored = [...this.#storedEnded.values()].map((j) => j.status);
-    const jobs = [...this.#jobs.values()].map((j) => this.#status(j)).concat(stored).sort((a, b) =>
-      ended(a) - ended(b) ||
-      (b.endedAt ?? b.startedAt) - (a.endedAt ?? a.startedAt)
-    );
-    return { jobs, workers: this.#workers.list(now) };
+    return {
+      jobs: this.#jobs.statuses(this.#registrationFacts, now),
+      workers: this.#workers.list(now),
+    };
   }
 
   /**
@@ -325,7 +296,7 @@ export class ClusterCoordinator implements RestBackend {
       if (job.awaitingWorkers) job.cancelRequested = true;
       else job.coordinator.cancel();
     }
-    this.#registered();
+    this.#registration.close();
     await this.#o.transport.flush().catch(() => {});
   }
 
@@ -435,7 +406,7 @@ export class ClusterCoordinator implements RestBackend {
       this.#reply(m, { ok: false, error: describe(invalid) } satisfies SubmitReply);
       return;
     }
-    const entry: JobEntry = {
+    const entry: ClusterJob = {
       request,
       coordinator,
       status: {
@@ -470,7 +441,7 @@ export class ClusterCoordinator implements RestBackend {
         return;
       }
     }
-    this.#jobs.set(request.jobId, entry);
+    this.#jobs.add(entry);
     log.info(`job ${request.jobId} '${request.graph.name}' submitted from ${request.moduleUrl}`, {
       name: "job-submitted",
       jobId: request.jobId,
@@ -486,11 +457,11 @@ export class ClusterCoordinator implements RestBackend {
    * first (WAITING_FOR_RESOURCES), so its first attempt neither deploys on
    * the workers heard first nor reports that none is registered.
    */
-  async #runJob(entry: JobEntry): Promise<void> {
+  async #runJob(entry: ClusterJob): Promise<void> {
     const { coordinator, request } = entry;
-    if (this.#registering) {
+    if (this.#registration.open) {
       entry.awaitingWorkers = true;
-      await this.#registration.promise;
+      await this.#registration.passed();
       entry.awaitingWorkers = false;
       if (this.#suspended) return; // never ran: the next leader takes it over
     }
@@ -563,7 +534,7 @@ export class ClusterCoordinator implements RestBackend {
       checkpointing: request.checkpointing,
       restartStrategy: request.restartStrategy,
       failoverStrategy: request.failoverStrategy,
-      workers: () => Date.now() < this.#registeringUntil ? [] : this.slots(),
+      workers: () => this.#registration.open ? [] : this.slots(),
       restoreFrom,
       recoveredCheckpoints: resumed?.recoveredCheckpoints,
       deployTimeoutMs: o.deployTimeoutMs ?? 60_000,
@@ -638,7 +609,7 @@ export class ClusterCoordinator implements RestBackend {
     if (triggerId === undefined) return done;
     return done.then((location) => {
       // Recorded, so a new leader still answers for it (`GET /jobs/:id/savepoints/:trigger`).
-      this.#rememberSavepoint(order.jobId, triggerId, location);
+      this.#jobs.rememberSavepoint(order.jobId, triggerId, location);
       this.#o.ha?.records.savepointCompleted(order.jobId, triggerId, location, Date.now());
       return location;
     });
@@ -654,13 +625,7 @@ export class ClusterCoordinator implements RestBackend {
    * when it completed under this leader or one before it (job store).
    */
   savepointLocation(jobId: string, triggerId: string): string | undefined {
-    return this.#savepointLocations.get(jobId)?.get(triggerId);
-  }
-
-  #rememberSavepoint(jobId: string, triggerId: string, location: string): void {
-    const byTrigger = this.#savepointLocations.get(jobId) ??
-      this.#savepointLocations.set(jobId, new Map()).get(jobId)!;
-    byTrigger.set(triggerId, location);
+    return this.#jobs.savepointLocation(jobId, triggerId);
   }
 
   /** Serves a savepoint trigger or a stop-with-savepoint; replies once the savepoint is stored. */
@@ -705,37 +670,19 @@ export class ClusterCoordinator implements RestBackend {
     );
   }
 
-  #status(job: JobEntry): JobStatus {
-    const c = job.coordinator;
-    if (job.awaitingWorkers && job.status.status === "RUNNING") {
-      const leftMs = Math.max(0, this.#registeringUntil - Date.now());
-      return {
-        ...job.status,
-        status: "WAITING_FOR_RESOURCES",
-        waitingForSlots: `waiting for workers to register with the leading coordinator ` +
-          `(epoch ${this.#o.ha?.records.epoch ?? 0}) before deploying attempt ${c.attempt}` +
-          ` (${leftMs} ms left)`,
-      };
-    }
-    const lastFailure = c.lastFailure;
-    const restartedAfter = c.restartedAfter ?? job.status.restartedAfter;
-    const waitingForSlots = c.waitingForSlots;
-    return job.status.status === "RUNNING"
-      ? {
-        ...job.status,
-        status: waitingForSlots === undefined ? "RUNNING" : "WAITING_FOR_RESOURCES",
-        attempt: c.attempt,
-        lastFailure,
-        restartedAfter,
-        waitingForSlots,
-      }
-      : { ...job.status, lastFailure, restartedAfter };
+  #status(job: ClusterJob): JobStatus {
+    return this.#jobs.statusOf(job, this.#registrationFacts, Date.now());
+  }
+
+  /** Until when jobs wait for workers to register with this leader, and its epoch. */
+  get #registrationFacts(): WorkerRegistrationFacts {
+    return { until: this.#registration.until, epoch: this.#o.ha?.records.epoch ?? 0 };
   }
 
   #onJobStatus(m: TransportMessage): void {
     const { jobId } = decode(m.data) as { jobId: string };
     const job = this.#jobs.get(jobId);
-    const stored = this.#storedEnded.get(jobId);
+    const stored = this.#jobs.storedEnded(jobId);
     if (!job && stored) return this.#reply(m, { ok: true, ...stored } satisfies JobStatusReply);
     if (!job) {
       return this.#reply(m, { ok: false, error: `no job ${jobId}` } satisfies JobStatusReply);
@@ -751,13 +698,8 @@ export class ClusterCoordinator implements RestBackend {
   }
 
   #forgetOldJobs(): void {
-    const keep = this.#o.retainedEndedJobs ?? 100;
-    const ended = [...this.#jobs.values()].filter((j) => j.status.status !== "RUNNING")
-      .sort((a, b) => (a.status.endedAt ?? 0) - (b.status.endedAt ?? 0));
-    for (const j of ended.slice(0, Math.max(0, ended.length - keep))) {
-      this.#jobs.delete(j.request.jobId);
-      this.#savepointLocations.delete(j.request.jobId);
-      this.#o.ha?.records.forget(j.request.jobId);
+    for (const jobId of this.#jobs.forgetEnded(this.#o.retainedEndedJobs ?? 100)) {
+      this.#o.ha?.records.forget(jobId);
     }
   }
 }
