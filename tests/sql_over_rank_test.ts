@@ -694,3 +694,71 @@ Deno.test({
     }
   },
 });
+
+// --- ORDER BY ... LIMIT --------------------------------------------------------------
+
+Deno.test({
+  name:
+    "ORDER BY ... LIMIT 3 plans a SortLimit (a Top-3 without partition) whose changelog folds to the batch's best 3; LIMIT 2 alone keeps the first 2 rows, append-only",
+  ...JOB,
+  async fn() {
+    const sorted = select({
+      items: [item(col("price")), item(col("bidder")), item(col("ts"))],
+      from: table("bids"),
+      orderBy: [desc(col("price")), asc(col("bidder")), asc(col("ts"))],
+      limit: 3,
+    });
+    const plan = planQuery(sorted, CONTEXT);
+    assert.equal(plan.mode, "retract");
+    assert.match(
+      explainPlan(plan),
+      /SortLimit\(orderBy=\[price DESC, bidder ASC, ts ASC\], offset=\[0\], fetch=\[3\], changelogMode=\[I,UB,UA,D\]\)\n.*Exchange\(distribution=\[single\]/,
+    );
+    await fc.assert(
+      fc.asyncProperty(bids, async (rows) => {
+        const best = rows.map((r) => [r[1], r[2], r[3]] as SqlValue[]).sort((x, y) =>
+          compareBySortKeys(
+            [
+              { index: 0, descending: true },
+              { index: 1, descending: false },
+              { index: 2, descending: false },
+            ],
+            x,
+            y,
+          )
+        ).slice(0, 3);
+        assert.deepEqual(fold(await run(plan, rows)), tableOf(best));
+      }),
+      { numRuns: 10 },
+    );
+    const first = planQuery(
+      select({ items: [item(col("bidder"))], from: table("bids"), limit: 2 }),
+      CONTEXT,
+    );
+    assert.equal(first.mode, "append");
+    assert.match(explainPlan(first), /Limit\(offset=\[0\], fetch=\[2\], changelogMode=\[I\]\)/);
+    const out = await run(first, [[1, 5, "a", 1], [1, 9, "b", 2], [1, 7, "c", 3]], 1);
+    assert.deepEqual(out.map((r) => `${r.kind} ${r.fields.join(",")}`), ["INSERT a", "INSERT b"]);
+  },
+});
+
+Deno.test("ORDER BY without LIMIT, and ORDER BY a column the SELECT list lacks, are refused naming what to write", () => {
+  const refused = (query: SelectQuery, message: RegExp) =>
+    assert.throws(
+      () => planQuery(query, CONTEXT),
+      (e: unknown) => e instanceof PlanningError && message.test(e.message),
+    );
+  refused(
+    select({ items: [STAR], from: table("bids"), orderBy: [desc(col("price"))] }),
+    /ORDER BY without LIMIT is not supported yet \(add LIMIT n for a Top-N\)/,
+  );
+  refused(
+    select({
+      items: [item(col("bidder"))],
+      from: table("bids"),
+      orderBy: [desc(col("price"))],
+      limit: 3,
+    }),
+    /ORDER BY price must name a column of the SELECT list \(columns: bidder\)/,
+  );
+});

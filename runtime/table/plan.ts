@@ -90,6 +90,7 @@ import {
 } from "./plan_window.ts";
 import {
   type DeduplicateNode,
+  planSortLimit,
   type RankNode,
   rewriteTopN,
   type WindowRankNode,
@@ -392,14 +393,11 @@ function scanWatermark(
 
 /** A SELECT planned as a relation (its output qualified by nothing; window columns tracked). */
 function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOptions): Relation {
+  // ORDER BY ... LIMIT, SELECT DISTINCT, ROW_NUMBER Top-N and OVER aggregations:
+  // plan_rank.ts, plan_distinct.ts, plan_over.ts
   if (query.orderBy.length > 0 || query.limit !== null) {
-    throw new PlanningError(
-      `${query.orderBy.length > 0 ? "ORDER BY" : "LIMIT"} is not supported yet${
-        context.locate("ORDER")
-      }`,
-    );
+    return planSortLimit(query, context, (q) => planSelect(q, context, {}));
   }
-  // SELECT DISTINCT, ROW_NUMBER Top-N and OVER aggregations: plan_distinct.ts, plan_rank.ts, plan_over.ts
   if (query.distinct) return planDistinct(planSelect({ ...query, distinct: false }, context, {}));
   const topN = rewriteTopN(query, context, (q, c) => planSelect(q, c, {}));
   if (topN !== null) return planSelect(topN.query, topN.context, options);

@@ -37,9 +37,21 @@
  * reading that plan as a view, so the planner plans the outer query (its
  * WHERE, GROUP BY, SELECT list) as any other.
  *
+ * ## ORDER BY ... LIMIT
+ *
+ * {@linkcode planSortLimit} plans `ORDER BY x [DESC] LIMIT n` as Flink's
+ * `SortLimit` and `LIMIT n` alone as its `Limit`: a `Rank` without
+ * PARTITION BY (one key, so one subtask) keeping ranks `1..n`, without the
+ * rank number. `LIMIT n` alone over an append-only input keeps the first
+ * `n` rows to arrive and is append-only; `ORDER BY ... LIMIT` retracts a
+ * row when a better one comes.
+ *
  * ## Simplifications
  *
  * - `RANK()` and `DENSE_RANK()` are refused (only `ROW_NUMBER()`).
+ * - `ORDER BY` without `LIMIT` is refused (Flink sorts a stream only by
+ *   a time attribute ascending, as it arrives by the watermark: not yet
+ *   here); ORDER BY names columns of the SELECT list.
  * - Weir has no processing-time attribute column yet: processing-time
  *   deduplication is written `ORDER BY PROCTIME()` in the OVER clause.
  * - The outer query reads the subquery through its alias only (a view).
@@ -71,8 +83,10 @@ export interface RankNode {
   readonly orderText: string;
   /** The input's columns, then the rank number when it is output. */
   readonly columns: readonly Column[];
-  /** `retract`. */
+  /** `retract` (`append` for `LIMIT n` alone over an append-only input). */
   readonly mode: ChangelogMode;
+  /** Printed as Flink's `SortLimit` / `Limit` (ORDER BY ... LIMIT) rather than `Rank`. */
+  readonly display?: "SortLimit" | "Limit";
 }
 
 /** A deduplication (Flink's `Deduplicate`), keyed by the partition keys. */
@@ -454,12 +468,83 @@ export function columnNames(e: Expr): Set<string> {
   return names;
 }
 
+/**
+ * Plans `... ORDER BY ... LIMIT n` and `... LIMIT n` (see the module docs).
+ *
+ * @param query the query with its ORDER BY and LIMIT.
+ * @param context the catalog.
+ * @param planSelect plans a SELECT (here the query without ORDER BY and LIMIT).
+ * @returns the relation of the limited query.
+ * @throws {PlanningError} for ORDER BY without LIMIT, `LIMIT 0`, or an
+ *   ORDER BY item that is not a column of the SELECT list.
+ */
+export function planSortLimit(
+  query: SelectQuery,
+  context: PlannerContext,
+  planSelect: (query: SelectQuery) => Relation,
+): Relation {
+  if (query.limit === null) {
+    throw new PlanningError(
+      `ORDER BY without LIMIT is not supported yet (add LIMIT n for a Top-N)${
+        context.locate("ORDER")
+      }`,
+    );
+  }
+  if (!Number.isSafeInteger(query.limit) || query.limit < 1) {
+    throw new PlanningError(
+      `LIMIT must be an integer >= 1: current value is ${query.limit}${context.locate("LIMIT")}`,
+    );
+  }
+  const rel = planSelect({ ...query, orderBy: [], limit: null });
+  const input = rel.node;
+  const sortKeys = query.orderBy.map((o) => {
+    const text = exprText(o.expr);
+    let index = o.expr.k === "column"
+      ? input.columns.findIndex((c) => c.name === (o.expr as { name: string }).name)
+      : -1;
+    if (index === -1) {
+      index = query.items.findIndex((i) => i.k === "expr" && exprText(i.expr) === text);
+      if (index !== -1 && query.items.some((i) => i.k === "star")) index = -1;
+    }
+    if (index === -1) {
+      throw new PlanningError(
+        `ORDER BY ${text} must name a column of the SELECT list (columns: ${
+          input.columns.map((c) => c.name).join(", ")
+        })${context.locate("ORDER")}`,
+      );
+    }
+    return { index, descending: o.descending };
+  });
+  const node: RankNode = {
+    op: "Rank",
+    input,
+    partitionKeys: [],
+    spec: {
+      sortKeys,
+      rankStart: 1,
+      rankEnd: query.limit,
+      outputRankNumber: false,
+      appendOnlyInput: input.mode === "append",
+      generateUpdateBefore: true,
+    },
+    orderText: query.orderBy.map(orderItemText).join(", "),
+    columns: input.columns,
+    mode: sortKeys.length === 0 && input.mode === "append" ? "append" : "retract",
+    display: sortKeys.length === 0 ? "Limit" : "SortLimit",
+  };
+  return { node, qualifiers: input.columns.map(() => []), window: null };
+}
+
 /** Describes a ranking node as Flink's plan prints it (without the mode). */
 export function describeRankingNode(node: RankingNode): string {
   const partition = node.partitionKeys.map((k) => k.text).join(", ");
   const select = node.columns.map((c) => c.name).join(", ");
   switch (node.op) {
     case "Rank":
+      if (node.display === "Limit") return `Limit(offset=[0], fetch=[${node.spec.rankEnd}])`;
+      if (node.display === "SortLimit") {
+        return `SortLimit(orderBy=[${node.orderText}], offset=[0], fetch=[${node.spec.rankEnd}])`;
+      }
       return `Rank(strategy=[${
         node.spec.appendOnlyInput ? "AppendFastStrategy" : "RetractStrategy"
       }], rankType=[ROW_NUMBER], rankRange=[rankStart=${node.spec.rankStart}, rankEnd=${node.spec.rankEnd}], partitionBy=[${partition}], orderBy=[${node.orderText}], select=[${select}])`;
