@@ -678,11 +678,21 @@ function project(
         throw new PlanningError(`SELECT * in a grouped query is not allowed${context.locate("*")}`);
       }
       const names = uniqueNames(scope.columns.map((c) => c.name));
-      scope.columns.forEach((c, i) => {
+      const table = item.table;
+      const picked = scope.columns.map((_, i) => i).filter((i) =>
+        table === undefined || scope.qualifiers?.[i]?.includes(table) === true
+      );
+      if (picked.length === 0) {
+        throw new PlanningError(
+          `${table}.* names no table of the FROM clause${context.locate(`${table}`)}`,
+        );
+      }
+      for (const i of picked) {
+        const c = scope.columns[i]!;
         projections.push({ evaluate: (f) => f[i] ?? null, type: c.type, text: c.name });
-        columns.push({ name: names[i]!, type: c.type });
+        columns.push({ name: table === undefined ? names[i]! : c.name, type: c.type });
         sources.push(i);
-      });
+      }
       continue;
     }
     const compiled = compileExpr(item.expr, scope);

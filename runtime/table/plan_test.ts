@@ -228,3 +228,24 @@ Deno.test("time bounds between two rowtimes make an IntervalJoin", () => {
   assert.match(text, /changelogMode=\[I\]/);
   assert.doesNotMatch(text, /UB/);
 });
+
+Deno.test("t.* selects the columns of one join input", () => {
+  const from: TableRef = {
+    k: "join",
+    kind: "INNER",
+    left: table("orders", "o"),
+    right: table("customers", "c"),
+    on: eq(col("customer", "o"), col("id", "c")),
+    at: 0,
+  };
+  const plan = planQuery(
+    select(from, [{ k: "star", table: "c" }, item(col("amount", "o"))]),
+    context(),
+  );
+  assert.deepEqual(plan.columns.map((c) => c.name), ["id", "name", "ts", "amount"]);
+  assert.throws(
+    () => planQuery(select(from, [{ k: "star", table: "x" }]), context()),
+    (e: unknown) =>
+      e instanceof PlanningError && /x\.\* names no table of the FROM clause/.test(e.message),
+  );
+});
