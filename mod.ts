@@ -331,7 +331,12 @@ export type { CheckpointCounts } from "./runtime/checkpoint/tracker.ts";
 export type { KeyPart } from "./runtime/state/key_group.ts";
 export type { CheckpointFailureCode, CheckpointId } from "./runtime/checkpoint/types.ts";
 export { StreamTableEnvironment } from "./runtime/table/table_environment.ts";
-export type { SchemaColumn, ScriptOptions } from "./runtime/table/table_environment.ts";
+export type {
+  FromDataStreamOptions,
+  SchemaColumn,
+  SchemaWatermark,
+  ScriptOptions,
+} from "./runtime/table/table_environment.ts";
 export { Table } from "./runtime/table/table.ts";
 export type { ResultKind, TableResult } from "./runtime/table/table.ts";
 export { formatRow, shortString } from "./runtime/table/row.ts";

@@ -1,9 +1,10 @@
 /**
- * The statements of a table environment that run no job: `SET`, `EXPLAIN`
- * and the job options `SET` leaves for the next job (Flink's
- * `TableEnvironmentImpl.executeInternal` for `SetOperation`,
- * `ExplainOperation`). `CREATE VIEW` registers a catalog entry and lives in
- * `table_environment.ts`, which owns the catalog.
+ * The statements of a table environment that run no job: `SET`, `EXPLAIN`,
+ * the table `CREATE TABLE` defines, and the job options `SET` leaves for
+ * the next job (Flink's `TableEnvironmentImpl.executeInternal` for
+ * `SetOperation`, `ExplainOperation`, `CreateTableOperation`). Registering
+ * entries (`CREATE TABLE`, `CREATE VIEW`) is the catalog's (`catalog.ts`),
+ * done by `table_environment.ts`.
  *
  * | statement | result |
  * |---|---|
@@ -40,8 +41,11 @@ import type { StreamExecutionEnvironment } from "../api/environment.ts";
 import { PlanningError } from "./changelog_mode.ts";
 import { explainPlan, type PlanNode } from "./plan.ts";
 import { formatValue } from "./row.ts";
+import type { Statement } from "./sql_ast.ts";
 import type { TableResult } from "./table.ts";
 import { TableConfig, TableConfigError } from "./table_config.ts";
+import type { ConnectorTable, TableConnectorRegistry } from "./table_connectors.ts";
+import type { Column } from "./types.ts";
 
 /**
  * Runs `SET`: with a key and a value sets it; with a key alone shows it;
@@ -157,4 +161,88 @@ export function applyJobOptions(
   const interval = config.get("execution.checkpointing.interval");
   if (interval > 0) env.enableCheckpointing(interval);
   return config.get("pipeline.name") ?? defaultName;
+}
+
+/**
+ * The connector table a `CREATE TABLE` defines, checked: its connector
+ * exists and accepts its options, its PRIMARY KEY names distinct columns
+ * of it, its WATERMARK column is TIMESTAMP or BIGINT (Flink's rowtime).
+ * @param where where the statement is, for messages.
+ * @throws {PlanningError} for a missing or unknown connector (listing the
+ *   known ones), a computed column, a bad key or watermark column, or
+ *   options the connector refuses, naming the table.
+ */
+export function createConnectorTable(
+  statement: Extract<Statement, { k: "createTable" }>,
+  connectors: TableConnectorRegistry,
+  where: string,
+): ConnectorTable {
+  const connectorName = statement.options.connector;
+  if (connectorName === undefined) {
+    throw new PlanningError(`CREATE TABLE ${statement.name} needs a 'connector' option${where}`);
+  }
+  const connector = connectors.get(connectorName);
+  if (connector === undefined) {
+    throw new PlanningError(
+      `Could not find a connector for identifier '${connectorName}' (table ${statement.name}${where}); available: ${
+        connectors.identifiers.join(", ")
+      }`,
+    );
+  }
+  const columns = statement.columns.map((c): Column => {
+    if (c.type === null || c.computed !== null) {
+      throw new PlanningError(
+        `computed column ${c.name} of ${statement.name} is not supported yet${where}`,
+      );
+    }
+    return { name: c.name, type: c.type };
+  });
+  const table: ConnectorTable = {
+    name: statement.name,
+    columns,
+    options: statement.options,
+    rows: [],
+    primaryKey: statement.primaryKey,
+    watermark: statement.watermark,
+  };
+  checkKeyAndWatermark(table, where);
+  connector.validate(table);
+  return table;
+}
+
+/**
+ * Checks a CREATE TABLE's PRIMARY KEY (distinct columns of the table) and
+ * WATERMARK column (a TIMESTAMP or BIGINT column of the table: Flink's
+ * rowtime attribute).
+ * @throws {PlanningError} naming the column and the table.
+ */
+function checkKeyAndWatermark(table: ConnectorTable, where: string): void {
+  const names = table.columns.map((c) => c.name);
+  if (table.primaryKey !== null) {
+    for (const key of table.primaryKey) {
+      if (!names.includes(key)) {
+        throw new PlanningError(
+          `PRIMARY KEY column ${key} of ${table.name} is not a column of it${where}; columns: ${
+            names.join(", ")
+          }`,
+        );
+      }
+    }
+    if (new Set(table.primaryKey).size !== table.primaryKey.length) {
+      throw new PlanningError(`PRIMARY KEY of ${table.name} names a column twice${where}`);
+    }
+  }
+  if (table.watermark !== null) {
+    const column = table.columns.find((c) => c.name === table.watermark!.column);
+    if (column === undefined) {
+      throw new PlanningError(
+        `WATERMARK FOR ${table.watermark.column}: ${table.name} has no such column${where}`,
+      );
+    }
+    if (column.type.family !== "TIMESTAMP" && column.type.family !== "BIGINT") {
+      throw new PlanningError(
+        `WATERMARK FOR ${column.name} of ${table.name}: the rowtime column must be TIMESTAMP(3) or BIGINT (epoch ms), not ${column.type.name}${where}`,
+      );
+    }
+  }
 }

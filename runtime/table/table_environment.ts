@@ -41,74 +41,32 @@
  * @module
  */
 
-import { type DataStream, SingleOutputStreamOperator } from "../api/datastream.ts";
+import type { DataStream } from "../api/datastream.ts";
 import type { StreamExecutionEnvironment } from "../api/environment.ts";
 import { PrintSink } from "../api/print_sink.ts";
 import type { Sink } from "../api/sink.ts";
-import { type ChangelogMode, checkSinkMode, PlanningError } from "./changelog_mode.ts";
+import { checkSinkMode, PlanningError } from "./changelog_mode.ts";
 import { parseScript, positionOf } from "./parser.ts";
 import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } from "./plan.ts";
 import { formatRow, insertRow, type Row } from "./row.ts";
-import type { Expr, SelectQuery, Statement, WatermarkDefinition } from "./sql_ast.ts";
+import type { SelectQuery, Statement } from "./sql_ast.ts";
 import { makeTable, Table, tableInternals, type TablePlanner, type TableResult } from "./table.ts";
 import {
   type ConnectorTable,
   type TableConnector,
   TableConnectorRegistry,
 } from "./table_connectors.ts";
-import { changeOf, toFields, valuesRow } from "./row_conversion.ts";
+import { valuesRow } from "./row_conversion.ts";
 import { translatePlan } from "./translate.ts";
 import { TableConfig } from "./table_config.ts";
 import { FunctionCatalog, withFunctionCatalog } from "./function_catalog.ts";
 import type { UserDefinedFunction } from "./udf.ts";
-import { applyJobOptions, executeSet, explainResult } from "./statements.ts";
-import { type Column, dataTypeOf, SUPPORTED_TYPES } from "./types.ts";
+import { applyJobOptions, createConnectorTable, executeSet, explainResult } from "./statements.ts";
+import { TableCatalog } from "./catalog.ts";
+import type { Column } from "./types.ts";
 
-/** A column of `fromDataStream`'s schema: its name and SQL type (`VARCHAR`, `BIGINT`, `TIMESTAMP(3)`...). */
-export interface SchemaColumn {
-  /** The column's name. */
-  readonly name: string;
-  /** Its SQL type, as written in DDL. */
-  readonly type: string;
-}
-
-/**
- * The event time of a table made from a DataStream (Flink's
- * `Schema.Builder.watermark(column, "column - INTERVAL ...")`): `column`
- * becomes the table's rowtime attribute, and the watermark trails the
- * highest rowtime seen by `delayMillis`.
- */
-export interface SchemaWatermark {
-  /** The rowtime column: a `TIMESTAMP` column, or a `BIGINT` of epoch milliseconds. */
-  readonly column: string;
-  /** How far the watermark trails the highest rowtime, ms (default 0). */
-  readonly delayMillis?: number;
-  /**
-   * `on-periodic` (default): every auto-watermark interval; `on-event`: at
-   * once on each row that raises it (Flink's `scan.watermark.emit.strategy`).
-   */
-  readonly emit?: "on-periodic" | "on-event";
-}
-
-/** Options of {@linkcode StreamTableEnvironment.fromDataStream}. */
-export interface FromDataStreamOptions {
-  /** The rowtime attribute and its watermark; none by default (no event time). */
-  readonly watermark?: SchemaWatermark;
-}
-
-/** An entry of the catalog: a connector table, or a view over a DataStream or a query. */
-type CatalogEntry =
-  | { readonly kind: "connector"; readonly table: ConnectorTable }
-  | {
-    readonly kind: "stream";
-    readonly columns: readonly Column[];
-    readonly mode: ChangelogMode;
-    readonly stream: DataStream<Row>;
-    readonly env: StreamExecutionEnvironment;
-    readonly watermark: WatermarkDefinition | null;
-    readonly watermarkEmit: "on-periodic" | "on-event";
-  }
-  | { readonly kind: "query"; readonly table: Table };
+export type { FromDataStreamOptions, SchemaColumn, SchemaWatermark } from "./catalog.ts";
+import type { FromDataStreamOptions, SchemaColumn } from "./catalog.ts";
 
 const STATEMENT_NAMES: Readonly<Record<Statement["k"], string>> = {
   createTable: "CREATE TABLE",
@@ -144,7 +102,7 @@ export interface ScriptOptions {
 export class StreamTableEnvironment {
   #env: StreamExecutionEnvironment;
   #jobRan = false;
-  readonly #catalog = new Map<string, CatalogEntry>();
+  readonly #catalog = new TableCatalog();
   readonly #connectors: TableConnectorRegistry;
   readonly #config = new TableConfig();
   readonly #functions = new FunctionCatalog();
@@ -253,7 +211,14 @@ export class StreamTableEnvironment {
     options: FromDataStreamOptions = {},
   ): Table {
     const name = `*anonymous_datastream_source$${++this.#anonymous}*`;
-    this.#registerStream(name, stream, schema, "append", options.watermark);
+    this.#catalog.registerStream({
+      name,
+      stream,
+      schema,
+      env: this.#env,
+      mode: "append",
+      watermark: options.watermark,
+    });
     return this.#scanTable(name);
   }
 
@@ -272,7 +237,7 @@ export class StreamTableEnvironment {
    */
   fromChangelogStream(stream: DataStream<Row>, schema: readonly SchemaColumn[]): Table {
     const name = `*anonymous_datastream_source$${++this.#anonymous}*`;
-    this.#registerStream(name, stream, schema, "retract");
+    this.#catalog.registerStream({ name, stream, schema, env: this.#env, mode: "retract" });
     return this.#scanTable(name);
   }
 
@@ -288,17 +253,24 @@ export class StreamTableEnvironment {
     schema?: readonly SchemaColumn[],
     options: FromDataStreamOptions = {},
   ): void {
-    this.#checkFree(name);
+    this.#catalog.checkFree(name);
     if (source instanceof Table) {
       this.#own(source);
       source.getColumns();
-      this.#catalog.set(name, { kind: "query", table: source });
+      this.#catalog.register(name, { kind: "query", table: source });
       return;
     }
     if (schema === undefined) {
       throw new PlanningError(`createTemporaryView(${name}) of a DataStream needs a schema`);
     }
-    this.#registerStream(name, source, schema, "append", options.watermark);
+    this.#catalog.registerStream({
+      name,
+      stream: source,
+      schema,
+      env: this.#env,
+      mode: "append",
+      watermark: options.watermark,
+    });
   }
 
   /**
@@ -359,7 +331,7 @@ export class StreamTableEnvironment {
       options.onStatement?.(STATEMENT_NAMES[statement.k], positionOf(script, statement.at).line);
       const job = statement.k === "select" || statement.k === "insertSelect" ||
         (statement.k === "insertValues" &&
-          this.#connectorTable(statement.table, script, statement.at).options.connector !==
+          this.#catalog.connectorTable(statement.table, script, statement.at).options.connector !==
             "values");
       if (job && this.#jobRan && options.newEnvironment !== undefined) {
         this.#env = options.newEnvironment();
@@ -436,37 +408,11 @@ export class StreamTableEnvironment {
       return ` at line ${p.line}, column ${p.column}`;
     };
     return planQuery(query, {
-      lookup: (name) => {
-        const entry = this.#catalog.get(name);
-        if (entry === undefined) return undefined;
-        switch (entry.kind) {
-          case "connector":
-            if (this.#connectors.get(entry.table.options.connector!)?.source === undefined) {
-              throw new PlanningError(
-                `table ${name} (connector '${entry.table.options.connector}') is a sink and cannot be read${
-                  locate(name)
-                }`,
-              );
-            }
-            return { columns: entry.table.columns, watermark: entry.table.watermark };
-          case "stream":
-            if (entry.env !== this.#env) {
-              throw new PlanningError(
-                `view ${name} reads a DataStream of another StreamExecutionEnvironment${
-                  locate(name)
-                }`,
-              );
-            }
-            return {
-              columns: entry.columns,
-              mode: entry.mode,
-              watermark: entry.watermark,
-              watermarkEmit: entry.watermarkEmit,
-            };
-          case "query":
-            return { columns: entry.table.getColumns(), plan: this.#planner.plan(entry.table) };
-        }
-      },
+      lookup: (name) =>
+        this.#catalog.lookup(name, this.#env, this.#connectors, locate, (table) => ({
+          columns: table.getColumns(),
+          plan: this.#planner.plan(table),
+        })),
       locate,
     }, options);
   }
@@ -478,86 +424,15 @@ export class StreamTableEnvironment {
 
   #translate(root: PlanNode): DataStream<Row> {
     const prefix = `sql-${++this.#queries}`;
-    // A table scanned twice by one query (Nexmark q5, q7) reads one source
-    // (Flink's source reuse): two sources would share the uid and read twice.
-    const sources = new Map<string, DataStream<Row>>();
     return translatePlan(
       root,
-      (name) => {
-        const entry = this.#catalog.get(name)!;
-        if (entry.kind === "stream") return entry.stream;
-        if (entry.kind === "connector") {
-          const reused = sources.get(name);
-          if (reused !== undefined) return reused;
-          const source = this.#connectors.get(entry.table.options.connector!)!.source!(
-            entry.table,
-            this.#env,
-          )
-            .uid(`${prefix}-source-${name}`);
-          sources.set(name, source);
-          return source;
-        }
-        throw new PlanningError(`view ${name} is planned in place, not scanned`);
-      },
+      this.#catalog.scanSources(this.#env, this.#connectors, prefix),
       prefix,
       {
         stateTtlMs: this.#config.stateTtlMs,
         sourceIdleTimeoutMs: this.#config.get("table.exec.source.idle-timeout"),
       },
     );
-  }
-
-  #checkFree(name: string, where: string = ""): void {
-    if (this.#catalog.has(name)) {
-      throw new PlanningError(`Table or view '${name}' already exists${where}`);
-    }
-  }
-
-  #registerStream<T>(
-    name: string,
-    stream: DataStream<T>,
-    schema: readonly SchemaColumn[],
-    mode: ChangelogMode = "append",
-    watermark?: SchemaWatermark,
-  ): void {
-    this.#checkFree(name);
-    if (schema.length === 0) throw new PlanningError(`the schema of ${name} has no column`);
-    const columns: Column[] = schema.map((c) => {
-      const base = /^\s*(\w+)/.exec(c.type)?.[1] ?? "";
-      const type = dataTypeOf(base, c.type.trim());
-      if (type === undefined) {
-        throw new PlanningError(
-          `column ${c.name} of ${name} has type ${c.type}, which is not supported (supported: ${SUPPORTED_TYPES})`,
-        );
-      }
-      return { name: c.name, type };
-    });
-    const seen = new Set<string>();
-    for (const c of columns) {
-      if (seen.has(c.name)) {
-        throw new PlanningError(`the schema of ${name} names column ${c.name} twice`);
-      }
-      seen.add(c.name);
-    }
-    const rows = mode === "append"
-      ? stream.map((value: T): Row => insertRow(toFields(value, columns, name)))
-        .name(`fromDataStream: ${name}`)
-      : stream.map((value: T): Row => changeOf(value, columns, name))
-        .name(`fromChangelogStream: ${name}`);
-    // The conversion keeps the order of each input subtask: it runs at the
-    // input's parallelism (a forward, chained edge) when that is set.
-    if (stream instanceof SingleOutputStreamOperator && stream.node.parallelism !== undefined) {
-      rows.setParallelism(stream.node.parallelism);
-    }
-    this.#catalog.set(name, {
-      kind: "stream",
-      columns,
-      stream: rows,
-      env: this.#env,
-      mode,
-      watermark: watermark === undefined ? null : schemaWatermark(name, columns, watermark),
-      watermarkEmit: watermark?.emit ?? "on-periodic",
-    });
   }
 
   #scanTable(name: string): Table {
@@ -572,17 +447,6 @@ export class StreamTableEnvironment {
       limit: null,
     };
     return makeTable({ planner: this.#planner, query, sql: `SELECT * FROM ${name}`, offset: 0 });
-  }
-
-  #connectorTable(name: string, sql: string, at: number): ConnectorTable {
-    const entry = this.#catalog.get(name);
-    if (entry?.kind !== "connector") {
-      const p = positionOf(sql, at);
-      throw new PlanningError(
-        `Table '${name}' not found (INSERT INTO needs a table made by CREATE TABLE) at line ${p.line}, column ${p.column}`,
-      );
-    }
-    return entry.table;
   }
 
   #claimJob(): void {
@@ -617,46 +481,13 @@ export class StreamTableEnvironment {
       case "createTable": {
         const p = positionOf(sql, statement.at);
         const where = ` at line ${p.line}, column ${p.column}`;
-        if (this.#catalog.has(statement.name)) {
-          throw new PlanningError(`Table or view '${statement.name}' already exists${where}`);
-        }
-        const connectorName = statement.options.connector;
-        if (connectorName === undefined) {
-          throw new PlanningError(
-            `CREATE TABLE ${statement.name} needs a 'connector' option${where}`,
-          );
-        }
-        const connector = this.#connectors.get(connectorName);
-        if (connector === undefined) {
-          throw new PlanningError(
-            `Could not find a connector for identifier '${connectorName}' (table ${statement.name}${where}); available: ${
-              this.#connectors.identifiers.join(", ")
-            }`,
-          );
-        }
-        const columns = statement.columns.map((c): Column => {
-          if (c.type === null || c.computed !== null) {
-            throw new PlanningError(
-              `computed column ${c.name} of ${statement.name} is not supported yet${where}`,
-            );
-          }
-          return { name: c.name, type: c.type };
-        });
-        const table: ConnectorTable = {
-          name: statement.name,
-          columns,
-          options: statement.options,
-          rows: [],
-          primaryKey: statement.primaryKey,
-          watermark: statement.watermark,
-        };
-        checkKeyAndWatermark(table, where);
-        connector.validate(table);
-        this.#catalog.set(statement.name, { kind: "connector", table });
+        this.#catalog.checkFree(statement.name, where);
+        const table = createConnectorTable(statement, this.#connectors, where);
+        this.#catalog.register(statement.name, { kind: "connector", table }, where);
         return { resultKind: "SUCCESS", statement: "CREATE TABLE" };
       }
       case "insertValues": {
-        const table = this.#connectorTable(statement.table, sql, statement.at);
+        const table = this.#catalog.connectorTable(statement.table, sql, statement.at);
         const rows = statement.rows.map((row, r) => valuesRow(row, r, table, sql, statement.at));
         if (table.options.connector === "values") {
           table.rows.push(...rows);
@@ -670,21 +501,8 @@ export class StreamTableEnvironment {
         return await this.#runJob(stream, sink.sink, `insert-into_${table.name}`, "INSERT");
       }
       case "insertSelect": {
-        const table = this.#connectorTable(statement.table, sql, statement.at);
-        const sink = this.#sinkOf(table);
-        const root = this.#planQuery(statement.query, sql, statement.at, {});
+        const { table, sink, root } = this.#planInsert(statement, sql);
         onQuery?.(explainPlan(root));
-        checkSinkMode(
-          `table ${table.name} (connector '${table.options.connector}')`,
-          sink.accepts,
-          root.mode,
-          this.#producer(root),
-        );
-        if (root.columns.length !== table.columns.length) {
-          throw new PlanningError(
-            `INSERT INTO ${table.name}: the query has ${root.columns.length} column(s), the table ${table.columns.length}`,
-          );
-        }
         this.#claimJob();
         return await this.#runJob(
           this.#translate(root),
@@ -708,7 +526,7 @@ export class StreamTableEnvironment {
       }
       case "createView": {
         const p = positionOf(sql, statement.at);
-        this.#checkFree(statement.name, ` at line ${p.line}, column ${p.column}`);
+        this.#catalog.checkFree(statement.name, ` at line ${p.line}, column ${p.column}`);
         const table = makeTable({
           planner: this.#planner,
           query: statement.query,
@@ -716,7 +534,7 @@ export class StreamTableEnvironment {
           offset: statement.at,
         });
         table.getColumns(); // planned now, so a bad view fails at CREATE VIEW
-        this.#catalog.set(statement.name, { kind: "query", table });
+        this.#catalog.register(statement.name, { kind: "query", table });
         return { resultKind: "SUCCESS", statement: "CREATE VIEW" };
       }
       case "explain": {
@@ -725,15 +543,7 @@ export class StreamTableEnvironment {
           return explainResult(this.#planQuery(inner.query, sql, inner.at, {}), null);
         }
         if (inner.k === "insertSelect") {
-          const table = this.#connectorTable(inner.table, sql, inner.at);
-          const sink = this.#sinkOf(table);
-          const root = this.#planQuery(inner.query, sql, inner.at, {});
-          checkSinkMode(
-            `table ${table.name} (connector '${table.options.connector}')`,
-            sink.accepts,
-            root.mode,
-            this.#producer(root),
-          );
+          const { table, root } = this.#planInsert(inner, sql);
           return explainResult(root, {
             table: table.name,
             fields: table.columns.map((c) => c.name),
@@ -758,6 +568,25 @@ export class StreamTableEnvironment {
     }
   }
 
+  /** Plans `INSERT INTO t SELECT ...`: the query must fit the sink's mode and columns. */
+  #planInsert(statement: Extract<Statement, { k: "insertSelect" }>, sql: string) {
+    const table = this.#catalog.connectorTable(statement.table, sql, statement.at);
+    const sink = this.#sinkOf(table);
+    const root = this.#planQuery(statement.query, sql, statement.at, {});
+    checkSinkMode(
+      `table ${table.name} (connector '${table.options.connector}')`,
+      sink.accepts,
+      root.mode,
+      this.#producer(root),
+    );
+    if (root.columns.length !== table.columns.length) {
+      throw new PlanningError(
+        `INSERT INTO ${table.name}: the query has ${root.columns.length} column(s), the table ${table.columns.length}`,
+      );
+    }
+    return { table, sink, root };
+  }
+
   #sinkOf(table: ConnectorTable) {
     const sink = this.#connectors.get(table.options.connector!)?.sink?.(table);
     if (sink === undefined) {
@@ -767,79 +596,4 @@ export class StreamTableEnvironment {
     }
     return sink;
   }
-}
-
-/**
- * Checks a CREATE TABLE's PRIMARY KEY (distinct columns of the table) and
- * WATERMARK column (a TIMESTAMP or BIGINT column of the table: Flink's
- * rowtime attribute).
- * @throws {PlanningError} naming the column and the table.
- */
-function checkKeyAndWatermark(table: ConnectorTable, where: string): void {
-  const names = table.columns.map((c) => c.name);
-  if (table.primaryKey !== null) {
-    for (const key of table.primaryKey) {
-      if (!names.includes(key)) {
-        throw new PlanningError(
-          `PRIMARY KEY column ${key} of ${table.name} is not a column of it${where}; columns: ${
-            names.join(", ")
-          }`,
-        );
-      }
-    }
-    if (new Set(table.primaryKey).size !== table.primaryKey.length) {
-      throw new PlanningError(`PRIMARY KEY of ${table.name} names a column twice${where}`);
-    }
-  }
-  if (table.watermark !== null) {
-    const column = table.columns.find((c) => c.name === table.watermark!.column);
-    if (column === undefined) {
-      throw new PlanningError(
-        `WATERMARK FOR ${table.watermark.column}: ${table.name} has no such column${where}`,
-      );
-    }
-    if (column.type.family !== "TIMESTAMP" && column.type.family !== "BIGINT") {
-      throw new PlanningError(
-        `WATERMARK FOR ${column.name} of ${table.name}: the rowtime column must be TIMESTAMP(3) or BIGINT (epoch ms), not ${column.type.name}${where}`,
-      );
-    }
-  }
-}
-
-/**
- * The `WATERMARK FOR` of a DataStream table's {@linkcode SchemaWatermark}.
- * @throws {PlanningError} for an unknown or non-time column or a bad delay.
- */
-function schemaWatermark(
-  name: string,
-  columns: readonly Column[],
-  watermark: SchemaWatermark,
-): WatermarkDefinition {
-  const column = columns.find((c) => c.name === watermark.column);
-  if (
-    column === undefined || (column.type.family !== "TIMESTAMP" && column.type.family !== "BIGINT")
-  ) {
-    throw new PlanningError(
-      `the watermark of ${name} needs a TIMESTAMP (or BIGINT epoch milliseconds) column of its schema: current value is '${watermark.column}'${
-        column === undefined ? " (no such column)" : ` of type ${column.type.name}`
-      }`,
-    );
-  }
-  const delay = watermark.delayMillis ?? 0;
-  if (!Number.isSafeInteger(delay) || delay < 0) {
-    throw new PlanningError(
-      `the watermark delay of ${name} must be an integer >= 0 ms: current value is ${delay}`,
-    );
-  }
-  const rowtime: Expr = { k: "column", table: null, name: watermark.column };
-  return {
-    column: watermark.column,
-    expr: delay === 0 ? rowtime : {
-      k: "binary",
-      op: "-",
-      left: rowtime,
-      right: { k: "interval", millis: delay, text: `INTERVAL '${delay / 1000}' SECOND` },
-    },
-    at: 0,
-  };
 }
