@@ -1,0 +1,113 @@
+/**
+ * A SQL job with event time, a window aggregation and a regular outer
+ * join with retraction, under an injected failure: the table is made from
+ * a stream that fails once after a completed checkpoint and restarts from
+ * it. Its committed changelog (through the exactly-once `CollectingSink`),
+ * applied to an empty table, equals the failure-free run's and the batch
+ * query over the whole input.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import {
+  RestartStrategies,
+  type Row,
+  StreamExecutionEnvironment,
+  StreamTableEnvironment,
+  WatermarkStrategy,
+} from "../mod.ts";
+import { CollectingSink, type TestItem, TestSource } from "../testing.ts";
+import { applyChange } from "../runtime/table/row.ts";
+import { withTempDir } from "./_job_kit.ts";
+
+type Order = [string, number, number];
+
+/** 90 orders over 5 customers, one a second (epoch ms), amounts 1-9. */
+const ORDERS: Order[] = Array.from({ length: 90 }, (_, i) => [
+  `c${(i * 3) % 5}`,
+  ((i * 7) % 9) + 1,
+  i * 1000,
+]);
+
+const QUERY = `SELECT w.customer, w.window_start, w.total, t.n
+FROM (
+  SELECT customer, window_start, SUM(amount) AS total
+  FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+  GROUP BY customer, window_start, window_end
+) w
+LEFT JOIN (SELECT customer AS c, COUNT(*) AS n FROM orders WHERE amount > 3 GROUP BY customer) t
+ON w.customer = t.c`;
+
+async function run(parallelism: number, fail: boolean): Promise<{ rows: Row[]; restarts: number }> {
+  return await withTempDir(async (directory) => {
+    const env = StreamExecutionEnvironment.getExecutionEnvironment()
+      .setParallelism(parallelism)
+      .enableCheckpointing(30, { directory })
+      .setRestartStrategy(RestartStrategies.fixedDelay(2, 0));
+    const items: TestItem<Order>[] = fail
+      ? [
+        ...ORDERS.slice(0, 35),
+        TestSource.awaitCheckpoint(),
+        ...ORDERS.slice(35, 48),
+        TestSource.fail("induced failure after order 48"),
+        ...ORDERS.slice(48),
+      ]
+      : [...ORDERS];
+    const orders = env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "orders")
+      .uid("orders").setParallelism(1);
+    const tEnv = StreamTableEnvironment.create(env);
+    tEnv.createTemporaryView("orders", orders, [
+      { name: "customer", type: "VARCHAR" },
+      { name: "amount", type: "INT" },
+      { name: "ts", type: "BIGINT" },
+    ], { watermark: { column: "ts", emit: "on-event" } });
+    const sink = new CollectingSink<Row>();
+    tEnv.toChangelogStream(tEnv.sqlQuery(QUERY)).sinkTo(sink).uid("changelog");
+    const result = await env.execute(
+      `sql windows joins failure p${parallelism}${fail ? " with a failure" : ""}`,
+    );
+    return { rows: sink.committed(), restarts: result.restarts };
+  });
+}
+
+/** The batch query over all orders. */
+function batch(): Map<string, number> {
+  const table = new Map<string, number>();
+  const sums = new Map<string, number>();
+  for (const [customer, amount, ts] of ORDERS) {
+    const key = JSON.stringify([customer, Math.floor(ts / 10_000) * 10_000]);
+    sums.set(key, (sums.get(key) ?? 0) + amount);
+  }
+  for (const [key, total] of sums) {
+    const [customer, start] = JSON.parse(key) as [string, number];
+    const n = ORDERS.filter((o) => o[0] === customer && o[1] > 3).length;
+    const text = new Date(start).toISOString().replace("T", " ").replace("Z", "");
+    applyChange(table, { kind: "INSERT", fields: [customer, text, total, n === 0 ? null : n] });
+  }
+  return table;
+}
+
+const fold = (rows: readonly Row[]) => {
+  const table = new Map<string, number>();
+  for (const row of rows) applyChange(table, row);
+  return table;
+};
+
+for (const parallelism of [1, 2]) {
+  Deno.test({
+    name:
+      `a window aggregation LEFT JOINed to an updating GROUP BY at parallelism ${parallelism} commits what a failure-free run commits`,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn() {
+      const clean = await run(parallelism, false);
+      const failed = await run(parallelism, true);
+      assert.equal(clean.restarts, 0);
+      assert.equal(failed.restarts, 1, "the induced failure restarted the job once");
+      assert.deepEqual(fold(failed.rows), fold(clean.rows));
+      assert.deepEqual(fold(failed.rows), batch(), "the changelog folds to the batch query");
+      assert.ok(clean.rows.some((r) => r.kind === "DELETE"), "the outer join retracted rows");
+    },
+  });
+}
