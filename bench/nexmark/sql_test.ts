@@ -32,7 +32,25 @@ const SOURCE: NexmarkSourceOptions = { events: 12_000, batchSize: 500, ...CONFIG
  * planning, or another one starts (then add it here): the list is the
  * record of what Weir's SQL runs of Nexmark.
  */
-const EXPECTED_TO_PLAN: ReadonlySet<SqlQueryName> = new Set<SqlQueryName>([]);
+const EXPECTED_TO_PLAN: ReadonlySet<SqlQueryName> = new Set<SqlQueryName>([
+  "q0",
+  "q1",
+  "q2",
+  "q3",
+  "q4",
+  "q5",
+  "q6",
+  "q7",
+  "q8",
+  "q9",
+  "q11",
+  "q18",
+  "q19",
+  "q20",
+  "dedup",
+  // Not yet: q12 (PROCTIME() is refused: a replay after a restore would window
+  // differently), q15 (aggregate FILTER clauses do not parse).
+]);
 
 /** Folds changes into the multiset of rows they leave, as sorted JSON lines. */
 function fold(changes: readonly NormalizedChange[], what: string): string[] {
