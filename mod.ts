@@ -230,6 +230,7 @@ export {
   SlidingEventTimeWindows,
   SlidingProcessingTimeWindows,
 } from "./runtime/time/windows/sliding_windows.ts";
+export { CumulativeEventTimeWindows } from "./runtime/time/windows/cumulative_windows.ts";
 export {
   DynamicEventTimeSessionWindows,
   DynamicProcessingTimeSessionWindows,
