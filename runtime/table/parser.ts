@@ -49,9 +49,10 @@
  * was found and what was expected ("SQL parse error at line 3, column 6:
  * unexpected end of input (the statement is incomplete); expecting an
  * expression or name, ..."). `parser/grammar_rewrites.ts` first rewrites,
- * offsets kept, three shapes the grammar lacks: SESSION window TVFs,
- * `SUBSTRING(s FROM i FOR n)` / `EXTRACT(unit FROM t)`, and functions
- * whose names are keywords (`CHAR_LENGTH`, `SQRT`...).
+ * offsets kept, the shapes of Flink SQL the grammar lacks: SESSION window
+ * TVFs, aggregate `FILTER (WHERE ...)`, `SUBSTRING(s FROM i FOR n)` /
+ * `EXTRACT(unit FROM t)`, and functions whose names are keywords
+ * (`CHAR_LENGTH`, `SQRT`...).
  * `parser/translate_statement.ts`, `translate_query.ts`,
  * `translate_expr.ts`, `translate_over.ts` and `translate_interval.ts`
  * walk the tree into `sql_ast.ts`, refusing what it cannot express with a
@@ -60,8 +61,8 @@
  * keyword or name in the whole script.
  *
  * Limits of the grammar a user can meet (each a parse error naming the
- * place): `agg(x) OVER (...)` needs `AS alias` in a SELECT list; aggregate
- * `FILTER (WHERE ...)` is not parsed; a window TVF in FROM takes no alias;
+ * place): `agg(x) OVER (...)` needs `AS alias` in a SELECT list (the
+ * error says so); a window TVF in FROM takes no alias;
  * named SESSION parameters (`GAP =>`) are not parsed; `INSERT ... VALUES`
  * takes constants only (no negative decimals, no expressions); unquoted
  * `SET` keys cannot contain keywords (`SET 'table.exec.state.ttl' = ...`

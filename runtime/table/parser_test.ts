@@ -220,6 +220,29 @@ Deno.test("expressions: literals, names, predicates, CAST, CASE, calls, interval
   for (const [sql, expected] of cases) assert.deepEqual(exprOf(sql), expected, sql);
 });
 
+Deno.test("aggregate FILTER (WHERE ...) becomes the aggregate of CASE WHEN ... (the same for COUNT, SUM, AVG, MIN, MAX)", () => {
+  const cases: [string, string][] = [
+    ["count(*) filter (where price < 10000)", "COUNT(CASE WHEN (price < 10000) THEN 1 END)"],
+    [
+      "COUNT(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000)",
+      "COUNT(DISTINCT CASE WHEN ((price >= 10000) AND (price < 1000000)) THEN bidder END)",
+    ],
+    ["SUM(x) FILTER (WHERE x > 1)", "SUM(CASE WHEN (x > 1) THEN x END)"],
+    ["2 * MAX(x) FILTER (WHERE ok)", "(2 * MAX(CASE WHEN ok THEN x END))"],
+    ["MIN(x) FILTER (WHERE ok) + 1", "(MIN(CASE WHEN ok THEN x END) + 1)"],
+    ["AVG(x) FILTER (WHERE ok) * 2", "(AVG(CASE WHEN ok THEN x END) * 2)"],
+  ];
+  for (const [sql, text] of cases) assert.equal(expr(sql), text, sql);
+  // A column named filter is still a column; FILTER after something else is an error.
+  assert.equal(expr("`filter` * (1)"), "(filter * 1)");
+  parseErrorAt(
+    "SELECT UPPER(a) FILTER (WHERE ok) FROM t",
+    1,
+    8,
+    /FILTER \(WHERE \.\.\.\) must follow an aggregate call/,
+  );
+});
+
 Deno.test("intervals are day-time milliseconds with a canonical text, in every unit and 'a:b' form", () => {
   const cases: [string, number, string][] = [
     ["INTERVAL '10' SECOND", 10_000, "INTERVAL '10' SECOND"],
@@ -699,6 +722,24 @@ Deno.test("syntax errors name the line, the column, what was found and what was 
   parseErrorAt("SELECT a FROM t WHERE a = 'x", 1, 27, /a quote that is never closed/);
   // Columns count UTF-16 units, as JS strings do (the emoji is two).
   parseErrorAt("SELECT '😀' || a FROM t WHERE", 1, 30, /end of input/);
+  // Rewritten shapes keep their offsets after characters beyond the BMP too.
+  const [emoji] = parseScript(
+    "SELECT '😀', CHAR_LENGTH(b), SUM(x) FILTER (WHERE x > 0) AS s FROM TABLE(SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), INTERVAL '1' SECOND))",
+  );
+  assert.ok(emoji?.k === "select");
+  assert.deepEqual(emoji.query.items.map((i) => i.k === "expr" ? exprText(i.expr) : "*"), [
+    "'😀'",
+    "CHAR_LENGTH(b)",
+    "SUM(CASE WHEN (x > 0) THEN x END)",
+  ]);
+  assert.ok(emoji.query.from.k === "windowTvf" && emoji.query.from.fn === "SESSION");
+  // A gap of the grammar gets a message about the gap, not about the next token.
+  parseErrorAt(
+    "SELECT a,\n  AVG(x) OVER (PARTITION BY k ORDER BY ts)\nFROM t",
+    2,
+    10,
+    /an OVER aggregation needs a name here: write \.\.\. OVER \(\.\.\.\) AS name/,
+  );
   parseErrorAt(
     "CREATE TABLE t (\n  a INT,\n  b\n) WITH ('connector' = 'x')",
     4,
@@ -960,7 +1001,9 @@ const NEXMARK: Record<string, string> = {
         FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(p_time), INTERVAL '10' SECOND))
         GROUP BY bidder, window_start, window_end`,
   q15: `INSERT INTO sink SELECT DATE_FORMAT(\`dateTime\`, 'yyyy-MM-dd') AS \`day\`,
-          count(*) AS total_bids, count(distinct bidder) AS total_bidders, count(distinct auction) AS total_auctions
+          count(*) AS total_bids, count(*) filter (where price < 10000) AS rank1_bids,
+          count(distinct bidder) AS total_bidders,
+          count(distinct bidder) filter (where price >= 10000 and price < 1000000) AS rank2_bidders
         FROM bid GROUP BY DATE_FORMAT(\`dateTime\`, 'yyyy-MM-dd')`,
   q18: `INSERT INTO sink SELECT auction, bidder, price, channel, url, \`dateTime\`, extra
         FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY \`dateTime\` DESC) AS rank_number FROM bid)

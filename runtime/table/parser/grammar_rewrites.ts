@@ -14,6 +14,10 @@
  *   parses `SUBSTRING(s, i[, n])` and `EXTRACT(unit, t)` as calls (the
  *   grammar's own EXTRACT rule wants a name, and units are keywords);
  *   `FROM` becomes `,   ` and `FOR` `,  `.
+ * - `agg(...) FILTER (WHERE cond)`: the grammar has no FILTER clause.
+ *   `FILTER` becomes `*     ` and `WHERE` spaces, so the grammar parses
+ *   `agg(...) * (cond)`; the offset of the `*` is returned, and the
+ *   translation turns that product back into a filtered aggregate.
  * - Functions whose names are keywords of the grammar that it does not
  *   accept as function names (`CHAR_LENGTH(s)`, `SQRT(x)`, ... the list
  *   {@link KEYWORD_FUNCTIONS}), when followed by `(`: the name becomes a
@@ -39,6 +43,8 @@ export interface RewrittenScript {
   readonly sessions: Map<number, SessionRewrite>;
   /** Function names replaced by placeholders: the upper-cased name, by its offset. */
   readonly functions: Map<number, string>;
+  /** Offsets of the `*` that stands for a `FILTER (WHERE ...)`. */
+  readonly filters: Set<number>;
 }
 
 /**
@@ -100,11 +106,13 @@ export const KEYWORD_FUNCTIONS: ReadonlySet<string> = new Set([
 export function rewriteForGrammar(flink: FlinkSqlApi, script: string): RewrittenScript {
   const sessions = new Map<number, SessionRewrite>();
   const functions = new Map<number, string>();
-  if (!/\w\s*\(/.test(script)) return { text: script, sessions, functions };
+  const filters = new Set<number>();
+  if (!/\w\s*\(/.test(script)) return { text: script, sessions, functions, filters };
   const lexer = flink.createLexer(script);
   lexer.removeErrorListeners(); // lexical errors are reported by the parse itself
   const vocabulary = lexer.vocabulary;
   const tokens: AntlrToken[] = lexer.getAllTokens().filter((t) => t.channel === 0);
+  const u = codeUnitOffsets(script); // keys are offsets in the script as JS counts them
   const name = (i: number) => {
     const t = tokens[i];
     return t === undefined ? "" : vocabulary.getSymbolicName(t.type) ?? "";
@@ -123,7 +131,17 @@ export function rewriteForGrammar(flink: FlinkSqlApi, script: string): Rewritten
     ) {
       const t = tokens[i]!;
       put(t.start, "Z" + "_".repeat(t.stop - t.start));
-      functions.set(t.start, keyword);
+      functions.set(u(t.start), keyword);
+      continue;
+    }
+    if (
+      name(i) === "KW_FILTER" && name(i - 1) === "RR_BRACKET" && name(i + 1) === "LR_BRACKET" &&
+      name(i + 2) === "KW_WHERE"
+    ) {
+      const t = tokens[i]!;
+      put(t.start, "*" + " ".repeat(t.stop - t.start));
+      blank(tokens[i + 2]!.start, tokens[i + 2]!.stop + 1);
+      filters.add(u(t.start));
       continue;
     }
     if ((name(i) === "KW_SUBSTRING" || name(i) === "KW_EXTRACT") && name(i + 1) === "LR_BRACKET") {
@@ -166,9 +184,71 @@ export function rewriteForGrammar(flink: FlinkSqlApi, script: string): Rewritten
       blank(from, tokens[j - 1]!.stop + 1);
     }
     put(session.start, "TUMBLE ");
-    sessions.set(session.start, { partitionBy });
+    sessions.set(u(session.start), { partitionBy });
   }
-  return { text: chars.join(""), sessions, functions };
+  return { text: chars.join(""), sessions, functions, filters };
+}
+
+/**
+ * Maps ANTLR's offsets in `text` (code points) to JS string offsets (UTF-16
+ * units); the identity when `text` has no characters beyond the BMP.
+ */
+export function codeUnitOffsets(text: string): (codePoint: number) => number {
+  if (!/[\uD800-\uDFFF]/.test(text)) return (cp) => cp;
+  const map: number[] = [];
+  let unit = 0;
+  for (const ch of text) {
+    map.push(unit);
+    unit += ch.length;
+  }
+  map.push(unit);
+  return (cp) => map[Math.max(0, Math.min(cp, map.length - 1))]!;
+}
+
+/**
+ * A clearer message for a syntax error that comes from a gap of the
+ * grammar rather than from the SQL: an OVER aggregation without `AS alias`
+ * in a SELECT list (the grammar requires the alias). `errorOffset` is the
+ * UTF-16 offset of the error.
+ * @returns the offset and message to report, or `undefined`.
+ */
+export function explainGrammarGap(
+  flink: FlinkSqlApi,
+  script: string,
+  errorOffset: number,
+): { offset: number; message: string } | undefined {
+  if (!/\bover\b/i.test(script)) return undefined;
+  const lexer = flink.createLexer(script);
+  lexer.removeErrorListeners();
+  const vocabulary = lexer.vocabulary;
+  const tokens = lexer.getAllTokens().filter((t) => t.channel === 0);
+  const u = codeUnitOffsets(script);
+  const name = (i: number) => {
+    const t = tokens[i];
+    return t === undefined ? "" : vocabulary.getSymbolicName(t.type) ?? "";
+  };
+  for (let i = 0; i < tokens.length; i++) {
+    if (
+      name(i) !== "KW_OVER" || name(i + 1) !== "LR_BRACKET" || u(tokens[i]!.start) > errorOffset
+    ) continue;
+    let depth = 0;
+    let j = i + 1;
+    for (; j < tokens.length; j++) {
+      if (name(j) === "LR_BRACKET") depth += 1;
+      else if (name(j) === "RR_BRACKET" && --depth === 0) break;
+    }
+    if (
+      name(j + 1) !== "KW_AS" &&
+      (tokens[j + 1] === undefined || u(tokens[j + 1]!.start) >= errorOffset)
+    ) {
+      return {
+        offset: u(tokens[i]!.start),
+        message: "an OVER aggregation needs a name here: write ... OVER (...) AS name " +
+          "(the FlinkSQL grammar Weir uses requires the alias)",
+      };
+    }
+  }
+  return undefined;
 }
 
 function unquote(text: string): string {

@@ -31,7 +31,12 @@ import type {
   AntlrToken,
   AntlrTree,
 } from "./flink_sql_bundle.ts";
-import { rewriteForGrammar, type SessionRewrite } from "./grammar_rewrites.ts";
+import {
+  codeUnitOffsets,
+  explainGrammarGap,
+  rewriteForGrammar,
+  type SessionRewrite,
+} from "./grammar_rewrites.ts";
 import { positionOf, SqlParseError } from "./sql_parse_error.ts";
 
 export type { SessionRewrite };
@@ -73,6 +78,8 @@ export interface ParsedScript {
   readonly sessions: ReadonlyMap<number, SessionRewrite>;
   /** Keyword function names that were replaced by placeholders: the name, by offset. */
   readonly functions: ReadonlyMap<number, string>;
+  /** Offsets of the `*` that stands for an aggregate's `FILTER (WHERE ...)`. */
+  readonly filters: ReadonlySet<number>;
 }
 
 interface FirstError {
@@ -90,13 +97,14 @@ const MAX_EXPECTED = 12;
  */
 export function parseTree(script: string): ParsedScript {
   const flink = loadFlinkSql();
-  const { text, sessions, functions } = rewriteForGrammar(flink, script);
+  const { text, sessions, functions, filters } = rewriteForGrammar(flink, script);
   let tree = run(text, 0);
   if ("message" in tree) tree = run(text, 1);
   if ("message" in tree) {
-    throw new SqlParseError(tree.message, positionOf(script, tree.offset));
+    const gap = explainGrammarGap(flink, script, tree.offset) ?? tree;
+    throw new SqlParseError(gap.message, positionOf(script, gap.offset));
   }
-  return { tree, sessions, functions };
+  return { tree, sessions, functions, filters };
 
   function run(input: string, predictionMode: number): RuleNode | FirstError {
     let first: FirstError | undefined;
@@ -240,17 +248,4 @@ function lineOffsets(text: string): number[] {
     if (ch === "\n") starts.push(i);
   }
   return starts;
-}
-
-/** Maps ANTLR's code-point offsets in `text` to UTF-16 offsets (JS string indexes). */
-function codeUnitOffsets(text: string): (codePoint: number) => number {
-  if (!/[\uD800-\uDFFF]/.test(text)) return (cp) => cp;
-  const map: number[] = [];
-  let unit = 0;
-  for (const ch of text) {
-    map.push(unit);
-    unit += ch.length;
-  }
-  map.push(unit);
-  return (cp) => map[Math.max(0, Math.min(cp, map.length - 1))]!;
 }

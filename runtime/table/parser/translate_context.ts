@@ -18,6 +18,8 @@ export class TranslateContext {
   readonly sessions: ReadonlyMap<number, SessionRewrite>;
   /** Keyword function names replaced by placeholders before parsing, by offset. */
   readonly functions: ReadonlyMap<number, string>;
+  /** Offsets of the `*` that stands for an aggregate's `FILTER (WHERE ...)`. */
+  readonly filters: ReadonlySet<number>;
 
   /**
    * Creates the context of one script.
@@ -29,11 +31,13 @@ export class TranslateContext {
     parsed: {
       readonly sessions: ReadonlyMap<number, SessionRewrite>;
       readonly functions: ReadonlyMap<number, string>;
+      readonly filters: ReadonlySet<number>;
     },
   ) {
     this.script = script;
     this.sessions = parsed.sessions;
     this.functions = parsed.functions;
+    this.filters = parsed.filters;
   }
 
   /** Throws a {@link SqlParseError} with `message` at `node`'s start (or an offset). */

@@ -21,6 +21,7 @@
  * | `-5` (a number after unary minus) | a negative number literal |
  * | `` `name` `` (back-quoted) | `column` |
  * | `COUNT(*)` | `aggregate` `COUNT_STAR` |
+ * | `SUM(x) FILTER (WHERE c)` | `SUM(CASE WHEN c THEN x END)` (`COUNT(*)`: `COUNT(CASE WHEN c THEN 1 END)`) |
  *
  * Function names are upper-cased (Flink resolves functions
  * case-insensitively); column and table names are kept as written.
@@ -245,6 +246,9 @@ function valueExpr(ctx: TranslateContext, node: RuleNode): Expr {
       if (!COMPARISONS.has(op)) return ctx.unsupported(second, `the comparison ${op}`);
       return { k: "binary", op: op === "!=" ? "<>" : op, left, right };
     }
+    if (second !== undefined && second.rule === null && ctx.filters.has(second.start)) {
+      return filtered(ctx, left, right, first);
+    }
     if (second !== undefined && second.rule === null) {
       const op = ARITHMETIC[second.token];
       if (op === undefined) {
@@ -254,6 +258,34 @@ function valueExpr(ctx: TranslateContext, node: RuleNode): Expr {
     }
   }
   return ctx.unsupported(node, `the expression ${ctx.text(node)}`);
+}
+
+/**
+ * `agg(x) FILTER (WHERE cond)` (rewritten to `agg(x) * (cond)` before
+ * parsing) as `agg(CASE WHEN cond THEN x END)`: the same result for
+ * COUNT, SUM, AVG, MIN and MAX, which skip NULLs (`COUNT(*)` counts
+ * `CASE WHEN cond THEN 1 END`).
+ */
+function filtered(ctx: TranslateContext, aggregate: Expr, cond: Expr, at: PNode): Expr {
+  if (aggregate.k === "binary" && ["*", "/", "%"].includes(aggregate.op)) {
+    // `2 * COUNT(*) FILTER (...)` parsed as `(2 * COUNT(*)) * (...)`: the FILTER is COUNT's.
+    return { ...aggregate, right: filtered(ctx, aggregate.right, cond, at) };
+  }
+  if (aggregate.k !== "aggregate") {
+    return ctx.fail(
+      at,
+      `FILTER (WHERE ...) must follow an aggregate call (COUNT, SUM, AVG, MIN or MAX), got ${
+        ctx.text(at)
+      }`,
+    );
+  }
+  const then = aggregate.arg ?? { k: "literal" as const, value: 1 };
+  return {
+    k: "aggregate",
+    fn: aggregate.fn === "COUNT_STAR" ? "COUNT" : aggregate.fn,
+    distinct: aggregate.distinct,
+    arg: { k: "case", operand: null, whens: [{ when: cond, then }], otherwise: null },
+  };
 }
 
 function primary(ctx: TranslateContext, node: RuleNode): Expr {
