@@ -762,3 +762,23 @@ Deno.test("ORDER BY without LIMIT, and ORDER BY a column the SELECT list lacks, 
     /ORDER BY price must name a column of the SELECT list \(columns: bidder\)/,
   );
 });
+
+Deno.test("an OVER query's SELECT list takes t.* of its FROM table, and refuses t.* of a table it does not read", () => {
+  const window = over("COUNT", [], [col("auction")], [asc(col("ts"))]);
+  const plan = planQuery(
+    select({
+      items: [{ k: "star", table: "b" }, item(window, "n")],
+      from: { k: "table", name: "bids", alias: "b", at: 0 },
+    }),
+    CONTEXT,
+  );
+  assert.deepEqual(plan.columns.map((c) => c.name), ["auction", "price", "bidder", "ts", "n"]);
+  assert.throws(
+    () =>
+      planQuery(
+        select({ items: [{ k: "star", table: "x" }, item(window, "n")], from: table("bids") }),
+        CONTEXT,
+      ),
+    /x\.\* names no table of the FROM clause/,
+  );
+});

@@ -339,10 +339,17 @@ export function planOverSelect(
   const columns: Column[] = [];
   for (const item of query.items) {
     if (item.k === "star") {
-      rel.node.columns.forEach((c, i) => {
+      // `*`: the FROM clause's columns; `t.*`: those qualified by `t`
+      const table = item.table;
+      const picked = rel.node.columns.map((_, i) => i).filter((i) =>
+        table === undefined || rel.qualifiers[i]?.includes(table) === true
+      );
+      if (picked.length === 0) fail(`${table}.* names no table of the FROM clause`, `${table}`);
+      for (const i of picked) {
+        const c = rel.node.columns[i]!;
         projections.push({ evaluate: (f) => f[i] ?? null, type: c.type, text: c.name });
         columns.push(c);
-      });
+      }
       continue;
     }
     const compiled = compileExpr(item.expr, outScope);
