@@ -173,21 +173,24 @@ export function decideRank(
   stateCleaning = false,
 ): RankDecision {
   const before = rows ?? [];
-  const after = before.slice();
+  let after: SqlValue[][];
   if (isAccumulate(row.kind)) {
     if (spec.appendOnlyInput && row.kind !== "INSERT") {
       throw new Error(`an append-only Top-N got ${formatRow(row)}: its input must be append-only`);
     }
-    const at = upperBound(spec, after, row.fields);
+    const at = upperBound(spec, before, row.fields);
     if (spec.appendOnlyInput && at >= spec.rankEnd) {
+      // sorted after the N best of an append-only input: it can never rise (state unchanged)
       return { rows: before.length === 0 ? null : (rows as SqlValue[][]), emit: [] };
     }
+    after = before.slice();
     after.splice(at, 0, [...row.fields]);
     if (spec.appendOnlyInput && after.length > spec.rankEnd) after.length = spec.rankEnd;
   } else {
     if (spec.appendOnlyInput) {
       throw new Error(`an append-only Top-N got ${formatRow(row)}: its input must be append-only`);
     }
+    after = before.slice();
     const at = indexOfRow(spec, after, row.fields);
     if (at === -1) {
       if (stateCleaning) return { rows: before.length === 0 ? null : after, emit: [] };
@@ -300,7 +303,9 @@ export class RankFunction implements KeyedProcessFunction<string, Row, Row> {
       );
     }
     if (decision.rows === null) state.clear();
-    else if (decision.rows !== state.value()) state.update(decision.rows);
+    else if (decision.emit.length > 0 || decision.rows !== state.value()) {
+      state.update(decision.rows);
+    }
     for (const change of decision.emit) out.collect(change);
   }
 }
