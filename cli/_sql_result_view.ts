@@ -33,7 +33,6 @@
  * @module
  */
 
-import type { Sink } from "../runtime/api/sink.ts";
 import {
   formatRow,
   formatValue,
@@ -123,6 +122,19 @@ export interface ResultViewOptions {
 }
 
 /**
+ * A result view: a SinkFunction-style sink (so a job can write into it)
+ * that the client can also feed by hand (rows from a cluster).
+ */
+export interface ResultView {
+  /** Always `"simple"`. */
+  readonly kind: "simple";
+  /** Shows one change. */
+  invoke(row: Row): void;
+  /** The input ended: shows what is left to show. */
+  finish(): void;
+}
+
+/**
  * The sink that shows a SELECT's changelog in `mode` (see the module docs).
  * @param columns the result's column names.
  * @param mode how to show it.
@@ -131,10 +143,10 @@ export function resultView(
   columns: readonly string[],
   mode: ResultMode,
   options: ResultViewOptions = {},
-): Sink<Row> {
+): ResultView {
   const write = options.write ?? ((text: string) => console.log(text));
   if (mode === "changelog") {
-    return { kind: "simple", invoke: (row) => write(formatRow(row)) };
+    return { kind: "simple", invoke: (row) => write(formatRow(row)), finish() {} };
   }
   if (mode === "tableau") {
     const widths = columns.map((c) => Math.max(c.length, 12));

@@ -24,9 +24,8 @@
  *
  * ## Simplifications
  *
- * - On a cluster a SELECT is refused: its result would be printed by the
- *   workers, not here (Flink collects it back to the client). Write it into
- *   a table (`INSERT INTO`) instead.
+ * - On a cluster a SELECT's changes come back over core NATS
+ *   (`_sql_remote_result.ts`): best effort, as `print`.
  * - The REPL reads lines; there is no line editing or history.
  * - Like `print`, the result views are at-least-once: a job that restarts
  *   shows the replayed changes again.
@@ -41,7 +40,12 @@ import {
   StreamExecutionEnvironment,
   StreamTableEnvironment,
 } from "../mod.ts";
-import { natsOptionsFromArgs } from "../runtime/actor/nats_connect.ts";
+import {
+  connectNats,
+  type NatsConnectionOptions,
+  natsOptionsFromArgs,
+} from "../runtime/actor/nats_connect.ts";
+import { newResultSubject, receiveResult } from "./_sql_remote_result.ts";
 import { parseScript } from "../runtime/table/parser.ts";
 import type { ScriptOptions } from "../runtime/table/table_environment.ts";
 import { TABLE_CONNECTOR_FACTORIES } from "../connectors/table.ts";
@@ -96,9 +100,9 @@ Options:
   --explain         print each query's plan, with every operator's changelog mode,
                     on stderr before it runs
 
-On a cluster (--nats URL or WEIR_NATS_URL) each INSERT becomes a job of the
-generic job module cli/sql_job.ts, which the workers re-plan from the same
-SQL text; a SELECT is refused there (write into a table instead).
+On a cluster (--nats URL or WEIR_NATS_URL) each INSERT or SELECT becomes a job
+of the generic job module cli/sql_job.ts, which the workers re-plan from the
+same SQL text; a SELECT's changes come back here over NATS.
 
 ${NATS_HELP}
 
@@ -116,11 +120,12 @@ ${EXIT_CODES_HELP}`,
       );
     }
     const parallelism = positiveInt(values.p, "-p", 1);
-    const cluster = natsOptionsFromArgs(args, Deno.env) !== undefined;
+    const natsConnection = natsOptionsFromArgs(args, Deno.env);
     const session = new SqlSession({
       parallelism,
       explain: values.explain === true,
-      cluster: cluster ? natsArgsOf(values) : undefined,
+      cluster: natsConnection === undefined ? undefined : natsArgsOf(values),
+      natsConnection,
     });
     if (values.file === undefined) return await repl(session);
     let script: string;
@@ -151,7 +156,12 @@ interface SessionOptions {
   readonly explain: boolean;
   /** The NATS flags to submit jobs with, or `undefined` to run locally. */
   readonly cluster: readonly string[] | undefined;
+  /** The NATS connection of the cluster (for SELECT results), when `cluster` is given. */
+  readonly natsConnection: NatsConnectionOptions | undefined;
 }
+
+/** How long the end of a cluster SELECT's result may lag its job's end, in ms. */
+const RESULT_END_TIMEOUT_MS = 30_000;
 
 /**
  * One SQL client session: a table environment whose catalog and options
@@ -218,9 +228,8 @@ class SqlSession {
     }
     const kind = statementKind(text);
     if (kind === "select") {
-      throw new PlanningError(
-        "a SELECT on a cluster would print its result on the workers, not here: write it into a table (INSERT INTO t SELECT ...) or run weir sql without --nats",
-      );
+      await this.#submitSelect(text);
+      return;
     }
     const job = kind === "insert" && !this.#insertsValuesRows(text);
     if (!job) {
@@ -229,7 +238,7 @@ class SqlSession {
       if (kind === "create") this.#noteValuesTable(text);
       return;
     }
-    await this.#submit([...this.#setup, text].map((s) => `${s};`).join("\n"));
+    await this.#submit(this.#withSetup(text));
   }
 
   /** Runs a statement here and prints what it answers with. */
@@ -256,15 +265,54 @@ class SqlSession {
     }
   }
 
+  /**
+   * A SELECT on the cluster: its changes come back over NATS
+   * (`_sql_remote_result.ts`) and show here in the session's result mode.
+   */
+  async #submitSelect(text: string): Promise<void> {
+    const columns = this.#tEnv.sqlQuery(text).getColumns().map((c) => c.name);
+    const view = resultView(
+      columns,
+      this.#tEnv.getConfig().get("sql-client.execution.result-mode") as ResultMode,
+    );
+    const nc = await connectNats({ ...this.#options.natsConnection!, name: "weir-sql-client" });
+    const subject = newResultSubject();
+    const result = receiveResult(nc, subject, (row) => view.invoke(row));
+    try {
+      await nc.flush(); // subscribed before the job can publish
+      await this.#submit(this.#withSetup(text), subject);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`the end of the result did not arrive on ${subject}`)),
+          RESULT_END_TIMEOUT_MS,
+        );
+      });
+      try {
+        await Promise.race([result.ended, late]);
+      } finally {
+        clearTimeout(timer);
+      }
+      view.finish();
+    } finally {
+      result.stop();
+      await nc.close();
+    }
+  }
+
+  #withSetup(text: string): string {
+    return [...this.#setup, text].map((s) => `${s};`).join("\n");
+  }
+
   /** Starts `cli/sql_job.ts` with the script and waits for the job (as `weir run`). */
-  async #submit(script: string): Promise<void> {
+  async #submit(script: string, resultSubject?: string): Promise<void> {
     const module = new URL("./sql_job.ts", import.meta.url).href;
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
         "-A",
         module,
-        ...sqlJobArgs(script, this.#options.parallelism),
+        ...sqlJobArgs(script, this.#options.parallelism, resultSubject),
         ...this.#options.cluster!,
       ],
       stdin: "null",

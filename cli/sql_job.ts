@@ -8,7 +8,8 @@
  *
  * The script holds the statements that set the job up (`CREATE TABLE`,
  * `CREATE VIEW`, `SET`, rows of `values` tables) and exactly **one** job
- * statement (`INSERT INTO`, or a `SELECT`), since a slot thread rebuilds
+ * statement (`INSERT INTO`, or a `SELECT` whose changes go back to the
+ * client on `--result-subject`, see `_sql_remote_result.ts`), since a slot thread rebuilds
  * the graph of the first `execute()` it meets; `weir sql` cuts a longer
  * script into one such job per job statement. The script travels in the
  * arguments, as UTF-8 in base64url, so a worker on another host needs no
@@ -20,6 +21,8 @@
 import { parseArgs } from "node:util";
 import { StreamExecutionEnvironment, StreamTableEnvironment } from "../mod.ts";
 import { TABLE_CONNECTOR_FACTORIES } from "../connectors/table.ts";
+import { natsOptionsFromArgs } from "../runtime/actor/nats_connect.ts";
+import { natsResultSink } from "./_sql_remote_result.ts";
 
 /** A script as the `--script` argument: its UTF-8 bytes in base64url, without padding. */
 export function encodeScript(script: string): string {
@@ -50,12 +53,19 @@ export function decodeScript(encoded: string): string {
  * The job module's arguments for `script`.
  * @param script the setup statements and one job statement.
  * @param parallelism the jobs' default parallelism, if given.
+ * @param resultSubject for a SELECT: the core NATS subject its changes are
+ *   published on for the client (`_sql_remote_result.ts`).
  */
-export function sqlJobArgs(script: string, parallelism?: number): string[] {
+export function sqlJobArgs(
+  script: string,
+  parallelism?: number,
+  resultSubject?: string,
+): string[] {
   return [
     "--script",
     encodeScript(script),
     ...(parallelism === undefined ? [] : ["-p", String(parallelism)]),
+    ...(resultSubject === undefined ? [] : ["--result-subject", resultSubject]),
   ];
 }
 
@@ -71,6 +81,7 @@ export async function runSqlJob(args: readonly string[]): Promise<void> {
     options: {
       script: { type: "string" },
       p: { type: "string" },
+      "result-subject": { type: "string" },
       nats: { type: "string" },
       "nats-user": { type: "string" },
       "nats-password": { type: "string" },
@@ -89,7 +100,16 @@ export async function runSqlJob(args: readonly string[]): Promise<void> {
   const env = StreamExecutionEnvironment.getExecutionEnvironment();
   if (parallelism !== undefined) env.setParallelism(parallelism);
   const tEnv = StreamTableEnvironment.create(env, { connectors: TABLE_CONNECTOR_FACTORIES });
-  await tEnv.executeScript(script);
+  const subject = values["result-subject"];
+  if (subject === undefined) {
+    await tEnv.executeScript(script);
+    return;
+  }
+  const connection = natsOptionsFromArgs(args, Deno.env);
+  if (connection === undefined) throw new TypeError("--result-subject needs --nats URL");
+  await tEnv.executeScript(script, {
+    selectSink: () => natsResultSink(subject, connection),
+  });
 }
 
 if (import.meta.main) await runSqlJob(Deno.args);
