@@ -44,12 +44,12 @@ const EXPECTED_TO_PLAN: ReadonlySet<SqlQueryName> = new Set<SqlQueryName>([
   "q8",
   "q9",
   "q11",
+  "q15",
   "q18",
   "q19",
   "q20",
   "dedup",
-  // Not yet: q12 (PROCTIME() is refused: a replay after a restore would window
-  // differently), q15 (aggregate FILTER clauses do not parse).
+  // Not q12: PROCTIME() is refused (a replay after a restore would window differently).
 ]);
 
 /** Folds changes into the multiset of rows they leave, as sorted JSON lines. */
