@@ -61,7 +61,9 @@
  * Add its name to {@linkcode QUERY_NAMES}, its job to {@linkcode QUERIES}
  * and its loop to `LOOPS` in `baseline.ts` (the type checker asks for both);
  * a windowed query goes to `windowed_rows.ts`, `windowed_queries.ts` and
- * `windowed_baseline.ts` instead.
+ * `windowed_baseline.ts` instead, an updating one to `queries_q4_q6.ts` and
+ * `q4_q6_baseline.ts`. Its SQL version goes to `sql/<name>.sql`, with the
+ * mapping of its records to the SQL's columns in `sql_queries.ts`.
  * The harness, `--all`, the chart and the smoke test (`main_test.ts`) pick
  * it up from `QUERY_NAMES`.
  *

@@ -6,8 +6,9 @@
  * `Row`s (`+I`, `-U`, `+U`), and what a run must equal is the table the
  * changelog folds to (a retract sink's final content), not the sequence of
  * changes. {@linkcode q4Batch} and {@linkcode q6Batch} compute that table
- * straight from the events, in memory: the tests' oracle and the harness's
- * baseline.
+ * straight from the events, in memory: the tests' oracle (the harness's
+ * baseline is the one-pass loop of `q4_q6_baseline.ts`). The SQL versions,
+ * `sql/q4.sql` and `sql/q6.sql`, fold to the same tables (`sql_test.ts`).
  *
  * ## q4
  *
