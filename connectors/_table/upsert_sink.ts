@@ -1,6 +1,8 @@
 /**
  * What the SQL database table connectors (`mariadb`, `postgres`) share:
- * which changes of a changelog delete their key, and the `url` option.
+ * which changes of a changelog delete their key, and the `url` option; and
+ * the refusal of a PRIMARY KEY by the connectors that cannot keep one
+ * ({@linkcode refusePrimaryKey}).
  *
  * ## Upsert mode (Flink's JDBC upsert sink)
  *
@@ -95,4 +97,20 @@ function checkPort(table: ConnectorTable, text: string): number {
     );
   }
   return n;
+}
+
+/**
+ * Refuses a PRIMARY KEY on a table whose connector cannot keep its meaning
+ * (Flink's `kafka` connector refuses it the same way: "doesn't support
+ * defining PRIMARY KEY constraint on the table, because it can't guarantee
+ * the semantic of primary key").
+ * @throws {PlanningError} naming the table and the connector.
+ */
+export function refusePrimaryKey(table: ConnectorTable): void {
+  if (table.primaryKey === null) return;
+  throw new PlanningError(
+    `table ${table.name}: connector '${table.options.connector}' doesn't support a PRIMARY KEY (${
+      table.primaryKey.join(", ")
+    }), because it can't guarantee its meaning; write updates into a 'mariadb' or 'postgres' table with a key`,
+  );
 }

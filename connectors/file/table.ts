@@ -49,6 +49,7 @@
  * No partitioned tables (`PARTITIONED BY`), no other formats, no
  * monitoring of a directory for new files (Flink's
  * `source.monitor-interval`): the files are listed when the job is built.
+ * A PRIMARY KEY is refused (part files cannot be upserted).
  * No header line in CSV files (Flink's `csv` format has none either).
  * The source runs at parallelism 1 (files are read one after the other,
  * so rows keep the files' order).
@@ -69,6 +70,7 @@ import type { ConnectorTable, TableConnector } from "../../runtime/table/table_c
 import { parseDuration } from "../../runtime/table/table_config.ts";
 import { castValue, type Column } from "../../runtime/table/types.ts";
 import { jsonRow, rowJson } from "../_table/json_row.ts";
+import { refusePrimaryKey } from "../_table/upsert_sink.ts";
 
 export { jsonRow };
 import { type CsvField, decodeCsvLine } from "./csv.ts";
@@ -216,6 +218,7 @@ export const filesystemTableConnector: TableConnector = {
   identifier: "filesystem",
   validate(table) {
     checkTableOptions(table, [...SOURCE_OPTIONS, ...SINK_OPTIONS]);
+    refusePrimaryKey(table);
     stringOption(table, "path");
     choiceOption(table, "format", ["csv", "json"]);
     rollingPolicy(table);

@@ -43,6 +43,8 @@
  * checkpoint's rows become visible to read-committed readers at once when
  * it completes.
  *
+ * A PRIMARY KEY is refused, as Flink's `kafka` connector refuses it.
+ *
  * A message that is not a JSON object fitting the columns fails the job
  * once (no restart), naming the stream and sequence
  * (`JetStreamDeserializationError`).
@@ -62,6 +64,7 @@ import {
 import type { Row } from "../../runtime/table/row.ts";
 import type { ConnectorTable, TableConnector } from "../../runtime/table/table_connectors.ts";
 import { jsonRow, rowJson } from "../_table/json_row.ts";
+import { refusePrimaryKey } from "../_table/upsert_sink.ts";
 import { JetStreamSink } from "./sink.ts";
 import { JetStreamSource, type StartPosition } from "./source.ts";
 import type { DeliveryGuarantee } from "../../runtime/api/sink_v2.ts";
@@ -191,6 +194,7 @@ export const jetstreamTableConnector: TableConnector = {
   identifier: "jetstream",
   validate(table) {
     checkTableOptions(table, OPTIONS);
+    refusePrimaryKey(table);
     choiceOption(table, "format", ["json"]);
     connection(table);
     source(table);

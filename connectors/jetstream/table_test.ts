@@ -122,6 +122,10 @@ Deno.test("the jetstream connector checks its options, naming them", () => {
     /'sink.delivery-guarantee' of table t must be one of/,
   );
   refused({ "properties.group.id": "g" }, /Unsupported option 'properties.group.id'/);
+  assert.throws(
+    () => jetstreamTableConnector.validate({ ...table({}), primaryKey: ["n"] }),
+    /table t: connector 'jetstream' doesn't support a PRIMARY KEY \(n\)/,
+  );
   assert.deepEqual(
     startPosition(
       table({ "scan.startup.mode": "specific-offset", "scan.startup.specific-offset": "7" }),

@@ -85,6 +85,7 @@ import type { Row, SqlValue } from "../../../runtime/table/row.ts";
 import type { ConnectorTable, TableConnector } from "../../../runtime/table/table_connectors.ts";
 import type { TypeFamily } from "../../../runtime/table/types.ts";
 import { type InterleavedRange, InterleavedReader } from "../interleaved_reader.ts";
+import { refusePrimaryKey } from "../../_table/upsert_sink.ts";
 import { type NexmarkConfig, NexmarkGenerator } from "./generator.ts";
 import type { Auction, Bid, NexmarkEvent, Person } from "./model.ts";
 import { NexmarkSource, type NexmarkSourceOptions, type NexmarkSplit } from "./source.ts";
@@ -374,6 +375,7 @@ export const nexmarkTableConnector: TableConnector = {
   identifier: "nexmark",
   validate(table) {
     checkTableOptions(table, OPTIONS);
+    refusePrimaryKey(table);
     const kind = choiceOption(table, "nexmark.table", ["person", "auction", "bid"]);
     checkColumns(table, kind);
     nexmarkSourceOptions(table);

@@ -14,7 +14,7 @@ import { NexmarkRowSource, nexmarkTableConnector } from "./table.ts";
 
 const BID_DDL = `CREATE TABLE bid (
   auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
-  dateTime TIMESTAMP(3), extra VARCHAR
+  \`dateTime\` TIMESTAMP(3), extra VARCHAR
 ) WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'events.num' = '500', 'generator.seed' = '5')`;
 
 /** Runs `script` with the nexmark connector and a `collect` sink; returns the collected rows. */
@@ -37,9 +37,9 @@ async function collect(script: string, parallelism = 1): Promise<Row[]> {
 
 Deno.test("a nexmark bid table holds exactly the generator's bids, dateTime as TIMESTAMP(3) text", async () => {
   const rows = await collect(`${BID_DDL};
-    CREATE TABLE sink_t (auction BIGINT, price BIGINT, dateTime TIMESTAMP(3), url VARCHAR)
+    CREATE TABLE sink_t (auction BIGINT, price BIGINT, \`dateTime\` TIMESTAMP(3), url VARCHAR)
       WITH ('connector' = 'collect');
-    INSERT INTO sink_t SELECT auction, price, dateTime, url FROM bid;`);
+    INSERT INTO sink_t SELECT auction, price, \`dateTime\`, url FROM bid;`);
   const generator = new NexmarkGenerator({ seed: 5 });
   const expected: unknown[] = [];
   for (let n = 0; n < 500; n++) {
@@ -60,12 +60,12 @@ Deno.test("a nexmark bid table holds exactly the generator's bids, dateTime as T
 
 Deno.test("nexmark person and auction tables at parallelism 2 hold each event of their kind once", async () => {
   const rows = await collect(
-    `CREATE TABLE person (id BIGINT, name VARCHAR, dateTime BIGINT)
+    `CREATE TABLE person (id BIGINT, name VARCHAR, \`dateTime\` BIGINT)
        WITH ('connector' = 'nexmark', 'nexmark.table' = 'person', 'events.num' = '1000');
      CREATE TABLE auction (seller BIGINT, id BIGINT, expires TIMESTAMP(3))
        WITH ('connector' = 'nexmark', 'nexmark.table' = 'auction', 'events.num' = '1000');
      CREATE TABLE sink_t (k VARCHAR, a BIGINT, b BIGINT) WITH ('connector' = 'collect');
-     INSERT INTO sink_t SELECT 'person', id, dateTime FROM person;
+     INSERT INTO sink_t SELECT 'person', id, \`dateTime\` FROM person;
      INSERT INTO sink_t SELECT 'auction', id, seller FROM auction;`,
     2,
   );
