@@ -256,3 +256,91 @@ Deno.test("scalar and aggregate UDFs in SQL: a GROUP BY with a retractable UDAF 
   );
   assert.ok(out.includes("-U(odd,to be or not,1)"), out.join(" "));
 });
+
+/** The longest URL per group; merges for SESSION windows. */
+const longest = aggregateFunction<{ best: string | null }>({
+  arguments: ["STRING"],
+  result: "STRING",
+  createAccumulator: () => ({ best: null }),
+  accumulate(acc, s) {
+    if (s !== null && (acc.best === null || String(s).length > acc.best.length)) {
+      acc.best = String(s);
+    }
+  },
+  merge(acc, others) {
+    for (const o of others) {
+      if (o.best !== null && (acc.best === null || o.best.length > acc.best.length)) {
+        acc.best = o.best;
+      }
+    }
+  },
+  getValue: (acc) => acc.best,
+});
+
+const CLICKS = "CREATE TABLE clicks (`user` VARCHAR, cTime TIMESTAMP(3), url VARCHAR,\n" +
+  "  WATERMARK FOR cTime AS cTime - INTERVAL '1' SECOND) WITH ('connector' = 'values');\n" +
+  "INSERT INTO clicks VALUES " + [
+  ["Mary", "12:00:00", "./home"],
+  ["Bob", "12:00:00", "./cart"],
+  ["Mary", "12:00:05", "./prod?id=1"],
+  ["Liz", "12:01:00", "./home"],
+  ["Bob", "12:01:30", "./prod?id=3"],
+  ["Mary", "12:01:45", "./prod?id=7"],
+].map(([u, t, url]) => `('${u}', '2026-01-01 ${t}', '${url}')`).join(", ");
+
+Deno.test("an aggregate UDF runs in TUMBLE and SESSION window aggregation (SESSION merges with its merge)", async () => {
+  for (
+    const [tvf, expected] of [
+      [
+        "TUMBLE(TABLE clicks, DESCRIPTOR(cTime), INTERVAL '1' MINUTE)",
+        [
+          "+I(Bob,./cart,2026-01-01 12:01:00.000)",
+          "+I(Bob,./prod?id=3,2026-01-01 12:02:00.000)",
+          "+I(Liz,./home,2026-01-01 12:02:00.000)",
+          "+I(Mary,./prod?id=1,2026-01-01 12:01:00.000)",
+          "+I(Mary,./prod?id=7,2026-01-01 12:02:00.000)",
+        ],
+      ],
+      [
+        "SESSION(TABLE clicks PARTITION BY `user`, DESCRIPTOR(cTime), INTERVAL '50' SECOND)",
+        [
+          "+I(Bob,./cart,2026-01-01 12:00:50.000)",
+          "+I(Bob,./prod?id=3,2026-01-01 12:02:20.000)",
+          "+I(Liz,./home,2026-01-01 12:01:50.000)",
+          "+I(Mary,./prod?id=1,2026-01-01 12:00:55.000)",
+          "+I(Mary,./prod?id=7,2026-01-01 12:02:35.000)",
+        ],
+      ],
+    ] as const
+  ) {
+    const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(1);
+    const tEnv = StreamTableEnvironment.create(env);
+    tEnv.createTemporarySystemFunction("longest", longest);
+    await tEnv.executeScript(CLICKS);
+    const out = await rows(
+      env,
+      tEnv,
+      `SELECT \`user\`, LONGEST(url) AS url, window_end FROM TABLE(${tvf})
+       GROUP BY \`user\`, window_start, window_end`,
+    );
+    assert.deepEqual(out.sort(), expected, tvf);
+  }
+});
+
+Deno.test("a SESSION window aggregation refuses an aggregate UDF without merge", async () => {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(1);
+  const tEnv = StreamTableEnvironment.create(env);
+  const { merge: _, ...noMerge } = longest;
+  tEnv.createTemporarySystemFunction("longest", aggregateFunction(noMerge));
+  await tEnv.executeScript(CLICKS);
+  assert.throws(
+    () =>
+      tEnv.sqlQuery(
+        "SELECT `user`, LONGEST(url) FROM TABLE(SESSION(TABLE clicks PARTITION BY `user`, DESCRIPTOR(cTime), INTERVAL '50' SECOND)) GROUP BY `user`, window_start, window_end",
+      ),
+    (e) =>
+      e instanceof PlanningError &&
+      /the aggregate function LONGEST has no merge method, which SESSION windows need to merge their accumulators at line 1, column 16/
+        .test(e.message),
+  );
+});

@@ -87,6 +87,12 @@ export interface RetractableAggregate {
   retract(acc: Accumulator, value: SqlValue): void;
   /** The aggregate's current value. */
   getValue(acc: Accumulator): SqlValue;
+  /**
+   * Folds `other` into `acc`, in place (merging session windows). The
+   * built-ins leave it out: their accumulators merge by shape (sums add,
+   * multisets unite); a user-defined aggregate merges with its own `merge`.
+   */
+  merge?(acc: Accumulator, other: Accumulator): void;
 }
 
 /**

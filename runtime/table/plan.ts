@@ -68,9 +68,9 @@ import type { AggregateSpec } from "./aggregates.ts";
 import { type ChangelogMode, PlanningError } from "./changelog_mode.ts";
 import { type CompiledExpr, compileExpr, type Scope } from "./expressions.ts";
 import {
+  checkUserAggregatesInWindow,
   collectUserAggregates,
   planUserAggregates,
-  refuseUserAggregatesInWindow,
 } from "./plan_udf_aggregate.ts";
 import { exprText } from "./sql_text.ts";
 import type { Expr, SelectQuery, TableRef, WatermarkDefinition } from "./sql_ast.ts";
@@ -495,7 +495,7 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
   let aggregate: PlanNode;
   let window: WindowProperties | null = null;
   if (windowed) {
-    refuseUserAggregatesInWindow(userAggregates, context);
+    checkUserAggregatesInWindow(userAggregates, rel.window!.spec.fn, context);
     const planned = planWindowAggregate({
       relation: rel,
       where,
@@ -503,7 +503,7 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
       groupBy: query.groupBy,
       keys,
       keySources: keySources.map((s) => s ?? -1),
-      aggregates,
+      aggregates: [...aggregates, ...userAggregates],
       calls,
       columns,
       context,

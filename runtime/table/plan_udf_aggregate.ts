@@ -7,9 +7,10 @@
  * not matter).
  *
  * User-defined aggregates run in non-windowed GROUP BY (GroupAggregate,
- * with retraction when the function has `retract`); window aggregation
- * refuses them (its plan compiles only the built-ins' single argument,
- * and SESSION windows merge accumulators by their built-in shapes).
+ * with retraction when the function has `retract`) and in window
+ * aggregation (`plan_window.ts` recompiles their arguments over the
+ * window's input); SESSION windows merge accumulators, so there a function
+ * needs `merge`.
  *
  * @module
  */
@@ -104,20 +105,26 @@ export function planUserAggregates(
 }
 
 /**
- * Refuses user-defined aggregates in a window aggregation (see the module docs).
- * @throws {PlanningError} naming the first call and where.
+ * Checks user-defined aggregates of a window aggregation: merging windows
+ * (SESSION) merge accumulators, so each function needs `merge`.
+ * @param windowFn the window's TVF (`TUMBLE`, `HOP`, `CUMULATE`, `SESSION`).
+ * @throws {PlanningError} naming the first function without `merge` under SESSION, and where.
  */
-export function refuseUserAggregatesInWindow(
+export function checkUserAggregatesInWindow(
   calls: readonly UserAggregateExpr[],
+  windowFn: string,
   context: PlannerContext,
 ): void {
-  const call = calls[0];
-  if (call === undefined) return;
-  throw new PlanningError(
-    `the user-defined aggregate function ${
-      exprText(call)
-    } is not supported in a window aggregation yet (only in GROUP BY without windows)${
-      context.locate(call.name)
-    }`,
-  );
+  if (windowFn !== "SESSION") return;
+  const catalog = currentFunctionCatalog();
+  for (const call of calls) {
+    const found = catalog.lookup(call.name);
+    if (found?.kind === "aggregate" && found.definition.merge === undefined) {
+      throw new PlanningError(
+        `the aggregate function ${found.name} has no merge method, which SESSION windows need to merge their accumulators${
+          context.locate(call.name)
+        }`,
+      );
+    }
+  }
 }

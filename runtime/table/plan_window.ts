@@ -32,6 +32,7 @@
 
 import { type ChangelogMode, isUpdating, PlanningError } from "./changelog_mode.ts";
 import { type CompiledExpr, compileExpr } from "./expressions.ts";
+import { planUserAggregates, type UserAggregateExpr } from "./plan_udf_aggregate.ts";
 import type { AggregateCall, CalcNode, PlannerContext, PlanNode, Relation } from "./plan.ts";
 import type { Expr, TableRef } from "./sql_ast.ts";
 import { type Column, TYPES } from "./types.ts";
@@ -230,8 +231,11 @@ export interface WindowAggregateRequest {
   readonly keys: readonly CompiledExpr[];
   /** Per key, the TVF output column it reads, or `-1`. */
   readonly keySources: readonly number[];
-  /** The aggregate calls as written (arguments are recompiled over the input). */
-  readonly aggregates: readonly Extract<Expr, { k: "aggregate" }>[];
+  /**
+   * The aggregate calls as written (arguments are recompiled over the
+   * input): built-in aggregates, then calls of user-defined aggregate functions.
+   */
+  readonly aggregates: readonly (Extract<Expr, { k: "aggregate" }> | UserAggregateExpr)[];
   /** The aggregate calls compiled over the TVF's output. */
   readonly calls: readonly AggregateCall[];
   /** The output columns (keys then aggregates). */
@@ -302,6 +306,9 @@ export function planWindowAggregate(
   }
   const aggregates: AggregateCall[] = request.calls.map((call, i) => {
     const written = request.aggregates[i]!;
+    if (written.k === "call") {
+      return planUserAggregates([written], inputScope, input.mode, context)[0]!;
+    }
     return {
       ...call,
       arg: written.arg === null ? null : compileExpr(written.arg, inputScope),

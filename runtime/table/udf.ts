@@ -113,7 +113,10 @@ export interface AggregateFunctionDefinition<A = unknown> {
   accumulate(acc: A, ...args: SqlValue[]): void;
   /** Removes one row's arguments from `acc`, in place (needed for updating input). */
   retract?(acc: A, ...args: SqlValue[]): void;
-  /** Folds `others` into `acc`, in place (Flink's `merge`, for session windows and two-phase aggregation). */
+  /**
+   * Folds `others` into `acc`, in place (Flink's `merge`): SESSION window
+   * aggregation calls it when windows merge, and refuses a function without it.
+   */
   merge?(acc: A, others: readonly A[]): void;
   /** The result for `acc`. */
   getValue(acc: A): SqlValue;

@@ -113,6 +113,14 @@ export function userDefinedAggregate(spec: UserDefinedAggregateSpec): Retractabl
       }
       apply(acc, value, definition.retract);
     },
+    merge(acc, other) {
+      if (definition.merge === undefined) {
+        throw new TypeError(`the aggregate function ${name} has no merge method`);
+      }
+      const next = structuredClone(boxOf(acc).udf);
+      definition.merge(next, [boxOf(other).udf]);
+      (acc as unknown as UserDefinedAccumulator)[0] = { udf: next };
+    },
     getValue(acc) {
       const value = definition.getValue(boxOf(acc).udf);
       if (value === undefined || !valueFits(value, resultType)) {

@@ -263,7 +263,14 @@ export class WindowAggregateAccumulator
 
   /** Merges two windows' accumulators (SESSION windows). */
   merge(a: Accumulator[], b: Accumulator[]): Accumulator[] {
-    return a.map((acc, i) => mergeAccumulator(acc, b[i]!));
+    const fns = this.functions();
+    return a.map((acc, i) => {
+      const own = fns[i]!.merge;
+      if (own === undefined) return mergeAccumulator(acc, b[i]!);
+      const out = copyAccumulator(acc);
+      own.call(fns[i], out, b[i]!);
+      return out;
+    });
   }
 }
 
