@@ -121,6 +121,9 @@ export function compareBySortKeys(
   return 0;
 }
 
+const sameFields = (a: readonly SqlValue[], b: readonly SqlValue[]) =>
+  a.length === b.length && a.every((v, i) => v === b[i]);
+
 /** The first index whose row sorts after `fields` (ties stay before: arrival order). */
 function upperBound(spec: RankSpec, rows: readonly SqlValue[][], fields: readonly SqlValue[]) {
   let lo = 0;
@@ -135,7 +138,6 @@ function upperBound(spec: RankSpec, rows: readonly SqlValue[][], fields: readonl
 
 /** The index of a row with equal fields, searched among the rows of an equal sort key. */
 function indexOfRow(spec: RankSpec, rows: readonly SqlValue[][], fields: readonly SqlValue[]) {
-  const text = JSON.stringify(fields);
   let lo = 0;
   let hi = rows.length;
   while (lo < hi) {
@@ -145,7 +147,7 @@ function indexOfRow(spec: RankSpec, rows: readonly SqlValue[][], fields: readonl
   }
   for (let i = lo; i < rows.length; i++) {
     if (compareBySortKeys(spec.sortKeys, rows[i]!, fields) !== 0) break;
-    if (JSON.stringify(rows[i]) === text) return i;
+    if (sameFields(rows[i]!, fields)) return i;
   }
   return -1;
 }
@@ -222,7 +224,7 @@ function diffRanks(
       const o = oldTop[i];
       const nw = newTop[i];
       if (o !== undefined && nw !== undefined) {
-        if (o === nw || JSON.stringify(o) === JSON.stringify(nw)) continue;
+        if (o === nw || sameFields(o, nw)) continue;
         if (spec.generateUpdateBefore) {
           emit.push({ kind: "UPDATE_BEFORE", fields: ranked(spec, o, rank) });
         }
@@ -235,27 +237,12 @@ function diffRanks(
     }
     return emit;
   }
-  const counts = new Map<string, number>();
-  for (const r of newTop) {
-    const k = JSON.stringify(r);
-    counts.set(k, (counts.get(k) ?? 0) + 1);
-  }
-  const added: SqlValue[][] = [];
-  for (const r of oldTop) {
-    const k = JSON.stringify(r);
-    const c = counts.get(k) ?? 0;
-    if (c > 0) counts.set(k, c - 1);
-    else emit.push({ kind: "DELETE", fields: [...r] });
-  }
-  for (const r of newTop) {
-    const k = JSON.stringify(r);
-    const c = counts.get(k) ?? 0;
-    if (c > 0) {
-      counts.set(k, c - 1);
-      added.push(r);
-    }
-  }
-  for (const r of added) emit.push({ kind: "INSERT", fields: [...r] });
+  // The lists share their row objects (a change copies the list, not the
+  // rows), so rows that stayed are the same objects: diff by identity.
+  const kept = new Set(newTop);
+  const had = new Set(oldTop);
+  for (const r of oldTop) if (!kept.has(r)) emit.push({ kind: "DELETE", fields: [...r] });
+  for (const r of newTop) if (!had.has(r)) emit.push({ kind: "INSERT", fields: [...r] });
   return emit;
 }
 
