@@ -408,6 +408,10 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
   if (from.k === "join" && from.kind === "CROSS" && from.on === null && whereExpr !== null) {
     from = { ...from, kind: "INNER", on: whereExpr };
     whereExpr = null;
+  } else if (from.k === "join" && from.kind === "INNER" && from.on !== null && whereExpr !== null) {
+    // WHERE over an inner join is part of its condition (then pushed to an input where it can).
+    from = { ...from, on: { k: "binary", op: "AND", left: from.on, right: whereExpr } };
+    whereExpr = null;
   }
   const rel = planRelation(from, context);
   const inputName = from.k === "table" ? `table ${from.name}` : "the FROM clause";

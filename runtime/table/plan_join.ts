@@ -30,6 +30,7 @@
 import { type ChangelogMode, isUpdating, PlanningError } from "./changelog_mode.ts";
 import { type CompiledExpr, compileExpr, type Scope } from "./expressions.ts";
 import {
+  type CalcNode,
   columnSource,
   condition,
   materialized,
@@ -153,8 +154,8 @@ export function planJoin(
       }join without an ON condition is not supported (a streaming join needs an equality between its inputs)${at}`,
     );
   }
-  const left = planInput(ref.left, context);
-  const right = planInput(ref.right, context);
+  let left = planInput(ref.left, context);
+  let right = planInput(ref.right, context);
   const nl = left.node.columns.length;
   // A join's output holds no time attribute (Flink materializes rowtimes
   // through a regular join; here through every join, a simplification).
@@ -196,6 +197,23 @@ export function planJoin(
     }
     rest.push(c);
   }
+  // Conjuncts on one input's columns only filter that input before the
+  // join (Flink's filter push-down), where that keeps the join's meaning:
+  // not on an outer join's preserved side, whose unmatched rows still show.
+  const joinTypeOf = JOIN_TYPES[ref.kind];
+  const pushLeft = joinTypeOf === "InnerJoin" || joinTypeOf === "RightOuterJoin";
+  const pushRight = joinTypeOf === "InnerJoin" || joinTypeOf === "LeftOuterJoin";
+  const leftOnly: CompiledExpr[] = [];
+  const rightOnly: CompiledExpr[] = [];
+  for (const c of rest.splice(0)) {
+    const l = tryCompile(c, leftScope);
+    const r = tryCompile(c, rightScope);
+    if (pushLeft && l !== null && r === null) leftOnly.push(l);
+    else if (pushRight && r !== null && l === null) rightOnly.push(r);
+    else rest.push(c);
+  }
+  left = filtered(left, leftOnly);
+  right = filtered(right, rightOnly);
   if (leftKeys.length === 0) {
     throw new PlanningError(
       `the join condition ${
@@ -257,6 +275,30 @@ export function planJoin(
     mode: joinType === "InnerJoin" && appendOnly ? "append" : "retract",
   };
   return { node, qualifiers, window: null };
+}
+
+/** `relation` behind a Calc keeping its rows where every one of `filters` is TRUE (columns unchanged). */
+function filtered(relation: Relation, filters: readonly CompiledExpr[]): Relation {
+  if (filters.length === 0) return relation;
+  const input = relation.node;
+  const filter: CompiledExpr = filters.length === 1 ? filters[0]! : {
+    evaluate: (f) => filters.every((x) => x.evaluate(f) === true),
+    type: filters[0]!.type,
+    text: filters.map((x) => x.text).join(" AND "),
+  };
+  const node: CalcNode = {
+    op: "Calc",
+    input,
+    projections: input.columns.map((c, i) => ({
+      evaluate: (f) => f[i] ?? null,
+      type: c.type,
+      text: c.name,
+    })),
+    filter,
+    columns: input.columns,
+    mode: input.mode,
+  };
+  return { ...relation, node };
 }
 
 /** The WindowJoin of `parts`, when both inputs are windowed and the keys pair their window columns. */

@@ -30,6 +30,7 @@ import { describeNode, type PlanNode } from "./plan.ts";
 import { formatRow, type Row } from "./row.ts";
 import { SuppressRestartsError } from "../failure.ts";
 import { translateIntervalJoin, translateJoin, translateWindowJoin } from "./translate_join.ts";
+import { keepInputParallelism } from "./translate_parallelism.ts";
 import {
   translateWindowAggregate,
   translateWindowTableFunction,
@@ -90,21 +91,24 @@ export function translatePlan(
         const input = walk(node.input);
         const { projections, filter } = node;
         const name = describeNode(node);
-        return input.flatMap((row: Row, out: Collector<Row>) => {
-          let fields;
-          try {
-            if (filter !== null && filter.evaluate(row.fields) !== true) return;
-            fields = projections.map((p) => p.evaluate(row.fields));
-          } catch (error) {
-            throw new SuppressRestartsError(
-              `${name} failed on ${formatRow(row)}: ${errorText(error)}`,
-              {
-                cause: error,
-              },
-            );
-          }
-          out.collect({ kind: row.kind, fields });
-        }).uid(`${uidPrefix}-calc-${++n}`).name(describeNode(node));
+        return keepInputParallelism(
+          input,
+          input.flatMap((row: Row, out: Collector<Row>) => {
+            let fields;
+            try {
+              if (filter !== null && filter.evaluate(row.fields) !== true) return;
+              fields = projections.map((p) => p.evaluate(row.fields));
+            } catch (error) {
+              throw new SuppressRestartsError(
+                `${name} failed on ${formatRow(row)}: ${errorText(error)}`,
+                {
+                  cause: error,
+                },
+              );
+            }
+            out.collect({ kind: row.kind, fields });
+          }),
+        ).uid(`${uidPrefix}-calc-${++n}`).name(describeNode(node));
       }
       case "GroupAggregate": {
         const input = walk(node.input);

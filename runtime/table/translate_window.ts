@@ -20,6 +20,7 @@ import {
   WatermarkStrategy,
 } from "../time/watermark.ts";
 import { groupKeyOf } from "./group_aggregate.ts";
+import { keepInputParallelism } from "./translate_parallelism.ts";
 import { describeNode, type ScanNode } from "./plan.ts";
 import type { WindowAggregateNode, WindowTableFunctionNode } from "./plan_window.ts";
 import { formatRow, type Row } from "./row.ts";
@@ -117,7 +118,7 @@ export function withScanWatermarks(
     }
   });
   const idle = idleTimeoutMs > 0 ? strategy.withIdleness(idleTimeoutMs) : strategy;
-  return stream.assignTimestampsAndWatermarks(idle).uid(uid)
+  return keepInputParallelism(stream, stream.assignTimestampsAndWatermarks(idle)).uid(uid)
     .name(`WatermarkAssigner(rowtime=[${column}], watermark=[${wm.text}])`);
 }
 
@@ -131,30 +132,33 @@ export function translateWindowTableFunction(
   const name = describeNode(node);
   const context = { currentProcessingTime: () => 0 };
   const [start, end, time] = [new TextMemo(), new TextMemo(), new TextMemo()];
-  return input.flatMap((row: Row, out: Collector<Row>) => {
-    let windows;
-    try {
-      windows = assigner.assignWindows(row, undefined, context);
-    } catch (error) {
-      throw new SuppressRestartsError(
-        `${name} failed on ${formatRow(row)}: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
-        { cause: error },
-      );
-    }
-    for (const w of windows) {
-      out.collect({
-        kind: row.kind,
-        fields: [
-          ...row.fields,
-          start.of(w.start),
-          end.of(w.end),
-          time.of(w.end - 1),
-        ],
-      });
-    }
-  }).uid(uid).name(name);
+  return keepInputParallelism(
+    input,
+    input.flatMap((row: Row, out: Collector<Row>) => {
+      let windows;
+      try {
+        windows = assigner.assignWindows(row, undefined, context);
+      } catch (error) {
+        throw new SuppressRestartsError(
+          `${name} failed on ${formatRow(row)}: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+          { cause: error },
+        );
+      }
+      for (const w of windows) {
+        out.collect({
+          kind: row.kind,
+          fields: [
+            ...row.fields,
+            start.of(w.start),
+            end.of(w.end),
+            time.of(w.end - 1),
+          ],
+        });
+      }
+    }),
+  ).uid(uid).name(name);
 }
 
 /** A window aggregation on the runtime's window operator. */
