@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import "../../runtime/cluster/default_executor.ts";
+import { RestartStrategies } from "../../runtime/cluster/restart_strategy.ts";
+import { WatermarkStrategy } from "../../runtime/time/watermark.ts";
+import { type TestItem, TestSource } from "../testing/test_source.ts";
 import { StreamExecutionEnvironment } from "../../runtime/api/environment.ts";
 import type { Sink } from "../../runtime/api/sink.ts";
 import { PlanningError } from "../../runtime/table/changelog_mode.ts";
@@ -181,4 +184,44 @@ Deno.test("the filesystem connector refuses bad options by name", () => {
   filesystemTableConnector.validate(
     table({ path: "x", format: "json", "sink.rolling-policy.file-size": "1mb" }),
   );
+});
+
+Deno.test({
+  name:
+    "a filesystem sink table holds each row exactly once after a failure and a restart from a checkpoint",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    await withDir(async (dir) => {
+      const env = StreamExecutionEnvironment.getExecutionEnvironment()
+        .setParallelism(2)
+        .enableCheckpointing(30, { directory: join(dir, "checkpoints") })
+        .setRestartStrategy(RestartStrategies.fixedDelay(2, 0));
+      const values = Array.from({ length: 90 }, (_, i) => [`k${i % 7}`, i] as [string, number]);
+      const items: TestItem<[string, number]>[] = [
+        ...values.slice(0, 30),
+        TestSource.awaitCheckpoint(),
+        ...values.slice(30, 45),
+        TestSource.fail("induced failure after row 45"),
+        ...values.slice(45),
+      ];
+      const stream = env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "rows")
+        .uid("rows").setParallelism(1);
+      const tEnv = StreamTableEnvironment.create(env, { connectors: [filesystemTableConnector] });
+      tEnv.createTemporaryView("input", stream, [
+        { name: "k", type: "VARCHAR" },
+        { name: "n", type: "BIGINT" },
+      ]);
+      await tEnv.executeSql(
+        `CREATE TABLE output (k STRING, n BIGINT)
+           WITH ('connector' = 'filesystem', 'path' = '${dir}/out', 'format' = 'json')`,
+      );
+      const result = await tEnv.executeSql("INSERT INTO output SELECT k, n * 2 FROM input");
+      assert.equal(result.jobResult!.restarts, 1, "the induced failure restarted the job once");
+      assert.deepEqual(
+        await finishedLines(join(dir, "out")),
+        values.map(([k, n]) => JSON.stringify({ k, n: n * 2 })).sort(),
+      );
+    });
+  },
 });
