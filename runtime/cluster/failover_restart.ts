@@ -46,7 +46,11 @@ export interface RestartPlanOptions {
   readonly writesSettled: () => Promise<void>;
   /** Resolves once the failed attempt's subtasks ended (or the wait timed out); never rejects. */
   readonly cancelled: Promise<void>;
-  /** False once the job left the `restarting` phase (cancelled, ended): planning stops. */
+  /**
+   * False once the job left the `restarting` phase (cancelled, suspended,
+   * ended) or the region failover was superseded: planning stops, checked
+   * after every wait (the restart delay, metadata writes, the read).
+   */
   readonly restarting: () => boolean;
 }
 
@@ -74,6 +78,7 @@ export async function planRestart(
     const decision = o.backoff.onFailure(Date.now(), failure);
     if (decision.kind === "fail") {
       await o.writesSettled();
+      if (!o.restarting()) return { kind: "abandoned" };
       const hint = resumeHint({
         jobId: o.jobId,
         latestWritten: o.latestWritten(),
@@ -93,6 +98,9 @@ export async function planRestart(
     await Promise.all([delay(decision.delayMs), o.cancelled]);
     if (!o.restarting()) return { kind: "abandoned" };
     await o.writesSettled();
+    // Checked after every wait: a job suspended (leadership lost), cancelled or
+    // ended meanwhile reads no checkpoint, warns of nothing and deploys nothing.
+    if (!o.restarting()) return { kind: "abandoned" };
     const facts = {
       jobId: o.jobId,
       latestWritten: o.latestWritten(),
@@ -106,6 +114,7 @@ export async function planRestart(
       } catch (e) {
         readError = { error: e };
       }
+      if (!o.restarting()) return { kind: "abandoned" };
     }
     const restore = decideRestore({
       ...facts,
@@ -117,7 +126,6 @@ export async function planRestart(
     if (restore.kind === "restore") return { kind: "restart", point: restore.point };
     if (restore.kind === "retry") {
       log.warn(restore.warning);
-      if (!o.restarting()) return { kind: "abandoned" };
       failure = restore.failure;
       continue;
     }
