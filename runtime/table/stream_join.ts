@@ -150,7 +150,9 @@ export function decideJoin(
           emit.push({ kind: "INSERT", fields: padded(m.fields, !inputIsLeft) });
         }
       }
-      changed.push([key, { fields: m.fields, count: m.count, associations }]);
+      // Associations only matter on an outer side (they decide its null
+      // padding): an inner side's records are not rewritten per match.
+      if (otherOuter) changed.push([key, { fields: m.fields, count: m.count, associations }]);
     }
   }
   if (matched === 0 && inputOuter) {
@@ -218,7 +220,7 @@ export class StreamingJoinFunction implements KeyedCoProcessFunction<string, Row
   }
 
   private process(row: Row, inputIsLeft: boolean, key: string, out: Collector<Row>): void {
-    const keyHasNull = (JSON.parse(key) as SqlValue[]).includes(null);
+    const keyHasNull = key.includes("null") && (JSON.parse(key) as SqlValue[]).includes(null);
     if (keyHasNull && this.shape.joinType === "InnerJoin") return;
     const ownState = inputIsLeft ? this.left! : this.right!;
     const otherState = inputIsLeft ? this.right! : this.left!;
