@@ -40,10 +40,12 @@
  * that leaves the frame, keeping the frame's arguments in keyed state.
  *
  * Input must be append-only: any other kind is an error naming the row.
- * With idle state retention (`table.exec.state.ttl`) the key's state
- * expires when the key was not written for that long (Flink cleans it with
- * processing-time timers; here the state TTL does it): the key's next row
- * starts a new frame.
+ * With idle state retention (`table.exec.state.ttl`) the key's processed
+ * history (frame and accumulators) expires when it was not written for
+ * that long (Flink cleans it with processing-time timers; here the state
+ * TTL does it): the key's next row starts a new frame. Rows still waiting
+ * for the watermark never expire (Flink, too, cleans no state while rows
+ * are pending), so no row is dropped by the retention.
  *
  * @module
  */
@@ -202,11 +204,11 @@ export class OverAggregateFunction implements KeyedProcessFunction<string, Row, 
   open(ctx: RuntimeContext): void {
     this.aggregates = this.spec.calls.map((c) => createAggregate(c.spec));
     const ttl = stateTtlConfig(this.stateTtlMs);
-    const options = ttl ? { ttl } : {};
-    this.pending = ctx.getMapState(
-      new MapStateDescriptor<number, SqlValue[][]>("over-pending", options),
+    // pending rows have no TTL: each is processed when the watermark passes it
+    this.pending = ctx.getMapState(new MapStateDescriptor<number, SqlValue[][]>("over-pending"));
+    this.history = ctx.getState(
+      new ValueStateDescriptor<OverHistory>("over-history", ttl ? { ttl } : {}),
     );
-    this.history = ctx.getState(new ValueStateDescriptor<OverHistory>("over-history", options));
   }
 
   /** Buffers a row until the watermark passes its rowtime, or drops it as late. */
@@ -237,7 +239,7 @@ export class OverAggregateFunction implements KeyedProcessFunction<string, Row, 
   onTimer(timestamp: number, _ctx: OnTimerContext<string>, out: Collector<Row>): void {
     const pending = this.pending!;
     const rows = pending.get(timestamp);
-    if (rows === undefined) return; // expired by idle state retention
+    if (rows === undefined) return; // none left (a timer restored beside its processed rows)
     pending.remove(timestamp);
     const decision = this.guard({ kind: "INSERT", fields: rows[0]! }, () => {
       const args = rows.map((fields) =>

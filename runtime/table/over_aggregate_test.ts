@@ -194,3 +194,18 @@ Deno.test("OverAggregate refuses an updating row and a NULL rowtime, naming the 
   );
   await h.close();
 });
+
+Deno.test("OverAggregate with idle state retention keeps pending rows past the TTL and starts a new frame after the history expired", async () => {
+  const { h } = await open({ unit: "ROWS", preceding: null }, 1_000);
+  const row = (ts: number, value: number): Row => ({ kind: "INSERT", fields: ["k", ts, value] });
+  h.processElement(row(1, 10), 1);
+  h.processWatermark(1); // history written at processing time 0
+  h.processElement(row(2, 20), 2);
+  h.setProcessingTime(5_000); // the pending row at 2 is older than the TTL, the history expired
+  h.processWatermark(2);
+  assert.deepEqual((h.values() as Row[]).map(formatRow), [
+    "+I(k,1,10,1,10,10,10,10)",
+    "+I(k,2,20,1,20,20,20,20)", // a new frame: the history expired, the pending row was kept
+  ]);
+  await h.close();
+});
