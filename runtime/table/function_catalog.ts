@@ -278,6 +278,15 @@ export function compileCall(
   const type = fn.resultType(args.map((a) => a.type), literals);
   if (typeof type === "string") return how.fail(`${type}, in ${how.text}`, expr.name);
   const evaluators = args.map((a) => a.evaluate);
+  const lazily = fn.evaluateLazily;
+  if (lazily !== undefined) {
+    const count = evaluators.length;
+    return {
+      evaluate: (f) => lazily.call(fn, (i) => evaluators[i]!(f), count),
+      type,
+      text: how.text,
+    };
+  }
   return {
     evaluate: (f) => fn.evaluate(evaluators.map((e) => e(f))),
     type,

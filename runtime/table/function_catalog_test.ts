@@ -197,3 +197,16 @@ Deno.test("CAST converts between the families and refuses what never converts, n
       /cannot cast BOOLEAN to TIMESTAMP\(3\) in CAST\(TRUE AS TIMESTAMP\(3\)\)/.test(e.message),
   );
 });
+
+Deno.test("IF and COALESCE evaluate only the arguments they need, as SQL's conditionals", () => {
+  const divide: Expr = { k: "binary", op: "/", left: lit(10), right: col("zero") };
+  const zeroScope: Scope = { ...scope(), columns: [{ name: "zero", type: TYPES.BIGINT }] };
+  const isZero: Expr = { k: "binary", op: "=", left: col("zero"), right: lit(0) };
+  assert.equal(compileExpr(call("IF", isZero, lit(-1), divide), zeroScope).evaluate([0]), -1);
+  assert.equal(compileExpr(call("IF", isZero, lit(-1), divide), zeroScope).evaluate([5]), 2);
+  assert.equal(compileExpr(call("COALESCE", lit(7), divide), zeroScope).evaluate([0]), 7);
+  assert.throws(
+    () => compileExpr(call("COALESCE", lit(null), divide), zeroScope).evaluate([0]),
+    /division by zero/,
+  );
+});

@@ -35,6 +35,12 @@ export interface ScalarFunction {
    */
   evaluate(args: readonly SqlValue[]): SqlValue;
   /**
+   * Evaluates only the arguments it needs, when present (`IF`, `COALESCE`:
+   * as SQL's conditional expressions, `IF(b = 0, 0, a / b)` never divides
+   * by zero). `arg(i)` evaluates argument `i` (0-based) for the current row.
+   */
+  evaluateLazily?(arg: (i: number) => SqlValue, count: number): SqlValue;
+  /**
    * The 0-based positions of arguments written as a time-unit keyword
    * (`EXTRACT(YEAR FROM ts)`, `TIMESTAMPADD(DAY, 1, ts)`, `FLOOR(ts TO
    * HOUR)`): the compiler reads a bare name there (`YEAR`) as the string
@@ -99,27 +105,32 @@ export const isNumeric = (t: DataType): boolean => t.family === "BIGINT" || t.fa
 
 /**
  * The type several arguments share (IF's branches, COALESCE's arguments):
- * one family, or DOUBLE for a mix of BIGINT and DOUBLE.
+ * one family, or DOUBLE for a mix of BIGINT and DOUBLE. A NULL literal
+ * fits any type (the compiler gives it a placeholder type).
  * @param from the first argument position (0-based) that takes part.
+ * @param literals the arguments' constant values, as `resultType` gets them.
  * @returns the type, or a message naming the first argument that does not fit.
  */
 export function commonType(
   name: string,
   types: readonly DataType[],
   from: number = 0,
+  literals?: readonly (SqlValue | undefined)[],
 ): DataType | string {
-  const taking = types.slice(from);
-  if (taking.length === 0) return TYPES.STRING;
+  const positions: number[] = [];
+  for (let i = from; i < types.length; i++) if (literals?.[i] !== null) positions.push(i);
+  if (positions.length === 0) return types[from] ?? TYPES.STRING;
+  const taking = positions.map((i) => types[i]!);
   if (taking.every(isNumeric)) {
     return taking.some((t) => t.family === "DOUBLE") ? TYPES.DOUBLE : taking[0]!;
   }
-  const first = taking[0]!;
-  const bad = taking.findIndex((t) => t.family !== first.family);
-  return bad === -1
-    ? first
-    : `argument ${from + bad + 1} of ${name} is ${taking[bad]!.name}, which does not fit argument ${
-      from + 1
-    }'s ${first.name}`;
+  const first = positions[0]!;
+  const bad = positions.find((i) => types[i]!.family !== types[first]!.family);
+  return bad === undefined
+    ? types[first]!
+    : `argument ${bad + 1} of ${name} is ${types[bad]!.name}, which does not fit argument ${
+      first + 1
+    }'s ${types[first]!.name}`;
 }
 
 /** The units of time that `EXTRACT`, `TIMESTAMPADD`, `TIMESTAMPDIFF`, `FLOOR` and `CEIL` take. */

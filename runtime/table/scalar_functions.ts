@@ -43,21 +43,29 @@ export { NON_DETERMINISTIC_FUNCTIONS } from "./scalar_functions_time.ts";
 function extreme(name: "GREATEST" | "LEAST"): ScalarFunction {
   const better = name === "GREATEST" ? (c: number) => c > 0 : (c: number) => c < 0;
   return nullSafe(
-    (types) => arity(name, types, 1, Infinity) ?? commonType(name, types),
+    (types, literals) => arity(name, types, 1, Infinity) ?? commonType(name, types, 0, literals),
     (args) => args.reduce((best, v) => (better(compareValues(v, best)) ? v : best)),
   );
 }
 
 const CONDITIONAL_FUNCTIONS: Readonly<Record<string, ScalarFunction>> = {
   COALESCE: {
-    resultType: (types) => arity("COALESCE", types, 1, Infinity) ?? commonType("COALESCE", types),
+    resultType: (types, literals) =>
+      arity("COALESCE", types, 1, Infinity) ?? commonType("COALESCE", types, 0, literals),
     evaluate: (args) => args.find((a) => a !== null) ?? null,
+    evaluateLazily(arg, count) {
+      for (let i = 0; i < count; i++) {
+        const v = arg(i);
+        if (v !== null) return v;
+      }
+      return null;
+    },
   },
   NULLIF: {
-    resultType: (types) => {
+    resultType: (types, literals) => {
       const bad = arity("NULLIF", types, 2);
       if (bad !== null) return bad;
-      const common = commonType("NULLIF", types);
+      const common = commonType("NULLIF", types, 0, literals);
       return typeof common === "string" ? common : types[0]!;
     },
     evaluate: ([a, b]) =>
@@ -68,11 +76,12 @@ const CONDITIONAL_FUNCTIONS: Readonly<Record<string, ScalarFunction>> = {
         : a,
   },
   IF: {
-    resultType: (types) =>
+    resultType: (types, literals) =>
       arity("IF", types, 3) ?? argumentOf("IF", types, 0, ["BOOLEAN"]) ??
-        commonType("IF", types, 1),
+        commonType("IF", types, 1, literals),
     evaluate: ([condition, then, otherwise]) =>
       condition === true ? then ?? null : otherwise ?? null,
+    evaluateLazily: (arg) => (arg(0) === true ? arg(1) : arg(2)),
   },
   GREATEST: extreme("GREATEST"),
   LEAST: extreme("LEAST"),

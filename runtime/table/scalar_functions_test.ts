@@ -172,6 +172,9 @@ Deno.test("result types follow the arguments' types", () => {
   assert.equal(type("CHAR_LENGTH", [S]), I);
   assert.equal(type("REGEXP", [S, S]), B);
   assert.equal(type("UNIX_TIMESTAMP", [T]), I);
+  // A NULL literal (typed STRING by the compiler as a placeholder) fits any type.
+  assert.equal(type("COALESCE", [S, I], [null, undefined!]), I);
+  assert.equal(type("IF", [B, S, D], [undefined!, null, undefined!]), D);
 });
 
 Deno.test("signature errors name the function and the argument's position", () => {
