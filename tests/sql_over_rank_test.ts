@@ -20,8 +20,9 @@ import {
   type SqlValue,
   StreamExecutionEnvironment,
   StreamTableEnvironment,
+  WatermarkStrategy,
 } from "../mod.ts";
-import { CollectingSink } from "../testing.ts";
+import { CollectingSink, TestSource } from "../testing.ts";
 import { PlanningError } from "../runtime/table/changelog_mode.ts";
 import {
   explainPlan,
@@ -781,4 +782,47 @@ Deno.test("an OVER query's SELECT list takes t.* of its FROM table, and refuses 
       ),
     /x\.\* names no table of the FROM clause/,
   );
+});
+
+Deno.test({
+  name:
+    "SET 'table.exec.state.ttl' reaches the operators of a SQL job: after a pause longer than the TTL, a GROUP BY and a Top-1 start their key again",
+  ...JOB,
+  async fn() {
+    const run = async (sql: string, ttl: string | null): Promise<string[]> => {
+      const directory = await Deno.makeTempDir({ prefix: "weir-over-rank-" });
+      try {
+        const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(1)
+          .setCheckpointDirectory(directory);
+        const tEnv = StreamTableEnvironment.create(env);
+        // with a TTL, the source waits 2.5 s of processing time between the rows: the state the
+        // first wrote is older than the 0.5 s TTL when the second comes, whatever the delays
+        const source = env.fromSource(
+          TestSource.of<[string, number]>(
+            ttl === null ? [["a", 5], ["a", 3]] : [["a", 5], TestSource.pause(2_500), ["a", 3]],
+          ),
+          WatermarkStrategy.noWatermarks(),
+          "t",
+        ).uid("t");
+        tEnv.createTemporaryView("t", source, [
+          { name: "k", type: "VARCHAR" },
+          { name: "v", type: "INT" },
+        ]);
+        if (ttl !== null) await tEnv.executeSql(`SET 'table.exec.state.ttl' = '${ttl}'`);
+        const sink = new CollectingSink<Row>();
+        tEnv.toChangelogStream(tEnv.sqlQuery(sql)).sinkTo(sink).uid("result");
+        await env.execute("state ttl");
+        return sink.committed().map((r) => formatRow(r as Row));
+      } finally {
+        await Deno.remove(directory, { recursive: true });
+      }
+    };
+    const groupBy = "SELECT k, COUNT(*) AS n FROM t GROUP BY k";
+    assert.deepEqual(await run(groupBy, null), ["+I(a,1)", "-U(a,1)", "+U(a,2)"]);
+    assert.deepEqual(await run(groupBy, "500 ms"), ["+I(a,1)", "+I(a,1)"]);
+    const top1 =
+      "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t) WHERE rn <= 1";
+    assert.deepEqual(await run(top1, null), ["+I(a,5,1)"]);
+    assert.deepEqual(await run(top1, "500 ms"), ["+I(a,5,1)", "+I(a,3,1)"]);
+  },
 });
