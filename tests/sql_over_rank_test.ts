@@ -826,3 +826,68 @@ Deno.test({
     assert.deepEqual(await run(top1, "500 ms"), ["+I(a,5,1)", "+I(a,3,1)"]);
   },
 });
+
+Deno.test({
+  name:
+    "the hottest auction per 1-second window (a window Top-1 over a window aggregation) runs and equals the batch query",
+  ...JOB,
+  async fn() {
+    const counts = select({
+      items: [
+        item(col("window_start")),
+        item(col("window_end")),
+        item(col("auction")),
+        item({ k: "aggregate", fn: "COUNT_STAR", distinct: false, arg: null }, "cnt"),
+      ],
+      from: { ...TUMBLE_10, intervals: [1000] },
+      groupBy: [col("window_start"), col("window_end"), col("auction")],
+    });
+    const query = select({
+      items: [item(col("window_end")), item(col("auction")), item(col("cnt"))],
+      from: {
+        k: "subquery",
+        query: select({
+          items: [
+            STAR,
+            item(
+              over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [
+                desc(col("cnt")),
+                asc(col("auction")),
+              ]),
+              "rn",
+            ),
+          ],
+          from: { k: "subquery", query: counts, alias: "c", at: 0 },
+        }),
+        alias: null,
+        at: 0,
+      },
+      where: bin("<=", col("rn"), lit(1)),
+    });
+    const plan = planQuery(query, CONTEXT);
+    await fc.assert(
+      fc.asyncProperty(bids, async (unsorted) => {
+        const rows = [...unsorted].sort((x, y) => x[3] - y[3]); // no late rows
+        const perWindow = new Map<number, Map<number, number>>();
+        for (const r of rows) {
+          const w = Math.floor(r[3] / 1000);
+          const m = perWindow.get(w) ?? new Map<number, number>();
+          m.set(r[0], (m.get(r[0]) ?? 0) + 1);
+          perWindow.set(w, m);
+        }
+        const expected: SqlValue[][] = [...perWindow].map(([w, m]) => {
+          const [auction, cnt] = [...m].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]!;
+          return [(w + 1) * 1000, auction, cnt];
+        });
+        const out = await run(plan, rows);
+        assert.ok(out.every((r) => r.kind === "INSERT"));
+        const folded = fold(out.map((r) => ({
+          kind: r.kind,
+          fields: [timeAttributeMillis(r.fields[0] ?? null, "window_end"), ...r.fields.slice(1)],
+        })));
+        assert.deepEqual(folded, tableOf(expected));
+      }),
+      { numRuns: 10 },
+    );
+  },
+});
