@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fc from "npm:fast-check@4.11.0";
 import { explainPlan } from "./plan.ts";
 import { PlanningError } from "./changelog_mode.ts";
 import { formatRow } from "./row.ts";
@@ -155,5 +156,99 @@ Deno.test("window TVFs refuse a time column that is no rowtime attribute, and SE
   assert.throws(
     () => planQuery(grouped("CUMULATE", [70_000, HOUR]), contextOf({ clicks: clicks(SEED) })),
     /CUMULATE needs a max size that is a multiple of its step/,
+  );
+});
+
+const EV_COLUMNS = [
+  { name: "k", type: TYPES.STRING },
+  { name: "ts", type: TYPES.BIGINT },
+  { name: "v", type: TYPES.BIGINT },
+];
+
+/** The batch result: per key and window of `assign`, the six aggregates of the on-time rows. */
+function batchWindows(
+  rows: readonly [string, number, number | null][],
+  assign: (k: string, t: number) => [number, number][],
+): string[] {
+  const groups = new Map<string, (number | null)[]>();
+  for (const [k, t, v] of rows) {
+    for (const [s, e] of assign(k, t)) {
+      const key = JSON.stringify([k, s, e]);
+      groups.set(key, [...(groups.get(key) ?? []), v]);
+    }
+  }
+  const text = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace("Z", "");
+  return [...groups].map(([key, vs]) => {
+    const [k, s, e] = JSON.parse(key) as [string, number, number];
+    const nums = vs.filter((x): x is number => x !== null);
+    const sum = nums.length === 0 ? null : nums.reduce((a, b) => a + b, 0);
+    const fields = [
+      k,
+      text(s),
+      text(e),
+      vs.length,
+      new Set(nums).size,
+      sum,
+      sum === null ? null : Math.trunc(sum / nums.length),
+      nums.length === 0 ? null : Math.min(...nums),
+      nums.length === 0 ? null : Math.max(...nums),
+    ];
+    return formatRow({ kind: "INSERT", fields });
+  }).sort();
+}
+
+Deno.test("window aggregates over TUMBLE, HOP, CUMULATE and SESSION equal batch windows over the rows", async () => {
+  const row = fc.tuple(
+    fc.constantFrom("a", "b", "c"),
+    fc.integer({ min: 0, max: 30 }),
+    fc.option(fc.integer({ min: -5, max: 5 }), { nil: null }),
+  );
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(row, { maxLength: 25 }),
+      fc.constantFrom("TUMBLE", "HOP", "CUMULATE", "SESSION"),
+      async (raw, fn) => {
+        // Rows in time order (so none is late): seconds to epoch ms.
+        const rows = raw.map(([k, s, v]): [string, number, number | null] => [k, s * 1000, v])
+          .sort((x, y) => x[1] - y[1]);
+        const intervals = fn === "TUMBLE" ? [5_000] : fn === "SESSION" ? [3_000] : [2_000, 6_000];
+        const input = tvf(fn, table("ev"), "ts", intervals, fn === "SESSION" ? ["k"] : []);
+        const query = select(input, [
+          item(col("k")),
+          item(col("window_start")),
+          item(col("window_end")),
+          item(agg("COUNT_STAR", null), "n"),
+          item(agg("COUNT", col("v"), true), "d"),
+          item(agg("SUM", col("v")), "s"),
+          item(agg("AVG", col("v")), "a"),
+          item(agg("MIN", col("v")), "lo"),
+          item(agg("MAX", col("v")), "hi"),
+        ], { groupBy: [col("k"), col("window_start"), col("window_end")] });
+        const { rows: out } = await runQuery(query, {
+          ev: { columns: EV_COLUMNS, rows, watermark: watermarkFor("ts") },
+        }, 2);
+        // Sessions per key: [t, t + gap) windows merged while they touch (Flink's TimeWindow.intersects).
+        const sessions = new Map<string, [number, number][]>();
+        for (const [k, t] of rows) {
+          const mine = sessions.get(k) ?? [];
+          const last = mine[mine.length - 1];
+          if (last !== undefined && t <= last[1]) last[1] = Math.max(last[1], t + 3000);
+          else mine.push([t, t + 3000]);
+          sessions.set(k, mine);
+        }
+        const assign = (k: string, t: number): [number, number][] => {
+          if (fn === "SESSION") return sessions.get(k)!.filter(([s, e]) => s <= t && t < e);
+          if (fn === "TUMBLE") return [[t - (t % 5000), t - (t % 5000) + 5000]];
+          if (fn === "HOP") {
+            const last = t - (((t % 2000) + 2000) % 2000);
+            return [[last, last + 6000], [last - 2000, last + 4000], [last - 4000, last + 2000]];
+          }
+          const start = t - (t % 6000);
+          return [2000, 4000, 6000].filter((e) => start + e > t).map((e) => [start, start + e]);
+        };
+        assert.deepEqual(out.map(formatRow).sort(), batchWindows(rows, assign));
+      },
+    ),
+    { numRuns: 40 },
   );
 });
