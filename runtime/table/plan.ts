@@ -73,8 +73,8 @@ import {
   planUserAggregates,
 } from "./plan_udf_aggregate.ts";
 import { exprText } from "./sql_text.ts";
-import type { Expr, SelectQuery, TableRef, WatermarkDefinition } from "./sql_ast.ts";
-import { type Column, type DataType, TYPES } from "./types.ts";
+import type { SelectQuery, TableRef, WatermarkDefinition } from "./sql_ast.ts";
+import type { Column } from "./types.ts";
 import {
   type IntervalJoinNode,
   type JoinNode,
@@ -105,6 +105,18 @@ import { planDistinct } from "./plan_distinct.ts";
 import { type CorrelateNode, planLateralJoin } from "./plan_lateral.ts";
 import { describeNode, updateProducer } from "./plan_explain.ts";
 export { describeNode, explainPlan, updateProducer } from "./plan_explain.ts";
+import { planTable } from "./plan_scan.ts";
+import {
+  columnName,
+  columnSource,
+  condition,
+  keptWindow,
+  materialized,
+  project,
+  sourceOf,
+} from "./plan_projection.ts";
+import { aggregateType, collectAggregates } from "./plan_aggregate_calls.ts";
+export { columnSource, condition, materialized, uniqueNames } from "./plan_projection.ts";
 
 /**
  * The event time of a scan: its rowtime column and the watermark
@@ -308,89 +320,6 @@ export function relationScope(
   };
 }
 
-function planTable(ref: Extract<TableRef, { k: "table" }>, context: PlannerContext): Relation {
-  const table = context.lookup(ref.name);
-  if (table === undefined) {
-    throw new PlanningError(`Object '${ref.name}' not found${context.locate(ref.name)}`);
-  }
-  const qualifiers = ref.alias === null ? [ref.name] : [ref.alias, ref.name];
-  if (table.plan !== undefined) {
-    return {
-      node: table.plan,
-      qualifiers: table.plan.columns.map(() => qualifiers),
-      window: null,
-    };
-  }
-  let columns = table.columns;
-  let watermark: ScanWatermark | undefined;
-  if (table.watermark != null) {
-    watermark = {
-      ...scanWatermark(ref.name, table.columns, table.watermark, context),
-      emit: table.watermarkEmit ?? "on-periodic",
-    };
-    const rowtime = watermark.rowtime;
-    columns = columns.map((c, i) =>
-      i === rowtime ? { name: c.name, type: { ...c.type, timeAttribute: "rowtime" } } : c
-    );
-  }
-  const scan: ScanNode = {
-    op: "TableSourceScan",
-    table: ref.name,
-    columns,
-    mode: table.mode ?? "append",
-    ...(watermark === undefined ? {} : { watermark }),
-  };
-  return { node: scan, qualifiers: columns.map(() => qualifiers), window: null };
-}
-
-/**
- * The scan's event time from `WATERMARK FOR c AS expr`: `expr` is `c`,
- * `c - INTERVAL ...` or `c + INTERVAL ...` (a simplification: Flink takes
- * any expression).
- */
-function scanWatermark(
-  table: string,
-  columns: readonly Column[],
-  watermark: WatermarkDefinition,
-  context: PlannerContext,
-): Omit<ScanWatermark, "emit"> {
-  const rowtime = columns.findIndex((c) => c.name === watermark.column);
-  if (rowtime === -1) {
-    throw new PlanningError(
-      `WATERMARK FOR ${watermark.column} of table ${table}: no such column (columns: ${
-        columns.map((c) => c.name).join(", ")
-      })${context.locate("WATERMARK")}`,
-    );
-  }
-  const type = columns[rowtime]!.type;
-  if (type.family !== "TIMESTAMP" && type.family !== "BIGINT") {
-    throw new PlanningError(
-      `WATERMARK FOR ${watermark.column} of table ${table} needs a TIMESTAMP column (or BIGINT epoch milliseconds), got ${type.name}${
-        context.locate("WATERMARK")
-      }`,
-    );
-  }
-  const e = watermark.expr;
-  const text = exprText(e);
-  const isRowtime = (x: Expr) => x.k === "column" && x.name === watermark.column;
-  let delay: number | null = null;
-  if (isRowtime(e)) delay = 0;
-  else if (
-    e.k === "binary" && (e.op === "-" || e.op === "+") && isRowtime(e.left) &&
-    e.right.k === "interval"
-  ) {
-    delay = e.op === "-" ? e.right.millis : -e.right.millis;
-  }
-  if (delay === null || delay < 0) {
-    throw new PlanningError(
-      `WATERMARK FOR ${watermark.column} AS ${text} of table ${table}: the watermark must be ${watermark.column} or ${watermark.column} - INTERVAL '...' <unit> (a bounded delay)${
-        context.locate("WATERMARK")
-      }`,
-    );
-  }
-  return { rowtime, delayMillis: delay, text };
-}
-
 /** A SELECT planned as a relation (its output qualified by nothing; window columns tracked). */
 function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOptions): Relation {
   // ORDER BY ... LIMIT, SELECT DISTINCT, ROW_NUMBER Top-N and OVER aggregations:
@@ -589,192 +518,3 @@ const OVER_PLANNING: OverPlanning = {
     return producer === undefined ? undefined : describeNode(producer);
   },
 };
-
-/** The name a plain column reference gives its output column (`t.c` gives `c`), or `null`. */
-function columnName(e: Expr): string | null {
-  return e.k === "column" ? e.name : null;
-}
-
-/** Where the input column a GROUP BY column key reads is, or `null`. */
-function sourceOf(keys: readonly CompiledExpr[], e: Expr): number | null {
-  const key = keys.find((k) => k.text === exprText(e));
-  return key === undefined ? null : columnSource(key);
-}
-
-const POSITIONS: readonly number[] = Array.from({ length: 4096 }, (_, i) => i);
-
-/**
- * The input position a compiled plain column reference reads (found by
- * evaluating it over the positions themselves), or `null`.
- */
-export function columnSource(expr: CompiledExpr): number | null {
-  try {
-    const v = expr.evaluate(POSITIONS);
-    return typeof v === "number" && Number.isInteger(v) && POSITIONS[v] === v ? v : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The window properties of an input, as positions after a projection reading `sources`. */
-function keptWindow(
-  window: WindowProperties | null,
-  sources: readonly (number | null)[],
-): WindowProperties | null {
-  if (window === null) return null;
-  const start = sources.indexOf(window.start);
-  const end = sources.indexOf(window.end);
-  if (start === -1 || end === -1) return null;
-  const time = window.time === null ? -1 : sources.indexOf(window.time);
-  return { ...window, start, end, time: time === -1 ? null : time, tvf: null };
-}
-
-/** A computed value's type: an expression over a time attribute is a plain TIMESTAMP (Flink materializes it). */
-export function materialized(type: DataType): DataType {
-  if (type.timeAttribute === undefined) return type;
-  return { family: type.family, name: type.name };
-}
-
-function aggregateType(call: AggregateCall): DataType {
-  switch (call.spec.fn) {
-    case "COUNT":
-    case "COUNT_STAR":
-      return TYPES.BIGINT;
-    case "UDF":
-      return call.spec.resultType;
-    default:
-      return materialized(call.arg?.type ?? TYPES.BIGINT);
-  }
-}
-
-/**
- * Compiles a condition and checks it is BOOLEAN.
- * @throws {PlanningError} naming the clause otherwise.
- */
-export function condition(
-  expr: Expr,
-  scope: Scope,
-  clause: string,
-  context: PlannerContext,
-): CompiledExpr {
-  const compiled = compileExpr(expr, scope);
-  if (compiled.type.family !== "BOOLEAN") {
-    throw new PlanningError(
-      `${clause} needs a BOOLEAN condition, got ${compiled.type.name} (${compiled.text})${
-        context.locate(clause)
-      }`,
-    );
-  }
-  return compiled;
-}
-
-function project(
-  query: SelectQuery,
-  scope: Scope,
-  context: PlannerContext,
-): { projections: CompiledExpr[]; columns: Column[]; sources: (number | null)[] } {
-  const projections: CompiledExpr[] = [];
-  const columns: Column[] = [];
-  const sources: (number | null)[] = [];
-  for (const item of query.items) {
-    if (item.k === "star") {
-      if (scope.computed !== undefined) {
-        throw new PlanningError(`SELECT * in a grouped query is not allowed${context.locate("*")}`);
-      }
-      const names = uniqueNames(scope.columns.map((c) => c.name));
-      const table = item.table;
-      const picked = scope.columns.map((_, i) => i).filter((i) =>
-        table === undefined || scope.qualifiers?.[i]?.includes(table) === true
-      );
-      if (picked.length === 0) {
-        throw new PlanningError(
-          `${table}.* names no table of the FROM clause${context.locate(`${table}`)}`,
-        );
-      }
-      for (const i of picked) {
-        const c = scope.columns[i]!;
-        projections.push({ evaluate: (f) => f[i] ?? null, type: c.type, text: c.name });
-        columns.push({ name: table === undefined ? names[i]! : c.name, type: c.type });
-        sources.push(i);
-      }
-      continue;
-    }
-    const compiled = compileExpr(item.expr, scope);
-    projections.push(compiled);
-    const name = item.alias ??
-      (item.expr.k === "column" ? item.expr.name : `EXPR$${columns.length}`);
-    const plain = item.expr.k === "column" ? columnSource(compiled) : null;
-    columns.push({ name, type: plain === null ? materialized(compiled.type) : compiled.type });
-    sources.push(plain);
-  }
-  const seen = new Set<string>();
-  for (const c of columns) {
-    if (seen.has(c.name)) {
-      throw new PlanningError(
-        `the SELECT list names column '${c.name}' twice; give one an alias${
-          context.locate(c.name)
-        }`,
-      );
-    }
-    seen.add(c.name);
-  }
-  return { projections, columns, sources };
-}
-
-/** Names made unique as Calcite does for `SELECT *` over a join: a repeated `k` becomes `k0`, `k1`... */
-export function uniqueNames(names: readonly string[]): string[] {
-  const taken = new Set<string>();
-  return names.map((name) => {
-    let unique = name;
-    for (let n = 0; taken.has(unique); n++) unique = `${name}${n}`;
-    taken.add(unique);
-    return unique;
-  });
-}
-
-/** Every aggregate call of the SELECT list and HAVING, once each by text, in order. */
-function collectAggregates(query: SelectQuery): Extract<Expr, { k: "aggregate" }>[] {
-  const found = new Map<string, Extract<Expr, { k: "aggregate" }>>();
-  const visit = (e: Expr): void => {
-    switch (e.k) {
-      case "aggregate":
-        if (!found.has(exprText(e))) found.set(exprText(e), e);
-        return;
-      case "binary":
-        visit(e.left);
-        visit(e.right);
-        return;
-      case "not":
-      case "negate":
-      case "isNull":
-      case "cast":
-        visit(e.expr);
-        return;
-      case "case":
-        if (e.operand !== null) visit(e.operand);
-        for (const w of e.whens) {
-          visit(w.when);
-          visit(w.then);
-        }
-        if (e.otherwise !== null) visit(e.otherwise);
-        return;
-      case "call":
-        e.args.forEach(visit);
-        return;
-      case "in":
-        visit(e.expr);
-        e.list.forEach(visit);
-        return;
-      case "between":
-        visit(e.expr);
-        visit(e.low);
-        visit(e.high);
-        return;
-      default:
-        return;
-    }
-  };
-  for (const item of query.items) if (item.k === "expr") visit(item.expr);
-  if (query.having !== null) visit(query.having);
-  return [...found.values()];
-}
