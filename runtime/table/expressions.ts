@@ -23,6 +23,7 @@ import { exprText } from "./sql_text.ts";
 import type { SqlValue } from "./row.ts";
 import { compileCall, currentFunctionCatalog, type FunctionCatalog } from "./function_catalog.ts";
 import { castFunction } from "./scalar_functions_cast.ts";
+import { commonType } from "./scalar_function.ts";
 import { timeAttributeMillis, timestampText } from "./time_attribute.ts";
 import type { Expr } from "./sql_ast.ts";
 import { type Column, type DataType, TYPES } from "./types.ts";
@@ -251,7 +252,28 @@ function compileCase(expr: Extract<Expr, { k: "case" }>, scope: Scope, text: str
     then: compileExpr(w.then, scope),
   }));
   const otherwise = expr.otherwise === null ? null : compileExpr(expr.otherwise, scope);
-  const type = whens[0]?.then.type ?? otherwise?.type ?? TYPES.STRING;
+  // The branches' common type (Flink's least restrictive type): a NULL
+  // branch fits any, BIGINT and DOUBLE make DOUBLE, other mixes are refused.
+  const branches = [
+    ...expr.whens.map((w) => w.then),
+    ...(expr.otherwise === null ? [] : [expr.otherwise]),
+  ];
+  const type = commonType(
+    "CASE",
+    [...whens.map((w) => w.then.type), ...(otherwise === null ? [] : [otherwise.type])],
+    0,
+    branches.map((b) => (b.k === "literal" ? b.value : undefined)),
+  );
+  if (typeof type === "string") {
+    throw new PlanningError(
+      `${
+        type.replace(/argument (\d+) of CASE/, "branch $1 of CASE").replace(
+          /argument (\d+)'s/,
+          "branch $1's",
+        )
+      } in ${text}${scope.locate("CASE")}`,
+    );
+  }
   return {
     evaluate(f) {
       const subject = operand === null ? null : operand.evaluate(f);

@@ -101,3 +101,19 @@ Deno.test("CAST of a bad value and integer division by zero throw, naming the va
   assert.throws(() => select("CAST(name AS INT)", [["x", 1, 1, true]]), /cannot cast "x" to INT/);
   assert.throws(() => select("n / 0", [["x", 1, 1, true]]), /division by zero in \(n \/ 0\)/);
 });
+
+Deno.test("CASE takes its branches' common type: a NULL branch fits, BIGINT with DOUBLE is DOUBLE", () => {
+  const typeOf = (sql: string) => {
+    const [statement] = parseScript(`SELECT ${sql} FROM t`);
+    if (statement?.k !== "select") throw new Error("not a SELECT");
+    return planQuery(statement.query, { lookup: () => ({ columns: COLUMNS }), locate: () => "" })
+      .columns[0]!.type.family;
+  };
+  assert.equal(typeOf("CASE WHEN ok THEN NULL ELSE n END"), "BIGINT");
+  assert.equal(typeOf("CASE WHEN ok THEN n ELSE x END"), "DOUBLE");
+  assert.deepEqual(select("CASE WHEN n > 0 THEN NULL ELSE n END", ROWS), [[null], [-3], [null]]);
+  assert.throws(
+    () => typeOf("CASE WHEN ok THEN n ELSE name END"),
+    /branch 2 of CASE is STRING, which does not fit branch 1's BIGINT in CASE WHEN ok THEN n ELSE name END/,
+  );
+});
