@@ -74,7 +74,9 @@ import {
 } from "./plan_udf_aggregate.ts";
 import { exprText } from "./sql_text.ts";
 import type { SelectQuery, TableRef, WatermarkDefinition } from "./sql_ast.ts";
-import type { Column } from "./types.ts";
+import { type Column, type DataType, TYPES } from "./types.ts";
+
+const TIMESTAMP_ROWTIME: DataType = { ...TYPES.TIMESTAMP, timeAttribute: "rowtime" };
 import {
   type IntervalJoinNode,
   type JoinNode,
@@ -328,7 +330,7 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
     return planSortLimit(query, context, (q) => planSelect(q, context, {}));
   }
   if (query.distinct) return planDistinct(planSelect({ ...query, distinct: false }, context, {}));
-  const topN = rewriteTopN(query, context, (q, c) => planSelect(q, c, {}));
+  const topN = rewriteTopN(query, context, (q, c) => planSelect(q, c, {}), options.upsert);
   if (topN !== null) return planSelect(topN.query, topN.context, options);
   if (overCalls(query).length > 0) return planOverSelect(query, context, OVER_PLANNING);
   // A comma join (`FROM a, b WHERE a.k = b.k`) is an inner join on WHERE.
@@ -428,6 +430,14 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
   let aggregate: PlanNode;
   let window: WindowProperties | null = null;
   if (windowed) {
+    // A window aggregate's window_time stays a rowtime attribute (its rows'
+    // timestamps are the window's last millisecond), so windows cascade.
+    const time = rel.window!.time;
+    keySources.forEach((source, i) => {
+      if (time !== null && source === time) {
+        columns[i] = { name: columns[i]!.name, type: { ...TIMESTAMP_ROWTIME } };
+      }
+    });
     checkUserAggregatesInWindow(userAggregates, rel.window!.spec.fn, context);
     const planned = planWindowAggregate({
       relation: rel,

@@ -252,3 +252,29 @@ Deno.test("window aggregates over TUMBLE, HOP, CUMULATE and SESSION equal batch 
     { numRuns: 40 },
   );
 });
+
+Deno.test("windows cascade on a window aggregate's window_time", async () => {
+  const inner = select(tvf("TUMBLE", table("ev"), "ts", [2_000]), [
+    item(col("k")),
+    item(agg("COUNT_STAR", null), "n"),
+    item(col("window_time"), "rt"),
+  ], { groupBy: [col("k"), col("window_start"), col("window_end"), col("window_time")] });
+  const outer = select(
+    tvf("TUMBLE", { k: "subquery", query: inner, alias: "w", at: 0 }, "rt", [4_000]),
+    [item(col("k")), item(agg("SUM", col("n")), "total"), item(col("window_end"))],
+    { groupBy: [col("k"), col("window_start"), col("window_end")] },
+  );
+  const { plan, rows } = await runQuery(outer, {
+    ev: {
+      columns: EV_COLUMNS,
+      rows: [["a", 500, 1], ["a", 1_500, 1], ["a", 2_500, 1], ["b", 3_000, 1], ["a", 4_200, 1]],
+      watermark: watermarkFor("ts"),
+    },
+  });
+  assert.match(explainPlan(plan), /TUMBLE\(time_col=\[rt\], size=\[4 s\]\)/);
+  assert.deepEqual(rows.map(formatRow).sort(), [
+    "+I(a,1,1970-01-01 00:00:08.000)",
+    "+I(a,3,1970-01-01 00:00:04.000)",
+    "+I(b,1,1970-01-01 00:00:04.000)",
+  ]);
+});
