@@ -891,3 +891,82 @@ Deno.test({
     );
   },
 });
+
+Deno.test({
+  name:
+    "for an upsert consumer a Top-N emits no -U, keyed by its partition keys and rank number, and folds by that key to the batch Top-2; without the key selected it is refused",
+  ...JOB,
+  async fn() {
+    const query = topN(
+      [
+        item(col("auction")),
+        item(col("price")),
+        item(col("bidder")),
+        item(col("ts")),
+        item(col("rn")),
+      ],
+      [col("auction")],
+      [desc(col("price")), asc(col("bidder")), asc(col("ts"))],
+      bin("<=", col("rn"), lit(2)),
+    );
+    const plan = planQuery(query, CONTEXT, { upsert: true });
+    assert.equal(plan.mode, "upsert");
+    assert.match(explainPlan(plan), /Rank\(.*changelogMode=\[I,UA,D\]\)/);
+    await fc.assert(
+      fc.asyncProperty(bids, async (rows) => {
+        const out = await run(plan, rows);
+        assert.ok(out.every((r) => r.kind !== "UPDATE_BEFORE"));
+        const upserted = new Map<string, SqlValue[]>(); // by (auction, rn)
+        for (const r of out) {
+          const key = JSON.stringify([r.fields[0], r.fields[4]]);
+          if (r.kind === "DELETE") upserted.delete(key);
+          else upserted.set(key, [...r.fields]);
+        }
+        const expected: SqlValue[][] = [];
+        for (const a of new Set(rows.map((r) => r[0]))) {
+          rows.filter((r) => r[0] === a)
+            .sort((x, y) =>
+              compareBySortKeys(
+                [
+                  { index: 1, descending: true },
+                  { index: 2, descending: false },
+                  { index: 3, descending: false },
+                ],
+                x,
+                y,
+              )
+            )
+            .slice(0, 2)
+            .forEach((r, i) => expected.push([...r, i + 1]));
+        }
+        assert.deepEqual(tableOf([...upserted.values()]), tableOf(expected));
+      }),
+      { numRuns: 10 },
+    );
+    const dedup = planQuery(
+      topN(
+        [item(col("bidder")), item(col("price"))],
+        [col("bidder")],
+        [desc(col("ts"))],
+        bin("=", col("rn"), lit(1)),
+      ),
+      CONTEXT,
+      { upsert: true },
+    );
+    assert.match(explainPlan(dedup), /Deduplicate\(keep=\[LastRow\].*changelogMode=\[I,UA,D\]\)/);
+    assert.throws(
+      () =>
+        planQuery(
+          topN(
+            [item(col("price"))],
+            [col("auction")],
+            [desc(col("price"))],
+            bin("<=", col("rn"), lit(2)),
+          ),
+          CONTEXT,
+          { upsert: true },
+        ),
+      /upsert mode over Rank needs its upsert key in the SELECT list \(the PARTITION BY columns and the rank number rn\)/,
+    );
+  },
+});

@@ -151,14 +151,20 @@ export function isRankingItem(item: SelectItem): boolean {
  * @param planSelect plans a SELECT into a relation (plan.ts's).
  * @returns the outer query to plan instead, or `null` when `query` does
  *   not read a subquery with a ranking function.
+ * @param upsert the consumer takes upserts (no `-U`): a Rank or
+ *   Deduplicate whose changes reach it emits none, keyed by its partition
+ *   keys (and the rank number), which the SELECT list must then keep.
  * @throws {PlanningError} for RANK/DENSE_RANK, two ranking functions, no
  *   ORDER BY, no upper bound on the rank number, a bound that is not an
- *   integer literal, or a window Top-N over an updating input.
+ *   integer literal, a window Top-N over an updating input, or upsert
+ *   mode without the upsert key in the SELECT list or with a filter after
+ *   the ranking.
  */
 export function rewriteTopN(
   query: SelectQuery,
   context: PlannerContext,
   planSelect: (query: SelectQuery, context: PlannerContext) => Relation,
+  upsert = false,
 ): TopNRewrite | null {
   const from = query.from;
   if (from.k !== "subquery") return null;
@@ -289,6 +295,12 @@ export function rewriteTopN(
       mode: "retract",
     };
   }
+  const grouped = query.groupBy.length > 0 || query.having !== null || query.distinct ||
+    query.items.some((i) => i.k === "expr" && hasAggregate(i.expr));
+  if (upsert && node.op !== "WindowRank" && node.mode !== "append" && !grouped) {
+    const partitionNames = over.partitionBy.map((e) => e.k === "column" ? e.name : null);
+    node = upsertNode(node, query, rest, partitionNames, rn, context);
+  }
   // Drop the hidden columns; the rank number (when output) comes last.
   const kept = [...Array(visible).keys(), ...(outputRankNumber ? [input.columns.length] : [])];
   const view: PlanNode = {
@@ -313,6 +325,67 @@ export function rewriteTopN(
       locate: context.locate,
     },
   };
+}
+
+/**
+ * The ranking node emitting upserts (no `-U`), keyed by its partition keys
+ * and, for a Rank, the rank number (Flink's upsert key of a Rank).
+ * @throws {PlanningError} when the outer query filters the ranking's rows
+ *   (the filter needs the `-U` rows) or does not select that key.
+ */
+function upsertNode(
+  node: RankNode | DeduplicateNode,
+  query: SelectQuery,
+  rest: Expr | null,
+  partitionNames: readonly (string | null)[],
+  rn: string,
+  context: PlannerContext,
+): RankingNode {
+  const keyNames: (string | null)[] = [...partitionNames];
+  if (node.op === "Rank") keyNames.push(node.spec.outputRankNumber ? rn : null);
+  const selected = (name: string | null) =>
+    name !== null && query.items.some((i) =>
+      i.k === "star" ||
+      (i.expr.k === "column" && i.expr.name === name && (i.alias === null || i.alias === name))
+    );
+  if (rest !== null || !keyNames.every(selected)) {
+    throw new PlanningError(
+      `upsert mode over ${node.op} needs its upsert key in the SELECT list (the PARTITION BY columns${
+        node.op === "Rank" ? ` and the rank number ${rn}` : ""
+      }) and no filter after it (a filter needs the -U rows); use retract mode${
+        context.locate(rn)
+      }`,
+    );
+  }
+  return node.op === "Rank"
+    ? { ...node, spec: { ...node.spec, generateUpdateBefore: false }, mode: "upsert" }
+    : { ...node, spec: { ...node.spec, generateUpdateBefore: false }, mode: "upsert" };
+}
+
+function hasAggregate(e: Expr): boolean {
+  switch (e.k) {
+    case "aggregate":
+      return true;
+    case "binary":
+      return hasAggregate(e.left) || hasAggregate(e.right);
+    case "not":
+    case "negate":
+    case "isNull":
+    case "cast":
+      return hasAggregate(e.expr);
+    case "case":
+      return (e.operand !== null && hasAggregate(e.operand)) ||
+        e.whens.some((w) => hasAggregate(w.when) || hasAggregate(w.then)) ||
+        (e.otherwise !== null && hasAggregate(e.otherwise));
+    case "call":
+      return e.args.some(hasAggregate);
+    case "in":
+      return hasAggregate(e.expr) || e.list.some(hasAggregate);
+    case "between":
+      return hasAggregate(e.expr) || hasAggregate(e.low) || hasAggregate(e.high);
+    default:
+      return false;
+  }
 }
 
 function isProctime(e: Expr): boolean {
