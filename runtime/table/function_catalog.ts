@@ -287,9 +287,18 @@ export function compileCall(
       text: how.text,
     };
   }
-  return {
-    evaluate: (f) => fn.evaluate(evaluators.map((e) => e(f))),
-    type,
-    text: how.text,
-  };
+  // Calls of up to three arguments build their argument array directly
+  // (no `map` closure per row): MOD(a, 123) ran at 0.25 of the `%` operator
+  // with `map`, 0.4-0.6 without (a loaded 2-core machine, 3M calls).
+  const [a, b, c] = evaluators;
+  const evaluate: CompiledExpr["evaluate"] = evaluators.length === 0
+    ? () => fn.evaluate([])
+    : evaluators.length === 1
+    ? (f) => fn.evaluate([a!(f)])
+    : evaluators.length === 2
+    ? (f) => fn.evaluate([a!(f), b!(f)])
+    : evaluators.length === 3
+    ? (f) => fn.evaluate([a!(f), b!(f), c!(f)])
+    : (f) => fn.evaluate(evaluators.map((e) => e(f)));
+  return { evaluate, type, text: how.text };
 }

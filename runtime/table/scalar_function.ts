@@ -180,7 +180,10 @@ export function nullSafe(
 ): ScalarFunction {
   return {
     resultType,
-    evaluate: (args) => (args.some((a) => a === null) ? null : fn(args)),
+    evaluate(args) {
+      for (let i = 0; i < args.length; i++) if (args[i] === null) return null;
+      return fn(args);
+    },
     ...(unitArguments === undefined ? {} : { unitArguments }),
   };
 }
