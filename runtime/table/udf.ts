@@ -48,8 +48,8 @@
  * finite numbers, booleans and `null`. No class instances, `Map`, `Set`,
  * `Date`, `undefined` or functions (the first accumulator is checked, and
  * a violation fails the job naming the function). The GROUP BY operator
- * copies an accumulator (`structuredClone`) before changing it, so a
- * snapshot never sees a half-applied row: keep accumulators small.
+ * copies an accumulator ({@linkcode copyPlainData}) before changing it, so
+ * a snapshot never sees a half-applied row: keep accumulators small.
  *
  * @module
  */
@@ -382,4 +382,25 @@ export function notPlainData(value: unknown, path = ""): string | null {
     return null;
   }
   return path || "(the value)";
+}
+
+/**
+ * A deep copy of plain data (arrays, plain objects, primitives), as an
+ * accumulator must be: faster than `structuredClone` for the small objects
+ * accumulators are. Anything else (a class instance, a `Map`) is copied as
+ * a plain object of its own enumerable properties, as the state codec would
+ * restore it.
+ */
+export function copyPlainData<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    const out = new Array(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = copyPlainData(value[i]);
+    return out as T;
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    out[key] = copyPlainData((value as Record<string, unknown>)[key]);
+  }
+  return out as T;
 }

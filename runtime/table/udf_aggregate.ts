@@ -10,10 +10,13 @@
  * the shape of the built-ins' accumulators (an array whose first element
  * is not an array), and the GROUP BY operator's copy-before-change
  * (`copyAccumulator`, a `slice`) gives a new array holding the same box.
- * `accumulate` and `retract` never change a box: they clone the user's
- * accumulator (`structuredClone`), let the function change the clone, and
+ * `accumulate` and `retract` never change a box: they copy the user's
+ * accumulator (`copyPlainData`), let the function change the copy, and
  * put a new box in the (already copied) array. A snapshot therefore never
- * sees a half-applied row, at the cost of one clone per row and call.
+ * sees a half-applied row, at the cost of one copy per row and call
+ * (measured: a UDF `SUM` over `{ s }` through `decideGroupUpdate` ran at
+ * 0.2-0.34 of the built-in SUM with `structuredClone`, 0.5-0.8 with
+ * `copyPlainData`, in-process on a loaded 2-core machine).
  * The first accumulator a function creates is checked to be plain data
  * (`notPlainData`), since keyed state is checkpointed with MessagePack.
  *
@@ -37,6 +40,7 @@ import {
   type AggregateFunctionDefinition,
   checkAggregateInput,
   checkCallArguments,
+  copyPlainData,
   inferResultType,
   notPlainData,
 } from "./udf.ts";
@@ -86,7 +90,7 @@ export function userDefinedAggregate(spec: UserDefinedAggregateSpec): Retractabl
     value: SqlValue,
     method: (a: unknown, ...args: SqlValue[]) => void,
   ) => {
-    const next = structuredClone(boxOf(acc).udf);
+    const next = copyPlainData(boxOf(acc).udf);
     method.call(definition, next, ...argsOf(value));
     (acc as unknown as UserDefinedAccumulator)[0] = { udf: next };
   };
@@ -117,7 +121,7 @@ export function userDefinedAggregate(spec: UserDefinedAggregateSpec): Retractabl
       if (definition.merge === undefined) {
         throw new TypeError(`the aggregate function ${name} has no merge method`);
       }
-      const next = structuredClone(boxOf(acc).udf);
+      const next = copyPlainData(boxOf(acc).udf);
       definition.merge(next, [boxOf(other).udf]);
       (acc as unknown as UserDefinedAccumulator)[0] = { udf: next };
     },

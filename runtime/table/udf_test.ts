@@ -9,7 +9,13 @@ import { decideGroupUpdate, type GroupState } from "./group_aggregate.ts";
 import { applyChange, formatRow, type Row, type SqlValue } from "./row.ts";
 import { StreamTableEnvironment } from "./table_environment.ts";
 import { TYPES } from "./types.ts";
-import { aggregateFunction, scalarFunction, tableFunction, tableFunctionCall } from "./udf.ts";
+import {
+  aggregateFunction,
+  copyPlainData,
+  scalarFunction,
+  tableFunction,
+  tableFunctionCall,
+} from "./udf.ts";
 import { userDefinedAggregate, type UserDefinedAggregateSpec } from "./udf_aggregate.ts";
 
 /** Flink's documentation example: a weighted average over (value, weight), retractable. */
@@ -299,4 +305,16 @@ Deno.test("a table function's rows are checked against its declared columns", ()
     () => tableFunction({ columns: [{ name: "x", type: "MAP" }], *eval() {} }),
     /column x of the table function has type "MAP", which is not supported/,
   );
+});
+
+Deno.test("copyPlainData() copies arrays and plain objects deeply, sharing nothing mutable", () => {
+  const acc = { words: ["a", "b"], nested: { counts: [1, 2], best: null as string | null }, n: 3 };
+  const copy = copyPlainData(acc);
+  assert.deepEqual(copy, acc);
+  copy.words.push("c");
+  copy.nested.counts[0] = 9;
+  copy.nested.best = "x";
+  assert.deepEqual(acc, { words: ["a", "b"], nested: { counts: [1, 2], best: null }, n: 3 });
+  assert.equal(copyPlainData(null), null);
+  assert.equal(copyPlainData("s"), "s");
 });
