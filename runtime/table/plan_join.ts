@@ -13,12 +13,8 @@
  * | node | when | output |
  * |---|---|---|
  * | `WindowJoin` | both inputs carry window columns of the same window, and the keys include `l.window_start = r.window_start` and `l.window_end = r.window_end` | append, when the watermark passes the window's end |
- * | `IntervalJoin` | an INNER join of append-only inputs whose rest bounds `l.rt - r.rt` on both sides (`l.rt BETWEEN r.rt - INTERVAL a AND r.rt + INTERVAL b`, or `>=`/`<=` pairs) with rowtime attributes `l.rt`, `r.rt` | append; state dropped as the watermark passes |
+ * | `IntervalJoin` | a join (inner or outer) of append-only inputs whose rest bounds `l.rt - r.rt` on both sides (`l.rt BETWEEN r.rt - INTERVAL a AND r.rt + INTERVAL b`, or `>=`/`<=` pairs) with rowtime attributes `l.rt`, `r.rt` | append (an outer side's unmatched rows null-padded when they expire); state dropped as the watermark passes |
  * | `Join` | otherwise | append for INNER over append-only inputs, else retract (`+I`/`-D`, null-padded rows retracted when a match comes) |
- *
- * An outer join with interval bounds is planned as a regular `Join` with
- * the bounds as its filter: correct, but updating and with unbounded state
- * (Flink has outer interval joins; not built here).
  *
  * The output has the left columns then the right columns, each qualified
  * as in its input; `SELECT *` renames repeated names as Calcite does
@@ -243,7 +239,7 @@ export function planJoin(
     return { node: windowed, qualifiers, window: { ...windowed.leftWindow, tvf: null } };
   }
   const appendOnly = !isUpdating(left.node.mode) && !isUpdating(right.node.mode);
-  if (joinType === "InnerJoin" && appendOnly) {
+  if (appendOnly) {
     const timed = scope(
       [...left.node.columns, ...right.node.columns],
       qualifiers,

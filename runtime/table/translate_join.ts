@@ -4,7 +4,8 @@
  * | plan node | DataStream operator | uid |
  * |---|---|---|
  * | `Join` | `left.connect(right).keyBy(equi-keys).process(StreamingJoinFunction)` | `<prefix>-join-<n>` |
- * | `IntervalJoin` | `left.keyBy(k).intervalJoin(right.keyBy(k)).between(...)` (the runtime's interval join on the rows' rowtimes) | `<prefix>-interval-join-<n>` |
+ * | `IntervalJoin` (inner) | `left.keyBy(k).intervalJoin(right.keyBy(k)).between(...)` (the runtime's interval join on the rows' rowtimes) | `<prefix>-interval-join-<n>` |
+ * | `IntervalJoin` (outer) | `connect(...).keyBy(keys).process(OuterIntervalJoinFunction)` (`interval_join.ts`, on the rowtime columns) | `<prefix>-interval-join-<n>` |
  * | `WindowJoin` | `connect(...).keyBy(keys, window_start, window_end).process(WindowJoinFunction)` | `<prefix>-window-join-<n>` |
  *
  * The interval join runs on the records' timestamps, which are the rowtimes
@@ -26,6 +27,7 @@ import type { IntervalJoinNode, JoinNode, WindowJoinNode } from "./plan_join.ts"
 import { formatRow, type Row, type SqlValue } from "./row.ts";
 import { joinKeyOf, type JoinShape, StreamingJoinFunction } from "./stream_join.ts";
 import { WindowJoinFunction } from "./window_join.ts";
+import { OuterIntervalJoinFunction } from "./interval_join.ts";
 
 function shapeOf(node: JoinNode | IntervalJoinNode | WindowJoinNode): JoinShape {
   const filter = node.filter;
@@ -61,6 +63,21 @@ export function translateIntervalJoin(
   uid: string,
 ): DataStream<Row> {
   const name = describeNode(node);
+  if (node.joinType !== "InnerJoin") {
+    return left.connect(right)
+      .keyBy(joinKeyOf(node.leftKeys), joinKeyOf(node.rightKeys))
+      .process(
+        new OuterIntervalJoinFunction({
+          ...shapeOf(node),
+          leftTime: node.leftTime,
+          rightTime: node.rightTime,
+          lower: node.lower,
+          upper: node.upper,
+        }, name),
+      )
+      .uid(uid)
+      .name(name);
+  }
   const filter = node.filter;
   const leftKey = joinKeyOf(node.leftKeys);
   // l.rt - r.rt in [lower, upper]  <=>  r.rt in [l.rt - upper, l.rt - lower]

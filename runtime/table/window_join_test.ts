@@ -193,7 +193,7 @@ Deno.test("Nexmark q5's shape: a window aggregation over a window aggregation, w
   ]);
 });
 
-Deno.test("an interval join's pairs equal the batch join of the rows within the bounds", async () => {
+Deno.test("an inner or outer interval join equals the batch join of the rows within the bounds", async () => {
   // Strictly increasing rowtimes per side: with WATERMARK FOR ts AS ts a
   // second row at the watermark's time is late (Flink SQL's strictly
   // ascending watermark), and would join only what is not yet cleaned up.
@@ -213,7 +213,8 @@ Deno.test("an interval join's pairs equal the batch join of the rows within the 
       side,
       fc.integer({ min: -3, max: 3 }),
       fc.nat({ max: 4 }),
-      async (l, r, lower, width) => {
+      fc.constantFrom("INNER", "LEFT", "RIGHT", "FULL"),
+      async (l, r, lower, width, kind) => {
         const upper = lower + width;
         const on = and(eq(col("k", "l"), col("k", "r")), {
           k: "between",
@@ -223,7 +224,7 @@ Deno.test("an interval join's pairs equal the batch join of the rows within the 
           negated: false,
         });
         const { plan, rows } = await runQuery(
-          select(join("INNER", table("a", "l"), table("b", "r"), on), [
+          select(join(kind, table("a", "l"), table("b", "r"), on), [
             item(col("v", "l"), "lv"),
             item(col("v", "r"), "rv"),
           ]),
@@ -234,12 +235,23 @@ Deno.test("an interval join's pairs equal the batch join of the rows within the 
           2,
         );
         assert.equal(plan.op === "Calc" ? plan.input.op : plan.op, "IntervalJoin");
+        assert.equal(plan.mode, "append");
         const want: string[] = [];
+        const rightHit = new Set<string>();
         for (const [lk, ls, lv] of l) {
+          let hit = false;
           for (const [rk, rs, rv] of r) {
             const d = Number(ls) - Number(rs);
-            if (lk !== null && lk === rk && d >= lower && d <= upper) want.push(`+I(${lv},${rv})`);
+            if (lk !== null && lk === rk && d >= lower && d <= upper) {
+              want.push(`+I(${lv},${rv})`);
+              hit = true;
+              rightHit.add(rv);
+            }
           }
+          if (!hit && (kind === "LEFT" || kind === "FULL")) want.push(`+I(${lv},null)`);
+        }
+        if (kind === "RIGHT" || kind === "FULL") {
+          for (const [, , rv] of r) if (!rightHit.has(rv)) want.push(`+I(null,${rv})`);
         }
         assert.deepEqual(rows.map(formatRow).sort(), want.sort());
       },
