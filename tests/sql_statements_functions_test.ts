@@ -344,3 +344,22 @@ Deno.test("a SESSION window aggregation refuses an aggregate UDF without merge",
         .test(e.message),
   );
 });
+
+Deno.test("SET pipeline.name and parallelism.default apply to the next SQL job", async () => {
+  const env = StreamExecutionEnvironment.getExecutionEnvironment();
+  const tEnv = StreamTableEnvironment.create(env);
+  const results = await tEnv.executeScript(`
+    CREATE TABLE t (a BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '20000',
+      'fields.a.kind' = 'sequence', 'fields.a.start' = '1', 'fields.a.end' = '20000');
+    CREATE TABLE s (a BIGINT, n BIGINT) WITH ('connector' = 'blackhole');
+    SET 'execution.checkpointing.interval' = '20 ms';
+    SET 'parallelism.default' = '2';
+    SET 'pipeline.name' = 'set-applies';
+    INSERT INTO s SELECT MOD(a, 7), COUNT(*) FROM t GROUP BY MOD(a, 7);
+  `);
+  const job = results.at(-1)!.jobResult!;
+  assert.equal(job.jobName, "set-applies");
+  assert.equal(env.getParallelism(), 2);
+  // Whether a checkpoint completes before this small job ends depends on
+  // timing; statements_test.ts checks that the interval reaches the environment.
+});

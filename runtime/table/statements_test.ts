@@ -98,7 +98,7 @@ Deno.test("formatTableResult() prints a boxed table, a plan as it is, or the suc
   );
 });
 
-Deno.test("applyJobOptions() sets parallelism and names the job from the config", () => {
+Deno.test("applyJobOptions() sets parallelism and the checkpoint interval, and names the job, from the config", () => {
   const env = StreamExecutionEnvironment.getExecutionEnvironment();
   const config = new TableConfig();
   assert.equal(applyJobOptions(config, env, "collect_1"), "collect_1");
@@ -106,4 +106,14 @@ Deno.test("applyJobOptions() sets parallelism and names the job from the config"
   config.set("pipeline.name", "nightly");
   assert.equal(applyJobOptions(config, env, "collect_1"), "nightly");
   assert.equal(env.getParallelism(), 3);
+  const intervals: number[] = [];
+  env.enableCheckpointing = (ms: number) => {
+    intervals.push(ms);
+    return env;
+  };
+  applyJobOptions(config, env, "x");
+  assert.deepEqual(intervals, [], "0 keeps the environment's setting");
+  config.set("execution.checkpointing.interval", "10 s");
+  applyJobOptions(config, env, "x");
+  assert.deepEqual(intervals, [10_000]);
 });
