@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import fc from "npm:fast-check@4.11.0";
 import type { SqlValue } from "./row.ts";
 import { SCALAR_FUNCTIONS } from "./scalar_functions.ts";
+import { formatTimestamp, parseTimestamp } from "./scalar_functions_time.ts";
 import { type DataType, TYPES } from "./types.ts";
 
 const { STRING: S, BIGINT: I, DOUBLE: D, BOOLEAN: B, TIMESTAMP: T } = TYPES;
@@ -232,5 +234,110 @@ Deno.test("run-time errors name the function and the value", () => {
   assert.throws(
     () => SCALAR_FUNCTIONS.YEAR!.evaluate(["yesterday"]),
     /YEAR got "yesterday", which is not a TIMESTAMP/,
+  );
+});
+
+const MIN_MS = Date.UTC(1, 0, 1);
+const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+const timestamps = fc.integer({ min: MIN_MS, max: MAX_MS });
+const call = (name: string, ...args: SqlValue[]) => SCALAR_FUNCTIONS[name]!.evaluate(args);
+
+Deno.test("timestamps: text and epoch milliseconds round-trip, and DATE_FORMAT / TO_TIMESTAMP invert each other", () => {
+  fc.assert(
+    fc.property(timestamps, (ms) => {
+      const text = formatTimestamp(ms);
+      assert.equal(parseTimestamp(text), ms);
+      assert.equal(call("DATE_FORMAT", text, "yyyy-MM-dd HH:mm:ss.SSS"), text);
+      assert.equal(
+        call(
+          "TO_TIMESTAMP",
+          call("DATE_FORMAT", text, "dd/MM/yyyy HH:mm:ss"),
+          "dd/MM/yyyy HH:mm:ss",
+        ),
+        formatTimestamp(ms - (ms % 1000 + 1000) % 1000),
+      );
+      const d = new Date(ms);
+      assert.deepEqual(
+        ["YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"].map((u) => call("EXTRACT", u, text)),
+        [
+          d.getUTCFullYear(),
+          d.getUTCMonth() + 1,
+          d.getUTCDate(),
+          d.getUTCHours(),
+          d.getUTCMinutes(),
+          d.getUTCSeconds(),
+        ],
+      );
+    }),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("TIMESTAMPDIFF undoes TIMESTAMPADD for fixed units and for months from a day that every month has", () => {
+  const units = fc.constantFrom("SECOND", "MINUTE", "HOUR", "DAY", "WEEK");
+  fc.assert(
+    fc.property(
+      fc.integer({ min: Date.UTC(1900, 0, 1), max: Date.UTC(2100, 0, 1) }),
+      units,
+      fc.integer({ min: -5000, max: 5000 }),
+      (ms, unit, n) => {
+        const ts = formatTimestamp(ms);
+        assert.equal(call("TIMESTAMPDIFF", unit, ts, call("TIMESTAMPADD", unit, n, ts)), n);
+      },
+    ),
+    { numRuns: 300 },
+  );
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1900, max: 2100 }),
+      fc.integer({ min: 1, max: 12 }),
+      fc.integer({ min: 1, max: 28 }),
+      fc.integer({ min: -600, max: 600 }),
+      (y, m, d, n) => {
+        const ts = formatTimestamp(Date.UTC(y, m - 1, d, 12));
+        assert.equal(call("TIMESTAMPDIFF", "MONTH", ts, call("TIMESTAMPADD", "MONTH", n, ts)), n);
+        assert.equal(
+          call("TIMESTAMPDIFF", "YEAR", ts, call("TIMESTAMPADD", "YEAR", Math.trunc(n / 12), ts)),
+          Math.trunc(n / 12) || 0,
+        );
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+Deno.test("LIKE '%' || escaped(sub) || '%' holds exactly when the string contains sub", () => {
+  const text = fc.string({
+    unit: fc.constantFrom("a", "b", "%", "_", "!", "\n", "é"),
+    maxLength: 8,
+  });
+  fc.assert(
+    fc.property(text, text, (s, sub) => {
+      const escaped = sub.replace(/[!%_]/g, (c) => `!${c}`);
+      assert.equal(call("LIKE", s, `%${escaped}%`, "!"), s.includes(sub));
+      assert.equal(call("LIKE", s, escaped, "!"), s === sub);
+      assert.equal(call("LIKE", s, "_".repeat([...s].length)), true);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("FLOOR and CEIL to a unit bracket the timestamp, and FLOOR is on the unit's boundary", () => {
+  const units = fc.constantFrom("SECOND", "MINUTE", "HOUR", "DAY", "MONTH", "QUARTER", "YEAR");
+  fc.assert(
+    fc.property(
+      fc.integer({ min: Date.UTC(1900, 0, 1), max: Date.UTC(2100, 0, 1) }),
+      units,
+      (ms, unit) => {
+        const ts = formatTimestamp(ms);
+        const floor = String(call("FLOOR", ts, unit));
+        const ceil = String(call("CEIL", ts, unit));
+        assert.ok(floor <= ts && ts <= ceil, `${floor} <= ${ts} <= ${ceil}`);
+        assert.equal(call("FLOOR", floor, unit), floor);
+        assert.equal(call("CEIL", floor, unit), floor);
+        assert.equal(floor === ts, ceil === ts);
+      },
+    ),
+    { numRuns: 500 },
   );
 });

@@ -533,9 +533,10 @@ export const TIME_FUNCTIONS: Readonly<Record<string, ScalarFunction>> = {
       const from = millisOf(a!, "TIMESTAMPDIFF");
       const to = millisOf(b!, "TIMESTAMPDIFF");
       const months = MONTH_UNITS[u];
-      return months !== undefined
+      // `|| 0`: no -0 out of a truncated negative fraction.
+      return (months !== undefined
         ? Math.trunc(monthsBetween(from, to) / months)
-        : Math.trunc((to - from) / FIXED_UNITS[u]!);
+        : Math.trunc((to - from) / FIXED_UNITS[u]!)) || 0;
     },
     [0],
   ),
