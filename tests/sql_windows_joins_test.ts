@@ -180,3 +180,81 @@ Deno.test("a bare column of both join inputs is refused naming both and where it
       /has no equality between a column of each input/.test(e.message),
   );
 });
+
+Deno.test("CUMULATE and SESSION (with PARTITION BY) through SQL text", async () => {
+  const run = await environment();
+  await run.tEnv.executeSql(CLICKS);
+  await run.tEnv.executeSql(CLICK_ROWS);
+  const cumulate = run.tEnv.sqlQuery(
+    "SELECT window_end, COUNT(*) AS n FROM TABLE(\n" +
+      "  CUMULATE(TABLE clicks, DESCRIPTOR(cTime), INTERVAL '1' MINUTE, INTERVAL '3' MINUTE))\n" +
+      "GROUP BY window_start, window_end",
+  );
+  assert.match(
+    cumulate.explain(),
+    /CUMULATE\(time_col=\[cTime\], max_size=\[3 min\], step=\[1 min\]\)/,
+  );
+  const session = run.tEnv.sqlQuery(
+    "SELECT `user`, window_start, window_end, COUNT(*) AS n FROM TABLE(\n" +
+      "  SESSION(TABLE clicks PARTITION BY `user`, DESCRIPTOR(cTime), INTERVAL '50' SECOND))\n" +
+      "GROUP BY `user`, window_start, window_end",
+  );
+  assert.match(
+    session.explain(),
+    /SESSION\(time_col=\[cTime\], gap=\[50 s\], partition keys=\[user\]\)/,
+  );
+  run.tEnv.createTemporaryView("cumulated", cumulate);
+  run.tEnv.createTemporaryView("sessions", session);
+  const both = run.tEnv.sqlQuery(
+    "SELECT 'c' AS kind, CAST(window_end AS VARCHAR) AS w, n FROM cumulated",
+  );
+  const rows = await collect(run, run.tEnv.toDataStream(both));
+  assert.deepEqual(rows.map(formatRow), [
+    "+I(c,2026-01-01 12:01:00.000,3)",
+    "+I(c,2026-01-01 12:02:00.000,6)",
+    "+I(c,2026-01-01 12:03:00.000,6)",
+  ]);
+  const again = await environment();
+  await again.tEnv.executeSql(CLICKS);
+  await again.tEnv.executeSql(CLICK_ROWS);
+  const sessions = await collect(
+    again,
+    again.tEnv.toDataStream(again.tEnv.sqlQuery(
+      "SELECT `user`, n FROM (SELECT `user`, window_start, window_end, COUNT(*) AS n FROM TABLE(\n" +
+        "  SESSION(TABLE clicks PARTITION BY `user`, DESCRIPTOR(cTime), INTERVAL '50' SECOND))\n" +
+        "GROUP BY `user`, window_start, window_end)",
+    )),
+  );
+  assert.deepEqual(sessions.map(formatRow).sort(), [
+    "+I(Bob,1)",
+    "+I(Bob,1)",
+    "+I(Liz,1)",
+    "+I(Mary,1)",
+    "+I(Mary,2)",
+  ]);
+});
+
+Deno.test("a LEFT interval join through SQL text pads the rows that found nothing", async () => {
+  const run = await environment(2);
+  await run.tEnv.executeSql(CLICKS);
+  await run.tEnv.executeSql(CLICK_ROWS);
+  await run.tEnv.executeSql(CLICKS.replace("clicks", "buys"));
+  await run.tEnv.executeSql(
+    "INSERT INTO buys VALUES ('Mary', '2026-01-01 12:00:30', 'book'), ('Bob', '2026-01-01 12:05:00', 'pen')",
+  );
+  const table = run.tEnv.sqlQuery(
+    "SELECT c.`user`, c.url, b.url AS bought FROM clicks c LEFT JOIN buys b\n" +
+      "ON c.`user` = b.`user` AND b.cTime BETWEEN c.cTime AND c.cTime + INTERVAL '1' MINUTE",
+  );
+  assert.match(table.explain(), /IntervalJoin\(joinType=\[LeftOuterJoin\]/);
+  assert.doesNotMatch(table.explain(), /UB|UA/);
+  const rows = await collect(run, run.tEnv.toDataStream(table));
+  assert.deepEqual(rows.map(formatRow).sort(), [
+    "+I(Bob,./cart,null)",
+    "+I(Bob,./prod?id=3,null)",
+    "+I(Liz,./home,null)",
+    "+I(Mary,./home,book)",
+    "+I(Mary,./prod?id=1,book)",
+    "+I(Mary,./prod?id=7,null)",
+  ]);
+});
