@@ -12,9 +12,9 @@
  *
  * | node | made by | file |
  * |---|---|---|
- * | `TableSourceScan` | a table (with `watermark` when it has a rowtime) | here |
- * | `Calc` | projection and filter | here |
- * | `GroupAggregate` | non-windowed GROUP BY | here |
+ * | `TableSourceScan` | a table (with `watermark` when it has a rowtime) | `plan_scan.ts` |
+ * | `Calc` | projection and filter | here, `plan_projection.ts` |
+ * | `GroupAggregate` | non-windowed GROUP BY | here, `plan_aggregate_calls.ts` |
  * | `Join`, `IntervalJoin`, `WindowJoin` | `JOIN ... ON` | `plan_join.ts` |
  * | `WindowTableFunction`, `WindowAggregate` | `TABLE(TUMBLE(...))` and its GROUP BY | `plan_window.ts` |
  * | `Rank`, `Deduplicate`, `WindowRank` | `ROW_NUMBER() OVER (...)` read with `WHERE rn <= N` | `plan_rank.ts` |

@@ -16,9 +16,16 @@
  * | `IntervalJoin` | a join (inner or outer) of append-only inputs whose rest bounds `l.rt - r.rt` on both sides (`l.rt BETWEEN r.rt - INTERVAL a AND r.rt + INTERVAL b`, or `>=`/`<=` pairs) with rowtime attributes `l.rt`, `r.rt` | append (an outer side's unmatched rows null-padded when they expire); state dropped as the watermark passes |
  * | `Join` | otherwise | append for INNER over append-only inputs, else retract (`+I`/`-D`, null-padded rows retracted when a match comes) |
  *
+ * Filter push-down (Flink's `FlinkFilterJoinRule`): a WHERE over an inner
+ * join is planned as part of its ON condition, and a non-key conjunct that
+ * reads one input only becomes a `Calc` filter on that input, below the
+ * join, unless that input is an outer join's preserved side (its unmatched
+ * rows must still show, null-padded).
+ *
  * The output has the left columns then the right columns, each qualified
  * as in its input; `SELECT *` renames repeated names as Calcite does
- * (`k`, `k0`).
+ * (`k`, `k0`). Time attributes do not pass a join (they are materialized:
+ * plain `TIMESTAMP(3)`); the window columns do pass a WindowJoin.
  *
  * @module
  */
