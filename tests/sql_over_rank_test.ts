@@ -751,7 +751,7 @@ Deno.test("ORDER BY without LIMIT, and ORDER BY a column the SELECT list lacks, 
     );
   refused(
     select({ items: [STAR], from: table("bids"), orderBy: [desc(col("price"))] }),
-    /ORDER BY without LIMIT is not supported yet \(add LIMIT n for a Top-N\)/,
+    /ORDER BY without LIMIT must sort by a rowtime attribute ascending first, over an append-only input \(Flink's temporal sort\), got price DESC; add LIMIT n for a Top-N/,
   );
   refused(
     select({
@@ -968,5 +968,43 @@ Deno.test({
         ),
       /upsert mode over Rank needs its upsert key in the SELECT list \(the PARTITION BY columns and the rank number rn\)/,
     );
+  },
+});
+
+Deno.test({
+  name:
+    "ORDER BY the rowtime (then price DESC) without LIMIT is a temporal sort: rows leave in that order once the watermark passes them, append-only",
+  ...JOB,
+  async fn() {
+    const plan = planQuery(
+      select({
+        items: [item(col("ts")), item(col("price"))],
+        from: table("bids"),
+        orderBy: [asc(col("ts")), desc(col("price"))],
+      }),
+      CONTEXT,
+    );
+    assert.equal(plan.mode, "append");
+    assert.match(
+      explainPlan(plan),
+      /TemporalSort\(orderBy=\[ts ASC, price DESC\], changelogMode=\[I\]\)/,
+    );
+    // rowtimes never decrease (with a watermark of the highest rowtime a row arriving after a
+    // later one could be late); rows of one rowtime arrive in another order than the price's
+    const rows: SqlValue[][] = [
+      [1, 5, "a", 10],
+      [1, 9, "b", 10],
+      [1, 7, "c", 20],
+      [2, 8, "d", 20],
+      [2, 1, "e", 40],
+    ];
+    const out = await run(plan, rows);
+    assert.deepEqual(out.map((r) => `${r.kind} ${r.fields.join(",")}`), [
+      "INSERT 10,9",
+      "INSERT 10,5",
+      "INSERT 20,8",
+      "INSERT 20,7",
+      "INSERT 40,1",
+    ]);
   },
 });

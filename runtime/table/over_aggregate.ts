@@ -71,6 +71,7 @@ import { formatRow, type Row, type SqlValue } from "./row.ts";
 import type { OverFrame } from "./sql_ast.ts";
 import { stateTtlConfig } from "./state_retention.ts";
 import { timeAttributeMillis } from "./time_attribute.ts";
+import { compareBySortKeys, type SortKey } from "./rank.ts";
 
 /** What an OVER aggregation computes. */
 export interface OverAggregateSpec {
@@ -82,6 +83,11 @@ export interface OverAggregateSpec {
   readonly frame: OverFrame;
   /** The aggregate calls; their values follow the input's fields in each output row. */
   readonly calls: readonly AggregateCall[];
+  /**
+   * How rows of one rowtime are ordered before they are processed (the
+   * further ORDER BY keys of a temporal sort); default arrival order.
+   */
+  readonly peerOrder?: readonly SortKey[];
 }
 
 /**
@@ -241,6 +247,10 @@ export class OverAggregateFunction implements KeyedProcessFunction<string, Row, 
     const rows = pending.get(timestamp);
     if (rows === undefined) return; // none left (a timer restored beside its processed rows)
     pending.remove(timestamp);
+    const peerOrder = this.spec.peerOrder;
+    if (peerOrder !== undefined && peerOrder.length > 0) {
+      rows.sort((a, b) => compareBySortKeys(peerOrder, a, b)); // stable: ties keep arrival order
+    }
     const decision = this.guard({ kind: "INSERT", fields: rows[0]! }, () => {
       const args = rows.map((fields) =>
         this.spec.calls.map((c) => c.arg === null ? null : c.arg.evaluate(fields))

@@ -69,6 +69,11 @@ export interface OverAggregateNode {
   readonly windowText: string;
   /** Whether the input is updating (`retract_over_aggregate.ts`) rather than append-only. */
   readonly updating: boolean;
+  /**
+   * Printed as Flink's `TemporalSort` (`ORDER BY rowtime` without LIMIT:
+   * an OverAggregate without calls, `plan_rank.ts`) rather than `OverAggregate`.
+   */
+  readonly display?: "TemporalSort";
   /** The input's columns, then one per aggregate call. */
   readonly columns: readonly Column[];
   /** `append`, or `retract` over an updating input. */
@@ -381,6 +386,7 @@ export function planOverSelect(
 
 /** Describes an OverAggregate as Flink's plan prints it (without the mode). */
 export function describeOverNode(node: OverAggregateNode): string {
+  if (node.display === "TemporalSort") return `TemporalSort(orderBy=[${node.windowText}])`;
   const inputs = node.input.columns.map((c) => c.name);
   const calls = node.spec.calls.map((c, i) =>
     `${c.spec.fn === "COUNT_STAR" ? "COUNT(*)" : `${c.spec.fn}(${c.arg?.text ?? ""})`} AS ${

@@ -44,14 +44,15 @@
  * PARTITION BY (one key, so one subtask) keeping ranks `1..n`, without the
  * rank number. `LIMIT n` alone over an append-only input keeps the first
  * `n` rows to arrive and is append-only; `ORDER BY ... LIMIT` retracts a
- * row when a better one comes.
+ * row when a better one comes. `ORDER BY` without LIMIT is Flink's
+ * `TemporalSort`: its first key must be a rowtime attribute ascending; rows
+ * wait for the watermark and leave in that order, append-only (planned as
+ * an OverAggregate without calls, `over_aggregate.ts`).
  *
  * ## Simplifications
  *
  * - `RANK()` and `DENSE_RANK()` are refused (only `ROW_NUMBER()`).
- * - `ORDER BY` without `LIMIT` is refused (Flink sorts a stream only by
- *   a time attribute ascending, as it arrives by the watermark: not yet
- *   here); ORDER BY names columns of the SELECT list.
+ * - ORDER BY names columns of the SELECT list.
  * - Weir has no processing-time attribute column yet: processing-time
  *   deduplication is written `ORDER BY PROCTIME()` in the OVER clause.
  * - The outer query reads the subquery through its alias only (a view).
@@ -63,7 +64,8 @@ import { type ChangelogMode, PlanningError } from "./changelog_mode.ts";
 import type { CompiledExpr } from "./expressions.ts";
 import type { PlannerContext, PlanNode, Relation } from "./plan.ts";
 import type { DeduplicateSpec } from "./deduplicate.ts";
-import type { RankSpec } from "./rank.ts";
+import type { RankSpec, SortKey } from "./rank.ts";
+import type { OverAggregateNode } from "./plan_over.ts";
 import type { Expr, OrderItem, SelectItem, SelectQuery } from "./sql_ast.ts";
 import { exprText } from "./sql_text.ts";
 import { type Column, TYPES } from "./types.ts";
@@ -548,22 +550,16 @@ export function columnNames(e: Expr): Set<string> {
  * @param context the catalog.
  * @param planSelect plans a SELECT (here the query without ORDER BY and LIMIT).
  * @returns the relation of the limited query.
- * @throws {PlanningError} for ORDER BY without LIMIT, `LIMIT 0`, or an
- *   ORDER BY item that is not a column of the SELECT list.
+ * @throws {PlanningError} for ORDER BY without LIMIT not led by a rowtime
+ *   attribute ascending, `LIMIT 0`, or an ORDER BY item that is not a
+ *   column of the SELECT list.
  */
 export function planSortLimit(
   query: SelectQuery,
   context: PlannerContext,
   planSelect: (query: SelectQuery) => Relation,
 ): Relation {
-  if (query.limit === null) {
-    throw new PlanningError(
-      `ORDER BY without LIMIT is not supported yet (add LIMIT n for a Top-N)${
-        context.locate("ORDER")
-      }`,
-    );
-  }
-  if (!Number.isSafeInteger(query.limit) || query.limit < 1) {
+  if (query.limit !== null && (!Number.isSafeInteger(query.limit) || query.limit < 1)) {
     throw new PlanningError(
       `LIMIT must be an integer >= 1: current value is ${query.limit}${context.locate("LIMIT")}`,
     );
@@ -588,6 +584,7 @@ export function planSortLimit(
     }
     return { index, descending: o.descending };
   });
+  if (query.limit === null) return temporalSort(query, rel, sortKeys, context);
   const node: RankNode = {
     op: "Rank",
     input,
@@ -604,6 +601,51 @@ export function planSortLimit(
     columns: input.columns,
     mode: sortKeys.length === 0 && input.mode === "append" ? "append" : "retract",
     display: sortKeys.length === 0 ? "Limit" : "SortLimit",
+  };
+  return { node, qualifiers: input.columns.map(() => []), window: null };
+}
+
+/**
+ * `ORDER BY rowtime [, more] ` without LIMIT: Flink's `TemporalSort`, an
+ * OverAggregate without calls (rows wait for the watermark, then leave in
+ * rowtime order, rows of one rowtime sorted by the further keys).
+ * @throws {PlanningError} unless the first key is a rowtime attribute
+ *   ascending over an append-only input.
+ */
+function temporalSort(
+  query: SelectQuery,
+  rel: Relation,
+  sortKeys: readonly SortKey[],
+  context: PlannerContext,
+): Relation {
+  const input = rel.node;
+  const first = sortKeys[0]!;
+  const column = input.columns[first.index]!;
+  if (column.type.timeAttribute !== "rowtime" || first.descending || input.mode !== "append") {
+    throw new PlanningError(
+      `ORDER BY without LIMIT must sort by a rowtime attribute ascending first, over an append-only input (Flink's temporal sort), got ${
+        query.orderBy.map(orderItemText).join(", ")
+      }${input.mode === "append" ? "" : " over an updating input"}; add LIMIT n for a Top-N${
+        context.locate("ORDER")
+      }`,
+    );
+  }
+  const node: OverAggregateNode = {
+    op: "OverAggregate",
+    input,
+    partitionKeys: [],
+    spec: {
+      rowtimeIndex: first.index,
+      rowtimeName: column.name,
+      frame: { unit: "ROWS", preceding: null },
+      calls: [],
+      peerOrder: sortKeys.slice(1),
+    },
+    windowText: query.orderBy.map(orderItemText).join(", "),
+    updating: false,
+    display: "TemporalSort",
+    columns: input.columns,
+    mode: "append",
   };
   return { node, qualifiers: input.columns.map(() => []), window: null };
 }
