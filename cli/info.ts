@@ -1,7 +1,8 @@
 /**
  * `weir info JOB`: a job's status, attempt and restarts, its vertices with
- * their parallelism and record counts, its latest checkpoints (id, status,
- * type, duration, size) and its last failure. It asks the coordinator over
+ * their parallelism, their subtasks' attempts and record counts, its latest
+ * checkpoints (id, status, type, duration, size), its last failure and its
+ * latest failovers (region or full, attempts, failed subtask). It asks the coordinator over
  * NATS (`weir.cluster.info`), which answers with the REST API's bodies of
  * `GET /jobs/:jobid`, `GET /jobs/:jobid/checkpoints` and
  * `GET /jobs/:jobid/exceptions` (`runtime/cluster/rest/job_info.ts`), so the
@@ -49,9 +50,13 @@ export const infoCommand: Command = {
   help: `usage: weir info JOB --nats URL [--checkpoints N] [--json]
 
 Shows job JOB: its status, attempt and restarts, every vertex with its
-parallelism and records in and out (from the subtasks' latest per-second
-metrics), its latest N checkpoints (default 5: id, status, type, duration,
-bytes written and full state size) and its last failure. It reads the same
+parallelism, the attempt each subtask runs as (a region failover restarts,
+and renumbers, only the failed subtask's region; - while it restarts) and
+records in and out (from the subtasks' latest per-second metrics), its
+latest N checkpoints (default 5: id, status, type, duration, bytes written
+and full state size), its last failure and its latest N failovers (the
+region, or full; the attempt that failed and the one it restarted as; the
+failed subtask; the failure). It reads the same
 data as the coordinator's REST API (GET /jobs/JOB, /jobs/JOB/checkpoints,
 /jobs/JOB/exceptions); --json prints those three bodies as one JSON object.
 

@@ -248,10 +248,12 @@ Deno.test({
           assert.equal(v.parallelism, 2);
           assert.equal(typeof v.name, "string");
           assert.equal(typeof (v.tasks as Json).RUNNING, "number");
+          assert.deepEqual(v["subtask-attempts"], [0, 0]);
         }
         const vertex = await get(`/jobs/${jobId}/vertices/${source}`);
         assert.equal((vertex.subtasks as Json[]).length, 2);
         assert.equal((vertex.subtasks as Json[])[0]!.status, "RUNNING");
+        assert.deepEqual((vertex.subtasks as Json[]).map((s) => s.attempt), [0, 0]);
         assert.equal(typeof (vertex.subtasks as Json[])[0]!["taskmanager-id"], "string");
         const bp = await get(`/jobs/${jobId}/vertices/${source}/backpressure`);
         assert.equal(bp.status, "ok");
@@ -281,6 +283,7 @@ Deno.test({
         assert.ok(((agg[0] as Json).sum as number) > 0);
         const ex = await get(`/jobs/${jobId}/exceptions`);
         assert.equal(ex["root-exception"], null);
+        assert.deepEqual((ex.exceptionHistory as Json).entries, []);
       });
 
       await t.step("bad input gets 400 or 404 naming what was wrong", async () => {
@@ -345,7 +348,8 @@ Deno.test({
         assert.match(info.output, new RegExp(`job ${jobId} 'cluster smoke'`));
         assert.match(info.output, /status: RUNNING, attempt 0, restarts 0/);
         for (const v of vertices) {
-          assert.match(info.output, new RegExp(`${v.id}\\t2\\t\\d+\\t\\d+\\t`));
+          // Both subtasks on attempt 0 (the ATTEMPTS column), then records in and out.
+          assert.match(info.output, new RegExp(`${v.id}\\t2\\t0,0\\t\\d+\\t\\d+\\t`));
         }
         assert.match(info.output, /checkpoints: \d+ triggered, \d+ completed/);
         assert.match(info.output, /\n\d+\tCOMPLETED\tCHECKPOINT\t(\d+ ms|[\d.]+ s)\t\d+ B\t\d+ B/);

@@ -575,6 +575,8 @@ export class ClusterCoordinator implements RestBackend {
       checkpoints: c.checkpointStats,
       placement: c.placement,
       restarts: c.restarts,
+      subtaskAttempts: c.subtaskAttempts,
+      failovers: c.failovers,
     };
   }
 

@@ -91,7 +91,7 @@ import type { JobPhase } from "./job_phase.ts";
 import { CheckpointStatsTracker } from "../metrics/checkpoint_stats.ts";
 import { MetricStore } from "../metrics/metric_store.ts";
 import { FailoverRegions, type PipelinedRegion } from "./failover_regions.ts";
-import { JobFailover } from "./job_failover.ts";
+import { type FailoverRecord, JobFailover } from "./job_failover.ts";
 import { validateFailoverStrategy } from "../api/restart_strategy_config.ts";
 
 const log = logger("coordinator");
@@ -254,6 +254,11 @@ export class JobCoordinator {
       if (att !== undefined) out.set(key, att);
     }
     return out;
+  }
+
+  /** The latest failovers, oldest first: the failure, and the region or full restart it caused. */
+  get failovers(): readonly FailoverRecord[] {
+    return this.#failover.history;
   }
 
   /** The job's pipelined regions (Flink's `SchedulingPipelinedRegion`s). */

@@ -42,7 +42,7 @@ import type { ExecutionAttempt } from "./execution_attempt.ts";
 import type { FailoverRegions, PipelinedRegion } from "./failover_regions.ts";
 import { planRestart } from "./failover_restart.ts";
 import type { JobPhase } from "./job_phase.ts";
-import { decideFailoverScope, restartRegion } from "./region_failover.ts";
+import { decideFailoverScope, failedSubtask, restartRegion } from "./region_failover.ts";
 import { createRestartBackoff, type RestartBackoff } from "./restart_strategy.ts";
 import type { RestartStrategyConfig } from "./restart_strategy.ts";
 import {
@@ -96,6 +96,31 @@ export interface JobFailoverOptions {
   readonly restartsBefore: number;
 }
 
+/** How many failovers {@linkcode JobFailover.history} keeps (Flink's `web.exception-history-size`, 16). */
+export const FAILOVER_HISTORY_SIZE = 16;
+
+/**
+ * One failover of a job, for its exception history (Flink's
+ * `RootExceptionHistoryEntry`, with the failover's scope added): the
+ * failure, where it happened, and what restarted.
+ */
+export interface FailoverRecord {
+  /** When the failure was handled, epoch ms. */
+  readonly timestamp: number;
+  /** The failure, `name: message`. */
+  readonly failure: string;
+  /** The subtask the failure names (`vertexId#subtask`), if any. */
+  readonly subtask: string | undefined;
+  /** `region`: only `region` restarted; `full`: every subtask (or the job ended, with no `attempt`). */
+  readonly scope: "region" | "full";
+  /** The restarted region (`scope: "region"`): its id and `region <id> (<vertex>#<subtask>, …)`. */
+  readonly region: { readonly id: number; readonly description: string } | undefined;
+  /** The job-wide attempt number when it failed. */
+  readonly failedAttempt: number;
+  /** The attempt the restarted subtasks run as, once redeployed; `undefined` before, or when the job ended. */
+  readonly attempt: number | undefined;
+}
+
 /** Fails over one job; see the module docs. */
 export class JobFailover {
   readonly #host: JobFailoverHost;
@@ -105,6 +130,8 @@ export class JobFailover {
   #restarts: number;
   #lastFailure: string | undefined;
   #restartedAfter: string | undefined;
+  /** The latest failovers, oldest first, at most {@linkcode FAILOVER_HISTORY_SIZE}. */
+  readonly #history: { -readonly [K in keyof FailoverRecord]: FailoverRecord[K] }[] = [];
   /** The region being restarted, and whether it is still being cancelled. */
   #region: { region: PipelinedRegion; stage: "cancelling" | "deploying" } | undefined;
 
@@ -132,6 +159,40 @@ export class JobFailover {
   /** Why the current attempt exists (see `JobCoordinator.restartedAfter`). */
   get restartedAfter(): string | undefined {
     return this.#restartedAfter;
+  }
+
+  /**
+   * The latest failovers, oldest first (at most
+   * {@linkcode FAILOVER_HISTORY_SIZE}): each failure handled, whether it
+   * restarted a region (which, and as which attempt) or every subtask.
+   * Failures ignored while a full failover runs are not in it.
+   */
+  get history(): readonly FailoverRecord[] {
+    return this.#history.map((r) => ({ ...r }));
+  }
+
+  /** Starts the history entry of a failover of `error`. */
+  #record(
+    error: unknown,
+    scope: "region" | "full",
+    region: PipelinedRegion | undefined,
+  ): { attempt: number | undefined } {
+    const h = this.#host;
+    const failed = failedSubtask(error);
+    const entry = {
+      timestamp: Date.now(),
+      failure: describe(error),
+      subtask: failed === undefined ? undefined : `${failed.vertexId}#${failed.subtask}`,
+      scope,
+      region: region === undefined
+        ? undefined
+        : { id: region.id, description: h.regions.describe(region) },
+      failedAttempt: h.attempt().number,
+      attempt: undefined as number | undefined,
+    };
+    this.#history.push(entry);
+    if (this.#history.length > FAILOVER_HISTORY_SIZE) this.#history.shift();
+    return entry;
   }
 
   /**
@@ -203,6 +264,7 @@ export class JobFailover {
     const where = h.regions.describe(region);
     const failed = h.attempt().number;
     this.#lastFailure = describe(error);
+    const entry = this.#record(error, "region", region);
     await restartRegion({
       ...this.#restartFacts(),
       region,
@@ -221,6 +283,7 @@ export class JobFailover {
           `region failover of ${where}: attempt ${failed} failed: ${this.#lastFailure}`;
         h.setAttempt(h.attempt().afterRegionRestart(failed + 1, region.keys));
         restart.stage = "deploying";
+        entry.attempt = h.attempt().number;
         h.deploy(point, region);
         return { attempt: h.attempt().number, restarts: ++this.#restarts };
       },
@@ -237,6 +300,7 @@ export class JobFailover {
     h.setPhase("restarting");
     h.deploymentFailingOver();
     this.#lastFailure = describe(error);
+    const entry = this.#record(error, "full", undefined);
     const failed = h.attempt().number;
     // A failure that ends the job (one a retry cannot fix, or the restart strategy
     // gives up) is the job's error, said once there; one it restarts after is a warning.
@@ -272,6 +336,7 @@ export class JobFailover {
     this.#restarts++;
     this.#restartedAfter = `attempt ${failed} failed: ${this.#lastFailure}`;
     h.setAttempt(h.attempt().next());
+    entry.attempt = h.attempt().number;
     h.startAttemptMetrics(h.attempt().number);
     log.warn(
       `job ${h.jobId}: restarting as attempt ${h.attempt().number} (restart ${this.#restarts}) from ` +

@@ -149,6 +149,16 @@ Deno.test("a second region failing while the first region is cancelled becomes a
   assert.equal(job.failover.restarts, 1);
   assert.equal(job.attemptOf("src#1"), 1);
   assert.equal(job.attemptOf("src#0"), 1);
+  // The history: the region failover never redeployed (no attempt), then the full one.
+  assert.deepEqual(
+    job.failover.history.map((
+      r,
+    ) => [r.scope, r.region?.description, r.subtask, r.failedAttempt, r.attempt]),
+    [
+      ["region", "region 0 (src#0, sink#0)", "src#0", 0, undefined],
+      ["full", undefined, "sink#1", 0, 1],
+    ],
+  );
 });
 
 Deno.test("a region failing while another region is redeployed becomes a full failover above the region's attempt", async () => {
@@ -167,6 +177,10 @@ Deno.test("a region failing while another region is redeployed becomes a full fa
   assert.equal(job.failover.restarts, 2);
   assert.equal(job.attemptOf("src#0"), 2);
   assert.equal(job.attemptOf("sink#1"), 2);
+  assert.deepEqual(
+    job.failover.history.map((r) => [r.scope, r.region?.id, r.failedAttempt, r.attempt]),
+    [["region", 0, 0, 1], ["full", undefined, 1, 2]],
+  );
 });
 
 Deno.test("a job suspended while a full failover waits for metadata writes reads no checkpoint and deploys nothing", async () => {

@@ -13,6 +13,7 @@ import type { CheckpointConfig } from "../../api/executor.ts";
 import type { MetricStore } from "../../metrics/metric_store.ts";
 import type { CheckpointStatsTracker } from "../../metrics/checkpoint_stats.ts";
 import type { CancelReply, ClusterOverview, JobStatus } from "../cluster_protocol.ts";
+import type { FailoverRecord } from "../job_failover.ts";
 
 /** Everything the views show of one job (read, never changed, by them). */
 export interface JobFacts {
@@ -30,6 +31,14 @@ export interface JobFacts {
   readonly placement: ReadonlyMap<string, string>;
   /** Restarts so far (Flink's `numRestarts`). */
   readonly restarts: number;
+  /**
+   * The attempt each subtask (`vertexId#subtask`) runs as: a region failover
+   * renumbers only its region's subtasks; one of a region being restarted
+   * has none.
+   */
+  readonly subtaskAttempts: ReadonlyMap<string, number>;
+  /** The latest failovers, oldest first (the exception history). */
+  readonly failovers: readonly FailoverRecord[];
 }
 
 /** A savepoint or stop-with-savepoint to take, as the REST API asks for it. */

@@ -49,8 +49,10 @@ export function answerJobInfo(backend: RestBackend, jobId: unknown, now: number)
 
 /**
  * Renders a {@linkcode JobInfo} as `weir info` prints it: status and
- * attempt, each vertex with its parallelism and records, the latest
- * checkpoints (id, status, duration, size) and the last failure.
+ * attempt, each vertex with its parallelism, its subtasks' attempts (a
+ * region failover renumbers only its region's) and records, the latest
+ * checkpoints (id, status, duration, size), the last failure and the latest
+ * failovers (region or full, attempt before and after, failed subtask).
  * @param latest how many checkpoints of the history to show. Default 5.
  * @returns the lines, without a trailing newline.
  */
@@ -63,11 +65,15 @@ export function formatJobInfo(info: JobInfo, latest = 5): string {
       `${j.state === "RUNNING" ? "running for" : "ran for"} ${formatMs(j.duration as number)}`,
   );
   lines.push("");
-  lines.push("VERTEX\tPARALLELISM\tRECORDS IN\tRECORDS OUT\tNAME");
+  lines.push("VERTEX\tPARALLELISM\tATTEMPTS\tRECORDS IN\tRECORDS OUT\tNAME");
   for (const v of (j.vertices ?? []) as Record<string, unknown>[]) {
     const m = v.metrics as Record<string, unknown>;
+    // Each subtask's attempt, by index; `-` while its region is being restarted.
+    const attempts = ((v["subtask-attempts"] ?? []) as (number | null)[])
+      .map((a) => a ?? "-").join(",");
     lines.push(
-      `${v.id}\t${v.parallelism}\t${m["read-records"]}\t${m["write-records"]}\t${v.name}`,
+      `${v.id}\t${v.parallelism}\t${attempts}\t${m["read-records"]}\t${m["write-records"]}\t` +
+        `${v.name}`,
     );
   }
   const cp = info.checkpoints as Record<string, Record<string, unknown>>;
@@ -89,10 +95,33 @@ export function formatJobInfo(info: JobInfo, latest = 5): string {
       );
     }
   }
-  const failure = (info.exceptions as Record<string, unknown>)["root-exception"];
+  const exceptions = info.exceptions as Record<string, unknown>;
+  const failure = exceptions["root-exception"];
   lines.push("");
   lines.push(`last failure: ${failure ?? "none"}`);
+  const entries = ((exceptions.exceptionHistory as Record<string, unknown> | undefined)?.entries ??
+    []) as Record<string, unknown>[];
+  const failovers = entries.filter((e) => e.failover !== undefined).slice(0, latest);
+  if (failovers.length > 0) {
+    lines.push("");
+    lines.push("FAILOVER\tTIME\tATTEMPT\tSUBTASK\tFAILURE");
+    for (const e of failovers) {
+      const f = e.failover as Record<string, unknown>;
+      const scope = f.scope === "region" ? String(f.regionDescription) : "full";
+      const next = f.attempt === null ? "ended" : String(f.attempt);
+      lines.push(
+        `${scope}\t${new Date(e.timestamp as number).toISOString()}\t` +
+          `${f.failedAttempt} -> ${next}\t${e.taskName ?? "-"}\t${firstLine(e.stacktrace)}`,
+      );
+    }
+  }
   return lines.join("\n");
+}
+
+/** The first line of a failure text, at most 160 characters. */
+function firstLine(text: unknown): string {
+  const line = String(text).split("\n")[0] ?? "";
+  return line.length > 160 ? `${line.slice(0, 157)}...` : line;
 }
 
 function formatMs(ms: number): string {

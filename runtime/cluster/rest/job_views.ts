@@ -129,6 +129,7 @@ export function jobDetailsView(f: JobFacts, now: number): JsonObject {
       name: v.name,
       maxParallelism: v.maxParallelism,
       parallelism: v.parallelism,
+      "subtask-attempts": subtaskAttempts(f, v),
       status: s.status,
       "start-time": s.startedAt,
       "end-time": end,
@@ -164,28 +165,66 @@ export function jobDetailsView(f: JobFacts, now: number): JsonObject {
   };
 }
 
-/** `GET /jobs/:jobid/exceptions` (Flink's `JobExceptionsInfoWithHistory`, latest failure only). */
+/**
+ * The attempt each subtask of `v` runs as, by subtask index (a region
+ * failover renumbers only its region's subtasks); `null` for one whose
+ * region is being restarted.
+ */
+function subtaskAttempts(f: JobFacts, v: { readonly id: string; readonly parallelism: number }) {
+  return range(v.parallelism).map((i) => f.subtaskAttempts.get(`${v.id}#${i}`) ?? null);
+}
+
+/**
+ * `GET /jobs/:jobid/exceptions` (Flink's `JobExceptionsInfoWithHistory`):
+ * the root exception (the job's error, else the latest failure) and the
+ * history of failovers, newest first, each with a `failover` object (Weir's
+ * addition): `scope` (`region` or `full`), the `region` id and its
+ * `regionDescription`, the `failedAttempt` and the `attempt` it restarted
+ * as (`null` before the redeployment, or when the job ended). A job served
+ * from the job store has no failovers: its history is its last failure.
+ */
 export function exceptionsView(f: JobFacts): JsonObject {
   const s = f.status;
   const cause = s.error ?? s.lastFailure;
   const timestamp = s.endedAt ?? s.startedAt;
+  const entries: JsonObject[] = f.failovers.length > 0
+    ? [...f.failovers].reverse().map((r) => ({
+      exceptionName: exceptionName(r.failure),
+      stacktrace: r.failure,
+      timestamp: r.timestamp,
+      taskName: r.subtask ?? null,
+      location: r.subtask === undefined ? null : f.placement.get(r.subtask) ?? null,
+      concurrentExceptions: [],
+      failover: {
+        scope: r.scope,
+        region: r.region?.id ?? null,
+        regionDescription: r.region?.description ?? null,
+        failedAttempt: r.failedAttempt,
+        attempt: r.attempt ?? null,
+      },
+    }))
+    : cause === undefined
+    ? []
+    : [{
+      exceptionName: exceptionName(cause),
+      stacktrace: cause,
+      timestamp,
+      taskName: null,
+      location: null,
+      concurrentExceptions: [],
+    }];
   return {
     "root-exception": cause ?? null,
     timestamp: cause === undefined ? null : timestamp,
     "all-exceptions": [],
     truncated: false,
-    exceptionHistory: {
-      entries: cause === undefined ? [] : [{
-        exceptionName: cause.split(":")[0] ?? "Error",
-        stacktrace: cause,
-        timestamp,
-        taskName: null,
-        location: null,
-        concurrentExceptions: [],
-      }],
-      truncated: false,
-    },
+    exceptionHistory: { entries, truncated: false },
   };
+}
+
+/** The class name of a `name: message` failure text. */
+function exceptionName(failure: string): string {
+  return failure.split(":")[0] ?? "Error";
 }
 
 /**
@@ -202,7 +241,8 @@ export function vertexView(f: JobFacts, vertexId: string, now: number): JsonObje
     return {
       subtask: i,
       status: subtaskState(f, m),
-      attempt: s.attempt,
+      // A region failover renumbers only its region's subtasks.
+      attempt: f.subtaskAttempts.get(`${v.id}#${i}`) ?? null,
       "taskmanager-id": slot,
       host: slot,
       "start-time": s.startedAt,

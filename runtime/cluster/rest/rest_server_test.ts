@@ -8,8 +8,12 @@ import type { JobStatus } from "../cluster_protocol.ts";
 import { formatJobInfo } from "./job_info.ts";
 import { answerJobInfo } from "./job_info.ts";
 
-/** A backend over real metric and checkpoint stores, with one running job `j1` of two vertices. */
-function fixture() {
+/**
+ * A backend over real metric and checkpoint stores, with one running job
+ * `j1` of two vertices (every subtask on attempt 0, no failover unless
+ * `over` says otherwise).
+ */
+function fixture(over: Partial<Pick<JobFacts, "subtaskAttempts" | "failovers">> = {}) {
   const metrics = new MetricStore();
   const checkpoints = new CheckpointStatsTracker();
   const status: JobStatus = {
@@ -56,6 +60,9 @@ function fixture() {
     checkpoints,
     placement: new Map([["v0#0", "w1-0"], ["v0#1", "w1-1"], ["v1#0", "w1-0"]]),
     restarts: 0,
+    subtaskAttempts: new Map([["v0#0", 0], ["v0#1", 0], ["v1#0", 0]]),
+    failovers: [],
+    ...over,
   };
   const sample = (numRecordsIn: number, backPressured: number, wm: number | null) => ({
     numRecordsIn,
@@ -316,11 +323,79 @@ Deno.test("weir info's text shows status, vertices, checkpoints and the last fai
     text,
     /^job j1 'word count'\nstatus: RUNNING, attempt 0, restarts 0, running for 4000 ms/,
   );
-  assert.match(text, /\nv1\t1\t42\t42\tcounts\n/);
+  assert.match(text, /\nv1\t1\t0\t42\t42\tcounts\n/);
   assert.match(text, /\n1\tCOMPLETED\tCHECKPOINT\t110 ms\t300 B\t0 B\n/);
   assert.match(text, /last failure: none$/);
   assert.deepEqual(answerJobInfo(f.backend, "nope", 0), { ok: false, error: "no job nope" });
   assert.equal(answerJobInfo(f.backend, 3, 0).ok, false);
+});
+
+/** A region failover of region 1 (attempt 0 -> 1), then a full failover (attempt 1 -> 2, v0#1 restarting again). */
+const afterFailovers = {
+  subtaskAttempts: new Map([["v0#0", 2], ["v1#0", 2]]),
+  failovers: [
+    {
+      timestamp: Date.UTC(2026, 0, 1, 0, 0, 1),
+      failure: "RemoteTaskError: Subtask v0#1 failed: boom",
+      subtask: "v0#1",
+      scope: "region" as const,
+      region: { id: 1, description: "region 1 (v0#1)" },
+      failedAttempt: 0,
+      attempt: 1,
+    },
+    {
+      timestamp: Date.UTC(2026, 0, 1, 0, 0, 2),
+      failure: "WorkerLostError: Worker w1 sent no heartbeat for 3000 ms",
+      subtask: undefined,
+      scope: "full" as const,
+      region: undefined,
+      failedAttempt: 1,
+      attempt: undefined,
+    },
+  ],
+};
+
+Deno.test("REST app: /jobs/:jobid shows each subtask's attempt, /exceptions each failover with its region and attempts", async () => {
+  const app = createRestApp({ backend: fixture(afterFailovers).backend });
+  const [, job] = await json(app.request("/jobs/j1")) as [number, Loose];
+  assert.deepEqual(
+    job.vertices.map((v: Loose) => [v.id, v["subtask-attempts"]]),
+    [["v0", [2, null]], ["v1", [2]]],
+  );
+  const [, vertex] = await json(app.request("/jobs/j1/vertices/v0")) as [number, Loose];
+  assert.deepEqual(vertex.subtasks.map((s: Loose) => s.attempt), [2, null]);
+  const [, exceptions] = await json(app.request("/jobs/j1/exceptions")) as [number, Loose];
+  const entries = exceptions.exceptionHistory.entries as Loose[];
+  // Newest first, as Flink lists them.
+  assert.deepEqual(entries.map((e) => [e.exceptionName, e.taskName, e.location, e.failover]), [
+    ["WorkerLostError", null, null, {
+      scope: "full",
+      region: null,
+      regionDescription: null,
+      failedAttempt: 1,
+      attempt: null,
+    }],
+    ["RemoteTaskError", "v0#1", "w1-1", {
+      scope: "region",
+      region: 1,
+      regionDescription: "region 1 (v0#1)",
+      failedAttempt: 0,
+      attempt: 1,
+    }],
+  ]);
+  assert.equal(entries[1]!.timestamp, Date.UTC(2026, 0, 1, 0, 0, 1));
+});
+
+Deno.test("weir info's text shows each subtask's attempt and the latest failovers, region or full", () => {
+  const reply = answerJobInfo(fixture(afterFailovers).backend, "j1", 5000);
+  assert.ok(reply.ok);
+  const text = formatJobInfo(reply.info);
+  assert.match(text, /\nVERTEX\tPARALLELISM\tATTEMPTS\t/);
+  assert.match(text, /\nv0\t2\t2,-\t0\t0\tSource: lines\n/);
+  assert.match(
+    text,
+    /\nFAILOVER\tTIME\tATTEMPT\tSUBTASK\tFAILURE\nfull\t2026-01-01T00:00:02.000Z\t1 -> ended\t-\tWorkerLostError: Worker w1 sent no heartbeat for 3000 ms\nregion 1 \(v0#1\)\t2026-01-01T00:00:01.000Z\t0 -> 1\tv0#1\tRemoteTaskError: Subtask v0#1 failed: boom$/,
+  );
 });
 
 Deno.test("openapi.yaml documents every route the REST app serves, and no other", async () => {
