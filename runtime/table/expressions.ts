@@ -335,7 +335,10 @@ function compileBinary(
   }
   const comparison = ["=", "<>", "<", "<=", ">", ">="].includes(op);
   if (comparison) {
-    const sameFamily = l.type.family === r.type.family || (numeric(l.type) && numeric(r.type));
+    // A NULL literal compares with anything (to NULL), as in Flink.
+    const isNull = (e: Expr) => e.k === "literal" && e.value === null;
+    const sameFamily = l.type.family === r.type.family || (numeric(l.type) && numeric(r.type)) ||
+      isNull(expr.left) || isNull(expr.right);
     if (!sameFamily) {
       fail(`cannot compare ${l.type.name} with ${r.type.name} in ${text}`, op);
     }

@@ -117,3 +117,8 @@ Deno.test("CASE takes its branches' common type: a NULL branch fits, BIGINT with
     /branch 2 of CASE is STRING, which does not fit branch 1's BIGINT in CASE WHEN ok THEN n ELSE name END/,
   );
 });
+
+Deno.test("a comparison with a NULL literal is NULL, whatever the other side's type", () => {
+  assert.deepEqual(select("n = NULL, name <> NULL", ROWS.slice(0, 1)), [[null, null]]);
+  assert.deepEqual(select("n", ROWS, "n = NULL"), []);
+});
