@@ -363,3 +363,53 @@ Deno.test("SET pipeline.name and parallelism.default apply to the next SQL job",
   // Whether a checkpoint completes before this small job ends depends on
   // timing; statements_test.ts checks that the interval reaches the environment.
 });
+
+Deno.test("an aggregate UDF runs OVER a window; a bounded frame needs its retract", async () => {
+  const urls = aggregateFunction<{ urls: string[] }>({
+    arguments: ["STRING"],
+    result: "STRING",
+    createAccumulator: () => ({ urls: [] }),
+    accumulate(acc, url) {
+      acc.urls.push(String(url));
+    },
+    retract(acc, url) {
+      acc.urls.splice(acc.urls.indexOf(String(url)), 1);
+    },
+    getValue: (acc) => acc.urls.join(" "),
+  });
+  const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(1);
+  const tEnv = StreamTableEnvironment.create(env);
+  tEnv.createTemporarySystemFunction("urls", urls);
+  await tEnv.executeScript(CLICKS);
+  const out = await rows(
+    env,
+    tEnv,
+    "SELECT `user`, URLS(url) OVER (PARTITION BY `user` ORDER BY cTime " +
+      "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS last_two FROM clicks",
+  );
+  assert.deepEqual(out.sort(), [
+    "+I(Bob,./cart ./prod?id=3)",
+    "+I(Bob,./cart)",
+    "+I(Liz,./home)",
+    "+I(Mary,./home ./prod?id=1)",
+    "+I(Mary,./home)",
+    "+I(Mary,./prod?id=1 ./prod?id=7)",
+  ]);
+  const { retract: _, ...noRetract } = urls;
+  const other = StreamTableEnvironment.create(StreamExecutionEnvironment.getExecutionEnvironment());
+  other.createTemporarySystemFunction("urls", aggregateFunction(noRetract));
+  await other.executeScript(CLICKS);
+  assert.throws(
+    () =>
+      other.sqlQuery(
+        "SELECT URLS(url) OVER (PARTITION BY `user` ORDER BY cTime ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS u FROM clicks",
+      ),
+    /the aggregate function URLS has no retract method, which an OVER window with a bounded frame \(n PRECEDING\) needs/,
+  );
+  assert.equal(
+    other.sqlQuery(
+      "SELECT URLS(url) OVER (PARTITION BY `user` ORDER BY cTime ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS u FROM clicks",
+    ).getColumns()[0]!.type.family,
+    "STRING",
+  );
+});

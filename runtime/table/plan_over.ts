@@ -53,6 +53,7 @@ import type { AggregateCall, PlannerContext, PlanNode, Relation } from "./plan.t
 import type { AggregateName } from "./aggregates.ts";
 import type { Expr, OverFrame, SelectQuery, TableRef } from "./sql_ast.ts";
 import { exprText } from "./sql_text.ts";
+import { planUserOverAggregate } from "./plan_udf_aggregate.ts";
 import { type Column, type DataType, TYPES } from "./types.ts";
 
 /** An OVER aggregation (Flink's `OverAggregate`); append-only, keyed by the partition keys. */
@@ -284,6 +285,11 @@ export function planOverSelect(
     }
     const partitionKeys = first.partitionBy.map((e) => compileExpr(e, scope));
     const aggregateCalls: AggregateCall[] = group.map((o) => {
+      const bounded = frameOf(first).preceding !== null;
+      const udf = FUNCTIONS.has(o.fn)
+        ? undefined
+        : planUserOverAggregate(o.fn, o.args, scope, bounded, context);
+      if (udf !== undefined) return { ...udf, text: exprText(o) };
       if (!FUNCTIONS.has(o.fn)) {
         fail(
           `${o.fn}() OVER is not supported (supported: COUNT, SUM, AVG, MIN, MAX)`,
@@ -310,7 +316,9 @@ export function planOverSelect(
       ...input.columns,
       ...aggregateCalls.map((c, i) => ({
         name: `w${w}$o${i}`,
-        type: c.spec.fn === "COUNT" || c.spec.fn === "COUNT_STAR"
+        type: c.spec.fn === "UDF"
+          ? c.spec.resultType
+          : c.spec.fn === "COUNT" || c.spec.fn === "COUNT_STAR"
           ? TYPES.BIGINT
           : plain(c.arg!.type),
       })),
@@ -389,9 +397,13 @@ export function describeOverNode(node: OverAggregateNode): string {
   if (node.display === "TemporalSort") return `TemporalSort(orderBy=[${node.windowText}])`;
   const inputs = node.input.columns.map((c) => c.name);
   const calls = node.spec.calls.map((c, i) =>
-    `${c.spec.fn === "COUNT_STAR" ? "COUNT(*)" : `${c.spec.fn}(${c.arg?.text ?? ""})`} AS ${
-      node.columns[inputs.length + i]!.name
-    }`
+    `${
+      c.spec.fn === "COUNT_STAR"
+        ? "COUNT(*)"
+        : c.spec.fn === "UDF"
+        ? `${c.spec.name}(${c.arg?.text ?? ""})`
+        : `${c.spec.fn}(${c.arg?.text ?? ""})`
+    } AS ${node.columns[inputs.length + i]!.name}`
   );
   return `OverAggregate(${
     node.partitionKeys.length === 0

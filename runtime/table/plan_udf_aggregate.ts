@@ -10,7 +10,8 @@
  * with retraction when the function has `retract`) and in window
  * aggregation (`plan_window.ts` recompiles their arguments over the
  * window's input); SESSION windows merge accumulators, so there a function
- * needs `merge`.
+ * needs `merge`. In an OVER window (`plan_over.ts`) a bounded frame drops
+ * the rows that leave it with `retract`.
  *
  * @module
  */
@@ -127,4 +128,31 @@ export function checkUserAggregatesInWindow(
       );
     }
   }
+}
+
+/**
+ * Plans `f(args) OVER (...)` of a user-defined aggregate function.
+ * @param boundedFrame the frame has `n PRECEDING` (rows leave it: `retract` is needed).
+ * @returns the call, or `undefined` when `fn` is not a user-defined aggregate.
+ * @throws {PlanningError} for arguments that do not fit, or a bounded frame without `retract`.
+ */
+export function planUserOverAggregate(
+  fn: string,
+  args: readonly Expr[],
+  scope: Scope,
+  boundedFrame: boolean,
+  context: PlannerContext,
+): AggregateCall | undefined {
+  const found = currentFunctionCatalog().lookup(fn);
+  if (found?.kind !== "aggregate") return undefined;
+  if (boundedFrame && found.definition.retract === undefined) {
+    throw new PlanningError(
+      `the aggregate function ${found.name} has no retract method, which an OVER window with a bounded frame (n PRECEDING) needs to drop the rows leaving it${
+        context.locate(fn)
+      }`,
+    );
+  }
+  const call: UserAggregateExpr = { k: "call", name: fn, args };
+  // The OVER operator over an updating input recomputes its frames: no retract needed there.
+  return planUserAggregates([call], scope, "append", context)[0];
 }
