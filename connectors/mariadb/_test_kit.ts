@@ -74,7 +74,9 @@ export async function cleanupPrefix(prefix: string, commitLogTable?: string): Pr
       where: `test cleanup of xid prefix ${prefix}`,
     });
     if (commitLogTable !== undefined) {
-      await c.query(`DROP TABLE IF EXISTS \`${commitLogTable}\`, \`${commitLogTable}_fence\``);
+      await c.query(
+        `DROP TABLE IF EXISTS \`${commitLogTable}\`, \`${commitLogTable}_fence\`, \`${commitLogTable}_fences\``,
+      );
     }
   });
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { decideFence } from "./fence.ts";
+import { decideFence, decideForeignFence } from "./fence.ts";
 
 const holder = { jobId: "job-a", attempt: 2, generation: 5 };
 
@@ -27,4 +27,13 @@ Deno.test("decideFence fences an older attempt of the holding job and lets anoth
     kind: "take-over",
     generation: 6,
   });
+});
+
+Deno.test("decideForeignFence takes over another job's subtask row and leaves this job's", () => {
+  assert.deepEqual(decideForeignFence(holder, { jobId: "job-b" }), {
+    kind: "take-over",
+    generation: 6,
+  });
+  assert.deepEqual(decideForeignFence(holder, { jobId: "job-a" }), { kind: "leave" });
+  assert.deepEqual(decideForeignFence(undefined, { jobId: "job-a" }), { kind: "leave" });
 });

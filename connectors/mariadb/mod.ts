@@ -62,7 +62,8 @@
  * - The user needs INSERT on the target tables; for the XA sink also
  *   CREATE (once), INSERT, SELECT, UPDATE and DELETE on the commit-log
  *   table `weir_xa_commit_log` and its fence table
- *   `weir_xa_commit_log_fence` (both created by the sink if missing), and,
+ *   `weir_xa_commit_log_fences` (one fence row per xid prefix and subtask;
+ *   both created by the sink if missing), and,
  *   on MySQL 8, the `XA_RECOVER_ADMIN` privilege (`XA RECOVER` lists other
  *   sessions' xids only with it).
  * - On MariaDB, `XA RECOVER` needs no extra privilege.

@@ -281,7 +281,7 @@ export function mariaDbXaSink<T>(
     async createWriter(context: WriterInitContext<never>): Promise<XaSinkWriter<T>> {
       const prefix = prefixOf(context);
       const commitLog = new CommitLog(commitLogTable, prefix);
-      const fence = new WriterFence(commitLogTable, prefix);
+      const fence = new WriterFence(commitLogTable, prefix, context.subtaskIndex);
       const control = await openConnection(connection);
       let generation: number;
       try {
@@ -291,7 +291,8 @@ export function mariaDbXaSink<T>(
         if (claim.kind === "fenced") {
           throw new FencedWriterError(
             `${where(context)}: attempt ${claim.holder.attempt} of job ${claim.holder.jobId} ` +
-              `already holds xid prefix "${prefix}": this writer belongs to a replaced attempt`,
+              `already holds the fence of subtask ${context.subtaskIndex} of xid prefix "${prefix}": ` +
+              `this writer belongs to a replaced attempt`,
           );
         }
         generation = claim.generation;

@@ -344,7 +344,7 @@ Deno.test("a record whose parameters do not match the statement's placeholders f
     await writer.close();
   } finally {
     await f.cleanup();
-    await sql(`DROP TABLE IF EXISTS \`${log}\`, \`${log}_fence\``);
+    await sql(`DROP TABLE IF EXISTS \`${log}\`, \`${log}_fence\`, \`${log}_fences\``);
   }
 });
 
@@ -366,6 +366,59 @@ Deno.test("an XA writer refuses a barrier whose checkpoint id is not above the r
   }
 });
 
+Deno.test("a region failover's new writer of subtask 0 fences neither subtask 1's writer of the older attempt nor is fenced by it", async () => {
+  const f = await fixture("region");
+  try {
+    const other = await f.sink.createWriter(
+      writerContext({ uid: "u", attempt: 0, subtaskIndex: 1, parallelism: 2 }),
+    );
+    await writeAll(other, 100, 105);
+    // Region 0 restarts as attempt 1; region 1 keeps running on attempt 0.
+    const restarted = await f.sink.createWriter(
+      writerContext({ uid: "u", attempt: 1, subtaskIndex: 0, parallelism: 2 }),
+    );
+    await writeAll(restarted, 0, 5);
+    assert.equal((await other.prepareCommit!(1)).length, 1);
+    assert.equal((await restarted.prepareCommit!(1)).length, 1);
+    // A writer of subtask 1 starting late on attempt 0 (region 1 never restarted) joins.
+    const late = await f.sink.createWriter(
+      writerContext({ uid: "u", attempt: 0, subtaskIndex: 1, parallelism: 2 }),
+    );
+    await late.close();
+    await other.close();
+    await restarted.close();
+  } finally {
+    await f.cleanup();
+  }
+});
+
+Deno.test("a writer of another job takes over the fences of the subtasks its lingering scan covers", async () => {
+  const f = await fixture("rescaled");
+  try {
+    // Job test-job ran at parallelism 2; its subtask 1 is a zombie.
+    const zombie = await f.sink.createWriter(
+      writerContext({ uid: "u", attempt: 0, subtaskIndex: 1, parallelism: 2 }),
+    );
+    await writeAll(zombie, 100, 105);
+    // A resumed job at parallelism 1: its subtask 0 scans the xids of owners 0 and 1.
+    const resumed = await f.sink.createWriter({
+      ...writerContext({ uid: "u", attempt: 0, subtaskIndex: 0, parallelism: 1 }),
+      jobId: "resumed-job",
+    });
+    await assert.rejects(
+      async () => await zombie.prepareCommit!(1),
+      (e: unknown) =>
+        e instanceof FencedWriterError &&
+        /a newer attempt holds the fence of subtask 1 of xid prefix/.test(e.message),
+    );
+    assert.deepEqual(await preparedOf(f.prefix), []);
+    await zombie.close();
+    await resumed.close();
+  } finally {
+    await f.cleanup();
+  }
+});
+
 Deno.test("a writer of a replaced attempt that prepares after the new attempt took over rolls its xid back and fails", async () => {
   const f = await fixture("zombie");
   try {
@@ -377,20 +430,18 @@ Deno.test("a writer of a replaced attempt that prepares after the new attempt to
       async () => await zombie.prepareCommit!(1),
       (e: unknown) =>
         e instanceof FencedWriterError &&
-        /a newer attempt holds xid prefix .* rolled back .* prepared for checkpoint 1/.test(
-          e.message,
-        ),
+        /a newer attempt holds the fence of subtask 0 of xid prefix .* rolled back .* prepared for checkpoint 1/
+          .test(e.message),
     );
     assert.deepEqual(await preparedOf(f.prefix), []);
     // A writer of the replaced attempt that only now starts is refused at once.
     await assert.rejects(
-      async () =>
-        await f.sink.createWriter(
-          writerContext({ uid: "u", attempt: 0, subtaskIndex: 1, parallelism: 2 }),
-        ),
+      async () => await f.sink.createWriter(writerContext({ uid: "u", attempt: 0 })),
       (e: unknown) =>
         e instanceof FencedWriterError &&
-        /attempt 1 of job test-job already holds xid prefix/.test(e.message),
+        /attempt 1 of job test-job already holds the fence of subtask 0 of xid prefix/.test(
+          e.message,
+        ),
     );
     await writeAll(live, 0, 5);
     assert.equal((await live.prepareCommit!(1)).length, 1);

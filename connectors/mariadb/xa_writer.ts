@@ -28,8 +28,8 @@
  * writer that is ending, or a zombie of an earlier attempt) is retried
  * until `detachTimeoutMs`, then the attempt fails naming it.
  *
- * Before that scan the writer claims the sink's fence for its attempt, and
- * after every `XA PREPARE` it checks that no newer attempt took it over;
+ * Before that scan the writer claims its subtask's fence for its attempt,
+ * and after every `XA PREPARE` it checks that no newer attempt took it over;
  * a replaced (zombie) writer rolls back what it just prepared and fails
  * (`fence.ts`).
  *
@@ -366,7 +366,7 @@ export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
     return [{ gtrid: xid.gtrid, bqual: xid.bqual, records }];
   }
 
-  /** After a prepare: a newer attempt holding the prefix means this writer is a zombie (see `fence.ts`). */
+  /** After a prepare: a newer attempt holding the subtask's fence means this writer is a zombie (see `fence.ts`). */
   async #checkFence(xid: Xid, checkpointId: number): Promise<void> {
     // The control connection is gone once close() ran (a replaced attempt is
     // closed while it finishes a barrier): check on a connection of its own.
@@ -393,7 +393,8 @@ export class XaSinkWriter<T> implements SinkWriter<T, XaCommittable> {
       where: this.#options.where,
     });
     throw new FencedWriterError(
-      `${this.#options.where}: a newer attempt holds xid prefix "${this.#options.prefix}" ` +
+      `${this.#options.where}: a newer attempt holds the fence of subtask ${fence.subtask} of ` +
+        `xid prefix "${this.#options.prefix}" ` +
         `(fence generation ${current}, this writer's ${generation}): rolled back ${
           describeXid(xid)
         } prepared for checkpoint ${checkpointId}`,
