@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.11.0";
 import { explainPlan } from "./plan.ts";
-import { formatRow } from "./row.ts";
+import { formatRow, type Row } from "./row.ts";
+import { WindowJoinFunction } from "./window_join.ts";
+import { OperatorTestHarness } from "../task/operators/_operator_test_harness.ts";
+import { CoProcessOperator } from "../task/operators/co_process_operators.ts";
+import type { KeyedCoProcessFunction } from "../api/functions.ts";
+import type { Key } from "../state/key_group.ts";
 import { TYPES } from "./types.ts";
 import {
   agg,
@@ -258,4 +263,41 @@ Deno.test("an inner or outer interval join equals the batch join of the rows wit
     ),
     { numRuns: 30 },
   );
+});
+
+Deno.test("a row of a window the watermark passed is dropped and counted in the operator's numLateRecordsDropped", async () => {
+  const shape = {
+    joinType: "InnerJoin" as const,
+    filter: null,
+    leftArity: 2,
+    rightArity: 2,
+    leftWindowEnd: 1,
+    rightWindowEnd: 1,
+  };
+  const h = await OperatorTestHarness.open((env, output) =>
+    new CoProcessOperator({
+      uid: "window-join",
+      name: "WindowJoin",
+      fn: new WindowJoinFunction(shape, "WindowJoin") as unknown as KeyedCoProcessFunction<
+        Key,
+        unknown,
+        unknown,
+        unknown
+      >,
+      env,
+      output,
+      keySelector: (r) => JSON.stringify([(r as Row).fields[0]]),
+      keySelector2: (r) => JSON.stringify([(r as Row).fields[0]]),
+    })
+  );
+  const end = "1970-01-01 00:00:10.000";
+  const row = (k: string): Row => ({ kind: "INSERT", fields: [k, end] });
+  h.operator.processElement1(row("a"), undefined);
+  h.operator.processElement2(row("a"), undefined);
+  h.processWatermark(9_999); // the window [0, 10 s) is complete
+  assert.deepEqual((h.values() as Row[]).map(formatRow), [`+I(a,${end},a,${end})`]);
+  h.operator.processElement2(row("a"), undefined); // late: dropped
+  assert.equal(h.values().length, 1);
+  assert.deepEqual(h.operator.metrics(), { numLateRecordsDropped: 1 });
+  await h.close();
 });

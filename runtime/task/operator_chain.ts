@@ -247,10 +247,18 @@ export class OperatorChain {
     for (const op of this.operators) await op.quiesce();
   }
 
-  /** The counters of operators that keep their own, by uid (`StreamOperator.metrics`). */
+  /**
+   * The counters of operators that keep their own, by uid
+   * (`StreamOperator.metrics`); an operator reporting no counter is left out.
+   */
   metrics(): Record<string, Readonly<Record<string, number>>> {
     return Object.fromEntries(
-      this.operators.flatMap((op) => op.metrics ? [[op.uid, op.metrics()]] : []),
+      this.operators.flatMap((op) => {
+        const counters = op.metrics?.();
+        return counters === undefined || Object.keys(counters).length === 0
+          ? []
+          : [[op.uid, counters]];
+      }),
     );
   }
 

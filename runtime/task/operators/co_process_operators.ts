@@ -10,6 +10,7 @@
  * @module
  */
 
+import { functionMetrics } from "./function_metrics.ts";
 import type {
   CoFlatMapFunction,
   Collector,
@@ -61,6 +62,10 @@ export class CoProcessOperator extends TwoInputUdfOperator<
   #domain: "event-time" | "processing-time" = "event-time";
   #ctx: OnTimerContext<Key> = this.processContext(() => this.#domain);
   #out = this.collector();
+  /** The function's own counters (`function_metrics.ts`); none for most functions. */
+  metrics(): Readonly<Record<string, number>> {
+    return functionMetrics(this.fn)?.() ?? {};
+  }
   processElement1(value: unknown, timestamp: number | undefined, keyGroup?: number, key?: unknown) {
     if (this.keySelector) this.setKeyOf(value, keyGroup, key);
     this.currentTimestamp = timestamp;

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { functionMetrics } from "./function_metrics.ts";
 import type {
   AggregateFunction,
   Collector,
@@ -115,6 +116,10 @@ export class KeyedProcessOperator extends UdfOperator<KeyedProcessFunction<Key, 
   #domain: "event-time" | "processing-time" = "event-time";
   #ctx: OnTimerContext<Key> = this.processContext(() => this.#domain);
   #out = this.collector();
+  /** The function's own counters (`function_metrics.ts`); none for most functions. */
+  metrics(): Readonly<Record<string, number>> {
+    return functionMetrics(this.fn)?.() ?? {};
+  }
   processElement(
     value: unknown,
     timestamp: number | undefined,
