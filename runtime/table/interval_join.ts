@@ -23,8 +23,8 @@
  * - A row that has already expired on arrival (late) is still joined with
  *   what is buffered, but not kept: an outer side's unmatched late row is
  *   emitted null-padded at once, as Flink's, and counted in
- *   {@linkcode OuterIntervalJoinFunction.numLateRecordsDropped} only on an
- *   inner side.
+ *   {@linkcode OuterIntervalJoinFunction.numLateRecordsDropped} (the
+ *   operator's `numLateRecordsDropped` metric) only on an inner side.
  *
  * Inputs must be append-only (interval joins need them); a row with a NULL
  * key matches nothing.

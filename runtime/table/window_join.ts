@@ -13,8 +13,9 @@
  * Everything is emitted as `+I` (append-only) and the key's state is cleared.
  *
  * A row whose window the watermark already passed is late: it is dropped
- * and counted in {@linkcode WindowJoinFunction.numLateRecordsDropped}, with
- * a warning on stderr for the first one. Inputs must be append-only
+ * and counted in {@linkcode WindowJoinFunction.numLateRecordsDropped} (its
+ * operator reports it as the `numLateRecordsDropped` metric), with a
+ * warning on stderr for the first one. Inputs must be append-only
  * (window TVFs and window aggregations are); any other kind is an error
  * naming the row.
  *
