@@ -8,8 +8,10 @@
  * committed output must be the failure-free run's: every record of every
  * split once, in order per split, and no prepared transaction left.
  *
- * The MariaDB XA sink fences zombie writers per xid prefix; a region's new
- * writer must not fence the running writers of the other regions.
+ * Sinks: the MariaDB XA sink (its zombie fence must not fence the running
+ * writers of the other regions), the file sink and the transactional
+ * JetStream sink (on the shared NATS server; no transaction may be left
+ * open).
  *
  * @module
  */
@@ -36,7 +38,11 @@ import { FileSink } from "../connectors/file/file_sink.ts";
 import { csvEncoder } from "../connectors/file/row_encoders.ts";
 import { DefaultRollingPolicy } from "../connectors/file/rolling_policy.ts";
 import { parseCsv } from "../connectors/file/csv.ts";
+import { JetStreamSink, readCommitted } from "../connectors/jetstream/mod.ts";
+import { connectNats } from "../runtime/actor/nats_connect.ts";
+import { jetstreamApi, kvApi } from "../runtime/actor/nats_deps.ts";
 import { withTempDir } from "./_job_kit.ts";
+import { TEST_NATS_URL } from "./_nats_server.ts";
 
 const PARALLELISM = 3;
 const RECORDS = 300;
@@ -195,5 +201,48 @@ for (const twice of [false, true]) {
       }
       assertExactlyOnce(records, `${context}; files ${parts.map((p) => p.name).join(" ")}`);
     });
+  });
+
+  Deno.test(`JetStream sink: ${what}; read-committed readers see every record once, no transaction is left open`, async () => {
+    const connection = { servers: TEST_NATS_URL, name: "weir-test-region" };
+    const nc = await connectNats(connection);
+    const jsm = await jetstreamApi.jetstreamManager(nc);
+    const suffix = crypto.randomUUID().slice(0, 8);
+    const output = `weir-test-region-out-${suffix}`;
+    const bucket = `weir-test-region-txn-${suffix}`;
+    try {
+      await jsm.streams.add({ name: output, subjects: [`${output}.>`] });
+      const { restarts, fired } = await withTempDir((dir) =>
+        run(
+          new JetStreamSink<Rec>({
+            connection,
+            stream: output,
+            subject: (r) => `${output}.${r.split}`,
+            txnBucket: bucket,
+          }) as SinkV2<Rec, unknown, unknown>,
+          { dir, twice },
+        )
+      );
+      const context = `restarts ${restarts}, fired ${[...fired].join(",")}`;
+      assert.equal(restarts, fired.size, context);
+      const records: Rec[] = [];
+      for await (
+        const r of readCommitted({ connection, stream: output, txnBucket: bucket, bounded: true })
+      ) {
+        records.push(JSON.parse(new TextDecoder().decode(r.data)) as Rec);
+      }
+      assertExactlyOnce(records, context);
+      const kv = await new kvApi.Kvm(nc).open(bucket);
+      const open: string[] = [];
+      for await (const key of await kv.keys("txn.>")) {
+        if ((await kv.get(key))!.json<{ state: string }>().state === "open") open.push(key);
+      }
+      assert.deepEqual(open, [], `${context}: open transactions`);
+    } finally {
+      for (const stream of [output, `KV_${bucket}`]) {
+        await jsm.streams.delete(stream).catch(() => {});
+      }
+      await nc.close();
+    }
   });
 }
