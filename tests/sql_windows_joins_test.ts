@@ -258,3 +258,29 @@ Deno.test("a LEFT interval join through SQL text pads the rows that found nothin
     "+I(Mary,./prod?id=7,null)",
   ]);
 });
+
+Deno.test({
+  name: "weir sql -f examples/clicks_windowed.sql appends one row per user and hour window",
+  sanitizeResources: false,
+  async fn() {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "cli.ts", "sql", "-f", "examples/clicks_windowed.sql"],
+      cwd: new URL("..", import.meta.url),
+      stdout: "piped",
+      stderr: "piped",
+      env: { WEIR_NATS_URL: "" },
+    }).output();
+    const text = new TextDecoder();
+    assert.equal(output.code, 0, text.decode(output.stderr));
+    const lines = text.decode(output.stdout).trim().split("\n");
+    const noon = "2026-01-01 12:00:00.000,2026-01-01 13:00:00.000";
+    assert.deepEqual(lines.slice(0, 3).sort(), [
+      `+I(Bob,${noon},2)`,
+      `+I(Liz,${noon},1)`,
+      `+I(Mary,${noon},3)`,
+    ]);
+    assert.deepEqual(lines.slice(3), [
+      "+I(Bob,2026-01-01 13:00:00.000,2026-01-01 14:00:00.000,1)",
+    ]);
+  },
+});
