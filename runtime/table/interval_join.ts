@@ -1,10 +1,12 @@
 /**
- * The outer event-time interval join (Flink's `RowTimeIntervalJoin` for
- * LEFT, RIGHT and FULL joins): pairs rows whose rowtimes satisfy
+ * The event-time interval join of SQL (Flink's `RowTimeIntervalJoin`, for
+ * INNER, LEFT, RIGHT and FULL joins): pairs rows whose rowtimes satisfy
  * `lower <= l.rt - r.rt <= upper` (and the join's filter), append-only,
  * and emits an outer side's row null-padded once it can match nothing
- * more. (Inner interval joins run on the runtime's interval join operator,
- * `translate_join.ts`.)
+ * more. Unlike the DataStream interval join (`runtime/api/interval_join.ts`,
+ * on record timestamps, a row at the watermark not late), it reads the
+ * rowtime columns and treats a row whose interval the watermark has
+ * passed as late, as Flink SQL's strictly ascending watermark means.
  *
  * It is a keyed two-input function keyed by the equi-join keys. Per key
  * and side it buffers rows by rowtime, each with whether it has matched.
@@ -23,7 +25,7 @@
  * - A row that has already expired on arrival (late) is still joined with
  *   what is buffered, but not kept: an outer side's unmatched late row is
  *   emitted null-padded at once, as Flink's, and counted in
- *   {@linkcode OuterIntervalJoinFunction.numLateRecordsDropped} (the
+ *   {@linkcode RowTimeIntervalJoinFunction.numLateRecordsDropped} (the
  *   operator's `numLateRecordsDropped` metric) only on an inner side.
  *
  * Inputs must be append-only (interval joins need them); a row with a NULL
@@ -106,10 +108,10 @@ export function matchInterval(
 }
 
 /**
- * The outer interval join's function (see the module docs). Fields are
+ * The interval join's function (see the module docs). Fields are
  * TypeScript `private`: function objects are copied per subtask.
  */
-export class OuterIntervalJoinFunction implements KeyedCoProcessFunction<string, Row, Row, Row> {
+export class RowTimeIntervalJoinFunction implements KeyedCoProcessFunction<string, Row, Row, Row> {
   private readonly shape: IntervalJoinShape;
   private readonly name: string;
   private left: MapState<number, IntervalRow[]> | undefined;
