@@ -29,7 +29,9 @@
  *   operator's `numLateRecordsDropped` metric) only on an inner side.
  *
  * Inputs must be append-only (interval joins need them); a row with a NULL
- * key matches nothing.
+ * key matches nothing. Cost: each row scans the other side's buffered
+ * rowtimes of its key (linear in what the key buffers: about the rows of
+ * `upper - lower` ms, plus the watermark's delay).
  *
  * @module
  */
