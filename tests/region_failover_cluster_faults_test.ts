@@ -15,7 +15,11 @@
  *   failures ask for;
  * - a worker is SIGKILLed: the coordinator declares it lost after the
  *   heartbeat timeout, and the job (every region has a subtask there)
- *   restarts on the other worker.
+ *   restarts on the other worker;
+ * - (without the first failure's wait) the maps of subtasks 0 and 1 fail on
+ *   numbers read at about the same time, so the second failure arrives
+ *   while the first region restarts (a full failover), and subtask 2's map
+ *   fails later (a region failover on the attempt the full one started).
  *
  * Either way the job finishes and its finished part files hold each number
  * of the failure-free run (1..N, one per record) exactly once: lost = 0,
@@ -44,7 +48,10 @@ interface Env {
   readonly out: string;
 }
 
-async function withRegionJob(fn: (env: Env) => Promise<void>): Promise<void> {
+async function withRegionJob(
+  fn: (env: Env) => Promise<void>,
+  extraArgs: readonly string[] = [],
+): Promise<void> {
   const nats = await startNatsServer({ jetstream: true });
   const server = serveDirectory();
   const cluster = new TestCluster({ nats: nats.url, workers: 2, slots: 1 });
@@ -66,6 +73,7 @@ async function withRegionJob(fn: (env: Env) => Promise<void>): Promise<void> {
       String(RATE),
       "--fail-at",
       "499", // subtask 0 reads 1, 4, 7, …
+      ...extraArgs,
     ]);
     await fn({ nats, cluster, job, out });
   } catch (error) {
@@ -78,6 +86,7 @@ async function withRegionJob(fn: (env: Env) => Promise<void>): Promise<void> {
     await server.close();
     await nats.stop();
     await Deno.remove(out, { recursive: true }).catch(() => {});
+    await Deno.remove(`${out}.faults`, { recursive: true }).catch(() => {});
   }
 }
 
@@ -171,5 +180,23 @@ Deno.test({
       assertExactlyOnce(await finishedNumbers(out));
       console.log(failoverLines(cluster));
     });
+  },
+});
+
+Deno.test({
+  ...T,
+  name:
+    "cluster: two regions fail close together, a third later; the file sink commits every number once",
+  async fn() {
+    // Subtask 0 fails at 499 and subtask 1 at 500 (read at about the same time: the second
+    // failure comes while the first region restarts, a full failover), subtask 2 at 1203.
+    await withRegionJob(async ({ cluster, job, out }) => {
+      const status = await job.endWithin(JOB_TIMEOUT_MS);
+      assert.equal(status.code, 0, job.output);
+      assert.match(job.output, /RESULT restarts=([2-9]|\d\d)/);
+      assert.match(cluster.coordinatorLog, /region failover of region 2 \(v0#2, v1#2, v2#2\)/);
+      assertExactlyOnce(await finishedNumbers(out));
+      console.log(failoverLines(cluster));
+    }, ["--fail-more", "1@500,2@1203"]);
   },
 });
