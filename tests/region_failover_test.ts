@@ -7,7 +7,9 @@
  * keep running (opened once, on attempt 0; every transaction they commit
  * is of attempt 0), region 0's reopen on attempt 1, and the committed
  * output equals the failure-free run's record by record. A keyed job (one
- * region) and the `"full"` strategy restart every subtask.
+ * region) and the `"full"` strategy restart every subtask, and so does a
+ * failure while a stop-with-savepoint is in progress (every source was told
+ * to stop, and must resume once the stop failed).
  *
  * @module
  */
@@ -168,4 +170,51 @@ Deno.test("setFailoverStrategy refuses anything but region and full, naming the 
       ),
     /failover strategy must be "region" or "full": current value is "pipelined"/,
   );
+});
+
+Deno.test("a failure while stopping with a savepoint fails the stop and restarts every region: each source resumes, and the job commits its whole input once", async () => {
+  await withTempDir(async (dir) => {
+    const sink = new CollectingSink<Rec>();
+    const state = { stopping: false, fired: 0 };
+    const vertexIds: string[] = [];
+    const env = StreamExecutionEnvironment.getExecutionEnvironment()
+      .enableCheckpointing(20, { directory: dir })
+      .setRestartStrategy(RestartStrategies.fixedDelay(3, 0))
+      .disableOperatorChaining()
+      .setFaultInjector({
+        task: (point, site) => {
+          // Region 0's sink fails in the first snapshot after the stop was asked for.
+          if (
+            state.stopping && state.fired === 0 && point === "before-snapshot" &&
+            site.vertexId === vertexIds[2] && site.subtask === 0
+          ) {
+            state.fired++;
+            throw new Error(
+              `induced failure of sink#0 while stopping (checkpoint ${site.checkpointId})`,
+            );
+          }
+        },
+      });
+    env.fromSource(
+      TestSource.perSubtask<Rec>([split(0), split(1)], { batchSize: 2 }),
+      WatermarkStrategy.noWatermarks(),
+      "records",
+    ).uid("records").setParallelism(2)
+      .map((r: Rec) => r).uid("identity").setParallelism(2)
+      .sinkTo(sink).uid("committed").setParallelism(2);
+    vertexIds.push(...env.getJobGraph().vertices.map((v) => v.id));
+    const job = await env.executeAsync("stop while failing");
+    // Once both splits passed their first checkpoint marker, ask to stop.
+    while (ofSplit(sink.committed(), 0).length < 100 || ofSplit(sink.committed(), 1).length < 100) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    state.stopping = true;
+    await assert.rejects(job.stopWithSavepoint({ directory: `${dir}/savepoints` }));
+    const result = await job.result();
+    const context = `${result.summary}; fired ${state.fired}`;
+    assert.equal(state.fired, 1, context);
+    // Both sources resumed after the failover: the whole input, once, in order.
+    assert.deepEqual(ofSplit(sink.committed(), 0), everySeq, context);
+    assert.deepEqual(ofSplit(sink.committed(), 1), everySeq, context);
+  });
 });

@@ -152,6 +152,11 @@ export class CheckpointCoordinator {
     return this.#latestWritten;
   }
 
+  /** A stop-with-savepoint is in progress: the sources were told to stop. */
+  get stopping(): boolean {
+    return this.#savepoints.stopping !== undefined;
+  }
+
   /** Completed/failed/in-progress checkpoint counts (the tracker's). */
   get counts(): CheckpointCounts {
     return this.#tracker.counts;

@@ -234,6 +234,7 @@ export class JobFailover {
       error,
       running: h.phase() === "running" && this.#region === undefined,
       finishing: finalId !== undefined && (h.checkpoints.latestWritten ?? -1) >= finalId,
+      stopping: h.checkpoints.stopping,
       wouldRestart: this.backoff.wouldRestart(Date.now(), error),
     });
     if (scope.kind === "region") return await this.#failRegion(scope.region, error);

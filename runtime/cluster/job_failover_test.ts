@@ -53,6 +53,7 @@ function fakeJob(options: { latestWritten?: number; readError?: unknown } = {}) 
     get latestWritten() {
       return options.latestWritten;
     },
+    stopping: false,
     writesSettled: () => writesSettled,
     failingOver: () => {
       events.push("abort checkpoints");

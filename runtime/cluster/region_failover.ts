@@ -17,6 +17,10 @@
  * - the job is running: every subtask of the current attempt started, no
  *   other region is being restarted, and the job is not finishing (its final
  *   checkpoint completed, so subtasks of other regions may have ended);
+ * - no stop-with-savepoint is in progress: every source was told to stop,
+ *   and the failover fails the stop, so every source must resume (a region
+ *   failover would leave the other regions' sources stopped, and the job
+ *   would finish without the rest of their input);
  * - a restart can fix it (no `SuppressRestartsError` in its cause chain)
  *   and the restart strategy would restart;
  * - the region is not the whole job.
@@ -75,6 +79,8 @@ export interface FailoverScopeFacts {
   readonly running: boolean;
   /** The final checkpoint completed: subtasks are finishing (some may have ended). */
   readonly finishing: boolean;
+  /** A stop-with-savepoint is in progress: the sources were told to stop. */
+  readonly stopping: boolean;
   /** The restart strategy would restart after this failure. */
   readonly wouldRestart: boolean;
 }
@@ -97,6 +103,9 @@ export function decideFailoverScope(facts: FailoverScopeFacts): FailoverScope {
     return { kind: "full", why: "not every subtask was running (or a region was restarting)" };
   }
   if (facts.finishing) return { kind: "full", why: "the job was finishing" };
+  if (facts.stopping) {
+    return { kind: "full", why: "a stop-with-savepoint was in progress: every source resumes" };
+  }
   if (classifyFailure(facts.error).type === "NonRecoverableError" || !facts.wouldRestart) {
     return { kind: "full", why: "the job ends" };
   }

@@ -25,6 +25,7 @@ const facts = (over: Partial<FailoverScopeFacts>): FailoverScopeFacts => ({
   error: taskFailure("sink", 1),
   running: true,
   finishing: false,
+  stopping: false,
   wouldRestart: true,
   ...over,
 });
@@ -43,6 +44,7 @@ Deno.test("every other case is a full failover, with its reason", async (t) => {
     ["a failure without a subtask", { error: new Error("worker lost") }, "names no subtask"],
     ["before every subtask runs", { running: false }, "not every subtask was running"],
     ["while finishing", { finishing: true }, "finishing"],
+    ["while stopping with a savepoint", { stopping: true }, "stop-with-savepoint"],
     ["when the restart strategy gives up", { wouldRestart: false }, "the job ends"],
     ["an error a restart cannot fix", { error: taskFailure("sink", 1, true) }, "the job ends"],
     ["a keyed job (one region)", { regions: keyed }, "its region is the whole job"],
