@@ -9,7 +9,10 @@
  * output equals the failure-free run's record by record. A keyed job (one
  * region) and the `"full"` strategy restart every subtask, and so does a
  * failure while a stop-with-savepoint is in progress (every source was told
- * to stop, and must resume once the stop failed).
+ * to stop, and must resume once the stop failed). A sink failing in the
+ * final checkpoint (after every source ended): before it completed, a
+ * region failover that triggers it again; after its metadata was written
+ * and before the sink committed it, a full failover restoring it.
  *
  * @module
  */
@@ -218,3 +221,45 @@ Deno.test("a failure while stopping with a savepoint fails the stop and restarts
     assert.deepEqual(ofSplit(sink.committed(), 1), everySeq, context);
   });
 });
+
+for (const point of ["after-snapshot", "before-commit"] as const) {
+  Deno.test(`a sink failing at ${point} of a checkpoint taken after every source ended (the final one) still commits the whole input once`, async () => {
+    await withTempDir(async (dir) => {
+      const sink = new CollectingSink<Rec>();
+      const seen = { count: 0, fired: 0, at: -1 };
+      const vertexIds: string[] = [];
+      const env = StreamExecutionEnvironment.getExecutionEnvironment()
+        .enableCheckpointing(10, { directory: dir })
+        .setRestartStrategy(RestartStrategies.fixedDelay(3, 0))
+        .disableOperatorChaining()
+        .setFaultInjector({
+          task: (p, site) => {
+            if (
+              p === point && seen.fired === 0 && seen.count === 2 * RECORDS &&
+              site.vertexId === vertexIds[2] && site.subtask === 0
+            ) {
+              seen.fired++;
+              seen.at = site.checkpointId;
+              throw new Error(`induced ${p} failure of sink#0 at checkpoint ${site.checkpointId}`);
+            }
+          },
+        });
+      env.fromSource(
+        TestSource.perSubtask<Rec>([split(0), split(1)], { batchSize: 4 }),
+        WatermarkStrategy.noWatermarks(),
+        "records",
+      ).uid("records").setParallelism(2)
+        .map((r: Rec) => {
+          seen.count++;
+          return r;
+        }).uid("counting").setParallelism(2)
+        .sinkTo(sink).uid("committed").setParallelism(2);
+      vertexIds.push(...env.getJobGraph().vertices.map((v) => v.id));
+      const result = await env.execute("final checkpoint failure");
+      const context = `${result.summary}; fired ${seen.fired} at checkpoint ${seen.at}`;
+      assert.equal(seen.fired, 1, context);
+      assert.deepEqual(ofSplit(sink.committed(), 0), everySeq, context);
+      assert.deepEqual(ofSplit(sink.committed(), 1), everySeq, context);
+    });
+  });
+}
