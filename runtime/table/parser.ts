@@ -56,7 +56,10 @@
  * `parser/translate_statement.ts`, `translate_query.ts`,
  * `translate_expr.ts`, `translate_over.ts` and `translate_interval.ts`
  * walk the tree into `sql_ast.ts`, refusing what it cannot express with a
- * {@link SqlParseError} that names the feature and its place. Every node
+ * {@link SqlParseError} that names the feature and its place; they also
+ * repair two groupings where the grammar differs from Flink: `||` binds
+ * like `*` (the grammar binds it like `+`), and `SELECT a * -b` (the
+ * grammar reads `a` and a stray `(*) - b`) is `a * (-b)`. Every node
  * that carries `at` has the 0-based offset (in UTF-16 units) of its
  * keyword or name in the whole script.
  *

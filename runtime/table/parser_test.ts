@@ -57,7 +57,7 @@ Deno.test("precedence: NOT over AND over OR, mixed freely (the old parser had to
   for (const [sql, text] of cases) assert.equal(where(sql), text, sql);
 });
 
-Deno.test("precedence: * / % over + - ||, arithmetic over comparison, unary minus tightest", () => {
+Deno.test("precedence: * / % || over + -, arithmetic over comparison, unary minus tightest", () => {
   const cases: [string, string][] = [
     ["a + b * c", "(a + (b * c))"],
     ["a * b + c", "((a * b) + c)"],
@@ -78,6 +78,19 @@ Deno.test("precedence: * / % over + - ||, arithmetic over comparison, unary minu
     ["f(x)", "F(x)"],
     ["f(x) + 1", "(F(x) + 1)"],
     ["f(x) * 2 - 1", "((F(x) * 2) - 1)"],
+    // `||` binds like `*` in Flink (Calcite's CONCAT, precedence 60); the grammar puts it with `+`:
+    ["a + b || c", "(a + (b || c))"],
+    ["a || b * c", "((a || b) * c)"],
+    ["a || b + c", "((a || b) + c)"],
+    ["a - b || c * d + e", "((a - ((b || c) * d)) + e)"],
+    ["a - 2 || b", "(a - (2 || b))"],
+    // The grammar reads `a * -b` in a SELECT list as `a` then `(*) - b` (`*` the star): mended.
+    ["a * -b", "(a * -b)"],
+    ["a * -(NOT a)", "(a * -NOT a)"],
+    ["a * -b * c - d", "(((a * -b) * c) - d)"],
+    ["a * +b", "(a * b)"],
+    ["a * -1 + 2", "((a * -1) + 2)"],
+    ["t.a * - -b = c", "((t.a * --b) = c)"],
   ];
   for (const [sql, text] of cases) assert.equal(expr(sql), text, sql);
 });

@@ -4,8 +4,14 @@
  * `sql_ast.ts`'s {@link Expr}, and column types into {@link DataType}s.
  *
  * Precedence comes from the grammar (ANTLR's left-recursive rules bind
- * earlier alternatives tighter): `NOT` over `AND` over `OR`; comparisons
- * below arithmetic; `*`, `/`, `%` over `+`, `-`, `||`. Shapes that
+ * earlier alternatives tighter): unary `-`/`+` over everything; `NOT` over
+ * `AND` over `OR`; comparisons below arithmetic and above `NOT`. One
+ * exception is repaired here: the grammar puts `||` beside `+` and `-`,
+ * but Flink (Calcite's `SqlStdOperatorTable.CONCAT`, precedence 60) puts it
+ * beside `*`, `/` and `%`, so `a + b || c` is `a + (b || c)` and
+ * `a || b * c` is `(a || b) * c`. A run of arithmetic operators is
+ * therefore flattened into its operands and operators, in order, and
+ * rebuilt with Flink's two levels ({@link arithmeticRun}). Shapes that
  * `sql_ast.ts` has no node for are encoded as follows, and everything else
  * it cannot express is refused with a {@link SqlParseError} at its position:
  *
@@ -32,7 +38,7 @@
 import type { AggregateName } from "../aggregates.ts";
 import type { Expr } from "../sql_ast.ts";
 import { castValue, type DataType, dataTypeOf, SUPPORTED_TYPES } from "../types.ts";
-import type { PNode, RuleNode } from "./parse_tree.ts";
+import type { PNode, RuleNode, TokenNode } from "./parse_tree.ts";
 import {
   child,
   children,
@@ -238,6 +244,7 @@ function valueExpr(ctx: TranslateContext, node: RuleNode): Expr {
     }
     return ctx.unsupported(first, `the operator ${first.text}`);
   }
+  if (isArithmetic(ctx, node)) return arithmeticRun(ctx, node);
   if (isRule(first, "valueExpression") && third !== undefined && isRule(third, "valueExpression")) {
     const left = valueExpr(ctx, first);
     const right = valueExpr(ctx, third);
@@ -246,18 +253,65 @@ function valueExpr(ctx: TranslateContext, node: RuleNode): Expr {
       if (!COMPARISONS.has(op)) return ctx.unsupported(second, `the comparison ${op}`);
       return { k: "binary", op: op === "!=" ? "<>" : op, left, right };
     }
-    if (second !== undefined && second.rule === null && ctx.filters.has(second.start)) {
-      return filtered(ctx, left, right, first);
-    }
     if (second !== undefined && second.rule === null) {
-      const op = ARITHMETIC[second.token];
-      if (op === undefined) {
-        return ctx.unsupported(second, `the operator ${second.text.toUpperCase()}`);
-      }
-      return { k: "binary", op, left, right };
+      return ctx.unsupported(second, `the operator ${second.text.toUpperCase()}`);
     }
   }
   return ctx.unsupported(node, `the expression ${ctx.text(node)}`);
+}
+
+/** Whether `node` is a binary `valueExpression` of an operator of {@link ARITHMETIC} (or a FILTER's `*`). */
+function isArithmetic(ctx: TranslateContext, node: PNode | undefined): node is RuleNode {
+  if (!isRule(node, "valueExpression") || node.children.length !== 3) return false;
+  const op = node.children[1]!;
+  return op.rule === null && (ARITHMETIC[op.token] !== undefined || ctx.filters.has(op.start));
+}
+
+/** Operators that Flink binds as tightly as `*` (Calcite precedence 60; `+` and `-` are 40). */
+const MULTIPLICATIVE = new Set(["*", "/", "%", "||"]);
+
+/**
+ * A run of arithmetic operators (`a + b || c * d`), whatever the grammar's
+ * grouping of it: its operands (unary expressions, primaries) and
+ * operators in order, rebuilt left-associatively with Flink's precedence,
+ * `* / % ||` over `+ -`. A FILTER's `*` applies to the operand before it.
+ */
+function arithmeticRun(ctx: TranslateContext, node: RuleNode): Expr {
+  const operands: Expr[] = [];
+  const ops: string[] = [];
+  const flatten = (n: PNode): void => {
+    if (!isArithmetic(ctx, n)) {
+      operands.push(
+        isRule(n, "valueExpression")
+          ? valueExpr(ctx, n)
+          : ctx.unsupported(n, `the operand ${ctx.text(n)}`),
+      );
+      return;
+    }
+    const [left, op, right] = n.children as [PNode, TokenNode, RuleNode];
+    flatten(left);
+    if (ctx.filters.has(op.start)) {
+      operands.push(filtered(ctx, operands.pop()!, valueExpr(ctx, right), left));
+      return;
+    }
+    ops.push(ARITHMETIC[op.token]!);
+    flatten(right);
+  };
+  flatten(node);
+  let sum: Expr | undefined;
+  let sumOp = "";
+  let term = operands[0]!;
+  ops.forEach((op, i) => {
+    const operand = operands[i + 1]!;
+    if (MULTIPLICATIVE.has(op)) {
+      term = { k: "binary", op, left: term, right: operand };
+      return;
+    }
+    sum = sum === undefined ? term : { k: "binary", op: sumOp, left: sum, right: term };
+    sumOp = op;
+    term = operand;
+  });
+  return sum === undefined ? term : { k: "binary", op: sumOp, left: sum, right: term };
 }
 
 /**

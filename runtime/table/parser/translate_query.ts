@@ -15,7 +15,9 @@
  * (`SELECT f(x) FROM t`), parses as the column (`a`, `f`) followed by a
  * stray "alias expression" (`-1`, `(x)`); {@link mendLeadingColumn}
  * rebuilds `a - 1` (with the precedence of the binary operator) and
- * `f(x)` before they are translated.
+ * `f(x)` before they are translated. The same holds for a product with a
+ * signed factor, `SELECT a * -b FROM t`: the grammar reads `a` and a stray
+ * `(*) - b`, taking `*` for the star; it is rebuilt as `a * (-b)`.
  *
  * @module
  */
@@ -163,7 +165,8 @@ const TIGHTER_THAN_ADDITION = new Set(["ASTERISK_SIGN", "SLASH_SIGN", "PERCENT_S
  * (`a` and `- 2 * b > 0`) gives `a - 2 * b > 0` (the sign becomes a binary
  * operator whose right operand takes the multiplicative operators above
  * it); one that starts with a parenthesized expression (`f` and `(x) + 1`)
- * gives the call `f(x) + 1`.
+ * gives the call `f(x) + 1`; one that starts with the star and a sign
+ * (`a` and `* -b * c`, parsed `(*) - (b * c)`) gives `(a * (-b)) * c`.
  * @returns the mended `expression` node, or `undefined` when `rest` starts
  *   with neither.
  */
@@ -213,6 +216,24 @@ export function mendLeadingColumn(column: RuleNode, rest: RuleNode): RuleNode | 
     };
     return replaceUp(spine.length - 1, call);
   }
+  if (
+    leaf.rule === "primaryExpression" && leaf.children.length === 1 &&
+    isToken(leaf.children[0], "ASTERISK_SIGN")
+  ) {
+    // `a` and `* -b ...`: the grammar read `*` as the star primary and the
+    // unary sign as a binary one, `(*) - b`; the product `a * (-b)` is meant.
+    const product = spine.length - 3;
+    const parent = spine[product];
+    const sign = parent?.children[1];
+    const operand = parent?.children[2];
+    if (
+      parent === undefined || parent.rule !== "valueExpression" ||
+      parent.children.length !== 3 || parent.children[0] !== spine[spine.length - 2] ||
+      !(isToken(sign, "HYPHEN_SIGN") || isToken(sign, "ADD_SIGN")) ||
+      !isRule(operand, "valueExpression")
+    ) return undefined;
+    return replaceUp(product, signedProduct(column, leaf.children[0]!, sign, operand));
+  }
   let unary = spine.findLastIndex((n) =>
     n.rule === "valueExpression" && n.children.length === 2 &&
     (isToken(n.children[0], "HYPHEN_SIGN") || isToken(n.children[0], "ADD_SIGN"))
@@ -260,7 +281,19 @@ export function mendLeadingColumn(column: RuleNode, rest: RuleNode): RuleNode | 
     const inner = replaceDown(i + 1);
     return { ...n, children: [inner, ...n.children.slice(1)], start: inner.start };
   };
-  const columnValue: RuleNode = {
+  const right = replaceDown(top);
+  const binary: RuleNode = {
+    rule: "valueExpression",
+    children: [columnValue(column), sign, right],
+    start: column.start,
+    end: right.end,
+  };
+  return replaceUp(top, binary);
+}
+
+/** The `selectLiteralColumnName` `column` as a `valueExpression`. */
+function columnValue(column: RuleNode): RuleNode {
+  return {
     rule: "valueExpression",
     children: [{
       rule: "primaryExpression",
@@ -276,14 +309,48 @@ export function mendLeadingColumn(column: RuleNode, rest: RuleNode): RuleNode | 
     start: column.start,
     end: column.end,
   };
-  const right = replaceDown(top);
-  const binary: RuleNode = {
+}
+
+/**
+ * `column * sign operand`, where the grammar parsed `operand` as the right
+ * side of a binary `sign` (so it holds the multiplicative operators after
+ * it: `* -b * c` gave `(*) - (b * c)`): unary signs bind tighter than `*`,
+ * so the sign takes only the leftmost factor of `operand`, and the product
+ * continues with the rest, left to right: `(column * (-b)) * c`.
+ */
+function signedProduct(
+  column: RuleNode,
+  star: PNode,
+  sign: PNode,
+  operand: RuleNode,
+): RuleNode {
+  const chain: RuleNode[] = [];
+  let factor = operand;
+  for (;;) {
+    const [left, op] = factor.children;
+    if (
+      factor.children.length !== 3 || !isRule(left, "valueExpression") || op === undefined ||
+      op.rule !== null || !TIGHTER_THAN_ADDITION.has(op.token)
+    ) break;
+    chain.push(factor);
+    factor = left;
+  }
+  const negated: RuleNode = {
     rule: "valueExpression",
-    children: [columnValue, sign, right],
-    start: column.start,
-    end: right.end,
+    children: [sign, factor],
+    start: sign.start,
+    end: factor.end,
   };
-  return replaceUp(top, binary);
+  let product: RuleNode = {
+    rule: "valueExpression",
+    children: [columnValue(column), star, negated],
+    start: column.start,
+    end: negated.end,
+  };
+  for (const outer of chain.reverse()) {
+    product = { ...outer, children: [product, ...outer.children.slice(1)], start: column.start };
+  }
+  return product;
 }
 
 function groupItem(ctx: TranslateContext, node: RuleNode): Expr[] {
