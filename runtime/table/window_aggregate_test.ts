@@ -278,3 +278,20 @@ Deno.test("windows cascade on a window aggregate's window_time", async () => {
     "+I(b,1,1970-01-01 00:00:04.000)",
   ]);
 });
+
+Deno.test("a WHERE before a window aggregation may not read the window columns", () => {
+  const query = select(tvf("TUMBLE", table("clicks"), "cTime", [HOUR]), [
+    item(col("user")),
+    item(agg("COUNT_STAR", null), "n"),
+  ], {
+    where: { k: "isNull", expr: col("window_start"), negated: true },
+    groupBy: [col("user"), col("window_start"), col("window_end")],
+  });
+  assert.throws(
+    () => planQuery(query, contextOf({ clicks: clicks(SEED) })),
+    (e: unknown) =>
+      e instanceof PlanningError &&
+      /Column 'window_start' not found in the rows before TUMBLE \(window columns are not set yet\)/
+        .test(e.message),
+  );
+});
