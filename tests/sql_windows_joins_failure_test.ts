@@ -39,7 +39,31 @@ FROM (
 LEFT JOIN (SELECT customer AS c, COUNT(*) AS n FROM orders WHERE amount > 3 GROUP BY customer) t
 ON w.customer = t.c`;
 
-async function run(parallelism: number, fail: boolean): Promise<{ rows: Row[]; restarts: number }> {
+/** Each order with the same customer's orders 1 to 3 seconds before it (a LEFT interval self-join). */
+const INTERVAL_QUERY = `SELECT o.customer, o.amount, p.amount AS before
+FROM orders o LEFT JOIN orders p
+ON o.customer = p.customer AND p.ts BETWEEN o.ts - INTERVAL '3' SECOND AND o.ts - INTERVAL '1' SECOND`;
+
+/** Per 10 s window, each customer's total beside its count of orders over 3 (a window join of two window aggregations). */
+const WINDOW_JOIN_QUERY = `SELECT t.customer, t.window_start, t.total, b.big
+FROM (
+  SELECT customer, window_start, window_end, SUM(amount) AS total
+  FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+  GROUP BY customer, window_start, window_end
+) t
+JOIN (
+  SELECT customer, window_start, window_end, COUNT(*) AS big
+  FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+  WHERE amount > 3
+  GROUP BY customer, window_start, window_end
+) b
+ON t.customer = b.customer AND t.window_start = b.window_start AND t.window_end = b.window_end`;
+
+async function run(
+  parallelism: number,
+  fail: boolean,
+  query = QUERY,
+): Promise<{ rows: Row[]; restarts: number }> {
   return await withTempDir(async (directory) => {
     const env = StreamExecutionEnvironment.getExecutionEnvironment()
       .setParallelism(parallelism)
@@ -63,7 +87,7 @@ async function run(parallelism: number, fail: boolean): Promise<{ rows: Row[]; r
       { name: "ts", type: "BIGINT" },
     ], { watermark: { column: "ts", emit: "on-event" } });
     const sink = new CollectingSink<Row>();
-    tEnv.toChangelogStream(tEnv.sqlQuery(QUERY)).sinkTo(sink).uid("changelog");
+    tEnv.toChangelogStream(tEnv.sqlQuery(query)).sinkTo(sink).uid("changelog");
     const result = await env.execute(
       `sql windows joins failure p${parallelism}${fail ? " with a failure" : ""}`,
     );
@@ -108,6 +132,56 @@ for (const parallelism of [1, 2]) {
       assert.deepEqual(fold(failed.rows), fold(clean.rows));
       assert.deepEqual(fold(failed.rows), batch(), "the changelog folds to the batch query");
       assert.ok(clean.rows.some((r) => r.kind === "DELETE"), "the outer join retracted rows");
+    },
+  });
+}
+
+const windowText = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace("Z", "");
+
+function batchInterval(): Map<string, number> {
+  const table = new Map<string, number>();
+  for (const [c, amount, ts] of ORDERS) {
+    const before = ORDERS.filter((p) => p[0] === c && p[2] >= ts - 3000 && p[2] <= ts - 1000);
+    if (before.length === 0) applyChange(table, { kind: "INSERT", fields: [c, amount, null] });
+    for (const p of before) applyChange(table, { kind: "INSERT", fields: [c, amount, p[1]] });
+  }
+  return table;
+}
+
+function batchWindowJoin(): Map<string, number> {
+  const table = new Map<string, number>();
+  const groups = new Map<string, Order[]>();
+  for (const o of ORDERS) {
+    const key = JSON.stringify([o[0], Math.floor(o[2] / 10_000) * 10_000]);
+    groups.set(key, [...(groups.get(key) ?? []), o]);
+  }
+  for (const [key, orders] of groups) {
+    const [c, start] = JSON.parse(key) as [string, number];
+    const big = orders.filter((o) => o[1] > 3).length;
+    if (big === 0) continue;
+    const total = orders.reduce((a, o) => a + o[1], 0);
+    applyChange(table, { kind: "INSERT", fields: [c, windowText(start), total, big] });
+  }
+  return table;
+}
+
+for (
+  const [name, query, batchOf] of [
+    ["a LEFT interval self-join", INTERVAL_QUERY, batchInterval],
+    ["a window join of two window aggregations", WINDOW_JOIN_QUERY, batchWindowJoin],
+  ] as const
+) {
+  Deno.test({
+    name: `${name} at parallelism 2 commits what a failure-free run commits, append-only`,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn() {
+      const clean = await run(2, false, query);
+      const failed = await run(2, true, query);
+      assert.equal(failed.restarts, 1, "the induced failure restarted the job once");
+      assert.ok(failed.rows.every((r) => r.kind === "INSERT"), "append-only");
+      assert.deepEqual(fold(failed.rows), fold(clean.rows));
+      assert.deepEqual(fold(failed.rows), batchOf(), "the changelog folds to the batch query");
     },
   });
 }
