@@ -27,6 +27,14 @@
  * new leader `recover`s the stored jobs; a deposed one is `suspend`ed.
  * Without `ha`, jobs live in this process only.
  *
+ * ## Structure
+ *
+ * Submissions are checked and accepted in `job_submission.ts` (the restore
+ * point resolved, the job's coordinator options built, the job recorded in
+ * the job store); the job table is `cluster_jobs.ts`; live workers are
+ * `worker_pool.ts`; a new leader's registration window is
+ * `ha/worker_registration.ts`.
+ *
  * @module
  */
 
@@ -49,10 +57,15 @@ import { WorkerRegistrationWindow } from "./ha/worker_registration.ts";
 import { type ClusterJob, ClusterJobs, type WorkerRegistrationFacts } from "./cluster_jobs.ts";
 import { NatsConnectionLostError, WorkerLostError } from "./cluster_errors.ts";
 export { NatsConnectionLostError, WorkerLostError } from "./cluster_errors.ts";
-import { resolveResume } from "./local_executor.ts";
-import { clusterSavepointStorage, resolveClusterSavepoint } from "./cluster_savepoint_location.ts";
+import {
+  acceptSubmission,
+  checkSubmission,
+  jobCoordinatorOptions,
+  jobSpecReply,
+  type ResumedJob,
+  type SubmissionCheck,
+} from "./job_submission.ts";
 import type { RestorePoint } from "../task/messages.ts";
-import type { RestoreMode } from "../api/executor.ts";
 import { errorInfo } from "../task/messages.ts";
 import {
   CANCEL_SUBJECT,
@@ -63,7 +76,6 @@ import {
   JOB_SPEC_SUBJECT,
   JOB_STATUS_SUBJECT,
   type JobOutcome,
-  type JobSpecReply,
   type JobStatus,
   type JobStatusReply,
   LIST_SUBJECT,
@@ -77,7 +89,6 @@ import {
   type SubmitRequest,
 } from "./cluster_protocol.ts";
 import { logger } from "../log.ts";
-import { InvalidConfigurationError } from "../failure.ts";
 import { INFO_SUBJECT } from "./cluster_protocol.ts";
 import type { JobFacts, RestBackend, SavepointOrder } from "./rest/job_facts.ts";
 import { answerJobInfo } from "./rest/job_info.ts";
@@ -363,84 +374,31 @@ export class ClusterCoordinator implements RestBackend {
     }
   }
 
+  /** A submission (`job_submission.ts` checks and accepts it); the reply comes before the job runs. */
   async #onSubmit(m: TransportMessage): Promise<void> {
-    let request: SubmitRequest;
+    let check: SubmissionCheck;
     try {
-      request = decode(m.data) as SubmitRequest;
-      if (!/^[A-Za-z0-9_-]+$/.test(request.jobId)) {
-        throw new TypeError(`invalid job id ${JSON.stringify(request.jobId)}`);
-      }
-      if (this.#jobs.has(request.jobId)) {
-        throw new Error(`a job with id ${request.jobId} was already submitted`);
-      }
+      check = checkSubmission(decode(m.data), (jobId) => this.#jobs.has(jobId));
     } catch (error) {
-      this.#reply(m, { ok: false, error: describe(error) } satisfies SubmitReply);
+      check = { ok: false, error: describe(error) };
+    }
+    if (!check.ok) {
+      this.#reply(m, { ok: false, error: check.error } satisfies SubmitReply);
       return;
     }
-    const o = this.#o;
-    let restoreFrom: RestorePoint | null = null;
-    try {
-      if (request.resume?.savepointPath !== undefined) {
-        restoreFrom = await resolveClusterSavepoint(
-          this.#o.storage,
-          this.#o.checkpointBucket,
-          request,
-        );
-      } else if (request.resume) {
-        restoreFrom = await resolveResume(o.storage, request.resume, request.graph);
-      }
-    } catch (error) {
-      this.#reply(m, { ok: false, error: describe(error) } satisfies SubmitReply);
+    const request = check.request;
+    const outcome = await acceptSubmission(request, {
+      storage: this.#o.storage,
+      checkpointBucket: this.#o.checkpointBucket,
+      records: this.#o.ha?.records,
+      jobCoordinator: (r, restoreFrom) => this.#jobCoordinator(r, restoreFrom),
+      now: Date.now,
+    });
+    if (outcome.kind === "refused") {
+      this.#reply(m, { ok: false, error: outcome.error } satisfies SubmitReply);
       return;
     }
-    let coordinator: JobCoordinator;
-    try {
-      coordinator = this.#jobCoordinator(request, restoreFrom);
-    } catch (error) {
-      // Settings a client should have refused (a job that bypassed its checks).
-      const invalid = new InvalidConfigurationError(
-        `job ${request.jobId} '${request.graph.name}' has an invalid configuration: ` +
-          describe(error),
-        { cause: error },
-      );
-      this.#reply(m, { ok: false, error: describe(invalid) } satisfies SubmitReply);
-      return;
-    }
-    const entry: ClusterJob = {
-      request,
-      coordinator,
-      status: {
-        jobId: request.jobId,
-        name: request.graph.name,
-        status: "RUNNING",
-        attempt: 0,
-        startedAt: Date.now(),
-        moduleUrl: request.moduleUrl,
-        args: request.args,
-        defaultParallelism: request.defaultParallelism,
-        parallelism: Math.max(...request.graph.vertices.map((v) => v.parallelism)),
-      },
-    };
-    if (this.#o.ha !== undefined) {
-      try {
-        // Before the client hears of the job: a new leader must know it.
-        await this.#o.ha.records.submitted({
-          request,
-          restoreFrom,
-          restoreSettings: jobRestoreSettings(request),
-          submittedAt: entry.status.startedAt,
-        });
-      } catch (error) {
-        this.#reply(
-          m,
-          {
-            ok: false,
-            error: `cannot record job ${request.jobId} in the job store: ${describe(error)}`,
-          } satisfies SubmitReply,
-        );
-        return;
-      }
-    }
+    const entry = outcome.entry;
     this.#jobs.add(entry);
     log.info(`job ${request.jobId} '${request.graph.name}' submitted from ${request.moduleUrl}`, {
       name: "job-submitted",
@@ -507,41 +465,23 @@ export class ClusterCoordinator implements RestBackend {
   }
 
   /**
-   * The job's coordinator, from its submission.
+   * The job's coordinator, from its submission (`jobCoordinatorOptions`).
    * @throws {RangeError} for settings the coordinator refuses (e.g. a negative timeout).
    */
   #jobCoordinator(
     request: SubmitRequest,
     restoreFrom: RestorePoint | null,
-    resumed?: {
-      readonly firstAttempt: number;
-      readonly recoveredCheckpoints: readonly number[];
-      readonly restoreSettings: { kind: "checkpoint" | "savepoint"; mode: RestoreMode };
-    },
+    resumed?: ResumedJob,
   ): JobCoordinator {
     const o = this.#o;
-    const records = o.ha?.records;
-    return new JobCoordinator({
-      ...(records === undefined ? {} : {
-        leaderEpoch: records.epoch,
-        beforeDeploy: (attempt: number) => records.attemptDeploying(request.jobId, attempt),
-      }),
-      firstAttempt: resumed?.firstAttempt ?? 0,
+    return new JobCoordinator(jobCoordinatorOptions(request, restoreFrom, {
       transport: o.transport,
-      jobId: request.jobId,
-      graph: request.graph,
       storage: o.storage,
-      checkpointing: request.checkpointing,
-      restartStrategy: request.restartStrategy,
-      failoverStrategy: request.failoverStrategy,
+      checkpointBucket: o.checkpointBucket,
+      records: o.ha?.records,
+      deployTimeoutMs: o.deployTimeoutMs,
       workers: () => this.#registration.open ? [] : this.slots(),
-      restoreFrom,
-      recoveredCheckpoints: resumed?.recoveredCheckpoints,
-      deployTimeoutMs: o.deployTimeoutMs ?? 60_000,
-      savepointStorage: (directory) =>
-        clusterSavepointStorage(this.#o.storage, this.#o.checkpointBucket, directory),
-      restoreSettings: resumed?.restoreSettings ?? jobRestoreSettings(request),
-    });
+    }, resumed));
   }
 
   #onCancel(m: TransportMessage): void {
@@ -650,26 +590,8 @@ export class ClusterCoordinator implements RestBackend {
   }
 
   #onJobSpec(m: TransportMessage): void {
-    const { jobId } = decode(m.data) as { jobId: string };
-    const job = this.#jobs.get(jobId);
-    if (!job || job.status.status !== "RUNNING") {
-      return this.#reply(m, { ok: false, error: `no running job ${jobId}` } satisfies JobSpecReply);
-    }
-    const r = job.request;
-    this.#reply(
-      m,
-      {
-        ok: true,
-        spec: {
-          jobId,
-          moduleUrl: r.moduleUrl,
-          args: r.args,
-          fingerprint: r.graph.fingerprint,
-          checkpointBucket: this.#o.checkpointBucket,
-          defaultParallelism: r.defaultParallelism,
-        },
-      } satisfies JobSpecReply,
-    );
+    const jobId = String(decodeJobId(m));
+    this.#reply(m, jobSpecReply(jobId, this.#jobs.get(jobId), this.#o.checkpointBucket));
   }
 
   #status(job: ClusterJob): JobStatus {
@@ -704,16 +626,6 @@ export class ClusterCoordinator implements RestBackend {
       this.#o.ha?.records.forget(jobId);
     }
   }
-}
-
-/** How a submission's restore point is restored: its kind and restore mode. */
-function jobRestoreSettings(
-  request: SubmitRequest,
-): { kind: "checkpoint" | "savepoint"; mode: RestoreMode } {
-  return {
-    kind: request.resume?.savepointPath !== undefined ? "savepoint" : "checkpoint",
-    mode: request.resume?.restoreMode ?? "NO_CLAIM",
-  };
 }
 
 function describe(error: unknown): string {
