@@ -349,6 +349,7 @@ export type { SourcePosition } from "./runtime/table/parser.ts";
 export type { Column, DataType, TypeFamily } from "./runtime/table/types.ts";
 export { TableConnectorRegistry } from "./runtime/table/table_connectors.ts";
 export type {
+  ComputedColumn,
   ConnectorTable,
   TableConnector,
   TableSink,

@@ -284,3 +284,41 @@ Deno.test({
     ]);
   },
 });
+
+Deno.test("a computed column in CREATE TABLE can be the rowtime (WatermarkAssigner after the scan)", async () => {
+  const run = await environment();
+  await run.tEnv.executeSql(
+    "CREATE TABLE ev (k VARCHAR, double_v AS v * 2, v INT, s VARCHAR,\n" +
+      "  ts AS CAST(s AS TIMESTAMP(3)), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND\n" +
+      ") WITH ('connector' = 'values')",
+  );
+  await run.tEnv.executeSql(
+    "INSERT INTO ev VALUES ('a', 1, '2026-01-01 00:00:01'), ('a', 2, '2026-01-01 00:00:04'), " +
+      "('b', 5, '2026-01-01 00:00:12')",
+  );
+  const all = run.tEnv.sqlQuery("SELECT * FROM ev");
+  assert.deepEqual(all.getColumns().map((c) => c.name), ["k", "double_v", "v", "s", "ts"]);
+  const table = run.tEnv.sqlQuery(
+    "SELECT k, SUM(double_v) AS total, window_end FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND))\n" +
+      "GROUP BY k, window_start, window_end",
+  );
+  const plan = table.explain();
+  assert.match(
+    plan,
+    /WatermarkAssigner\(rowtime=\[ts\], watermark=\[\(ts - INTERVAL '1' SECOND\)\], changelogMode=\[I\]\)\n\s+\+- Calc\(select=\[k, \(v \* 2\) AS double_v, v, s, CAST\(s AS TIMESTAMP\(3\)\) AS ts\]/,
+  );
+  const rows = await collect(run, run.tEnv.toDataStream(table));
+  assert.deepEqual(rows.map(formatRow).sort(), [
+    "+I(a,6,2026-01-01 00:00:10.000)",
+    "+I(b,10,2026-01-01 00:00:20.000)",
+  ]);
+  const { tEnv, directory } = await environment();
+  await Deno.remove(directory, { recursive: true });
+  await assert.rejects(
+    () =>
+      tEnv.executeSql(
+        "CREATE TABLE bad (s VARCHAR, u AS UPPER(s), WATERMARK FOR u AS u) WITH ('connector' = 'values')",
+      ),
+    /WATERMARK FOR u of bad: the rowtime column must be TIMESTAMP\(3\) or BIGINT/,
+  );
+});

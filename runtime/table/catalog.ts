@@ -160,7 +160,13 @@ export class TableCatalog {
             }`,
           );
         }
-        return { columns: entry.table.columns, watermark: entry.table.watermark };
+        return {
+          columns: entry.table.columns,
+          watermark: entry.table.watermark,
+          ...(entry.table.computedColumns === undefined
+            ? {}
+            : { computed: entry.table.computedColumns }),
+        };
       case "stream":
         if (entry.env !== env) {
           throw new PlanningError(

@@ -74,6 +74,7 @@ import {
 } from "./plan_udf_aggregate.ts";
 import { exprText } from "./sql_text.ts";
 import type { SelectQuery, TableRef, WatermarkDefinition } from "./sql_ast.ts";
+import type { ComputedColumn } from "./table_connectors.ts";
 import { type Column, type DataType, TYPES } from "./types.ts";
 
 const TIMESTAMP_ROWTIME: DataType = { ...TYPES.TIMESTAMP, timeAttribute: "rowtime" };
@@ -155,6 +156,26 @@ export interface ScanNode {
   readonly watermark?: ScanWatermark;
 }
 
+/**
+ * Stamps rows with their rowtime and generates watermarks after the scan
+ * (Flink's `WatermarkAssigner`), for a rowtime that is a computed column.
+ * (A physical rowtime's watermark is on the `TableSourceScan` itself.)
+ */
+export interface WatermarkAssignerNode {
+  /** The node kind. */
+  readonly op: "WatermarkAssigner";
+  /** The rows, with their computed columns. */
+  readonly input: PlanNode;
+  /** The table, for messages. */
+  readonly table: string;
+  /** The rowtime column and the delay. */
+  readonly watermark: ScanWatermark;
+  /** The input's columns, the rowtime marked. */
+  readonly columns: readonly Column[];
+  /** The input's mode. */
+  readonly mode: ChangelogMode;
+}
+
 /** Projection and filter of each row (Flink's `Calc`); stateless. */
 export interface CalcNode {
   /** The node kind. */
@@ -202,6 +223,7 @@ export interface GroupAggregateNode {
 /** A node of a plan. */
 export type PlanNode =
   | ScanNode
+  | WatermarkAssignerNode
   | CalcNode
   | GroupAggregateNode
   | JoinNode
@@ -242,6 +264,8 @@ export interface CatalogTableInfo {
   readonly mode?: ChangelogMode;
   /** `WATERMARK FOR ...` of the table, making its column a rowtime attribute. */
   readonly watermark?: WatermarkDefinition | null;
+  /** Its computed columns (`name AS expr`), computed after the scan of `columns`. */
+  readonly computed?: readonly ComputedColumn[];
   /** When its watermarks are emitted (default `on-periodic`; see {@linkcode ScanWatermark}). */
   readonly watermarkEmit?: "on-periodic" | "on-event";
 }

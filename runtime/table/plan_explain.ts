@@ -38,6 +38,10 @@ export function describeNode(node: PlanNode): string {
       return `TableSourceScan(table=[[${node.table}${
         node.watermark === undefined ? "" : `, watermark=[${node.watermark.text}]`
       }]], fields=[${node.columns.map((c) => c.name).join(", ")}])`;
+    case "WatermarkAssigner":
+      return `WatermarkAssigner(rowtime=[${
+        node.columns[node.watermark.rowtime]!.name
+      }], watermark=[${node.watermark.text}])`;
     case "Calc": {
       const select = node.projections.map((p, i) =>
         p.text === node.columns[i]!.name ? p.text : `${p.text} AS ${node.columns[i]!.name}`

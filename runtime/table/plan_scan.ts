@@ -12,13 +12,27 @@
  */
 
 import { PlanningError } from "./changelog_mode.ts";
-import type { PlannerContext, Relation, ScanNode, ScanWatermark } from "./plan.ts";
+import type {
+  CalcNode,
+  CatalogTableInfo,
+  PlannerContext,
+  Relation,
+  ScanNode,
+  ScanWatermark,
+  WatermarkAssignerNode,
+} from "./plan.ts";
+import { type CompiledExpr, compileExpr } from "./expressions.ts";
+import { materialized } from "./plan_projection.ts";
 import { exprText } from "./sql_text.ts";
 import type { Expr, TableRef, WatermarkDefinition } from "./sql_ast.ts";
 import type { Column } from "./types.ts";
 
-/** Plans a table or view of the catalog by name (its alias and name qualify its columns). */
-/** Plans a table or view named in FROM (see the module docs). @throws {PlanningError} for an unknown table or a bad watermark. */
+/**
+ * Plans a table or view named in FROM (see the module docs); its alias and
+ * name qualify its columns.
+ * @throws {PlanningError} for an unknown table, a computed column that
+ *   does not compile, or a bad watermark.
+ */
 export function planTable(
   ref: Extract<TableRef, { k: "table" }>,
   context: PlannerContext,
@@ -34,6 +48,9 @@ export function planTable(
       qualifiers: table.plan.columns.map(() => qualifiers),
       window: null,
     };
+  }
+  if (table.computed !== undefined && table.computed.length > 0) {
+    return planComputed(ref.name, table, qualifiers, context);
   }
   let columns = table.columns;
   let watermark: ScanWatermark | undefined;
@@ -55,6 +72,81 @@ export function planTable(
     ...(watermark === undefined ? {} : { watermark }),
   };
   return { node: scan, qualifiers: columns.map(() => qualifiers), window: null };
+}
+
+/**
+ * A table with computed columns: the scan of its physical columns, a Calc
+ * giving the declared schema (physical columns and `name AS expr` ones in
+ * their order), then, for a WATERMARK, a WatermarkAssigner on it (Flink's
+ * plan of a computed rowtime).
+ */
+function planComputed(
+  name: string,
+  table: CatalogTableInfo,
+  qualifiers: readonly string[],
+  context: PlannerContext,
+): Relation {
+  const physical = table.columns;
+  const scan: ScanNode = {
+    op: "TableSourceScan",
+    table: name,
+    columns: physical,
+    mode: table.mode ?? "append",
+  };
+  const scope = {
+    columns: physical,
+    qualifiers: physical.map(() => qualifiers),
+    inputName: `the physical columns of ${name}`,
+    locate: context.locate,
+    aggregatesAllowed: false,
+  };
+  const computed = table.computed ?? [];
+  const total = physical.length + computed.length;
+  const projections: CompiledExpr[] = [];
+  const columns: Column[] = [];
+  let next = 0;
+  for (let position = 0; position < total; position++) {
+    const virtual = computed.find((c) => c.position === position);
+    if (virtual === undefined) {
+      const i = next++;
+      const c = physical[i]!;
+      projections.push({ evaluate: (f) => f[i] ?? null, type: c.type, text: c.name });
+      columns.push(c);
+      continue;
+    }
+    const compiled = compileExpr(virtual.expr, scope);
+    projections.push(compiled);
+    columns.push({ name: virtual.name, type: materialized(compiled.type) });
+  }
+  const calc: CalcNode = {
+    op: "Calc",
+    input: scan,
+    projections,
+    filter: null,
+    columns,
+    mode: scan.mode,
+  };
+  if (table.watermark == null) {
+    return { node: calc, qualifiers: columns.map(() => qualifiers), window: null };
+  }
+  const watermark: ScanWatermark = {
+    ...scanWatermark(name, columns, table.watermark, context),
+    emit: table.watermarkEmit ?? "on-periodic",
+  };
+  const marked = columns.map((c, i) =>
+    i === watermark.rowtime
+      ? { name: c.name, type: { ...c.type, timeAttribute: "rowtime" as const } }
+      : c
+  );
+  const node: WatermarkAssignerNode = {
+    op: "WatermarkAssigner",
+    input: calc,
+    table: name,
+    watermark,
+    columns: marked,
+    mode: calc.mode,
+  };
+  return { node, qualifiers: marked.map(() => qualifiers), window: null };
 }
 
 /**

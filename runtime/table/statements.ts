@@ -44,7 +44,8 @@ import { formatValue } from "./row.ts";
 import type { Statement } from "./sql_ast.ts";
 import type { TableResult } from "./table.ts";
 import { TableConfig, TableConfigError } from "./table_config.ts";
-import type { ConnectorTable, TableConnectorRegistry } from "./table_connectors.ts";
+import type { ComputedColumn, ConnectorTable, TableConnectorRegistry } from "./table_connectors.ts";
+import { compileExpr } from "./expressions.ts";
 import type { Column } from "./types.ts";
 
 /**
@@ -169,7 +170,8 @@ export function applyJobOptions(
  * of it, its WATERMARK column is TIMESTAMP or BIGINT (Flink's rowtime).
  * @param where where the statement is, for messages.
  * @throws {PlanningError} for a missing or unknown connector (listing the
- *   known ones), a computed column, a bad key or watermark column, or
+ *   known ones), a computed column that does not compile or is a key, a
+ *   bad key or watermark column, or
  *   options the connector refuses, naming the table.
  */
 export function createConnectorTable(
@@ -189,13 +191,12 @@ export function createConnectorTable(
       }`,
     );
   }
-  const columns = statement.columns.map((c): Column => {
-    if (c.type === null || c.computed !== null) {
-      throw new PlanningError(
-        `computed column ${c.name} of ${statement.name} is not supported yet${where}`,
-      );
-    }
-    return { name: c.name, type: c.type };
+  const columns: Column[] = [];
+  const computedColumns: ComputedColumn[] = [];
+  statement.columns.forEach((c, position) => {
+    if (c.computed !== null) computedColumns.push({ name: c.name, expr: c.computed, position });
+    else if (c.type !== null) columns.push({ name: c.name, type: c.type });
+    else throw new PlanningError(`column ${c.name} of ${statement.name} has no type${where}`);
   });
   const table: ConnectorTable = {
     name: statement.name,
@@ -204,6 +205,7 @@ export function createConnectorTable(
     rows: [],
     primaryKey: statement.primaryKey,
     watermark: statement.watermark,
+    ...(computedColumns.length === 0 ? {} : { computedColumns }),
   };
   checkKeyAndWatermark(table, where);
   connector.validate(table);
@@ -218,6 +220,17 @@ export function createConnectorTable(
  */
 function checkKeyAndWatermark(table: ConnectorTable, where: string): void {
   const names = table.columns.map((c) => c.name);
+  const computed = table.computedColumns ?? [];
+  for (const c of computed) {
+    if (names.includes(c.name) || computed.filter((x) => x.name === c.name).length > 1) {
+      throw new PlanningError(`${table.name} names column ${c.name} twice${where}`);
+    }
+    if (table.primaryKey?.includes(c.name)) {
+      throw new PlanningError(
+        `PRIMARY KEY column ${c.name} of ${table.name} is a computed column; a key must be physical${where}`,
+      );
+    }
+  }
   if (table.primaryKey !== null) {
     for (const key of table.primaryKey) {
       if (!names.includes(key)) {
@@ -233,7 +246,10 @@ function checkKeyAndWatermark(table: ConnectorTable, where: string): void {
     }
   }
   if (table.watermark !== null) {
-    const column = table.columns.find((c) => c.name === table.watermark!.column);
+    const virtual = computed.find((c) => c.name === table.watermark!.column);
+    const column = virtual === undefined
+      ? table.columns.find((c) => c.name === table.watermark!.column)
+      : computedColumnOf(table, virtual, where);
     if (column === undefined) {
       throw new PlanningError(
         `WATERMARK FOR ${table.watermark.column}: ${table.name} has no such column${where}`,
@@ -244,5 +260,29 @@ function checkKeyAndWatermark(table: ConnectorTable, where: string): void {
         `WATERMARK FOR ${column.name} of ${table.name}: the rowtime column must be TIMESTAMP(3) or BIGINT (epoch ms), not ${column.type.name}${where}`,
       );
     }
+  }
+}
+
+/**
+ * A computed column with the type of its expression over the table's
+ * physical columns.
+ * @throws {PlanningError} when the expression does not compile, naming the column.
+ */
+function computedColumnOf(table: ConnectorTable, c: ComputedColumn, where: string): Column {
+  try {
+    const compiled = compileExpr(c.expr, {
+      columns: table.columns,
+      inputName: `the physical columns of ${table.name}`,
+      locate: () => "",
+      aggregatesAllowed: false,
+    });
+    return { name: c.name, type: compiled.type };
+  } catch (error) {
+    throw new PlanningError(
+      `computed column ${c.name} of ${table.name}: ${
+        error instanceof Error ? error.message : String(error)
+      }${where}`,
+      { cause: error },
+    );
   }
 }

@@ -37,7 +37,7 @@ import type { Sink } from "../api/sink.ts";
 import { PlanningError } from "./changelog_mode.ts";
 import { checkTableOptions as checkOptions, numberOption } from "./connector_options.ts";
 import { formatRow, insertRow, type Row, type SqlValue } from "./row.ts";
-import type { WatermarkDefinition } from "./sql_ast.ts";
+import type { Expr, WatermarkDefinition } from "./sql_ast.ts";
 import type { Column } from "./types.ts";
 
 /**
@@ -64,6 +64,23 @@ export interface ConnectorTable {
    * emits rows.
    */
   readonly watermark: WatermarkDefinition | null;
+  /**
+   * `name AS expr` columns of the DDL (Flink's computed columns): not
+   * read from or written to the connector (`columns` holds the physical
+   * ones only); the planner computes them after the scan. `position` is
+   * the column's place in the declared schema. Absent or empty: none.
+   */
+  readonly computedColumns?: readonly ComputedColumn[];
+}
+
+/** A computed column of a `CREATE TABLE` (see {@linkcode ConnectorTable.computedColumns}). */
+export interface ComputedColumn {
+  /** Its name. */
+  readonly name: string;
+  /** Its expression, over the physical columns. */
+  readonly expr: Expr;
+  /** Its index in the declared schema (physical and computed columns in order). */
+  readonly position: number;
 }
 
 /** A sink of rows and what it accepts. */

@@ -77,6 +77,13 @@ export function translatePlan(
   let n = 0;
   const walk = (node: PlanNode): DataStream<Row> => {
     switch (node.op) {
+      case "WatermarkAssigner":
+        return withScanWatermarks(
+          walk(node.input),
+          node,
+          `${uidPrefix}-watermarks-${++n}`,
+          options.sourceIdleTimeoutMs ?? 0,
+        );
       case "TableSourceScan": {
         const source = scan(node.table);
         if (node.watermark === undefined) return source;

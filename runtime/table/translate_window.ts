@@ -21,7 +21,7 @@ import {
 } from "../time/watermark.ts";
 import { groupKeyOf } from "./group_aggregate.ts";
 import { keepInputParallelism } from "./translate_parallelism.ts";
-import { describeNode, type ScanNode } from "./plan.ts";
+import { describeNode, type ScanNode, type WatermarkAssignerNode } from "./plan.ts";
 import type { WindowAggregateNode, WindowTableFunctionNode } from "./plan_window.ts";
 import { formatRow, type Row } from "./row.ts";
 import { MillisMemo, TextMemo } from "./timestamp_cache.ts";
@@ -95,7 +95,7 @@ export class SqlWatermarkGenerator implements WatermarkGenerator<Row> {
  */
 export function withScanWatermarks(
   stream: DataStream<Row>,
-  node: ScanNode,
+  node: ScanNode | WatermarkAssignerNode,
   uid: string,
   idleTimeoutMs = 0,
 ): DataStream<Row> {
