@@ -196,6 +196,29 @@ Deno.test({
       assert.match(job.output, /RESULT restarts=([2-9]|\d\d)/);
       assert.match(cluster.coordinatorLog, /region failover of region 2 \(v0#2, v1#2, v2#2\)/);
       assertExactlyOnce(await finishedNumbers(out));
+      // weir info (the REST bodies) names the failovers and each subtask's attempt.
+      const jobId = /submitted job (\S+)/.exec(job.output)![1]!;
+      const info = await cluster.cli("info", jobId, "--json");
+      assert.equal(info.code, 0, info.output);
+      const body = JSON.parse(info.output.trim().split("\n").at(-1)!);
+      const failovers = (body.exceptions.exceptionHistory.entries as {
+        taskName: string | null;
+        failover: { scope: string; region: number | null; failedAttempt: number; attempt: number };
+      }[]).map((e) => e.failover);
+      // Newest first: region 2's failover (subtask 2 failed last) started the latest attempt.
+      // (Whether the two close failures became one full failover depends on timing; the
+      // deterministic case is in job_failover_test.ts.)
+      // Three failures, three entries (a region failover a full one superseded has no attempt).
+      assert.equal(failovers.length, 3, JSON.stringify(failovers));
+      const region2 = failovers[0]!;
+      assert.deepEqual([region2.scope, region2.region], ["region", 2], JSON.stringify(failovers));
+      assert.equal(region2.attempt, region2.failedAttempt + 1, JSON.stringify(failovers));
+      // Subtask 2 of every vertex runs on region 2's attempt, subtasks 0 and 1 on older ones.
+      for (const v of body.job.vertices as { "subtask-attempts": number[] }[]) {
+        const [a0, a1, a2] = v["subtask-attempts"];
+        assert.equal(a2, region2.attempt, JSON.stringify(v));
+        assert.ok(a0! < a2! && a1! < a2!, JSON.stringify(v));
+      }
       console.log(failoverLines(cluster));
     }, ["--fail-more", "1@500,2@1203"]);
   },
