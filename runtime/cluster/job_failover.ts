@@ -117,7 +117,11 @@ export interface FailoverRecord {
   readonly region: { readonly id: number; readonly description: string } | undefined;
   /** The job-wide attempt number when it failed. */
   readonly failedAttempt: number;
-  /** The attempt the restarted subtasks run as, once redeployed; `undefined` before, or when the job ended. */
+  /**
+   * The attempt the restarted subtasks run as, once redeployed; `undefined`
+   * before, when a later failure superseded this failover (a region
+   * failover that became a full one), or when the job ended.
+   */
   readonly attempt: number | undefined;
 }
 

@@ -108,7 +108,8 @@ export function formatJobInfo(info: JobInfo, latest = 5): string {
     for (const e of failovers) {
       const f = e.failover as Record<string, unknown>;
       const scope = f.scope === "region" ? String(f.regionDescription) : "full";
-      const next = f.attempt === null ? "ended" : String(f.attempt);
+      // No attempt: not redeployed (yet, or superseded by a later failover, or the job ended).
+      const next = f.attempt === null ? "-" : String(f.attempt);
       lines.push(
         `${scope}\t${new Date(e.timestamp as number).toISOString()}\t` +
           `${f.failedAttempt} -> ${next}\t${e.taskName ?? "-"}\t${firstLine(e.stacktrace)}`,

@@ -394,7 +394,7 @@ Deno.test("weir info's text shows each subtask's attempt and the latest failover
   assert.match(text, /\nv0\t2\t2,-\t0\t0\tSource: lines\n/);
   assert.match(
     text,
-    /\nFAILOVER\tTIME\tATTEMPT\tSUBTASK\tFAILURE\nfull\t2026-01-01T00:00:02.000Z\t1 -> ended\t-\tWorkerLostError: Worker w1 sent no heartbeat for 3000 ms\nregion 1 \(v0#1\)\t2026-01-01T00:00:01.000Z\t0 -> 1\tv0#1\tRemoteTaskError: Subtask v0#1 failed: boom$/,
+    /\nFAILOVER\tTIME\tATTEMPT\tSUBTASK\tFAILURE\nfull\t2026-01-01T00:00:02.000Z\t1 -> -\t-\tWorkerLostError: Worker w1 sent no heartbeat for 3000 ms\nregion 1 \(v0#1\)\t2026-01-01T00:00:01.000Z\t0 -> 1\tv0#1\tRemoteTaskError: Subtask v0#1 failed: boom$/,
   );
 });
 
