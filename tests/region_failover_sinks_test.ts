@@ -9,9 +9,10 @@
  * split once, in order per split, and no prepared transaction left.
  *
  * Sinks: the MariaDB XA sink (its zombie fence must not fence the running
- * writers of the other regions), the file sink and the transactional
+ * writers of the other regions), the file sink, the transactional
  * JetStream sink (on the shared NATS server; no transaction may be left
- * open).
+ * open) and the write-ahead-log sink into PostgreSQL (the shared server;
+ * its committer table makes a replayed batch a no-op).
  *
  * @module
  */
@@ -43,6 +44,8 @@ import { connectNats } from "../runtime/actor/nats_connect.ts";
 import { jetstreamApi, kvApi } from "../runtime/actor/nats_deps.ts";
 import { withTempDir } from "./_job_kit.ts";
 import { TEST_NATS_URL } from "./_nats_server.ts";
+import { PostgresWalTarget, WriteAheadSink } from "../connectors/wal/mod.ts";
+import postgres from "npm:postgres@3.4.9";
 
 const PARALLELISM = 3;
 const RECORDS = 300;
@@ -243,6 +246,42 @@ for (const twice of [false, true]) {
         await jsm.streams.delete(stream).catch(() => {});
       }
       await nc.close();
+    }
+  });
+
+  Deno.test(`write-ahead-log sink into PostgreSQL: ${what}; every row is written once`, async () => {
+    const connection = { host: "127.0.0.1", port: 5432, user: "postgres", database: "postgres" };
+    const suffix = crypto.randomUUID().slice(0, 8).replaceAll("-", "");
+    const table = `region_wal_${suffix}`;
+    const committerTable = `region_wal_committed_${suffix}`;
+    const pg = postgres({ ...connection, max: 1, onnotice: () => {} });
+    await pg.unsafe(`CREATE TABLE ${table} (split integer NOT NULL, seq integer NOT NULL)`);
+    try {
+      const { restarts, fired } = await withTempDir((dir) =>
+        run(
+          new WriteAheadSink<Rec>({
+            target: new PostgresWalTarget<Rec>({
+              connection,
+              table,
+              columns: ["split", "seq"],
+              toRow: (r) => r,
+              committerTable,
+            }),
+          }) as SinkV2<Rec, unknown, unknown>,
+          { dir, twice },
+        )
+      );
+      const context = `restarts ${restarts}, fired ${[...fired].join(",")}`;
+      assert.equal(restarts, fired.size, context);
+      const stored = await pg.unsafe(`SELECT split, seq FROM ${table} ORDER BY split, seq`);
+      assertExactlyOnce(
+        stored.map((r) => ({ split: Number(r.split), seq: Number(r.seq) })),
+        context,
+      );
+    } finally {
+      await pg.unsafe(`DROP TABLE IF EXISTS ${table}`);
+      await pg.unsafe(`DROP TABLE IF EXISTS ${committerTable}`);
+      await pg.end({ timeout: 0 });
     }
   });
 }
