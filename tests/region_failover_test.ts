@@ -12,7 +12,9 @@
  * to stop, and must resume once the stop failed). A sink failing in the
  * final checkpoint (after every source ended): before it completed, a
  * region failover that triggers it again; after its metadata was written
- * and before the sink committed it, a full failover restoring it.
+ * and before the sink committed it, a full failover restoring it. After a
+ * region failover, a stop-with-savepoint snapshots subtasks on different
+ * attempts, and a run resumed from it commits the rest of the input once.
  *
  * @module
  */
@@ -263,3 +265,43 @@ for (const point of ["after-snapshot", "before-commit"] as const) {
     });
   });
 }
+
+Deno.test("after a region failover, stop-with-savepoint takes a savepoint of subtasks on different attempts; resuming from it commits the rest of the input once", async () => {
+  await withTempDir(async (dir) => {
+    // One sink over both runs, as one external system.
+    const sink = new CollectingSink<Rec>();
+    const opens: Opens = [];
+    const fired = { count: 0 };
+    const build = (savepoint?: string) => {
+      const env = StreamExecutionEnvironment.getExecutionEnvironment()
+        .enableCheckpointing(20, { directory: dir })
+        .setRestartStrategy(RestartStrategies.fixedDelay(2, 0))
+        .disableOperatorChaining();
+      if (savepoint !== undefined) env.fromSavepoint(savepoint);
+      env.fromSource(
+        TestSource.perSubtask<Rec>([split(0), split(1)], { batchSize: 2 }),
+        WatermarkStrategy.noWatermarks(),
+        "records",
+      ).uid("records").setParallelism(2)
+        .map(new TracingMap(opens, savepoint === undefined ? 150 : undefined, fired))
+        .uid("traced").setParallelism(2)
+        .sinkTo(sink).uid("committed").setParallelism(2);
+      return env;
+    };
+    const job = await build().executeAsync("stop after region failover");
+    // Region 0 failed at 150 and runs again on attempt 1; region 1 still on attempt 0.
+    while (!opens.includes("0@1") || ofSplit(sink.committed(), 0).length < 200) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const savepoint = await job.stopWithSavepoint({ directory: `${dir}/savepoints` });
+    const first = await job.result();
+    assert.equal(first.restarts, 1, first.summary);
+    assert.equal(fired.count, 1);
+    const stoppedAt = sink.committed().length;
+    assert.ok(stoppedAt < 2 * RECORDS, `the stop came before the end of the input (${stoppedAt})`);
+    await build(savepoint).execute("resumed");
+    const context = `stopped after ${stoppedAt} records; opens ${opens.join(", ")}`;
+    assert.deepEqual(ofSplit(sink.committed(), 0), everySeq, context);
+    assert.deepEqual(ofSplit(sink.committed(), 1), everySeq, context);
+  });
+});
