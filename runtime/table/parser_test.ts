@@ -57,6 +57,60 @@ Deno.test("precedence: NOT over AND over OR, mixed freely (the old parser had to
   for (const [sql, text] of cases) assert.equal(where(sql), text, sql);
 });
 
+Deno.test("precedence: IS over NOT, BETWEEN/LIKE/IN over comparisons, as in Flink (the grammar differs)", () => {
+  const where = (c: string) => query(`SELECT a FROM t WHERE ${c}`).where!;
+  const isNull = (expr: Expr, negated = false): Expr => ({ k: "isNull", expr, negated });
+  const not = (expr: Expr): Expr => ({ k: "not", expr });
+  const bin = (op: string, left: Expr, right: Expr): Expr => ({ k: "binary", op, left, right });
+  const inList = (expr: Expr, list: Expr[]): Expr => ({ k: "in", expr, list, negated: false });
+  const between = (expr: Expr, low: Expr, high: Expr, negated = false): Expr => ({
+    k: "between",
+    expr,
+    low,
+    high,
+    negated,
+  });
+  const cases: [string, Expr][] = [
+    ["NOT a IS NULL IS NULL", not(isNull(isNull(col("a"))))],
+    ["NOT a IN (1) IS NOT NULL", not(isNull(inList(col("a"), [lit(1)]), true))],
+    [
+      "a OR b AND c IN (1) IS NULL",
+      bin("OR", col("a"), bin("AND", col("b"), isNull(inList(col("c"), [lit(1)])))),
+    ],
+    ["(NOT a) IS NULL", isNull(not(col("a")))],
+    ["a = b IS NULL", isNull(bin("=", col("a"), col("b")))],
+    ["x = a LIKE 'p'", bin("=", col("x"), bin("LIKE", col("a"), lit("p")))],
+    ["a LIKE 'p' = x", bin("=", bin("LIKE", col("a"), lit("p")), col("x"))],
+    ["x <> a NOT LIKE 'p'", bin("<>", col("x"), not(bin("LIKE", col("a"), lit("p"))))],
+    ["x = a BETWEEN 1 AND 2", bin("=", col("x"), between(col("a"), lit(1), lit(2)))],
+    [
+      "a BETWEEN 1 AND 2 + 3 = x",
+      bin("=", between(col("a"), lit(1), bin("+", lit(2), lit(3))), col("x")),
+    ],
+    ["a BETWEEN b = c AND d", between(col("a"), bin("=", col("b"), col("c")), col("d"))],
+    [
+      "y < x = a NOT BETWEEN 1 AND 2",
+      bin("=", bin("<", col("y"), col("x")), between(col("a"), lit(1), lit(2), true)),
+    ],
+    ["x = a IN (1, 2)", bin("=", col("x"), inList(col("a"), [lit(1), lit(2)]))],
+    ["(x = a) LIKE b", bin("LIKE", bin("=", col("x"), col("a")), col("b"))],
+  ];
+  for (const [sql, e] of cases) assert.deepEqual(where(sql), e, sql);
+  // Flink SQL the grammar cannot parse: refused, asking for parentheses.
+  parseErrorAt(
+    "SELECT a FROM t WHERE a IN (1, 2) <> b",
+    1,
+    35,
+    /a comparison after x IN \(\.\.\.\) needs parentheses: write \(x IN \(\.\.\.\)\) <> /,
+  );
+  parseErrorAt(
+    "SELECT a FROM t WHERE a LIKE 'p' = b NOT BETWEEN 1 AND 2",
+    1,
+    38,
+    /a comparison of two BETWEEN, LIKE or IN predicates needs parentheses: write \(a LIKE \.\.\.\) = \(b BETWEEN \.\.\.\)/,
+  );
+});
+
 Deno.test("precedence: * / % || over + -, arithmetic over comparison, unary minus tightest", () => {
   const cases: [string, string][] = [
     ["a + b * c", "(a + (b * c))"],

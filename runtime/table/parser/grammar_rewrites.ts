@@ -207,12 +207,123 @@ export function codeUnitOffsets(text: string): (codePoint: number) => number {
 
 /**
  * A clearer message for a syntax error that comes from a gap of the
- * grammar rather than from the SQL: an OVER aggregation without `AS alias`
- * in a SELECT list (the grammar requires the alias). `errorOffset` is the
- * UTF-16 offset of the error.
+ * grammar rather than from the SQL. `errorOffset` is the UTF-16 offset of
+ * the error. The gaps:
+ *
+ * - an OVER aggregation without `AS alias` in a SELECT list (the grammar
+ *   requires the alias);
+ * - a comparison after `x IN (...)` (`x IN (1, 2) = y`), and a comparison
+ *   of two BETWEEN, LIKE or IN predicates (`a LIKE b = c LIKE d`): Flink
+ *   binds the predicates tighter than the comparison, but the grammar
+ *   parses neither; parentheses around the predicates mend both.
  * @returns the offset and message to report, or `undefined`.
  */
 export function explainGrammarGap(
+  flink: FlinkSqlApi,
+  script: string,
+  errorOffset: number,
+): { offset: number; message: string } | undefined {
+  return predicateComparisonGap(flink, script, errorOffset) ??
+    overAliasGap(flink, script, errorOffset);
+}
+
+const COMPARISON_TOKENS = new Set([
+  "EQUAL_SYMBOL",
+  "GREATER_SYMBOL",
+  "LESS_SYMBOL",
+  "EXCLAMATION_SYMBOL",
+]);
+
+/** Tokens that end the operand of a comparison when looking back from it. */
+const OPERAND_LIMITS = new Set([
+  "KW_OR",
+  "COMMA",
+  "KW_SELECT",
+  "KW_WHERE",
+  "KW_HAVING",
+  "KW_ON",
+  "KW_WHEN",
+  "KW_THEN",
+  "KW_ELSE",
+  "SEMICOLON",
+]);
+
+function predicateComparisonGap(
+  flink: FlinkSqlApi,
+  script: string,
+  errorOffset: number,
+): { offset: number; message: string } | undefined {
+  if (!/\b(in|like|between)\b/i.test(script)) return undefined;
+  const lexer = flink.createLexer(script);
+  lexer.removeErrorListeners();
+  const vocabulary = lexer.vocabulary;
+  const tokens = lexer.getAllTokens().filter((t) => t.channel === 0);
+  const u = codeUnitOffsets(script);
+  const name = (i: number) => {
+    const t = tokens[i];
+    return t === undefined ? "" : vocabulary.getSymbolicName(t.type) ?? "";
+  };
+  const at = tokens.findIndex((t) => u(t.start) === errorOffset);
+  if (at <= 0) return undefined;
+  /** The index of the `(` that the `)` at `close` closes, or -1. */
+  const opening = (close: number) => {
+    let depth = 0;
+    for (let i = close; i >= 0; i--) {
+      if (name(i) === "RR_BRACKET") depth += 1;
+      else if (name(i) === "LR_BRACKET" && --depth === 0) return i;
+    }
+    return -1;
+  };
+  /** Walks back from `from` over one level of nesting to a token in `wanted`; -1 if none. */
+  const back = (from: number, wanted: ReadonlySet<string>) => {
+    for (let i = from; i >= 0; i--) {
+      const n = name(i);
+      if (wanted.has(n)) return i;
+      if (n === "RR_BRACKET") i = opening(i);
+      else if (n === "LR_BRACKET" || OPERAND_LIMITS.has(n)) return -1;
+    }
+    return -1;
+  };
+  /** The text of the comparison operator whose tokens include `i` (`<>` is two tokens). */
+  const operator = (i: number) => {
+    let from = i;
+    let to = i;
+    while (COMPARISON_TOKENS.has(name(from - 1))) from -= 1;
+    while (COMPARISON_TOKENS.has(name(to + 1))) to += 1;
+    return { from, text: tokens.slice(from, to + 1).map((t) => t.text).join("") };
+  };
+  const advice = "the FlinkSQL grammar Weir uses cannot parse it; Flink reads it the same with " +
+    "parentheses around the predicate";
+  if (COMPARISON_TOKENS.has(name(at)) && name(at - 1) === "RR_BRACKET") {
+    const open = opening(at - 1);
+    if (open > 0 && name(open - 1) === "KW_IN") {
+      return {
+        offset: errorOffset,
+        message: `a comparison after x IN (...) needs parentheses: write (x IN (...)) ${
+          operator(at).text
+        } ... (${advice})`,
+      };
+    }
+  }
+  const predicate = name(at) === "KW_NOT" ? name(at + 1) : name(at);
+  if (predicate !== "KW_BETWEEN" && predicate !== "KW_LIKE" && predicate !== "KW_IN") {
+    return undefined;
+  }
+  const found = back(at - 1, COMPARISON_TOKENS);
+  if (found === -1) return undefined;
+  const comparison = operator(found);
+  const before = back(comparison.from - 1, new Set(["KW_BETWEEN", "KW_LIKE", "KW_IN"]));
+  if (before === -1) return undefined;
+  return {
+    offset: errorOffset,
+    message: `a comparison of two BETWEEN, LIKE or IN predicates needs parentheses: write ` +
+      `(a ${tokens[before]!.text?.toUpperCase()} ...) ${comparison.text} (b ${
+        tokens[predicate === name(at) ? at : at + 1]!.text?.toUpperCase()
+      } ...) (${advice}s)`,
+  };
+}
+
+function overAliasGap(
   flink: FlinkSqlApi,
   script: string,
   errorOffset: number,

@@ -3,15 +3,27 @@
  * `booleanExpression`, `valueExpression`, `primaryExpression`...) into
  * `sql_ast.ts`'s {@link Expr}, and column types into {@link DataType}s.
  *
- * Precedence comes from the grammar (ANTLR's left-recursive rules bind
- * earlier alternatives tighter): unary `-`/`+` over everything; `NOT` over
- * `AND` over `OR`; comparisons below arithmetic and above `NOT`. One
- * exception is repaired here: the grammar puts `||` beside `+` and `-`,
- * but Flink (Calcite's `SqlStdOperatorTable.CONCAT`, precedence 60) puts it
- * beside `*`, `/` and `%`, so `a + b || c` is `a + (b || c)` and
- * `a || b * c` is `(a || b) * c`. A run of arithmetic operators is
- * therefore flattened into its operands and operators, in order, and
- * rebuilt with Flink's two levels ({@link arithmeticRun}). Shapes that
+ * Precedence is Flink's (Calcite's `SqlStdOperatorTable`): unary `-`/`+`
+ * 80; `* / % ||` 60; `+ -` 40; BETWEEN, LIKE, IN 32; comparisons 30;
+ * IS [NOT] NULL/TRUE/FALSE 28; NOT 26; AND 24; OR 22. Mostly it comes
+ * from the grammar (ANTLR's left-recursive rules bind earlier
+ * alternatives tighter); where the grammar groups differently, the
+ * translation regroups:
+ *
+ * - `||`: the grammar puts it beside `+` and `-`, so a run of arithmetic
+ *   operators is flattened into its operands and operators, in order, and
+ *   rebuilt with Flink's two levels ({@link arithmeticRun}):
+ *   `a + b || c` is `a + (b || c)`, `a || b * c` is `(a || b) * c`.
+ * - BETWEEN, LIKE, IN: the grammar applies them to a whole comparison and
+ *   lets a comparison end a LIKE pattern or a BETWEEN's upper bound; the
+ *   predicate takes the operands next to it instead: `x = a LIKE p` is
+ *   `x = (a LIKE p)`, `a BETWEEN 1 AND 2 = x` is `(a BETWEEN 1 AND 2) = x`.
+ *   (A comparison after `IN (...)` or between two predicates does not
+ *   parse at all; `grammar_rewrites.ts` explains that error.)
+ * - IS after a condition: the grammar's IS binds looser than NOT, AND
+ *   and OR; `NOT x IN (1) IS NULL` is `NOT ((x IN (1)) IS NULL)`.
+ *
+ * Shapes that
  * `sql_ast.ts` has no node for are encoded as follows, and everything else
  * it cannot express is refused with a {@link SqlParseError} at its position:
  *
@@ -133,10 +145,31 @@ function booleanExpr(ctx: TranslateContext, node: RuleNode): Expr {
   if (isToken(first, "KW_NOT")) return { k: "not", expr: translateExpr(ctx, second!) };
   if (isToken(first, "KW_EXISTS")) return ctx.unsupported(node, "EXISTS (subquery)");
   if (isRule(first, "valueExpression")) {
-    const value = valueExpr(ctx, first);
-    return isRule(second, "predicate") ? predicate(ctx, value, second) : value;
+    if (!isRule(second, "predicate")) return valueExpr(ctx, first);
+    // BETWEEN, IN and LIKE bind tighter than comparisons in Flink, but the
+    // grammar applies them to a whole comparison (`x = a LIKE b` as
+    // `(x = a) LIKE b`) and lets a comparison end them (`a LIKE b = c`
+    // as `a LIKE (b = c)`): the predicate takes the operands next to it.
+    const [left, op, right] = first.children;
+    const tighter = token(second, "KW_BETWEEN") !== undefined ||
+      token(second, "KW_IN") !== undefined || child(second, "likePredicate") !== undefined;
+    const after: [string, Expr][] = [];
+    let e: Expr;
+    if (tighter && isRule(op, "comparisonOperator") && isRule(right, "valueExpression")) {
+      e = {
+        k: "binary",
+        op: comparison(ctx, op),
+        left: valueExpr(ctx, left as RuleNode),
+        right: predicate(ctx, valueExpr(ctx, right), second, after),
+      };
+    } else {
+      e = predicate(ctx, valueExpr(ctx, first), second, after);
+    }
+    for (const [op, right] of after) e = { k: "binary", op, left: e, right };
+    return e;
   }
   if (isRule(first, "booleanExpression")) {
+    if (isToken(second, "KW_IS")) return isAfter(ctx, first, node);
     const left = booleanExpr(ctx, first);
     if (isToken(second, "KW_AND") || isToken(second, "KW_OR")) {
       return {
@@ -146,9 +179,43 @@ function booleanExpr(ctx: TranslateContext, node: RuleNode): Expr {
         right: translateExpr(ctx, third!),
       };
     }
-    if (isToken(second, "KW_IS")) return isKind(ctx, left, node);
   }
   return ctx.unsupported(node, `the condition ${ctx.text(node)}`);
+}
+
+/**
+ * `subject IS [NOT] NULL|...` where the grammar parsed `subject` as a
+ * condition (`NOT x`, `x AND y`, `x IN (...)`): its IS binds looser than
+ * NOT, AND and OR, but Flink's (Calcite precedence 28) binds tighter than
+ * all three (26, 24, 22), so `NOT x IS NULL` is `NOT (x IS NULL)` and
+ * `x AND y IS NULL` is `x AND (y IS NULL)`: the IS goes down to the
+ * operand next to it.
+ */
+function isAfter(ctx: TranslateContext, subject: RuleNode, node: RuleNode): Expr {
+  return isChainAfter(ctx, subject, [node]);
+}
+
+/** {@link isAfter} for the IS nodes `chain` (innermost first) applied in turn. */
+function isChainAfter(ctx: TranslateContext, subject: RuleNode, chain: RuleNode[]): Expr {
+  const [first, second, third] = subject.children;
+  if (isToken(first, "KW_NOT") && isRule(second, "booleanExpression")) {
+    return { k: "not", expr: isChainAfter(ctx, second, chain) };
+  }
+  if (isRule(first, "booleanExpression") && isToken(second, "KW_IS")) {
+    return isChainAfter(ctx, first, [subject, ...chain]);
+  }
+  if (
+    isRule(first, "booleanExpression") && (isToken(second, "KW_AND") || isToken(second, "KW_OR")) &&
+    isRule(third, "booleanExpression")
+  ) {
+    return {
+      k: "binary",
+      op: second.token === "KW_AND" ? "AND" : "OR",
+      left: booleanExpr(ctx, first),
+      right: isChainAfter(ctx, third, chain),
+    };
+  }
+  return chain.reduce((e, node) => isKind(ctx, e, node), booleanExpr(ctx, subject));
 }
 
 /** `x IS [NOT] NULL|UNKNOWN|TRUE|FALSE`, from the node holding `IS`. */
@@ -170,7 +237,48 @@ function isKind(ctx: TranslateContext, subject: Expr, node: RuleNode): Expr {
   return ctx.unsupported(node, `IS ${ctx.text(kind).toUpperCase()}`);
 }
 
-function predicate(ctx: TranslateContext, subject: Expr, node: RuleNode): Expr {
+/**
+ * A `valueExpression` as a left-associative chain of comparisons: for
+ * `a = b < c`, `first` is `a` and `rest` is `=` b, `<` c; for a node that
+ * is no comparison, `first` is the node and `rest` is empty.
+ */
+function comparisonChain(
+  ctx: TranslateContext,
+  node: RuleNode,
+): { first: RuleNode; rest: [string, Expr][] } {
+  const [left, op, right] = node.children;
+  if (!isRule(left, "valueExpression") || !isRule(op, "comparisonOperator")) {
+    return { first: node, rest: [] };
+  }
+  const chain = comparisonChain(ctx, left);
+  chain.rest.push([comparison(ctx, op), valueExpr(ctx, right as RuleNode)]);
+  return chain;
+}
+
+/** The operator of a `comparisonOperator` node (`!=` as `<>`). */
+function comparison(ctx: TranslateContext, node: RuleNode): string {
+  const op = node.children.map((c) => ctx.text(c)).join("");
+  if (!COMPARISONS.has(op)) return ctx.unsupported(node, `the comparison ${op}`);
+  return op === "!=" ? "<>" : op;
+}
+
+/**
+ * `subject` with the predicate `node` applied. A comparison chain that
+ * ends a BETWEEN or LIKE (`a LIKE b = c`) is split: the predicate takes
+ * its first operand, and the comparisons after it are pushed to
+ * `trailing`, for the caller to apply to the predicate's result.
+ */
+function predicate(
+  ctx: TranslateContext,
+  subject: Expr,
+  node: RuleNode,
+  trailing: [string, Expr][],
+): Expr {
+  const lastOperand = (n: RuleNode): Expr => {
+    const chain = comparisonChain(ctx, n);
+    trailing.push(...chain.rest);
+    return valueExpr(ctx, chain.first);
+  };
   const negated = isToken(node.children[0], "KW_NOT");
   if (token(node, "KW_BETWEEN") !== undefined) {
     if (token(node, "KW_SYMMETRIC") !== undefined) {
@@ -181,7 +289,7 @@ function predicate(ctx: TranslateContext, subject: Expr, node: RuleNode): Expr {
       k: "between",
       expr: subject,
       low: valueExpr(ctx, low!),
-      high: valueExpr(ctx, high!),
+      high: lastOperand(high!),
       negated,
     };
   }
@@ -202,7 +310,7 @@ function predicate(ctx: TranslateContext, subject: Expr, node: RuleNode): Expr {
       k: "binary",
       op: "LIKE",
       left: subject,
-      right: valueExpr(ctx, need(like, "valueExpression")),
+      right: lastOperand(need(like, "valueExpression")),
     };
     return isToken(like.children[0], "KW_NOT") ? { k: "not", expr: e } : e;
   }
@@ -249,9 +357,7 @@ function valueExpr(ctx: TranslateContext, node: RuleNode): Expr {
     const left = valueExpr(ctx, first);
     const right = valueExpr(ctx, third);
     if (isRule(second, "comparisonOperator")) {
-      const op = second.children.map((c) => ctx.text(c)).join("");
-      if (!COMPARISONS.has(op)) return ctx.unsupported(second, `the comparison ${op}`);
-      return { k: "binary", op: op === "!=" ? "<>" : op, left, right };
+      return { k: "binary", op: comparison(ctx, second), left, right };
     }
     if (second !== undefined && second.rule === null) {
       return ctx.unsupported(second, `the operator ${second.text.toUpperCase()}`);
