@@ -1,7 +1,8 @@
 /**
  * Translates the FlinkSQL grammar's expressions (`expression`,
  * `booleanExpression`, `valueExpression`, `primaryExpression`...) into
- * `sql_ast.ts`'s {@link Expr}, and column types into {@link DataType}s.
+ * `sql_ast.ts`'s {@link Expr} (literals and column types are in
+ * `translate_literal.ts`).
  *
  * Precedence is Flink's (Calcite's `SqlStdOperatorTable`): unary `-`/`+`
  * 80; `* / % ||` 60; `+ -` 40; BETWEEN, LIKE, IN 32; comparisons 30;
@@ -49,7 +50,7 @@
 
 import type { AggregateName } from "../aggregates.ts";
 import type { Expr } from "../sql_ast.ts";
-import { castValue, type DataType, dataTypeOf, SUPPORTED_TYPES } from "../types.ts";
+import { castValue, dataTypeOf } from "../types.ts";
 import type { PNode, RuleNode, TokenNode } from "./parse_tree.ts";
 import {
   child,
@@ -64,6 +65,7 @@ import {
   type TranslateContext,
 } from "./translate_context.ts";
 import { translateInterval } from "./translate_interval.ts";
+import { constant, constantInteger, dataType, stringOrName } from "./translate_literal.ts";
 
 const AGGREGATES: Readonly<Record<string, AggregateName>> = {
   COUNT: "COUNT",
@@ -523,57 +525,6 @@ function caseExpr(ctx: TranslateContext, node: RuleNode): Expr {
   return { k: "case", operand, whens, otherwise };
 }
 
-const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
-
-function constant(ctx: TranslateContext, node: RuleNode): Expr {
-  const [first, second] = node.children;
-  if (first === undefined) return ctx.unsupported(node, "an empty constant");
-  if (isRule(first, "timeIntervalExpression")) return translateInterval(ctx, first);
-  if (isRule(first, "stringLiteral")) return stringOrName(ctx, first);
-  if (isRule(first, "decimalLiteral") || isToken(first, "HYPHEN_SIGN")) {
-    const digits = ctx.text(isToken(first, "HYPHEN_SIGN") ? second! : first);
-    const e = constantInteger(ctx, node, digits);
-    return isToken(first, "HYPHEN_SIGN") && e.k === "literal"
-      ? { k: "literal", value: -Number(e.value) }
-      : e;
-  }
-  if (isRule(first, "booleanLiteral")) {
-    return { k: "literal", value: isToken(first.children[0], "KW_TRUE") };
-  }
-  if (isToken(first, "REAL_LITERAL")) return { k: "literal", value: Number(first.text) };
-  if (isToken(first, "KW_NULL")) return { k: "literal", value: null };
-  if (isRule(first, "timePointLiteral")) {
-    return ctx.unsupported(node, `the literal ${ctx.text(node)}`);
-  }
-  return ctx.unsupported(node, `the literal ${ctx.text(node)}`);
-}
-
-/** An integer literal, refused beyond 2^53 (a JS number would not hold it exactly). */
-function constantInteger(ctx: TranslateContext, node: PNode, digits: string): Expr {
-  if (BigInt(digits) > MAX_EXACT) {
-    return ctx.unsupported(
-      node,
-      `the integer ${ctx.text(node)} (beyond 2^53, not exact as a number)`,
-    );
-  }
-  return { k: "literal", value: Number(digits) };
-}
-
-/** A `STRING_LITERAL` in an expression: 'text' is a string, `name` a column. */
-function stringOrName(ctx: TranslateContext, node: PNode): Expr {
-  const text = ctx.text(node);
-  if (text.startsWith("`")) {
-    return { k: "column", table: null, name: text.slice(1, -1).replaceAll("``", "`") };
-  }
-  if (text.startsWith('"')) {
-    return ctx.fail(
-      node,
-      `${text}: double quotes are not allowed; use 'text' for a string and \`name\` for a name`,
-    );
-  }
-  return { k: "literal", value: stringValue(ctx, node) };
-}
-
 /** The upper-cased name of a function call's `functionNameWithParams` (dotted names joined). */
 function functionName(ctx: TranslateContext, node: RuleNode): string {
   const renamed = ctx.functions.get(node.start);
@@ -645,30 +596,4 @@ function functionParam(ctx: TranslateContext, node: RuleNode): Expr {
     return { k: "literal", value: ctx.text(first).toUpperCase() };
   }
   return ctx.unsupported(node, `the argument ${ctx.text(node)}`);
-}
-
-/**
- * The {@link DataType} of a `columnType` node.
- * @param what names the column (or `CAST`) in messages.
- * @throws {SqlParseError} for a type this slice does not hold, listing those it does.
- */
-export function dataType(ctx: TranslateContext, node: RuleNode, what: string): DataType {
-  const base = ctx.text(node.children[0]!).toUpperCase();
-  if (token(node, "KW_ZONE") !== undefined && token(node, "KW_WITHOUT") === undefined) {
-    return ctx.unsupported(node, `the type ${ctx.text(node).toUpperCase()} of ${what}`);
-  }
-  const dims = child(node, "lengthOneDimension") ?? child(node, "lengthTwoOptionalDimension");
-  const written = dims === undefined
-    ? base
-    : `${base}(${children(dims, "decimalLiteral").map((d) => ctx.text(d)).join(",")})`;
-  const type = dataTypeOf(base, written);
-  if (type === undefined) {
-    return ctx.fail(
-      node,
-      `${what} has type ${
-        ctx.text(node).replace(/\s+/g, " ").replace(/([<(]) /g, "$1").toUpperCase().slice(0, 60)
-      }, which is not supported (supported: ${SUPPORTED_TYPES})`,
-    );
-  }
-  return type;
 }

@@ -37,7 +37,8 @@ import {
   token,
   type TranslateContext,
 } from "./translate_context.ts";
-import { dataType, translateExpr } from "./translate_expr.ts";
+import { translateExpr } from "./translate_expr.ts";
+import { dataType } from "./translate_literal.ts";
 
 /**
  * Translates a whole `program`.
