@@ -26,6 +26,10 @@
  * - arrays (prototype `Array.prototype`) of one fixed length from 1 to 256
  *   whose elements are, position by position, always a number, a string or
  *   a boolean ("tuples").
+ * - plain objects as above where exactly one key holds such a tuple of one
+ *   fixed length ("nested": a table `Row`, `{ kind, fields: [...] }`, the
+ *   record of every SQL exchange); at most 256 fields in all, the tuple's
+ *   elements counted one by one.
  *
  * Anything else falls back: a key set or order that differs, a nested object
  * or array, `null`/`undefined` values or array holes, class instances,
@@ -44,15 +48,16 @@
  * | Bytes | Content |
  * |---|---|
  * | 0 | version, `1` |
- * | 1 | layout: `0` MessagePack, `1` scalars, `2` tuples, `3` objects |
+ * | 1 | layout: `0` MessagePack, `1` scalars, `2` tuples, `3` objects, `4` nested objects |
  * | 2 | flags: bit 0 set when timestamps follow |
  * | 3 | reserved, `0` |
  * | 4–7 | record count *n* (u32) |
- * | 8–11 | field count *F* (u32; `1` for scalars, `0` for MessagePack) |
- * | 12–15 | byte length *K* of the key list (u32; objects only, else `0`) |
+ * | 8–11 | field count *F* (u32; `1` for scalars, `0` for MessagePack; a nested object's tuple counts its elements) |
+ * | 12–15 | byte length *K* of the key list (u32; objects and nested objects only, else `0`) |
  * | 16… | *F* type bytes (`1` number, `2` string, `3` boolean), then the keys as the UTF-8 of a JSON array of strings (*K* bytes), zero-padded to a multiple of 8 |
  * | … | timestamps when flagged: *n* × f64, `NaN` for `null` |
  * | … | MessagePack layout: the records as one MessagePack array, to the end |
+ * | … | (nested objects: the key list writes the tuple's key as `[key, length]`, e.g. `["kind",["fields",3]]`; its fields are the tuple's elements, in place of the key) |
  * | … | other layouts, one column per field in order: number *n* × f64; boolean *n* × u8 (`0`/`1`); string *n* × u32 UTF-16 lengths; each zero-padded to a multiple of 8 |
  * | … | other layouts: the UTF-8 of all strings, column after column, to the end |
  *
@@ -116,7 +121,12 @@ const LAYOUT_MSGPACK = 0;
 const LAYOUT_SCALAR = 1;
 const LAYOUT_TUPLE = 2;
 const LAYOUT_OBJECT = 3;
-type ColumnarLayout = typeof LAYOUT_SCALAR | typeof LAYOUT_TUPLE | typeof LAYOUT_OBJECT;
+const LAYOUT_NESTED = 4;
+type ColumnarLayout =
+  | typeof LAYOUT_SCALAR
+  | typeof LAYOUT_TUPLE
+  | typeof LAYOUT_OBJECT
+  | typeof LAYOUT_NESTED;
 const TYPE_NUMBER = 1;
 const TYPE_STRING = 2;
 const TYPE_BOOLEAN = 3;
@@ -157,10 +167,15 @@ interface Shape {
   readonly layout: ColumnarLayout;
   /** One `TYPE_*` per field. */
   readonly types: readonly number[];
-  /** Object keys (empty for scalars and tuples). */
+  /** Object keys (empty for scalars and tuples; for nested objects the top-level keys). */
   readonly keys: readonly string[];
-  /** `JSON.stringify(keys)` for objects, `""` otherwise. */
+  /**
+   * `JSON.stringify(keys)` for objects; for nested objects the same with
+   * the tuple's key written `[key, length]`; `""` otherwise.
+   */
   readonly keysJson: string;
+  /** Nested objects: which key holds the tuple, and the tuple's length. */
+  readonly nested: { readonly key: number; readonly length: number } | undefined;
   extract: Extract | undefined;
   build: Build | undefined;
 }
@@ -177,12 +192,13 @@ function shapeFor(
   types: readonly number[],
   keys: readonly string[],
   keysJson: string,
+  nested?: { readonly key: number; readonly length: number },
 ): Shape {
   const signature = signatureOf(layout, types, keysJson);
   let shape = shapes.get(signature);
   if (shape === undefined) {
     if (shapes.size >= CACHE_LIMIT) shapes.delete(shapes.keys().next().value!);
-    shape = { layout, types, keys, keysJson, extract: undefined, build: undefined };
+    shape = { layout, types, keys, keysJson, nested, extract: undefined, build: undefined };
     shapes.set(signature, shape);
   }
   return shape;
@@ -223,18 +239,57 @@ function detectShape(first: unknown): Shape | undefined {
   const keys = Object.keys(first);
   if (keys.length === 0 || keys.length > MAX_FIELDS) return undefined;
   const types: number[] = [];
-  for (const key of keys) {
-    const type = typeOf((first as Record<string, unknown>)[key]);
-    if (type === 0) return undefined;
-    types.push(type);
+  let nested: { key: number; length: number } | undefined;
+  for (let k = 0; k < keys.length; k++) {
+    const value = (first as Record<string, unknown>)[keys[k]!];
+    const type = typeOf(value);
+    if (type !== 0) {
+      types.push(type);
+      continue;
+    }
+    // One key may hold a tuple of scalars (a table Row's `fields`).
+    if (
+      nested !== undefined || !Array.isArray(value) ||
+      Object.getPrototypeOf(value) !== Array.prototype || value.length === 0
+    ) {
+      return undefined;
+    }
+    nested = { key: k, length: value.length };
+    for (const element of value) {
+      const elementType = typeOf(element);
+      if (elementType === 0) return undefined;
+      types.push(elementType);
+    }
   }
-  return shapeFor(LAYOUT_OBJECT, types, keys, JSON.stringify(keys));
+  if (types.length > MAX_FIELDS) return undefined;
+  if (nested === undefined) return shapeFor(LAYOUT_OBJECT, types, keys, JSON.stringify(keys));
+  const listed: (string | [string, number])[] = keys.slice();
+  listed[nested.key] = [keys[nested.key]!, nested.length];
+  return shapeFor(LAYOUT_NESTED, types, keys, JSON.stringify(listed), nested);
+}
+
+/** Per flattened field of a nested shape: its top-level key and its tuple index (-1: the key's own value). */
+function nestedFields(shape: Shape): { key: number; index: number }[] {
+  const { keys, nested } = shape;
+  const fields: { key: number; index: number }[] = [];
+  for (let k = 0; k < keys.length; k++) {
+    if (k === nested!.key) {
+      for (let i = 0; i < nested!.length; i++) fields.push({ key: k, index: i });
+    } else {
+      fields.push({ key: k, index: -1 });
+    }
+  }
+  return fields;
 }
 
 /** The expression reading field `j` of record `r` in generated code. */
 function fieldAccess(shape: Shape, j: number): string {
   if (shape.layout === LAYOUT_SCALAR) return "r";
   if (shape.layout === LAYOUT_TUPLE) return `r[${j}]`;
+  if (shape.layout === LAYOUT_NESTED) {
+    const { key, index } = nestedFields(shape)[j]!;
+    return index < 0 ? `r[${JSON.stringify(shape.keys[key])}]` : `t[${index}]`;
+  }
   return `r[${JSON.stringify(shape.keys[j])}]`;
 }
 
@@ -256,7 +311,7 @@ function compileExtract(shape: Shape): Extract {
     if (types[j] === TYPE_STRING) lines.push(`const s${j} = ${stringColumn++} * n;`);
   }
   lines.push(`for (let i = 0; i < n; i++) {`, `const r = values[i];`);
-  if (layout === LAYOUT_OBJECT) {
+  if (layout === LAYOUT_OBJECT || layout === LAYOUT_NESTED) {
     lines.push(`if (typeof r !== "object" || r === null) return false;`);
     if (keys.includes("constructor")) {
       lines.push(
@@ -282,8 +337,15 @@ function compileExtract(shape: Shape): Extract {
       // enumerable inherited ones, which then make the check fail).
       `let k = 0;`,
       `for (const key in r) { if (key !== keys[k]) return false; k++; }`,
-      `if (k !== ${f}) return false;`,
+      `if (k !== ${keys.length}) return false;`,
     );
+    if (layout === LAYOUT_NESTED) {
+      const { key, length } = shape.nested!;
+      lines.push(
+        `const t = r[${JSON.stringify(keys[key])}];`,
+        `if (!Array.isArray(t) || t.constructor !== arrayCtor || t.length !== ${length}) return false;`,
+      );
+    }
   } else if (layout === LAYOUT_TUPLE) {
     lines.push(
       // `constructor` as for objects: `Array` unless a subclass (or a
@@ -344,6 +406,8 @@ function compileBuild(shape: Shape): Build {
   }
   const record = layout === LAYOUT_OBJECT
     ? `{ ${parts.join(", ")} }`
+    : layout === LAYOUT_NESTED
+    ? nestedRecord(shape, parts)
     : layout === LAYOUT_TUPLE
     ? `[${parts.join(", ")}]`
     : parts[0]!;
@@ -354,6 +418,24 @@ function compileBuild(shape: Shape): Build {
     `};`,
   );
   return new Function(lines.join("\n"))() as Build;
+}
+
+/** The object literal of a nested shape's record, from its flattened fields' expressions. */
+function nestedRecord(shape: Shape, parts: readonly string[]): string {
+  const { keys, nested } = shape;
+  const entries: string[] = [];
+  let j = 0;
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k]!;
+    const name = key === "__proto__" ? `["__proto__"]` : JSON.stringify(key);
+    if (k === nested!.key) {
+      entries.push(`${name}: [${parts.slice(j, j + nested!.length).join(", ")}]`);
+      j += nested!.length;
+    } else {
+      entries.push(`${name}: ${parts[j++]}`);
+    }
+  }
+  return `{ ${entries.join(", ")} }`;
 }
 
 // ---------------------------------------------------------------------------
@@ -593,7 +675,7 @@ export function decodeRecords(bytes: Uint8Array): DecodedRecords {
   const layout = u8[1]!;
   const flags = u8[2]!;
   if (version !== VERSION) fail(`version ${version} is not supported (expected ${VERSION})`);
-  if (layout > LAYOUT_OBJECT) fail(`layout ${layout} is unknown`);
+  if (layout > LAYOUT_NESTED) fail(`layout ${layout} is unknown`);
   if ((flags & ~FLAG_TIMESTAMPS) !== 0 || u8[3] !== 0) {
     fail(`flags ${flags} or reserved byte ${u8[3]} are invalid`);
   }
@@ -606,7 +688,7 @@ export function decodeRecords(bytes: Uint8Array): DecodedRecords {
     ? f === 1
     : f >= 1 && f <= MAX_FIELDS;
   if (!expectedFields) fail(`field count ${f} is invalid for layout ${layout}`);
-  if ((layout === LAYOUT_OBJECT) !== (keyBytes > 0)) {
+  if ((layout === LAYOUT_OBJECT || layout === LAYOUT_NESTED) !== (keyBytes > 0)) {
     fail(`key list of ${keyBytes} bytes is invalid for layout ${layout}`);
   }
   const schemaEnd = HEADER_BYTES + f + keyBytes;
@@ -721,6 +803,55 @@ function decodeShape(
     keys = parsed as string[];
     // Canonical form, so that encoder and decoder share one cache entry.
     keysJson = JSON.stringify(keys);
+  } else if (layout === LAYOUT_NESTED) {
+    return decodeNestedShape(types, keysJson, fail);
   }
   return shapeFor(layout, types, keys, keysJson);
+}
+
+/**
+ * Reads the key list of a nested block: a JSON array of distinct keys,
+ * exactly one written `[key, length]` (the tuple, length >= 1), the
+ * scalar keys plus the tuple's length adding up to the field count.
+ */
+function decodeNestedShape(
+  types: readonly number[],
+  keysJson: string,
+  fail: (what: string) => never,
+): Shape {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(keysJson);
+  } catch {
+    fail("its key list is not JSON");
+  }
+  const bad = (): never =>
+    fail(
+      `its key list is not an array of distinct keys with one [key, length] adding up to ${types.length} fields`,
+    );
+  if (!Array.isArray(parsed) || parsed.length === 0) bad();
+  const keys: string[] = [];
+  let nested: { key: number; length: number } | undefined;
+  let fields = 0;
+  (parsed as unknown[]).forEach((entry, k) => {
+    if (typeof entry === "string") {
+      keys.push(entry);
+      fields++;
+    } else if (
+      nested === undefined && Array.isArray(entry) && entry.length === 2 &&
+      typeof entry[0] === "string" && Number.isInteger(entry[1]) && entry[1] >= 1
+    ) {
+      keys.push(entry[0]);
+      nested = { key: k, length: entry[1] };
+      fields += entry[1];
+    } else {
+      bad();
+    }
+  });
+  if (nested === undefined || fields !== types.length || new Set(keys).size !== keys.length) {
+    bad();
+  }
+  const listed: (string | [string, number])[] = keys.slice();
+  listed[nested!.key] = [keys[nested!.key]!, nested!.length];
+  return shapeFor(LAYOUT_NESTED, types, keys, JSON.stringify(listed), nested);
 }

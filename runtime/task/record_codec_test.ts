@@ -3,7 +3,7 @@ import { CodecError, decodeRecords, encodeRecords } from "./record_codec.ts";
 
 /** The layout byte of a block, by name (format in record_codec.ts). */
 function layoutOf(bytes: Uint8Array): string {
-  return ["msgpack", "scalars", "tuples", "objects"][bytes[1]!] ?? `unknown ${bytes[1]}`;
+  return ["msgpack", "scalars", "tuples", "objects", "nested"][bytes[1]!] ?? `unknown ${bytes[1]}`;
 }
 
 function roundtrip(
@@ -112,6 +112,41 @@ Deno.test("encodeRecords() writes fixed-length arrays of primitives as tuples", 
   assert.ok(Object.is((decoded[1] as unknown[])[1], -0));
 });
 
+Deno.test("encodeRecords() writes objects with one nested tuple (table rows) column by column", async (t) => {
+  await t.step("rows of mixed fields, with timestamps", () => {
+    const rows = [
+      { kind: "INSERT", fields: [1, "héllo 𝄞", true, -0, ""] },
+      {
+        kind: "UPDATE_BEFORE",
+        fields: [2 ** 53, "x", false, Number.NaN, "a longer string than 13"],
+      },
+      { kind: "DELETE", fields: [-1.5, "", true, Infinity, "z"] },
+    ];
+    const bytes = encodeRecords(rows, [5, null, 7]);
+    assert.equal(layoutOf(bytes), "nested");
+    const decoded = decodeRecords(bytes);
+    assert.deepStrictEqual(decoded.values, rows);
+    assert.deepStrictEqual(decoded.timestamps, [5, null, 7]);
+    const first = decoded.values[0] as { fields: unknown[] };
+    assert.ok(Object.is(first.fields[3], -0), "-0 became 0");
+    assert.ok(
+      Array.isArray(first.fields) && Object.getPrototypeOf(first.fields) === Array.prototype,
+    );
+  });
+  await t.step("the tuple's key anywhere, with odd key names", () => {
+    assertColumnar([{ f: [1, 2], k: "a" }, { f: [3, 4], k: "b" }], "nested");
+    assertColumnar([{ a: 1, ["__proto__"]: [2], 'q"\n': "x" }], "nested");
+    assertColumnar([{ only: ["a", "b", "c"] }], "nested");
+  });
+  await t.step("255 tuple elements and a key: 256 fields", () => {
+    assertColumnar([{ k: "+I", f: Array.from({ length: 255 }, (_, i) => i) }], "nested");
+  });
+  await t.step("a second shape with another tuple length", () => {
+    assertColumnar([{ k: "+I", f: [1, 2, 3] }], "nested");
+    assertColumnar([{ k: "+I", f: [1] }], "nested");
+  });
+});
+
 Deno.test("encodeRecords() falls back to MessagePack for anything else", async (t) => {
   // [name, records, what MessagePack decodes them as (default: the records)]
   const cases: [string, unknown[], unknown[]?][] = [
@@ -122,7 +157,20 @@ Deno.test("encodeRecords() falls back to MessagePack for anything else", async (
     ["a later record with its keys in another order", [{ a: 1, b: 2 }, { b: 3, a: 4 }]],
     ["a field whose type changes", [{ a: 1 }, { a: "1" }]],
     ["a nested object", [{ a: { b: 1 } }]],
-    ["a nested array", [{ a: [1] }]],
+    ["a nested array holding an object", [{ a: [{ b: 1 }] }]],
+    ["two nested arrays", [{ a: [1], b: [2] }]],
+    ["a nested empty array", [{ a: [] }]],
+    ["a nested array with a null", [{ k: "+I", f: [1, "a"] }, { k: "+I", f: [null, "b"] }]],
+    ["nested arrays of different lengths", [{ k: "+I", f: [1, 2] }, { k: "+I", f: [1] }]],
+    ["a nested array whose element type changes", [{ k: "+I", f: [1] }, { k: "+I", f: ["1"] }]],
+    ["a nested array in another key", [{ k: "+I", f: [1] }, { k: [1], f: "+I" }]],
+    ["a nested Array subclass", [{ f: [1, 2] }, { f: Tuple.from([1, 2]) }], [{ f: [1, 2] }, {
+      f: [1, 2],
+    }]],
+    ["a nested array of more than 256 fields in all", [{
+      k: "+I",
+      f: Array.from({ length: 256 }, (_, i) => i),
+    }]],
     ["a null value", [{ a: 1 }, { a: null }]],
     ["an undefined value", [{ a: 1 }, { a: undefined }]],
     ["null records", [null, null]],
@@ -324,8 +372,26 @@ Deno.test("decodeRecords() rejects malformed blocks with a CodecError", async (t
     assertMalformed(patched(duplicate, at, "a".charCodeAt(0)), /2 distinct strings/);
     assertMalformed(patched(objects, keysAt + 1, 0xff), /not valid UTF-8/);
   });
+  await t.step("a nested key list without its [key, length] or with the wrong length", () => {
+    const nested = encodeRecords([{ k: "a", f: [1, 2] }]);
+    const text = new TextDecoder("latin1").decode(nested); // one character per byte
+    // ["k",["f",2]] -> ["k",["f",3]]: three fields listed, two written
+    assertMalformed(
+      patched(nested, text.indexOf("2]]"), "3".charCodeAt(0)),
+      /adding up to 3 fields/,
+    );
+    // ["k",["f",2]] -> ["k",["f",0]]: an empty tuple
+    assertMalformed(patched(nested, text.indexOf("2]]"), "0".charCodeAt(0)), /one \[key, length\]/);
+    // ["k",["k",2]]: duplicate keys
+    assertMalformed(patched(nested, text.indexOf('"f"') + 1, "k".charCodeAt(0)), /distinct keys/);
+    // objects' layout byte on a nested key list: not an array of strings
+    assertMalformed(patched(nested, 1, 3), /distinct strings/);
+    assertMalformed(patched(objects, 1, 4), /one \[key, length\]/);
+  });
   await t.step("truncated at every length", () => {
-    for (const block of [objects, strings, fallback]) {
+    for (
+      const block of [objects, strings, fallback, encodeRecords([{ k: "é", f: [1, "ü", true] }])]
+    ) {
       for (let end = 0; end < block.byteLength; end++) {
         assert.throws(() => decodeRecords(block.subarray(0, end)), CodecError, `prefix ${end}`);
       }
