@@ -528,6 +528,41 @@ Deno.test("ROW_NUMBER PARTITION BY window_start, window_end over a window TVF pl
   ]);
 });
 
+Deno.test("ROW_NUMBER PARTITION BY window_start, window_end plans a WindowRank when the subquery does not select window_end", () => {
+  // Flink's StreamPhysicalWindowRankRule looks at the PARTITION BY, not at
+  // the SELECT list: a Rank here would emit -U/+U and never free a window.
+  const query = select({
+    items: [STAR],
+    from: {
+      k: "subquery",
+      query: select({
+        items: [
+          item(col("window_start")),
+          item(col("auction")),
+          item(col("price")),
+          item(
+            over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("price"))]),
+            "rn",
+          ),
+        ],
+        from: TUMBLE_10,
+      }),
+      alias: null,
+      at: 0,
+    },
+    where: bin("<=", col("rn"), lit(2)),
+  });
+  const plan = planQuery(query, CONTEXT);
+  assert.equal(plan.mode, "append");
+  const text = explainPlan(plan);
+  assert.match(
+    text,
+    /WindowRank\(rankType=\[ROW_NUMBER\], rankRange=\[rankStart=1, rankEnd=2\], partitionBy=\[window_start, window_end\], orderBy=\[price DESC\]/,
+  );
+  assert.doesNotMatch(text, /\bRank\(/);
+  assert.deepEqual(plan.columns.map((c) => c.name), ["window_start", "auction", "price", "rn"]);
+});
+
 Deno.test("a Top-N per window over a window aggregation plans a WindowRank over the WindowAggregate", () => {
   const counts = select({
     items: [

@@ -224,10 +224,12 @@ export function rewriteTopN(
 
   let node: RankingNode;
   const window = rel.window;
-  const windowName = (index: number) => window === null ? null : input.columns[index]?.name;
-  const names = over.partitionBy.map((e) => e.k === "column" ? e.name : null);
-  const windowed = window !== null && names.includes(windowName(window.start) ?? null) &&
-    names.includes(windowName(window.end) ?? null);
+  // By position, not name: a PARTITION BY column the subquery does not
+  // select is a hidden column ($partition$i), still window_start/end
+  // (Flink's StreamPhysicalWindowRankRule reads the PARTITION BY only).
+  const partitionIndices = over.partitionBy.map((e, i) => indexOf(e, `$partition$${i}`));
+  const windowed = window !== null && partitionIndices.includes(window.start) &&
+    partitionIndices.includes(window.end);
   const orderIndex = (i: number) => indexOf(over.orderBy[i]!.expr, `$order$${i}`);
   if (windowed) {
     if (input.mode !== "append") {
