@@ -136,7 +136,18 @@ Deno.test("unknown tables and columns, connectors and options are refused with w
   const { tEnv } = await clicksEnv();
   assert.throws(
     () => tEnv.sqlQuery("SELECT x\nFROM nowhere"),
-    /Object 'nowhere' not found at line 2, column 6/,
+    /Object 'nowhere' not found \(tables and views: clicks\) at line 2, column 6/,
+  );
+  tEnv.createTemporaryView("marys", tEnv.sqlQuery("SELECT url FROM clicks WHERE `user` = 'Mary'"));
+  assert.throws(
+    () => tEnv.sqlQuery("SELECT * FROM (SELECT url FROM marys_clicks) AS m"),
+    /Object 'marys_clicks' not found \(tables and views: clicks, marys\) at line 1, column 32/,
+  );
+  assert.throws(
+    () =>
+      StreamTableEnvironment.create(StreamExecutionEnvironment.getExecutionEnvironment())
+        .sqlQuery("SELECT * FROM tt"),
+    /Object 'tt' not found \(the catalog has no tables or views; CREATE TABLE or createTemporaryView first\) at line 1, column 15/,
   );
   assert.throws(
     () => tEnv.sqlQuery("SELECT `user`,\n  page FROM clicks"),

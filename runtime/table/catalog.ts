@@ -98,6 +98,11 @@ export class TableCatalog {
     return this.#entries.get(name);
   }
 
+  /** The names of every table and view, sorted (for "not found" messages). */
+  names(): string[] {
+    return [...this.#entries.keys()].sort();
+  }
+
   /**
    * Registers `entry` as `name`.
    * @param where where the statement is, for the message (`" at line 1, column 1"`).

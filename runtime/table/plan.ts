@@ -276,6 +276,11 @@ export interface PlannerContext {
   lookup(name: string): CatalogTableInfo | undefined;
   /** Where `name` first appears in the statement, for messages (`" at line 1, column 8"`, or `""`). */
   locate(name: string): string;
+  /**
+   * The names of the catalog's tables and views, listed when a FROM names
+   * none of them; absent: the message lists nothing.
+   */
+  names?(): readonly string[];
 }
 
 /** Options of {@linkcode planQuery}. */

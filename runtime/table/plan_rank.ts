@@ -327,6 +327,7 @@ export function rewriteTopN(
     context: {
       lookup: (n) => n === name ? { columns: planned.columns, plan: planned } : context.lookup(n),
       locate: context.locate,
+      ...(context.names === undefined ? {} : { names: context.names }),
     },
   };
 }

@@ -39,7 +39,13 @@ export function planTable(
 ): Relation {
   const table = context.lookup(ref.name);
   if (table === undefined) {
-    throw new PlanningError(`Object '${ref.name}' not found${context.locate(ref.name)}`);
+    const names = context.names?.();
+    const known = names === undefined
+      ? ""
+      : names.length === 0
+      ? " (the catalog has no tables or views; CREATE TABLE or createTemporaryView first)"
+      : ` (tables and views: ${names.join(", ")})`;
+    throw new PlanningError(`Object '${ref.name}' not found${known}${context.locate(ref.name)}`);
   }
   const qualifiers = ref.alias === null ? [ref.name] : [ref.alias, ref.name];
   if (table.plan !== undefined) {

@@ -414,6 +414,7 @@ export class StreamTableEnvironment {
           plan: this.#planner.plan(table),
         })),
       locate,
+      names: () => this.#catalog.names(),
     }, options);
   }
 
