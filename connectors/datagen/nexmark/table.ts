@@ -4,12 +4,27 @@
  * queries of `bench/nexmark` read, so a SQL query and its DataStream
  * version see identical events.
  *
- * ```sql
- * CREATE TABLE bid (
- *   auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
- *   dateTime TIMESTAMP(3), extra VARCHAR,
- *   WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
- * ) WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'events.num' = '1000000');
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { StreamExecutionEnvironment, StreamTableEnvironment } from "../../../mod.ts";
+ * import { nexmarkTableConnector } from "./table.ts";
+ *
+ * const tEnv = StreamTableEnvironment.create(
+ *   StreamExecutionEnvironment.getExecutionEnvironment(),
+ *   { connectors: [nexmarkTableConnector] },
+ * );
+ * // `dateTime` is a reserved word of Flink SQL: back-quote it.
+ * await tEnv.executeSql(`
+ *   CREATE TABLE bid (
+ *     auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+ *     \`dateTime\` TIMESTAMP(3), extra VARCHAR,
+ *     WATERMARK FOR \`dateTime\` AS \`dateTime\` - INTERVAL '4' SECOND
+ *   ) WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'events.num' = '1000000')`);
+ * const perSecond = tEnv.sqlQuery(`
+ *   SELECT window_start, COUNT(*) AS bids
+ *   FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(\`dateTime\`), INTERVAL '1' SECOND))
+ *   GROUP BY window_start, window_end`);
+ * assert.match(perSecond.explain(), /WindowAggregate\(.*window=\[TUMBLE\(time_col=\[dateTime\], size=\[1 s\]\)\]/);
  * ```
  *
  * ## Tables and columns (Flink's nexmark views)
