@@ -775,6 +775,38 @@ Deno.test("scripts: comments, back quotes, several statements, ';' needed betwee
   ]);
 });
 
+Deno.test("a reserved word where a name goes is refused with a hint to back-quote it", () => {
+  parseErrorAt(
+    "CREATE TABLE out (a INT) WITH ('connector' = 'print')",
+    1,
+    14,
+    /unexpected 'out'.*; 'out' is a reserved word: back-quote it as `out`$/,
+  );
+  parseErrorAt(
+    "SELECT a\nFROM order",
+    2,
+    6,
+    /'order' is a reserved word: back-quote it as `order`$/,
+  );
+  parseErrorAt(
+    "SELECT value, a FROM t",
+    1,
+    8,
+    /'value' is a reserved word: back-quote it as `value`$/,
+  );
+  // Not a name position: the keyword also fits without being a name.
+  assert.throws(
+    () => parseScript("SELECT a, FROM t"),
+    (e: unknown) => e instanceof SqlParseError && !/reserved word/.test(e.message),
+  );
+  assert.throws(
+    () => parseScript("SELECT a FROM t WHERE a = 1 SELECT"),
+    (e: unknown) => e instanceof SqlParseError && !/reserved word/.test(e.message),
+  );
+  // Back-quoted, they parse.
+  assert.equal(parseScript("CREATE TABLE `out` (a INT) WITH ('connector' = 'print')").length, 1);
+});
+
 Deno.test("syntax errors name the line, the column, what was found and what was expected", () => {
   parseErrorAt(
     "SELECT a\nFROM t\nWHERE",

@@ -85,6 +85,8 @@ export interface ParsedScript {
 interface FirstError {
   readonly offset: number;
   readonly message: string;
+  /** The offending token's text when it is a reserved keyword (a `KW_` token). */
+  readonly keyword?: string;
 }
 
 const MAX_EXPECTED = 12;
@@ -102,9 +104,39 @@ export function parseTree(script: string): ParsedScript {
   if ("message" in tree) tree = run(text, 1);
   if ("message" in tree) {
     const gap = explainGrammarGap(flink, script, tree.offset) ?? tree;
-    throw new SqlParseError(gap.message, positionOf(script, gap.offset));
+    const hint = gap === tree ? reservedWordHint(tree) : "";
+    throw new SqlParseError(gap.message + hint, positionOf(script, gap.offset));
   }
   return { tree, sessions, functions, filters };
+
+  /** Parses `input`, SLL first, then full LL when SLL fails. */
+  function parse(input: string): RuleNode | FirstError {
+    const first = run(input, 0);
+    return "message" in first ? run(input, 1) : first;
+  }
+
+  /**
+   * `; 'out' is a reserved word: back-quote it as \`out\`` when the
+   * offending token is a reserved keyword in a name position, else `""`.
+   * A name position: back-quoted, the statement parses past the word, and
+   * without the word it does not parse to its end (so `SELECT a, FROM t`,
+   * where FROM is the clause and an item is missing, gets no hint).
+   */
+  function reservedWordHint(error: FirstError): string {
+    const word = error.keyword;
+    if (word === undefined || text.slice(error.offset, error.offset + word.length) !== word) {
+      return "";
+    }
+    const at = error.offset;
+    const after = at + word.length;
+    const quoted = parse(`${text.slice(0, at)}\`${word}\`${text.slice(after)}`);
+    if ("message" in quoted && quoted.offset <= after + 2) return "";
+    const statementEnd = text.indexOf(";", after);
+    const removed = parse(`${text.slice(0, at)}${" ".repeat(word.length)}${text.slice(after)}`);
+    if (!("message" in removed)) return "";
+    if (statementEnd !== -1 && removed.offset > statementEnd) return "";
+    return `; '${word}' is a reserved word: back-quote it as \`${word}\``;
+  }
 
   function run(input: string, predictionMode: number): RuleNode | FirstError {
     let first: FirstError | undefined;
@@ -122,7 +154,14 @@ export function parseTree(script: string): ParsedScript {
         const offset = offendingSymbol !== null && offendingSymbol.type !== -1
           ? offendingSymbol.start
           : (lineStarts[line - 1] ?? 0) + column;
-        first = { offset: u(offset), message: describe(recognizer, offendingSymbol, msg) };
+        const symbol = offendingSymbol === null || offendingSymbol.type === -1
+          ? ""
+          : recognizer.vocabulary.getSymbolicName(offendingSymbol.type) ?? "";
+        first = {
+          offset: u(offset),
+          message: describe(recognizer, offendingSymbol, msg),
+          ...(symbol.startsWith("KW_") ? { keyword: offendingSymbol!.text ?? "" } : {}),
+        };
       },
       reportAmbiguity() {},
       reportAttemptingFullContext() {},
