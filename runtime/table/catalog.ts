@@ -19,6 +19,7 @@ import { type DataStream, SingleOutputStreamOperator } from "../api/datastream.t
 import type { StreamExecutionEnvironment } from "../api/environment.ts";
 import { type ChangelogMode, PlanningError } from "./changelog_mode.ts";
 import { positionOf } from "./parser.ts";
+import { projectedColumns } from "./projection_pushdown.ts";
 import type { CatalogTableInfo } from "./plan.ts";
 import { insertRow, type Row } from "./row.ts";
 import { changeOf, toFields } from "./row_conversion.ts";
@@ -144,6 +145,10 @@ export class TableCatalog {
    * @param connectors the connectors, to check a table can be read.
    * @param locate where a name is in the statement, for messages.
    * @param planView plans a view defined by a query.
+   * @param referenced the column names the statement references
+   *   (`projection_pushdown.ts`): a connector table whose connector
+   *   supports projection and that has no computed column then lists only
+   *   those (and its rowtime); `null` or absent: every column.
    * @returns the table's info, or `undefined` when there is none.
    * @throws {PlanningError} for a sink-only table or a DataStream view of another environment.
    */
@@ -153,6 +158,7 @@ export class TableCatalog {
     connectors: TableConnectorRegistry,
     locate: (name: string) => string,
     planView: (table: Table) => CatalogTableInfo,
+    referenced: ReadonlySet<string> | null = null,
   ): CatalogTableInfo | undefined {
     const entry = this.#entries.get(name);
     if (entry === undefined) return undefined;
@@ -166,7 +172,15 @@ export class TableCatalog {
           );
         }
         return {
-          columns: entry.table.columns,
+          columns: referenced !== null &&
+              connectors.get(entry.table.options.connector!)?.supportsProjection === true &&
+              entry.table.computedColumns === undefined
+            ? projectedColumns(
+              entry.table.columns,
+              referenced,
+              entry.table.watermark ? [entry.table.watermark.column] : [],
+            )
+            : entry.table.columns,
           watermark: entry.table.watermark,
           ...(entry.table.computedColumns === undefined
             ? {}
@@ -193,7 +207,10 @@ export class TableCatalog {
    * How one query's scans reach their streams: a DataStream view's rows,
    * or a connector table's source (uid `<prefix>-source-<name>`). A table
    * scanned twice by one query (Nexmark q5, q7) reads one source (Flink's
-   * source reuse): two sources would share the uid and read twice.
+   * source reuse): two sources would share the uid and read twice. A scan
+   * of a subset of the columns (projection push-down) reads a source of
+   * that subset, one per distinct subset (uid `<prefix>-source-<name>` for
+   * the first, then `-2`, `-3`, ...).
    * @param prefix the query's uid prefix.
    * @returns the scan callback of `translatePlan`; it throws a
    *   PlanningError for a view defined by a query (those are planned in place).
@@ -202,17 +219,26 @@ export class TableCatalog {
     env: StreamExecutionEnvironment,
     connectors: TableConnectorRegistry,
     prefix: string,
-  ): (name: string) => DataStream<Row> {
+  ): (name: string, columns?: readonly Column[]) => DataStream<Row> {
     const sources = new Map<string, DataStream<Row>>();
-    return (name) => {
+    const perTable = new Map<string, number>();
+    return (name, columns) => {
       const entry = this.#entries.get(name);
       if (entry?.kind === "stream") return entry.stream;
       if (entry?.kind === "connector") {
-        const reused = sources.get(name);
+        const all = entry.table.columns;
+        const read = columns ?? all;
+        const projected = read.length !== all.length ||
+          read.some((c, i) => c.name !== all[i]!.name);
+        const id = `${name}\u0000${read.map((c) => c.name).join("\u0000")}`;
+        const reused = sources.get(id);
         if (reused !== undefined) return reused;
-        const source = connectors.get(entry.table.options.connector!)!.source!(entry.table, env)
-          .uid(`${prefix}-source-${name}`);
-        sources.set(name, source);
+        const nth = (perTable.get(name) ?? 0) + 1;
+        perTable.set(name, nth);
+        const table = projected ? { ...entry.table, columns: read } : entry.table;
+        const source = connectors.get(entry.table.options.connector!)!.source!(table, env)
+          .uid(`${prefix}-source-${name}${nth === 1 ? "" : `-${nth}`}`);
+        sources.set(id, source);
         return source;
       }
       throw new PlanningError(`view ${name} is planned in place, not scanned`);

@@ -104,6 +104,13 @@ export interface TableConnector {
    * @throws {PlanningError} naming an unknown option or a bad value.
    */
   validate(table: ConnectorTable): void;
+  /**
+   * The source reads any subset of the table's columns, given as the
+   * `columns` of the table passed to `source` (Flink's
+   * `SupportsProjectionPushDown`; `projection_pushdown.ts`); absent: it is
+   * always given every column.
+   */
+  readonly supportsProjection?: boolean;
   /** Reads the table as an append-only stream of `+I` rows; absent for sink-only connectors. */
   source?(table: ConnectorTable, env: StreamExecutionEnvironment): SingleOutputStreamOperator<Row>;
   /** Writes rows into the table; absent for source-only connectors. */

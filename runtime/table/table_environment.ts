@@ -48,6 +48,7 @@ import type { Sink } from "../api/sink.ts";
 import { checkSinkMode, PlanningError } from "./changelog_mode.ts";
 import { parseScript, positionOf } from "./parser.ts";
 import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } from "./plan.ts";
+import { referencedColumns } from "./projection_pushdown.ts";
 import { formatRow, insertRow, type Row } from "./row.ts";
 import type { SelectQuery, Statement } from "./sql_ast.ts";
 import { makeTable, Table, tableInternals, type TablePlanner, type TableResult } from "./table.ts";
@@ -407,12 +408,14 @@ export class StreamTableEnvironment {
       const p = positionOf(sql, offset + m.index);
       return ` at line ${p.line}, column ${p.column}`;
     };
+    // Projection push-down into sources: projection_pushdown.ts.
+    const referenced = referencedColumns(query);
     return planQuery(query, {
       lookup: (name) =>
         this.#catalog.lookup(name, this.#env, this.#connectors, locate, (table) => ({
           columns: table.getColumns(),
           plan: this.#planner.plan(table),
-        })),
+        }), referenced),
       locate,
       names: () => this.#catalog.names(),
     }, options);

@@ -27,6 +27,7 @@ import type { DataStream } from "../api/datastream.ts";
 import type { Collector } from "../api/functions.ts";
 import { GroupAggregateFunction, groupKeyOf } from "./group_aggregate.ts";
 import { describeNode, type PlanNode } from "./plan.ts";
+import type { Column } from "./types.ts";
 import { formatRow, type Row } from "./row.ts";
 import { SuppressRestartsError } from "../failure.ts";
 import { translateIntervalJoin, translateJoin, translateWindowJoin } from "./translate_join.ts";
@@ -41,8 +42,12 @@ import { translateCorrelate } from "./translate_lateral.ts";
 
 const errorText = (error: unknown) => error instanceof Error ? error.message : String(error);
 
-/** How the translation reaches a scan's source. */
-export type ScanSource = (table: string) => DataStream<Row>;
+/**
+ * How the translation reaches a scan's source: `columns` are the scan's
+ * columns, a subset of a connector table's after projection push-down
+ * (`projection_pushdown.ts`).
+ */
+export type ScanSource = (table: string, columns?: readonly Column[]) => DataStream<Row>;
 
 /** Options of {@linkcode translatePlan}. */
 export interface TranslateOptions {
@@ -85,7 +90,7 @@ export function translatePlan(
           options.sourceIdleTimeoutMs ?? 0,
         );
       case "TableSourceScan": {
-        const source = scan(node.table);
+        const source = scan(node.table, node.columns);
         if (node.watermark === undefined) return source;
         return withScanWatermarks(
           source,

@@ -388,6 +388,8 @@ class NexmarkRowReader extends InterleavedReader<Row, NexmarkSplit> {
 /** The `nexmark` table connector (see the module docs). */
 export const nexmarkTableConnector: TableConnector = {
   identifier: "nexmark",
+  // A table declares any subset of its kind's columns (rowBuilder).
+  supportsProjection: true,
   validate(table) {
     checkTableOptions(table, OPTIONS);
     refusePrimaryKey(table);
