@@ -59,6 +59,14 @@ export interface BuiltinAggregateSpec {
   readonly distinct: boolean;
   /** Whether the argument is of an integer type (`AVG` truncates then). */
   readonly integral: boolean;
+  /**
+   * The input is append-only (never retracts): `MIN`/`MAX` then keep only
+   * the current extreme, one `[value, 1]` pair (Flink's `MaxAggFunction`
+   * rather than `MaxWithRetractAggFunction`), so an update costs O(1)
+   * instead of O(distinct values) to insert and to copy; a retraction then
+   * throws. Other functions ignore it.
+   */
+  readonly appendOnly?: boolean;
 }
 
 /**
@@ -180,6 +188,38 @@ function overMultiset(fn: string, value: (set: Multiset) => SqlValue): Retractab
   };
 }
 
+/**
+ * MIN (`sign` -1) or MAX (1) of an append-only input: the multiset holds
+ * only the current extreme (see `BuiltinAggregateSpec.appendOnly`).
+ */
+function extreme(fn: string, sign: 1 | -1): RetractableAggregate {
+  return {
+    createAccumulator: () => [],
+    accumulate(acc, v) {
+      if (v === null) return;
+      const set = acc as Multiset;
+      // The extreme is where the sorted multiset of MIN/MAX with retraction
+      // keeps it, so an accumulator of theirs (an older checkpoint) reads right.
+      const current = set[sign > 0 ? set.length - 1 : 0];
+      if (current === undefined || sign * compareValues(v, current[0]) > 0) {
+        set.length = 0;
+        set.push([v, 1]);
+      }
+    },
+    retract(_acc, v) {
+      throw new Error(
+        `${fn} over an append-only input got a retraction of ${
+          JSON.stringify(v)
+        }: the planner took the input for append-only`,
+      );
+    },
+    getValue: (acc) => {
+      const set = acc as Multiset;
+      return set.length === 0 ? null : set[sign > 0 ? set.length - 1 : 0]![0];
+    },
+  };
+}
+
 /** `[sum, count]` of non-NULL arguments; `result` turns them into the value. */
 function sumAndCount(
   fn: string,
@@ -227,8 +267,10 @@ export function createAggregate(spec: AggregateSpec): RetractableAggregate {
     case "AVG":
       return sumAndCount("AVG", (sum, n) => spec.integral ? Math.trunc(sum / n) : sum / n);
     case "MIN":
+      if (spec.appendOnly === true) return extreme("MIN", -1);
       return overMultiset("MIN", (s) => s.length === 0 ? null : s[0]![0]);
     case "MAX":
+      if (spec.appendOnly === true) return extreme("MAX", 1);
       return overMultiset("MAX", (s) => s.length === 0 ? null : s[s.length - 1]![0]);
   }
 }

@@ -85,3 +85,45 @@ Deno.test("compareValues orders NULL first, numbers by value, strings by code un
     /DISTINCT is supported only in COUNT/,
   );
 });
+
+Deno.test("MIN and MAX over an append-only input keep one pair and equal the retracting versions", () => {
+  const value = fc.oneof(
+    fc.constant(null),
+    fc.integer({ min: -5, max: 5 }),
+    fc.string({ maxLength: 2 }),
+  );
+  fc.assert(
+    fc.property(fc.array(value, { maxLength: 30 }), fc.constantFrom("MIN", "MAX"), (values, fn) => {
+      const spec = { fn: fn as AggregateName, distinct: false, integral: false };
+      const lean = createAggregate({ ...spec, appendOnly: true });
+      const full = createAggregate(spec);
+      const a = lean.createAccumulator();
+      const b = full.createAccumulator();
+      for (const v of values) {
+        lean.accumulate(a, v);
+        full.accumulate(b, v);
+        assert.deepEqual(lean.getValue(a), full.getValue(b));
+        assert.ok(a.length <= 1, `kept ${a.length} pairs`);
+      }
+    }),
+  );
+});
+
+Deno.test("MIN and MAX over an append-only input refuse a retraction, naming it", () => {
+  const max = createAggregate({ fn: "MAX", distinct: false, integral: true, appendOnly: true });
+  const acc = max.createAccumulator();
+  max.accumulate(acc, 4);
+  assert.throws(() => max.retract(acc, 4), /MAX over an append-only input got a retraction of 4/);
+});
+
+Deno.test("MAX over an append-only input continues a retracting MAX's accumulator (an older checkpoint)", () => {
+  const full = createAggregate({ fn: "MAX", distinct: false, integral: true });
+  const acc = full.createAccumulator();
+  for (const v of [3, 9, 1]) full.accumulate(acc, v);
+  const lean = createAggregate({ fn: "MAX", distinct: false, integral: true, appendOnly: true });
+  assert.equal(lean.getValue(acc), 9);
+  lean.accumulate(acc, 5);
+  assert.equal(lean.getValue(acc), 9);
+  lean.accumulate(acc, 12);
+  assert.equal(lean.getValue(acc), 12);
+});

@@ -502,7 +502,8 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
       op: "GroupAggregate",
       input,
       keys,
-      aggregates: calls,
+      // An append-only input never retracts: MIN/MAX keep only the extreme.
+      aggregates: input.mode === "append" ? calls.map(appendOnlyCall) : calls,
       columns,
       mode: upsert ? "upsert" : "retract",
       generateUpdateBefore: !upsert,
@@ -545,6 +546,11 @@ function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOp
     mode: aggregate.mode,
   };
   return { node, qualifiers: outColumns.map(() => []), window: keptWindow(window, sources) };
+}
+
+/** `call` over an append-only input (`BuiltinAggregateSpec.appendOnly`; a UDF is kept). */
+function appendOnlyCall(call: AggregateCall): AggregateCall {
+  return call.spec.fn === "UDF" ? call : { ...call, spec: { ...call.spec, appendOnly: true } };
 }
 
 const OVER_PLANNING: OverPlanning = {
