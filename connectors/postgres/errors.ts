@@ -10,6 +10,13 @@
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 
 /**
+ * What {@linkcode PreparedTransactionsDisabledError} suggests besides
+ * enabling prepared transactions, for a DataStream `PostgresPreparedSink`.
+ */
+export const DATASTREAM_REMEDY =
+  "use PostgresUpsertSink for idempotent writes without transactions";
+
+/**
  * The server has `max_prepared_transactions = 0`, so `PREPARE TRANSACTION`
  * fails there. A restart cannot fix it, so the job fails once.
  */
@@ -19,14 +26,17 @@ export class PreparedTransactionsDisabledError extends SuppressRestartsError {
    * @param sink names the sink and its uid.
    * @param server the server (`host:port/database`).
    * @param value the server's `max_prepared_transactions`.
+   * @param remedy the alternative to enabling prepared transactions, the
+   *   message's last clause (default {@linkcode DATASTREAM_REMEDY}; the SQL
+   *   table factory names its `sink.delivery-guarantee` option).
    */
-  constructor(sink: string, server: string, value: string) {
+  constructor(sink: string, server: string, value: string, remedy: string = DATASTREAM_REMEDY) {
     super(
       `${sink}: the PostgreSQL server ${server} has max_prepared_transactions = ${value}, so ` +
         `PREPARE TRANSACTION fails there. Set max_prepared_transactions in postgresql.conf to at ` +
         `least the sink's parallelism x (max concurrent checkpoints + 1), e.g. ` +
         `'max_prepared_transactions = 64', and restart the server (it cannot be changed at run ` +
-        `time); or use PostgresUpsertSink for idempotent writes without transactions`,
+        `time); or ${remedy}`,
     );
     this.name = "PreparedTransactionsDisabledError";
   }

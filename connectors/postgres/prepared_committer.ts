@@ -40,6 +40,8 @@ export interface PreparedCommitterParts {
   readonly commitTable: string;
   /** How long commit-table rows are kept, in ms. */
   readonly retentionMs: number;
+  /** The alternative a `PreparedTransactionsDisabledError` suggests (default: the DataStream one). */
+  readonly preparedTransactionsRemedy?: string;
 }
 
 /** One subtask's committer: `COMMIT PREPARED` on its own connection (see `commit_outcome.ts`). */
@@ -59,7 +61,12 @@ export class PreparedCommitter implements Committer<PostgresCommittable> {
    * @throws {PreparedTransactionsDisabledError} when the server has `max_prepared_transactions = 0`.
    */
   async open(): Promise<void> {
-    await checkPreparedTransactionsEnabled(this.#sql, this.#p.name, this.#p.url);
+    await checkPreparedTransactionsEnabled(
+      this.#sql,
+      this.#p.name,
+      this.#p.url,
+      this.#p.preparedTransactionsRemedy,
+    );
     await ensureCommitTable(this.#sql, this.#p.commitSql);
   }
 

@@ -115,6 +115,7 @@ const PREPARED_SINK_OPTIONS: OptionsShape<PostgresPreparedSinkOptions<unknown>> 
   deliveryGuarantee: "any",
   batchIntervalMs: "number",
   changelog: "object",
+  preparedTransactionsRemedy: "string",
 };
 
 /** Options of {@linkcode PostgresPreparedSink}. */
@@ -162,6 +163,13 @@ export interface PostgresPreparedSinkOptions<T> {
    * (`changelog_batch.ts`).
    */
   readonly changelog?: PostgresChangelog<T>;
+  /**
+   * What a {@linkcode PreparedTransactionsDisabledError} suggests instead
+   * of enabling prepared transactions (its last clause, after "or").
+   * Default: use `PostgresUpsertSink`; the SQL table factory names its
+   * `sink.delivery-guarantee` option.
+   */
+  readonly preparedTransactionsRemedy?: string;
 }
 
 /** The guarantees {@linkcode PostgresPreparedSink} can give. */
@@ -253,6 +261,9 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
         ...(this.#options.changelog === undefined ? {} : { changelog: this.#options.changelog }),
         commitSql: this.#commitSql,
         subtaskIndex: context.subtaskIndex,
+        ...(this.#options.preparedTransactionsRemedy === undefined
+          ? {}
+          : { preparedTransactionsRemedy: this.#options.preparedTransactionsRemedy }),
       });
     try {
       await writer.open(context);
@@ -278,6 +289,9 @@ export class PostgresPreparedSink<T> implements SinkV2<T, PostgresCommittable, n
       commitSql: this.#commitSql,
       commitTable: this.#options.commitTable ?? DEFAULT_COMMIT_TABLE,
       retentionMs: this.#retentionMs,
+      ...(this.#options.preparedTransactionsRemedy === undefined
+        ? {}
+        : { preparedTransactionsRemedy: this.#options.preparedTransactionsRemedy }),
     });
     try {
       if (this.deliveryGuarantee === "exactly-once") await committer.open();

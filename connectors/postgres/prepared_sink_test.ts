@@ -441,6 +441,8 @@ Deno.test("PostgresPreparedSink fails at start on a server with max_prepared_tra
       assert.ok(e instanceof SuppressRestartsError);
       assert.match(e.message, /127\.0\.0\.1:5432\/postgres has max_prepared_transactions = 0/);
       assert.match(e.message, /Set max_prepared_transactions in postgresql\.conf/);
+      // A DataStream user is pointed at the DataStream alternative.
+      assert.match(e.message, /or use PostgresUpsertSink for idempotent writes/);
       return true;
     });
   }

@@ -34,10 +34,13 @@ export async function checkPreparedTransactionsEnabled(
   sql: Sql,
   name: string,
   url: string,
+  remedy?: string,
 ): Promise<void> {
   const rows = await sql.unsafe("SHOW max_prepared_transactions");
   const value = String(columnValues(rows, "max_prepared_transactions")[0]);
-  if (value === "0") throw new PreparedTransactionsDisabledError(name, describeServer(url), value);
+  if (value === "0") {
+    throw new PreparedTransactionsDisabledError(name, describeServer(url), value, remedy);
+  }
 }
 
 /** Where {@linkcode rollBackLingering} runs. */
@@ -141,6 +144,8 @@ export interface PreparedWriterParts<T> extends PostgresWriterParts<T> {
   readonly commitSql: CommitTableSql;
   /** The writer's subtask: the owner in its gids. */
   readonly subtaskIndex: number;
+  /** The alternative a {@linkcode PreparedTransactionsDisabledError} suggests (default: the DataStream one). */
+  readonly preparedTransactionsRemedy?: string;
 }
 
 /** One subtask's writer: one connection, at most one open transaction (see `prepared_sink.ts`). */
@@ -189,8 +194,8 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
    * @throws {PreparedTransactionsDisabledError} when the server has `max_prepared_transactions = 0`.
    */
   async open(context: WriterInitContext<never>): Promise<void> {
-    const { name, url, gidPrefix, commitSql } = this.#p;
-    await checkPreparedTransactionsEnabled(this.#sql, name, url);
+    const { name, url, gidPrefix, commitSql, preparedTransactionsRemedy } = this.#p;
+    await checkPreparedTransactionsEnabled(this.#sql, name, url, preparedTransactionsRemedy);
     await ensureCommitTable(this.#sql, commitSql);
     await rollBackLingering(this.#sql, { name, gidPrefix, context });
   }
@@ -241,7 +246,12 @@ export class PreparedWriter<T> implements SinkWriter<T, PostgresCommittable, nev
       }
     } catch (error) {
       if (errorCode(error) === "55000") {
-        throw new PreparedTransactionsDisabledError(name, describeServer(url), "0");
+        throw new PreparedTransactionsDisabledError(
+          name,
+          describeServer(url),
+          "0",
+          this.#p.preparedTransactionsRemedy,
+        );
       }
       const hint = errorCode(error) === "53200"
         ? " (raise max_prepared_transactions: it must be at least the sink's parallelism x " +

@@ -109,6 +109,10 @@ function sink(table: ConnectorTable): PostgresPreparedSink<Row> {
       gidPrefix: table.options["sink.gid-prefix"] ?? defaultGidPrefix(table, target),
       batchSize,
       deliveryGuarantee: guarantee,
+      preparedTransactionsRemedy:
+        `set 'sink.delivery-guarantee' = 'at-least-once' in the WITH options of table ${table.name} ` +
+        "(autocommit batches at every checkpoint, no prepared transactions; rows replayed after a " +
+        "failure are written again, idempotently when the table has a PRIMARY KEY)",
       ...(table.primaryKey === null
         ? {}
         : { changelog: { keyColumns: table.primaryKey, isDelete: deletesKey } }),

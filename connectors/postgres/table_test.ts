@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { PlanningError } from "../../runtime/table/changelog_mode.ts";
 import { TYPES } from "../../runtime/table/types.ts";
+import { committerContext } from "./_test_kit.ts";
+import { PreparedTransactionsDisabledError } from "./errors.ts";
 import { postgresTableConnector, postgresUrl } from "./table.ts";
 
 const table = (options: Record<string, string>, primaryKey: string[] | null = null) => ({
@@ -34,5 +36,25 @@ Deno.test("the postgres connector refuses bad options by name", () => {
   refused(
     { database: "d", "sink.delivery-guarantee": "twice" },
     /'sink.delivery-guarantee' of table totals must be one of/,
+  );
+});
+
+Deno.test("a SQL table on a server without prepared transactions is told to set 'sink.delivery-guarantee' = 'at-least-once', not to use a DataStream sink", async () => {
+  // The shared server at 5432 runs with max_prepared_transactions = 0.
+  const { sink } = postgresTableConnector.sink!(table({ database: "postgres" }));
+  assert.ok(sink.kind === "v2" && sink.createCommitter !== undefined);
+  const createCommitter = sink.createCommitter.bind(sink);
+  await assert.rejects(
+    async () => await createCommitter(committerContext()),
+    (e: unknown) => {
+      assert.ok(e instanceof PreparedTransactionsDisabledError);
+      assert.match(e.message, /has max_prepared_transactions = 0/);
+      assert.match(
+        e.message,
+        /or set 'sink\.delivery-guarantee' = 'at-least-once' in the WITH options of table totals/,
+      );
+      assert.doesNotMatch(e.message, /PostgresUpsertSink/);
+      return true;
+    },
   );
 });
