@@ -687,6 +687,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    */
   async execute(name: string = "Weir job"): Promise<JobExecutionResult> {
     const executor = jobExecutor();
+    executor.prepare?.();
     return await executor.execute(this.#request(name, executor.role()));
   }
 
@@ -710,6 +711,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
           `'${executor.role()}'`,
       );
     }
+    executor.prepare?.();
     return await executor.submit(this.#request(name, executor.role()));
   }
 

@@ -208,6 +208,14 @@ export interface JobExecutor {
    */
   role(): ExecutionRole;
   /**
+   * Called by `execute()` and `executeAsync()` before they build and check
+   * the job graph, in every role. The default executor installs there its
+   * report of uncaught expected failures (`job_failure_report.ts`), so a
+   * job refused by those checks (`DeliveryGuaranteeError`, …) prints one
+   * `error:` line instead of an uncaught stack.
+   */
+  prepare?(): void;
+  /**
    * Runs the job to its end.
    *
    * @returns the job's result.

@@ -149,6 +149,10 @@ export const defaultJobExecutor: JobExecutor = Object.freeze({
   role(): ExecutionRole {
     return executionRole();
   },
+  prepare(): void {
+    // Not on a slot thread: its failures go to the worker, not to a terminal.
+    if (slotLaunch() === undefined) reportUncaughtJobFailures();
+  },
   async execute(request: JobExecutionRequest): Promise<JobExecutionResult> {
     const launch = slotLaunch();
     if (launch !== undefined) {
