@@ -21,8 +21,9 @@
  * trigger or route; a trigger id of an earlier leader is named so:
  * {@linkcode unknownTrigger}), 409 (the job is not running) or 503 (the coordinator
  * is taking over the leadership). With a token, every
- * route needs `Authorization: Bearer <token>` (401 otherwise; Hono's
- * `bearerAuth`, which compares in constant time).
+ * route needs `Authorization: Bearer <token>` (401 otherwise, in the same
+ * `{"errors": [...]}` shape with a `WWW-Authenticate: Bearer` challenge;
+ * Hono's `bearerAuth`, which compares in constant time).
  *
  * @module
  */
@@ -243,12 +244,22 @@ export function createRestApp(options: RestAppOptions): Hono {
   });
 
   app.notFound((c) => c.json({ errors: [`Not found: ${c.req.method} ${c.req.path}`] }, 404));
-  app.onError((error, c) => {
+  app.onError(async (error, c) => {
     if (error instanceof RestError) return c.json({ errors: [error.message] }, error.status);
     if (error instanceof CoordinatorNotReadyError) return c.json({ errors: [error.message] }, 503);
-    // Hono's HTTPException (e.g. bearerAuth's 401) carries its own response.
+    // Hono's HTTPException (e.g. bearerAuth's 401) carries a plain-text
+    // response: answered in Flink's error shape, its headers kept (the
+    // WWW-Authenticate challenge).
     const res = (error as { getResponse?: () => Response }).getResponse?.();
-    if (res !== undefined) return res;
+    if (res !== undefined) {
+      const text = (await res.text()).trim() || `HTTP ${res.status}`;
+      const message = res.status === 401
+        ? `${text}: send 'Authorization: Bearer <token>' with the token the coordinator was started with (--rest-token)`
+        : text;
+      const headers = new Headers(res.headers);
+      headers.set("Content-Type", "application/json");
+      return new Response(JSON.stringify({ errors: [message] }), { status: res.status, headers });
+    }
     log.error(`REST ${c.req.method} ${c.req.path} failed: ${error.stack ?? error}`);
     return c.json({ errors: [`Internal server error: ${error.name}: ${error.message}`] }, 500);
   });

@@ -279,11 +279,19 @@ Deno.test("REST app: PATCH ?mode=cancel cancels once, then answers 409", async (
 
 Deno.test("REST app: a token is required on every route when set", async () => {
   const app = createRestApp({ backend: fixture().backend, token: "s3cret" });
-  assert.equal((await app.request("/jobs")).status, 401);
-  assert.equal(
-    (await app.request("/metrics", { headers: { Authorization: "Bearer nope" } })).status,
-    401,
-  );
+  for (const headers of [{}, { Authorization: "Bearer nope" }]) {
+    for (const path of ["/jobs", "/metrics"]) {
+      const res = await app.request(path, { headers });
+      assert.equal(res.status, 401);
+      // Flink's error shape, and the challenge RFC 6750 asks for.
+      assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+      assert.match(res.headers.get("www-authenticate") ?? "", /^Bearer/);
+      const body = await res.json();
+      assert.deepEqual(Object.keys(body), ["errors"]);
+      assert.equal(body.errors.length, 1);
+      assert.match(body.errors[0], /^Unauthorized: .*Authorization: Bearer <token>.*--rest-token/);
+    }
+  }
   assert.equal(
     (await app.request("/jobs", { headers: { Authorization: "Bearer s3cret" } })).status,
     200,
