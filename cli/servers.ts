@@ -46,7 +46,8 @@ function defaultToInfo(): void {
 /** `weir coordinator`: the cluster's coordinator, until SIGINT/SIGTERM. */
 export const coordinatorCommand: Command = {
   summary: "coordinator   run the cluster's coordinator [--checkpoint-bucket B] " +
-    "[--heartbeat-timeout MS] [--ha-bucket B] [--jobs-bucket B] [--lease-ms MS]",
+    "[--heartbeat-timeout MS] [--ha-bucket B] [--jobs-bucket B] [--lease-ms MS]\n" +
+    "                [--rest-port N] [--rest-token T]",
   help: `usage: weir coordinator --nats URL [--checkpoint-bucket B] [--heartbeat-timeout MS]
                         [--ha-bucket B] [--jobs-bucket B] [--lease-ms MS]
                         [--rest-port N] [--rest-token T]
@@ -207,7 +208,8 @@ export async function stopCoordinator(steps: {
 
 /** `weir worker`: a worker offering slots, until SIGINT/SIGTERM. */
 export const workerCommand: Command = {
-  summary: "worker        run a worker [--slots N] [--id ID] [--heartbeat-interval MS]",
+  summary: "worker        run a worker [--slots N] [--id ID] [--heartbeat-interval MS]\n" +
+    "                [--local-recovery on|off] [--local-state-dir DIR]",
   help: `usage: weir worker --nats URL [--slots N] [--id ID] [--heartbeat-interval MS]
                    [--local-recovery on|off] [--local-state-dir DIR]
 
