@@ -148,7 +148,8 @@ export class TableCatalog {
    * @param referenced the column names the statement references
    *   (`projection_pushdown.ts`): a connector table whose connector
    *   supports projection and that has no computed column then lists only
-   *   those (and its rowtime); `null` or absent: every column.
+   *   those (and its rowtime); `null` or absent: every column (the caller
+   *   passes `null` for a table a `*` expands to).
    * @returns the table's info, or `undefined` when there is none.
    * @throws {PlanningError} for a sink-only table or a DataStream view of another environment.
    */

@@ -17,9 +17,12 @@
  *   referenced anywhere in the statement: as a column of any expression,
  *   a window TVF's `DESCRIPTOR(...)` or `PARTITION BY`, under any
  *   qualifier, in any subquery; and its `WATERMARK FOR` column always is;
- * - nothing is pruned when the statement has a `*` anywhere (`SELECT *`,
- *   `t.*`; `COUNT(*)` is not one), since `*` makes a query's output
- *   depend on the table's whole schema;
+ * - a table a `*` can expand to (`SELECT *`, `t.*`; `COUNT(*)` is not
+ *   one) is read whole, since the `*` makes the output depend on its
+ *   whole schema: the tables of the star's FROM, through joins, window
+ *   TVFs and subqueries whose own SELECT list has a `*` (a subquery with
+ *   an explicit list stops it: Nexmark q6's `SELECT * FROM (SELECT A.id,
+ *   ... FROM auction A, bid B)` prunes both);
  * - tables with computed columns, and every table of a connector without
  *   projection support, are read whole;
  * - views are planned from their own query and read their tables whole.
@@ -34,31 +37,63 @@
  */
 
 import type { Column } from "./types.ts";
-import type { SelectQuery } from "./sql_ast.ts";
+import type { SelectQuery, TableRef } from "./sql_ast.ts";
+
+/** What a statement references: see {@linkcode referencedColumns}. */
+export interface References {
+  /** Column names as written, plus their lower-case forms. */
+  readonly names: ReadonlySet<string>;
+  /** Tables a `*` can expand to, by the name in FROM: read whole. */
+  readonly whole: ReadonlySet<string>;
+}
+
+/** The tables a `*` of a query over `ref` expands to (see the module docs). */
+function starReach(ref: TableRef, into: Set<string>): void {
+  switch (ref.k) {
+    case "table":
+      into.add(ref.name);
+      return;
+    case "join":
+      starReach(ref.left, into);
+      starReach(ref.right, into);
+      return;
+    case "windowTvf":
+      starReach(ref.input, into);
+      return;
+    case "subquery":
+      if (ref.query.items.some((item) => item.k === "star")) starReach(ref.query.from, into);
+      return;
+    case "lateral":
+      return;
+  }
+}
 
 /**
- * The column names a query references anywhere (see the module docs), or
- * `null` when it has a `*` item, so no table may be pruned.
+ * The column names a query references anywhere and the tables its `*`
+ * items expand to (see the module docs).
  * @param query a parsed SELECT (sql_ast.ts).
- * @returns the names as written, plus their lower-case forms.
+ * @returns the references.
  */
-export function referencedColumns(query: SelectQuery): ReadonlySet<string> | null {
+export function referencedColumns(query: SelectQuery): References {
   const names = new Set<string>();
+  const whole = new Set<string>();
   const add = (name: string): void => {
     names.add(name);
     names.add(name.toLowerCase());
   };
-  let star = false;
   const walk = (node: unknown): void => {
-    if (star || node === null || typeof node !== "object") return;
+    if (node === null || typeof node !== "object") return;
     if (Array.isArray(node)) {
       for (const item of node) walk(item);
       return;
     }
     const record = node as Record<string, unknown>;
-    if (record.k === "star") {
-      star = true;
-      return;
+    const items = record.items;
+    if (
+      Array.isArray(items) && items.some((item) => item?.k === "star") &&
+      typeof record.from === "object" && record.from !== null
+    ) {
+      starReach(record.from as TableRef, whole);
     }
     if (record.k === "column" && typeof record.name === "string") add(record.name);
     if (record.k === "windowTvf") {
@@ -70,13 +105,13 @@ export function referencedColumns(query: SelectQuery): ReadonlySet<string> | nul
     for (const value of Object.values(record)) walk(value);
   };
   walk(query);
-  return star ? null : names;
+  return { names, whole };
 }
 
 /**
  * The columns of a table a statement reads after push-down.
  * @param columns the table's physical columns, in order.
- * @param referenced {@linkcode referencedColumns} of the statement.
+ * @param referenced {@linkcode referencedColumns}' names of the statement.
  * @param keep columns always read (the `WATERMARK FOR` column).
  * @returns the kept columns in the table's order; the first column when
  *   none is referenced (a row must carry something: `SELECT COUNT(*)`).

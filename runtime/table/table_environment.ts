@@ -415,7 +415,7 @@ export class StreamTableEnvironment {
         this.#catalog.lookup(name, this.#env, this.#connectors, locate, (table) => ({
           columns: table.getColumns(),
           plan: this.#planner.plan(table),
-        }), referenced),
+        }), referenced.whole.has(name) ? null : referenced.names),
       locate,
       names: () => this.#catalog.names(),
     }, options);
