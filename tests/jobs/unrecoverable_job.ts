@@ -96,6 +96,11 @@ switch (which) {
     break;
   }
   case "fails-always": {
+    // One pipelined region: with two forward pipelines each failing at once,
+    // region failover counts one restart per region's failure (as Flink's
+    // restart strategies do), and how many attempts the job reaches depends
+    // on which failure arrives first. This case checks the bounded default.
+    env.setParallelism(1);
     env.fromSource(new SequenceSource(1, 10), WatermarkStrategy.noWatermarks(), "numbers")
       .uid("numbers")
       .map((n: number): number => {
