@@ -20,7 +20,7 @@
  * (the grammar applied the predicate to the comparison, and took the
  * comparison into the BETWEEN's upper bound).
  *
- * `WEIR_PROPERTY_RUNS` (default 300) and `WEIR_PROPERTY_SEED` set the
+ * `WEIR_PROPERTY_RUNS` (default 100) and `WEIR_PROPERTY_SEED` set the
  * number of runs and the seed, for longer searches by hand.
  *
  * @module
