@@ -1,6 +1,7 @@
 /**
  * The aggregate calls of a grouped SELECT: every aggregate of the SELECT
- * list and HAVING once by its text ({@linkcode collectAggregates}), and
+ * list and HAVING once by its text ({@linkcode collectAggregates}, over the
+ * walk {@linkcode collectSelectCalls} that user-defined aggregates share), and
  * each call's result type ({@linkcode aggregateType}).
  *
  * @module
@@ -27,12 +28,33 @@ export function aggregateType(call: AggregateCall): DataType {
 
 /** Every aggregate call of the SELECT list and HAVING, once each by text, in order. */
 export function collectAggregates(query: SelectQuery): Extract<Expr, { k: "aggregate" }>[] {
-  const found = new Map<string, Extract<Expr, { k: "aggregate" }>>();
+  return collectSelectCalls(
+    query,
+    (e): e is Extract<Expr, { k: "aggregate" }> => e.k === "aggregate",
+  );
+}
+
+/**
+ * The subexpressions of the SELECT list and HAVING that `pick` accepts,
+ * once each by text ({@linkcode exprText}), in order of first appearance.
+ * The walk does not descend into an accepted expression, nor into a
+ * built-in aggregate's arguments or a subquery; it descends through
+ * operators, CASE, IN, BETWEEN and function-call arguments. Shared by the
+ * built-in ({@linkcode collectAggregates}) and user-defined
+ * (`plan_udf_aggregate.ts`) aggregate planning.
+ * @param pick which expressions to collect (a type guard).
+ */
+export function collectSelectCalls<T extends Expr>(
+  query: SelectQuery,
+  pick: (e: Expr) => e is T,
+): T[] {
+  const found = new Map<string, T>();
   const visit = (e: Expr): void => {
+    if (pick(e)) {
+      if (!found.has(exprText(e))) found.set(exprText(e), e);
+      return;
+    }
     switch (e.k) {
-      case "aggregate":
-        if (!found.has(exprText(e))) found.set(exprText(e), e);
-        return;
       case "binary":
         visit(e.left);
         visit(e.right);

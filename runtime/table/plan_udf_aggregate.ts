@@ -18,6 +18,7 @@
 
 import { PlanningError } from "./changelog_mode.ts";
 import { compileExpr, type Scope } from "./expressions.ts";
+import { collectSelectCalls } from "./plan_aggregate_calls.ts";
 import { currentFunctionCatalog } from "./function_catalog.ts";
 import type { AggregateCall, PlannerContext } from "./plan.ts";
 import type { ChangelogMode } from "./changelog_mode.ts";
@@ -34,50 +35,10 @@ export type UserAggregateExpr = Extract<Expr, { k: "call" }>;
  */
 export function collectUserAggregates(query: SelectQuery): UserAggregateExpr[] {
   const catalog = currentFunctionCatalog();
-  const found = new Map<string, UserAggregateExpr>();
-  const visit = (e: Expr): void => {
-    switch (e.k) {
-      case "call":
-        if (catalog.isAggregate(e.name)) {
-          if (!found.has(exprText(e))) found.set(exprText(e), e);
-          return;
-        }
-        e.args.forEach(visit);
-        return;
-      case "binary":
-        visit(e.left);
-        visit(e.right);
-        return;
-      case "not":
-      case "negate":
-      case "isNull":
-      case "cast":
-        visit(e.expr);
-        return;
-      case "case":
-        if (e.operand !== null) visit(e.operand);
-        for (const w of e.whens) {
-          visit(w.when);
-          visit(w.then);
-        }
-        if (e.otherwise !== null) visit(e.otherwise);
-        return;
-      case "in":
-        visit(e.expr);
-        e.list.forEach(visit);
-        return;
-      case "between":
-        visit(e.expr);
-        visit(e.low);
-        visit(e.high);
-        return;
-      default:
-        return;
-    }
-  };
-  for (const item of query.items) if (item.k === "expr") visit(item.expr);
-  if (query.having !== null) visit(query.having);
-  return [...found.values()];
+  return collectSelectCalls(
+    query,
+    (e): e is UserAggregateExpr => e.k === "call" && catalog.isAggregate(e.name),
+  );
 }
 
 /**
