@@ -1,6 +1,8 @@
 /**
  * What the SQL database table connectors (`mariadb`, `postgres`) share:
- * which changes of a changelog delete their key, and the `url` option; and
+ * which changes of a changelog delete their key, the `url` option, the
+ * WITH options they take in common ({@linkcode DATABASE_TABLE_OPTIONS},
+ * {@linkcode databaseSinkOptions}); and
  * the refusal of a PRIMARY KEY by the connectors that cannot keep one
  * ({@linkcode refusePrimaryKey}).
  *
@@ -18,7 +20,9 @@
  * @module
  */
 
+import type { DeliveryGuarantee } from "../../runtime/api/sink_v2.ts";
 import { PlanningError } from "../../runtime/table/changelog_mode.ts";
+import { choiceOption, integerOption } from "../../runtime/table/connector_options.ts";
 import type { Row } from "../../runtime/table/row.ts";
 import type { ConnectorTable } from "../../runtime/table/table_connectors.ts";
 
@@ -97,6 +101,49 @@ function checkPort(table: ConnectorTable, text: string): number {
     );
   }
   return n;
+}
+
+/**
+ * The WITH options every database table connector takes, as Flink's JDBC
+ * connector names them: the address ({@linkcode databaseAddress}), the
+ * credentials, `table-name` and the sink options of
+ * {@linkcode databaseSinkOptions}. A connector adds its own (e.g. its
+ * transaction id prefix).
+ */
+export const DATABASE_TABLE_OPTIONS: readonly string[] = [
+  "url",
+  "host",
+  "port",
+  "database",
+  "table-name",
+  "username",
+  "password",
+  "sink.buffer-flush.max-rows",
+  "sink.delivery-guarantee",
+];
+
+/** The sink options every database table connector takes (Flink's JDBC sink options). */
+export interface DatabaseSinkOptions {
+  /** `sink.buffer-flush.max-rows`: rows per batch, at least 1; 1000 when not set. */
+  readonly batchSize: number;
+  /** `sink.delivery-guarantee`: `exactly-once` (the default), `at-least-once` or `none`. */
+  readonly deliveryGuarantee: DeliveryGuarantee;
+}
+
+/**
+ * Reads the sink options every database table connector takes.
+ * @throws {PlanningError} for a value out of range or not among the choices, naming the option.
+ */
+export function databaseSinkOptions(table: ConnectorTable): DatabaseSinkOptions {
+  return {
+    batchSize: integerOption(table, "sink.buffer-flush.max-rows", { min: 1, fallback: 1000 }),
+    deliveryGuarantee: choiceOption<DeliveryGuarantee>(
+      table,
+      "sink.delivery-guarantee",
+      ["exactly-once", "at-least-once", "none"],
+      "exactly-once",
+    ),
+  };
 }
 
 /**

@@ -49,33 +49,21 @@
  */
 
 import { PlanningError } from "../../runtime/table/changelog_mode.ts";
-import {
-  checkTableOptions,
-  choiceOption,
-  integerOption,
-  stringOption,
-} from "../../runtime/table/connector_options.ts";
+import { checkTableOptions, stringOption } from "../../runtime/table/connector_options.ts";
 import type { Row } from "../../runtime/table/row.ts";
 import type { ConnectorTable, TableConnector } from "../../runtime/table/table_connectors.ts";
-import type { DeliveryGuarantee } from "../../runtime/api/sink_v2.ts";
-import { databaseAddress, deletesKey } from "../_table/upsert_sink.ts";
+import {
+  DATABASE_TABLE_OPTIONS,
+  databaseAddress,
+  databaseSinkOptions,
+  deletesKey,
+} from "../_table/upsert_sink.ts";
 import type { MariaDbConnectionOptions } from "./connection.ts";
 import { quoteIdentifier } from "./statement.ts";
 import { upsertSql } from "./upsert_sink.ts";
 import { mariaDbXaSink } from "./xa_sink.ts";
 
-const OPTIONS = [
-  "url",
-  "host",
-  "port",
-  "database",
-  "table-name",
-  "username",
-  "password",
-  "sink.buffer-flush.max-rows",
-  "sink.delivery-guarantee",
-  "sink.xid-prefix",
-];
+const OPTIONS = [...DATABASE_TABLE_OPTIONS, "sink.xid-prefix"];
 
 /**
  * The connection of a `mariadb` table.
@@ -117,13 +105,7 @@ function sink(table: ConnectorTable) {
   const connection = mariaDbConnection(table);
   const sql = mariaDbStatement(table);
   const target = table.options["table-name"] ?? table.name;
-  const batchSize = integerOption(table, "sink.buffer-flush.max-rows", { min: 1, fallback: 1000 });
-  const guarantee = choiceOption<DeliveryGuarantee>(
-    table,
-    "sink.delivery-guarantee",
-    ["exactly-once", "at-least-once", "none"],
-    "exactly-once",
-  );
+  const { batchSize, deliveryGuarantee: guarantee } = databaseSinkOptions(table);
   const prefix = table.options["sink.xid-prefix"];
   const keyIndexes = (table.primaryKey ?? []).map((k) =>
     table.columns.findIndex((c) => c.name === k)

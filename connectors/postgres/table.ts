@@ -43,32 +43,20 @@
  * @module
  */
 
-import type { DeliveryGuarantee } from "../../runtime/api/sink_v2.ts";
 import { PlanningError } from "../../runtime/table/changelog_mode.ts";
-import {
-  checkTableOptions,
-  choiceOption,
-  integerOption,
-  stringOption,
-} from "../../runtime/table/connector_options.ts";
+import { checkTableOptions, stringOption } from "../../runtime/table/connector_options.ts";
 import type { Row } from "../../runtime/table/row.ts";
 import type { ConnectorTable, TableConnector } from "../../runtime/table/table_connectors.ts";
-import { databaseAddress, deletesKey } from "../_table/upsert_sink.ts";
+import {
+  DATABASE_TABLE_OPTIONS,
+  databaseAddress,
+  databaseSinkOptions,
+  deletesKey,
+} from "../_table/upsert_sink.ts";
 import { PostgresPreparedSink } from "./prepared_sink.ts";
 import type { PostgresValue } from "./statements.ts";
 
-const OPTIONS = [
-  "url",
-  "host",
-  "port",
-  "database",
-  "table-name",
-  "username",
-  "password",
-  "sink.buffer-flush.max-rows",
-  "sink.delivery-guarantee",
-  "sink.gid-prefix",
-];
+const OPTIONS = [...DATABASE_TABLE_OPTIONS, "sink.gid-prefix"];
 
 /**
  * The `postgres://` URL a `postgres` table's sink connects with.
@@ -93,13 +81,7 @@ function defaultGidPrefix(table: ConnectorTable, target: string): string {
 function sink(table: ConnectorTable): PostgresPreparedSink<Row> {
   const url = postgresUrl(table);
   const target = table.options["table-name"] ?? table.name;
-  const batchSize = integerOption(table, "sink.buffer-flush.max-rows", { min: 1, fallback: 1000 });
-  const guarantee = choiceOption<DeliveryGuarantee>(
-    table,
-    "sink.delivery-guarantee",
-    ["exactly-once", "at-least-once", "none"],
-    "exactly-once",
-  );
+  const { batchSize, deliveryGuarantee: guarantee } = databaseSinkOptions(table);
   try {
     return new PostgresPreparedSink<Row>({
       url,
