@@ -247,7 +247,8 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Subtask `vertex#subtask` declined checkpoint `id`: it is aborted.
+   * Subtask `vertex#subtask` declined checkpoint `id`: it is aborted (a
+   * decline of a checkpoint no longer pending is logged at debug only).
    * @param code the failure reason's code (unknown codes: `DECLINED`).
    */
   declined(
@@ -260,12 +261,21 @@ export class CheckpointCoordinator {
     },
   ): void {
     const { id, vertex, subtask, reason } = decline;
-    log.warn(`job ${this.#o.jobId}: checkpoint ${id} declined by ${vertex}#${subtask}: ${reason}`);
     const aborted = this.#tracker.decline(
       id,
       CheckpointFailureReason[decline.code] ?? CheckpointFailureReason.DECLINED,
     );
-    if (aborted) this.#aborted(aborted, `by ${vertex}#${subtask}: ${reason}`);
+    if (aborted === undefined) {
+      // Already aborted, subsumed or expired (its folder may be gone under
+      // the subtask's write, which then fails): the decline changes nothing
+      // (Flink logs a decline for a checkpoint no longer pending, no warning).
+      log.debug(
+        `job ${this.#o.jobId}: checkpoint ${id}, no longer pending, declined by ${vertex}#${subtask}: ${reason}`,
+      );
+      return;
+    }
+    log.warn(`job ${this.#o.jobId}: checkpoint ${id} declined by ${vertex}#${subtask}: ${reason}`);
+    this.#aborted(aborted, `by ${vertex}#${subtask}: ${reason}`);
   }
 
   /** Every source of the current attempt ended: triggers the final checkpoint. */

@@ -46,6 +46,12 @@
  * already written are removed (the checkpoint's directory, and this
  * subtask's shared blobs of *n*), since the checkpoint can no longer
  * complete and late files would leave (or re-create) its directory.
+ * A completion subsumes the checkpoints before it: their aborts stay in
+ * force while their asynchronous parts run. A write that fails because the
+ * coordinator discarded the aborted checkpoint's folder under it (a rename
+ * into a removed directory) is logged at debug and not declined: nothing
+ * that matters failed (Flink cancels the `AsyncCheckpointRunnable` of an
+ * aborted checkpoint quietly).
  *
  * ## Local recovery
  *
@@ -80,6 +86,7 @@ import {
   type StateHandleKind,
   type StateWriter,
 } from "../checkpoint/snapshot_contract.ts";
+import { logger } from "../log.ts";
 import type { StreamOperator } from "./operators/operator.ts";
 import type { TaskLocalStateStore } from "./local_state_store.ts";
 import type { ChannelEvent, CoordinatorMessage, MessageBody } from "./messages.ts";
@@ -88,6 +95,8 @@ import {
   type InputChannelStateRecorder,
   type OutputChannelCapture,
 } from "./channel_state.ts";
+
+const log = logger("checkpointer");
 
 /** Where the synchronous part can be failed by a test (chaos hooks). */
 export type CheckpointFaultPoint = "before-snapshot" | "after-snapshot";
@@ -181,6 +190,10 @@ export class SubtaskCheckpointer {
   readonly #parts = new Set<Promise<void>>();
   /** Checkpoints the coordinator aborted; their asynchronous parts write nothing more. */
   readonly #aborted = new Set<number>();
+  /** Checkpoints whose asynchronous part is running. */
+  readonly #writing = new Set<number>();
+  /** The latest checkpoint notified complete (0: none). */
+  #lastCompleted = 0;
 
   /** Makes the checkpointer of one subtask attempt (nothing in flight). */
   constructor(options: SubtaskCheckpointerOptions) {
@@ -233,9 +246,19 @@ export class SubtaskCheckpointer {
     void this.#o.localState?.abort(checkpointId);
   }
 
-  /** Checkpoint `checkpointId` completed: aborts of it and earlier ones need no more tracking. */
+  /**
+   * Checkpoint `checkpointId` completed: aborts of it and earlier ones need
+   * no more tracking, except those whose asynchronous part still runs (a
+   * completion subsumes the checkpoints before it: the coordinator sends
+   * their aborts first and discards their folders, so such a part must stay
+   * cancelled; forgetting the abort here let it write into, or re-create,
+   * the discarded folder).
+   */
   completed(checkpointId: number): void {
-    for (const id of this.#aborted) if (id <= checkpointId) this.#aborted.delete(id);
+    this.#lastCompleted = Math.max(this.#lastCompleted, checkpointId);
+    for (const id of this.#aborted) {
+      if (id <= checkpointId && !this.#writing.has(id)) this.#aborted.delete(id);
+    }
     void this.#o.localState?.confirm(checkpointId);
   }
 
@@ -267,7 +290,15 @@ export class SubtaskCheckpointer {
         for (const r of results) r.discard?.();
         await writer.removeWritten();
         await o.localState?.abort(checkpointId);
-        if (o.isDone()) return;
+        if (writer.cancelled) {
+          // Aborted (its folder discarded under the write) or the subtask is
+          // done: nothing that matters failed, and nobody waits for a decline.
+          log.debug(
+            `${o.taskName}: asynchronous part of cancelled ${request.type} ${checkpointId} ` +
+              `stopped: ${error instanceof Error ? error.message : String(error)}`,
+          );
+          return;
+        }
         o.report({
           t: "decline",
           vertex: o.vertexId,
@@ -279,7 +310,12 @@ export class SubtaskCheckpointer {
           }`,
         });
       })
-      .finally(() => this.#parts.delete(part));
+      .finally(() => {
+        this.#parts.delete(part);
+        this.#writing.delete(checkpointId);
+        if (checkpointId <= this.#lastCompleted) this.#aborted.delete(checkpointId);
+      });
+    this.#writing.add(checkpointId);
     this.#parts.add(part);
   }
 

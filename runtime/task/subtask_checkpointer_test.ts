@@ -217,6 +217,47 @@ Deno.test("SubtaskCheckpointer acks nothing for an aborted checkpoint, removes i
   });
 });
 
+Deno.test("SubtaskCheckpointer keeps a subsumed checkpoint cancelled while its write runs: the later completion does not revive it (no ack, no stray folder)", async () => {
+  await withCheckpointer(async ({ checkpointer, dir, reports }) => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => release = r);
+    const slow = participant("slow", { gate });
+    await checkpointer.checkpointState(request(11), {
+      operators: [operator("a", [slow], [])],
+      writers: [],
+    });
+    // Checkpoint 12 completes first: the coordinator aborts (subsumes) 11,
+    // discards its folder, then notifies 12 complete, in that order.
+    checkpointer.abort(11);
+    checkpointer.completed(12);
+    release();
+    await checkpointer.waitForAll();
+    assert.deepEqual(reports, [], "no ack of the subsumed checkpoint");
+    await assert.rejects(Deno.stat(join(dir, "job-1", "chk-11")), Deno.errors.NotFound);
+    assert.ok(slow.discarded);
+  });
+});
+
+Deno.test("SubtaskCheckpointer declines nothing when the write of an aborted checkpoint fails (its folder was discarded under it)", async () => {
+  await withCheckpointer(async ({ checkpointer, reports }) => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => release = r);
+    const failing = participant("state", {
+      gate,
+      fail: new Error("No such file or directory (os error 2): rename"),
+    });
+    await checkpointer.checkpointState(request(13), {
+      operators: [operator("a", [failing], [])],
+      writers: [],
+    });
+    checkpointer.abort(13);
+    release();
+    await checkpointer.waitForAll();
+    assert.deepEqual(reports, [], "a decline of an aborted checkpoint is noise");
+    assert.ok(failing.discarded);
+  });
+});
+
 Deno.test("SubtaskCheckpointer writes nothing once the subtask is done", async () => {
   await withCheckpointer(async ({ checkpointer, dir, reports, done }) => {
     const p = participant("x");
