@@ -18,6 +18,7 @@
  * | `Join`, `IntervalJoin`, `WindowJoin` | `JOIN ... ON` | `plan_join.ts` |
  * | `WindowTableFunction`, `WindowAggregate` | `TABLE(TUMBLE(...))` and its GROUP BY | `plan_window.ts` |
  * | `Rank`, `Deduplicate`, `WindowRank` | `ROW_NUMBER() OVER (...)` read with `WHERE rn <= N` | `plan_rank.ts` |
+ * | `SortLimit`, `Limit`, `TemporalSort` | `ORDER BY ... LIMIT n`, `LIMIT n`, `ORDER BY rowtime` | `plan_sort.ts` |
  * | `OverAggregate` | `agg(x) OVER (PARTITION BY ... ORDER BY ... frame)` | `plan_over.ts` |
  * | `GroupAggregate` without aggregates | `SELECT DISTINCT` | `plan_distinct.ts` |
  *
@@ -93,11 +94,11 @@ import {
 } from "./plan_window.ts";
 import {
   type DeduplicateNode,
-  planSortLimit,
   type RankNode,
   rewriteTopN,
   type WindowRankNode,
 } from "./plan_rank.ts";
+import { planSortLimit } from "./plan_sort.ts";
 import {
   type OverAggregateNode,
   overCalls,
@@ -354,7 +355,7 @@ export function relationScope(
 /** A SELECT planned as a relation (its output qualified by nothing; window columns tracked). */
 function planSelect(query: SelectQuery, context: PlannerContext, options: PlanOptions): Relation {
   // ORDER BY ... LIMIT, SELECT DISTINCT, ROW_NUMBER Top-N and OVER aggregations:
-  // plan_rank.ts, plan_distinct.ts, plan_over.ts
+  // plan_sort.ts, plan_distinct.ts, plan_rank.ts, plan_over.ts
   if (query.orderBy.length > 0 || query.limit !== null) {
     return planSortLimit(query, context, (q) => planSelect(q, context, {}));
   }
