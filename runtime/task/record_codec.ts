@@ -29,7 +29,9 @@
  * - plain objects as above where exactly one key holds such a tuple of one
  *   fixed length ("nested": a table `Row`, `{ kind, fields: [...] }`, the
  *   record of every SQL exchange); at most 256 fields in all, the tuple's
- *   elements counted one by one.
+ *   elements counted one by one. This layout's key list, field order,
+ *   generated-code fragments and key-list validation live in
+ *   `./_row_layout.ts`.
  *
  * Anything else falls back: a key set or order that differs, a nested object
  * or array, `null`/`undefined` values or array holes, class instances,
@@ -105,6 +107,15 @@
  */
 
 import { CodecError, decode, encode } from "../actor/codec.ts";
+import {
+  LAYOUT_NESTED,
+  parseRowKeyList,
+  rowExtractLines,
+  rowFieldAccess,
+  rowKeyList,
+  rowRecordLiteral,
+  type RowTuple,
+} from "./_row_layout.ts";
 
 export { CodecError };
 
@@ -121,7 +132,6 @@ const LAYOUT_MSGPACK = 0;
 const LAYOUT_SCALAR = 1;
 const LAYOUT_TUPLE = 2;
 const LAYOUT_OBJECT = 3;
-const LAYOUT_NESTED = 4;
 type ColumnarLayout =
   | typeof LAYOUT_SCALAR
   | typeof LAYOUT_TUPLE
@@ -175,7 +185,7 @@ interface Shape {
    */
   readonly keysJson: string;
   /** Nested objects: which key holds the tuple, and the tuple's length. */
-  readonly nested: { readonly key: number; readonly length: number } | undefined;
+  readonly nested: RowTuple | undefined;
   extract: Extract | undefined;
   build: Build | undefined;
 }
@@ -192,7 +202,7 @@ function shapeFor(
   types: readonly number[],
   keys: readonly string[],
   keysJson: string,
-  nested?: { readonly key: number; readonly length: number },
+  nested?: RowTuple,
 ): Shape {
   const signature = signatureOf(layout, types, keysJson);
   let shape = shapes.get(signature);
@@ -263,33 +273,14 @@ function detectShape(first: unknown): Shape | undefined {
   }
   if (types.length > MAX_FIELDS) return undefined;
   if (nested === undefined) return shapeFor(LAYOUT_OBJECT, types, keys, JSON.stringify(keys));
-  const listed: (string | [string, number])[] = keys.slice();
-  listed[nested.key] = [keys[nested.key]!, nested.length];
-  return shapeFor(LAYOUT_NESTED, types, keys, JSON.stringify(listed), nested);
-}
-
-/** Per flattened field of a nested shape: its top-level key and its tuple index (-1: the key's own value). */
-function nestedFields(shape: Shape): { key: number; index: number }[] {
-  const { keys, nested } = shape;
-  const fields: { key: number; index: number }[] = [];
-  for (let k = 0; k < keys.length; k++) {
-    if (k === nested!.key) {
-      for (let i = 0; i < nested!.length; i++) fields.push({ key: k, index: i });
-    } else {
-      fields.push({ key: k, index: -1 });
-    }
-  }
-  return fields;
+  return shapeFor(LAYOUT_NESTED, types, keys, rowKeyList(keys, nested), nested);
 }
 
 /** The expression reading field `j` of record `r` in generated code. */
 function fieldAccess(shape: Shape, j: number): string {
   if (shape.layout === LAYOUT_SCALAR) return "r";
   if (shape.layout === LAYOUT_TUPLE) return `r[${j}]`;
-  if (shape.layout === LAYOUT_NESTED) {
-    const { key, index } = nestedFields(shape)[j]!;
-    return index < 0 ? `r[${JSON.stringify(shape.keys[key])}]` : `t[${index}]`;
-  }
+  if (shape.layout === LAYOUT_NESTED) return rowFieldAccess(shape.keys, shape.nested!, j);
   return `r[${JSON.stringify(shape.keys[j])}]`;
 }
 
@@ -339,13 +330,7 @@ function compileExtract(shape: Shape): Extract {
       `for (const key in r) { if (key !== keys[k]) return false; k++; }`,
       `if (k !== ${keys.length}) return false;`,
     );
-    if (layout === LAYOUT_NESTED) {
-      const { key, length } = shape.nested!;
-      lines.push(
-        `const t = r[${JSON.stringify(keys[key])}];`,
-        `if (!Array.isArray(t) || t.constructor !== arrayCtor || t.length !== ${length}) return false;`,
-      );
-    }
+    if (layout === LAYOUT_NESTED) lines.push(...rowExtractLines(keys, shape.nested!));
   } else if (layout === LAYOUT_TUPLE) {
     lines.push(
       // `constructor` as for objects: `Array` unless a subclass (or a
@@ -407,7 +392,7 @@ function compileBuild(shape: Shape): Build {
   const record = layout === LAYOUT_OBJECT
     ? `{ ${parts.join(", ")} }`
     : layout === LAYOUT_NESTED
-    ? nestedRecord(shape, parts)
+    ? rowRecordLiteral(shape.keys, shape.nested!, parts)
     : layout === LAYOUT_TUPLE
     ? `[${parts.join(", ")}]`
     : parts[0]!;
@@ -418,24 +403,6 @@ function compileBuild(shape: Shape): Build {
     `};`,
   );
   return new Function(lines.join("\n"))() as Build;
-}
-
-/** The object literal of a nested shape's record, from its flattened fields' expressions. */
-function nestedRecord(shape: Shape, parts: readonly string[]): string {
-  const { keys, nested } = shape;
-  const entries: string[] = [];
-  let j = 0;
-  for (let k = 0; k < keys.length; k++) {
-    const key = keys[k]!;
-    const name = key === "__proto__" ? `["__proto__"]` : JSON.stringify(key);
-    if (k === nested!.key) {
-      entries.push(`${name}: [${parts.slice(j, j + nested!.length).join(", ")}]`);
-      j += nested!.length;
-    } else {
-      entries.push(`${name}: ${parts[j++]}`);
-    }
-  }
-  return `{ ${entries.join(", ")} }`;
 }
 
 // ---------------------------------------------------------------------------
@@ -804,54 +771,8 @@ function decodeShape(
     // Canonical form, so that encoder and decoder share one cache entry.
     keysJson = JSON.stringify(keys);
   } else if (layout === LAYOUT_NESTED) {
-    return decodeNestedShape(types, keysJson, fail);
+    const row = parseRowKeyList(types.length, keysJson, fail);
+    return shapeFor(LAYOUT_NESTED, types, row.keys, rowKeyList(row.keys, row.nested), row.nested);
   }
   return shapeFor(layout, types, keys, keysJson);
-}
-
-/**
- * Reads the key list of a nested block: a JSON array of distinct keys,
- * exactly one written `[key, length]` (the tuple, length >= 1), the
- * scalar keys plus the tuple's length adding up to the field count.
- */
-function decodeNestedShape(
-  types: readonly number[],
-  keysJson: string,
-  fail: (what: string) => never,
-): Shape {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(keysJson);
-  } catch {
-    fail("its key list is not JSON");
-  }
-  const bad = (): never =>
-    fail(
-      `its key list is not an array of distinct keys with one [key, length] adding up to ${types.length} fields`,
-    );
-  if (!Array.isArray(parsed) || parsed.length === 0) bad();
-  const keys: string[] = [];
-  let nested: { key: number; length: number } | undefined;
-  let fields = 0;
-  (parsed as unknown[]).forEach((entry, k) => {
-    if (typeof entry === "string") {
-      keys.push(entry);
-      fields++;
-    } else if (
-      nested === undefined && Array.isArray(entry) && entry.length === 2 &&
-      typeof entry[0] === "string" && Number.isInteger(entry[1]) && entry[1] >= 1
-    ) {
-      keys.push(entry[0]);
-      nested = { key: k, length: entry[1] };
-      fields += entry[1];
-    } else {
-      bad();
-    }
-  });
-  if (nested === undefined || fields !== types.length || new Set(keys).size !== keys.length) {
-    bad();
-  }
-  const listed: (string | [string, number])[] = keys.slice();
-  listed[nested!.key] = [keys[nested!.key]!, nested!.length];
-  return shapeFor(LAYOUT_NESTED, types, keys, JSON.stringify(listed), nested);
 }
