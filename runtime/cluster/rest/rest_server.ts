@@ -15,15 +15,18 @@
  * | `POST /jobs/:jobid/savepoints`, `POST /jobs/:jobid/stop` | `202 {"request-id"}` |
  * | `GET /jobs/:jobid/savepoints/:triggerid` | the operation's status and savepoint path |
  * | `GET /metrics` | Prometheus text (`prometheus.ts`) |
+ * | `GET /`, `GET /ui/<file>` | the web dashboard: `ui/dist/index.html` and its assets (`dashboard_assets.ts`) |
  *
  * Errors are Flink's `{"errors": ["…"]}` with 400 (bad input, naming the
  * parameter or field and its value), 404 (unknown job, vertex, checkpoint,
  * trigger or route; a trigger id of an earlier leader is named so:
  * {@linkcode unknownTrigger}), 409 (the job is not running) or 503 (the coordinator
- * is taking over the leadership). With a token, every
+ * is taking over the leadership). With a token, every API
  * route needs `Authorization: Bearer <token>` (401 otherwise, in the same
  * `{"errors": [...]}` shape with a `WWW-Authenticate: Bearer` challenge;
- * Hono's `bearerAuth`, which compares in constant time).
+ * Hono's `bearerAuth`, which compares in constant time). The dashboard's
+ * static files (`/` and `/ui/*`) need no token: they hold no data, and the
+ * dashboard asks for the token once its API calls answer 401.
  *
  * @module
  */
@@ -52,6 +55,7 @@ import {
 } from "./checkpoint_views.ts";
 import { newTriggerId, SavepointTriggers, triggerEpoch } from "./savepoint_triggers.ts";
 import { PrometheusMetrics } from "./prometheus.ts";
+import { type DashboardAsset, DashboardAssets } from "./dashboard_assets.ts";
 import { logger } from "../../log.ts";
 
 const log = logger("rest");
@@ -63,8 +67,14 @@ export const WEIR_VERSION = "weir-0.1.0";
 export interface RestAppOptions {
   /** The coordinator. */
   readonly backend: RestBackend;
-  /** When set, every route needs `Authorization: Bearer <token>`. */
+  /** When set, every API route needs `Authorization: Bearer <token>` (the dashboard's files do not). */
   readonly token?: string | undefined;
+  /**
+   * The directory of the built dashboard (a URL, or a file path relative to
+   * the working directory); default `ui/dist/` of the repository
+   * (`DEFAULT_DASHBOARD_ROOT` of `dashboard_assets.ts`).
+   */
+  readonly dashboardRoot?: URL | string | undefined;
 }
 
 /** Options of {@linkcode RestServer.start}. */
@@ -96,8 +106,12 @@ export function createRestApp(options: RestAppOptions): Hono {
   }
   const triggers = new SavepointTriggers();
   const prometheus = new PrometheusMetrics(backend);
+  const assets = new DashboardAssets(options.dashboardRoot);
   const app = new Hono();
-  if (token !== undefined) app.use("*", bearerAuth({ token }));
+  if (token !== undefined) {
+    const auth = bearerAuth({ token });
+    app.use("*", (c, next) => isDashboardPath(c.req.path) ? next() : auth(c, next));
+  }
 
   const facts = (c: Context) => {
     const jobId = c.req.param("jobid")!;
@@ -243,6 +257,26 @@ export function createRestApp(options: RestAppOptions): Hono {
     return c.body(text, 200, { "Content-Type": prometheus.contentType });
   });
 
+  app.get("/", async () => {
+    const index = await assets.get("index.html");
+    if (index === undefined) {
+      throw new RestError(
+        404,
+        `The dashboard is not built: ${new URL("index.html", assets.root).href} is missing; ` +
+          `build it with 'deno task ui:build' (the REST API answers meanwhile)`,
+      );
+    }
+    return dashboardResponse(index);
+  });
+  app.get("/ui/:file{.+}", async (c) => {
+    const name = c.req.param("file");
+    const asset = await assets.get(name);
+    if (asset === undefined) {
+      throw new RestError(404, `Dashboard file ui/${name} not found in ${assets.root.href}`);
+    }
+    return dashboardResponse(asset);
+  });
+
   app.notFound((c) => c.json({ errors: [`Not found: ${c.req.method} ${c.req.path}`] }, 404));
   app.onError(async (error, c) => {
     if (error instanceof RestError) return c.json({ errors: [error.message] }, error.status);
@@ -297,6 +331,21 @@ export function unknownTrigger(jobId: string, id: string, currentEpoch: number):
     `coordinator (leader epoch ${epoch}; epoch ${currentEpoch} leads now), which kept its ` +
     `progress in memory only: it did not complete, or it completed without being recorded ` +
     `(a completed one is recorded in the job store and answered here). Trigger a new savepoint`;
+}
+
+/** Whether `path` is one of the dashboard's static files (served without a token). */
+function isDashboardPath(path: string): boolean {
+  return path === "/" || path.startsWith("/ui/");
+}
+
+function dashboardResponse(asset: DashboardAsset): Response {
+  return new Response(asset.body.slice(), {
+    headers: {
+      "Content-Type": asset.contentType,
+      "Cache-Control": "no-cache",
+      "X-Content-Type-Options": "nosniff",
+    },
+  });
 }
 
 function checkpointIdOf(c: Context): number {

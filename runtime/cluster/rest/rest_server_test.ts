@@ -419,7 +419,9 @@ Deno.test("openapi.yaml documents every route the REST app serves, and no other"
   }
   const app = createRestApp({ backend: fixture().backend });
   const served = new Set(
-    app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method} ${r.path}`),
+    // A Hono parameter's pattern (`:file{.+}`) is not part of the documented path.
+    app.routes.filter((r) => r.method !== "ALL")
+      .map((r) => `${r.method} ${r.path.replaceAll(/(:\w+)\{[^}]*\}/g, "$1")}`),
   );
   assert.deepEqual([...served].sort(), [...documented].sort());
 });
