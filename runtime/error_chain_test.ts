@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chainMessage } from "./error_chain.ts";
+import { appendToFirstLine, chainMessage, describeError } from "./error_chain.ts";
 import { errorInfo } from "./task/messages.ts";
 import { SuppressRestartsError } from "./failure.ts";
 import { RemoteTaskError, TaskFailureError } from "./cluster/job_result.ts";
@@ -87,4 +87,33 @@ Deno.test("a relayed report whose text already names its cause's class does not 
   const text = chainMessage(new Error("Job j failed", { cause: local }));
   assert.equal(text.split("caused by DisabledError").length - 1, 1, text);
   assert.equal(text.split(root.message).length - 1, 1, text);
+});
+
+Deno.test("a job's failure text names the task's error once, not the relay's class, and keeps the resume hint on its first line", () => {
+  const root = new RangeError("bad record 2");
+  const task = new Error(`Subtask Map (1/1) [v0#0, attempt 0] of job j failed: ${root.message}`, {
+    cause: root,
+  });
+  task.name = "TaskFailedError";
+  const relayed = new TaskFailureError("v0", 0, 0, errorInfo(task));
+  assert.equal(describeError(relayed), relayed.message);
+  assert.match(describeError(new RangeError("x")), /^RangeError: x$/);
+  const decision = createRestartBackoff(RestartStrategies.noRestart()).onFailure(0, relayed);
+  assert.equal(decision.kind, "fail");
+  const reason = decision.kind === "fail" ? decision.reason : "";
+  const job = new Error(
+    `Job j failed: ${appendToFirstLine(reason, "; it has no completed checkpoint")}`,
+    { cause: relayed },
+  );
+  assert.equal(
+    chainMessage(job),
+    "Job j failed: Restart strategy none does not restart: TaskFailedError: Subtask Map (1/1) " +
+      "[v0#0, attempt 0] of job j failed: bad record 2; it has no completed checkpoint\n" +
+      "  caused by RangeError (message above)",
+  );
+});
+
+Deno.test("appendToFirstLine adds before the caused-by lines, or at the end of one line", () => {
+  assert.equal(appendToFirstLine("a\n  caused by B: c", "; d"), "a; d\n  caused by B: c");
+  assert.equal(appendToFirstLine("a", "; d"), "a; d");
 });

@@ -100,7 +100,7 @@ Deno.test("the coordinator says it waits for slots until one registers, then nam
       assert.equal(coordinator.attempt, 1);
       assert.equal(coordinator.waitingForSlots, undefined);
       const after = coordinator.restartedAfter ?? "";
-      assert.match(after, /^attempt 0 failed: RemoteTaskError: /, after);
+      assert.match(after, /^attempt 0 failed: TaskFailedError: Subtask /, after);
       assert.match(after, /induced failure of subtask \d in attempt 0/, after);
       assert.doesNotMatch(after, /attempt 1/, after);
       assert.equal(sink.committed().length, 2 * 2 * 5);

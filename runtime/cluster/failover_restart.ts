@@ -25,6 +25,7 @@ import { JobFailedError } from "./job_result.ts";
 import type { RestartBackoff } from "./restart_strategy.ts";
 import { decideRestore, restoreTarget } from "./restore_decision.ts";
 import { classifyFailure } from "../failure.ts";
+import { appendToFirstLine } from "../error_chain.ts";
 
 const log = logger("coordinator");
 
@@ -89,7 +90,7 @@ export async function planRestart(
         error: new JobFailedError(
           decision.suppressed
             ? failedWithoutRestarts(o, failure, hint)
-            : `Job ${o.jobId} '${o.jobName}' failed: ${decision.reason}${hint}`,
+            : `Job ${o.jobId} '${o.jobName}' failed: ${appendToFirstLine(decision.reason, hint)}`,
           { cause: failure, resumable: o.latestWritten() !== undefined },
         ),
       };

@@ -8,6 +8,7 @@
 import type { CheckpointFailureCode, CheckpointId } from "../checkpoint/types.ts";
 import type { ErrorInfo } from "../task/messages.ts";
 import { SuppressRestartsError } from "./restart_strategy.ts";
+import { RELAYED_ERROR } from "../error_chain.ts";
 
 export type { JobExecutionResult, VertexMetrics } from "../api/job_execution_result.ts";
 
@@ -77,6 +78,8 @@ export class CheckpointFailureThresholdError extends Error {
 export class TaskFailureError extends Error {
   /** The error class name. */
   override name = "TaskFailureError";
+  /** A relay of the worker's report: texts show the reported name, not this class's. */
+  readonly [RELAYED_ERROR] = true;
   /** The failing subtask's vertex id. */
   readonly vertexId: string;
   /** The failing subtask's index. */

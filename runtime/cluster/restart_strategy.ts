@@ -35,6 +35,7 @@
  */
 
 import { classifyFailure, SuppressRestartsError } from "../failure.ts";
+import { describeError } from "../error_chain.ts";
 import {
   type RestartStrategyConfig,
   validateRestartStrategy,
@@ -100,11 +101,6 @@ export interface RestartBackoff {
  * live (DESIGN §16), so existing imports keep working.
  */
 export { SuppressRestartsError };
-
-function describeError(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
-}
 
 /**
  * Creates the state machine of a restart strategy.

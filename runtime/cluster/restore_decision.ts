@@ -27,6 +27,7 @@ import type { CheckpointId } from "../checkpoint/types.ts";
 import { CheckpointStorageError } from "../checkpoint/storage.ts";
 import type { RestorePoint } from "../task/messages.ts";
 import { SuppressRestartsError } from "../failure.ts";
+import { describeError } from "../error_chain.ts";
 
 /** What the coordinator knows when it picks the checkpoint a failover restores. */
 export interface RestoreFacts {
@@ -112,7 +113,5 @@ export function describeRestorePoint(point: RestorePoint, jobId: string): string
     : `checkpoint ${point.checkpointId} of job ${point.jobId}`;
 }
 
-/** `name: message` of an `Error`, else its string form. */
-export function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
+/** Re-exported from the leaf `runtime/error_chain.ts`, so existing imports keep working. */
+export { describeError };
