@@ -523,7 +523,7 @@ export class StreamTableEnvironment {
         return await this.#runJob(
           this.#translate(root),
           custom ?? new PrintSink<Row>({ formatter: formatRow }),
-          `collect_${this.#queries}`,
+          "collect", // Flink's job name for a SELECT's collect job
           "SELECT",
           custom === undefined ? undefined : 1,
         );
