@@ -35,7 +35,7 @@ import {
 } from "./connection.ts";
 import { insertTarget, rethrowMariaDbError } from "./errors.ts";
 import { BatchIntervalFlusher } from "../_sql/batch_interval.ts";
-import { multiRowSql, type MultiRowStatement } from "./statement.ts";
+import { multiRowSql, type MultiRowStatement, rowParameters } from "./statement.ts";
 import { ChangelogRowBatch, type MariaDbChangelog } from "./changelog_batch.ts";
 
 /** Rows waiting to be sent as one multi-row statement. */
@@ -72,14 +72,7 @@ export class RowBatch<T> {
    *   array of as many values as the tuple has `?`.
    */
   add(record: T): void {
-    const values = this.#parameters(record);
-    if (!Array.isArray(values) || values.length !== this.#statement.placeholders) {
-      throw new TypeError(
-        `${this.#where}: parameters(record) must return an array of ${this.#statement.placeholders} values (one per '?' of ${
-          JSON.stringify(this.#statement.tuple)
-        }): current value is ${describe(values)}`,
-      );
-    }
+    const values = rowParameters(this.#statement, this.#parameters, record, this.#where);
     for (const v of values) this.#values.push(v);
     this.#rows++;
   }
@@ -113,16 +106,6 @@ export class RowBatch<T> {
   clear(): void {
     this.#values = [];
     this.#rows = 0;
-  }
-}
-
-function describe(value: unknown): string {
-  try {
-    const text = JSON.stringify(value);
-    if (text === undefined) return String(value);
-    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-  } catch {
-    return String(value);
   }
 }
 

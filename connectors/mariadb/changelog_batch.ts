@@ -22,7 +22,12 @@
 
 import type { SqlConnection } from "./connection.ts";
 import { rethrowMariaDbError } from "./errors.ts";
-import { multiRowSql, type MultiRowStatement, quoteIdentifier } from "./statement.ts";
+import {
+  multiRowSql,
+  type MultiRowStatement,
+  quoteIdentifier,
+  rowParameters,
+} from "./statement.ts";
 
 /**
  * How a sink tells deletes from upserts, and a record's key (the
@@ -131,14 +136,12 @@ export class ChangelogRowBatch<T> {
         deletes.push(...change.key);
         deleted++;
       } else {
-        const values = this.#parameters(change.upsert);
-        if (!Array.isArray(values) || values.length !== this.#statement.placeholders) {
-          throw new TypeError(
-            `${this.#where}: parameters(record) must return an array of ${this.#statement.placeholders} values: current value is ${
-              JSON.stringify(values)
-            }`,
-          );
-        }
+        const values = rowParameters(
+          this.#statement,
+          this.#parameters,
+          change.upsert,
+          this.#where,
+        );
         upserts.push(...values);
         upserted++;
       }

@@ -176,3 +176,39 @@ function scan(sql: string): Token[] {
   if (depth !== 0) fail(sql, "its parentheses are not balanced");
   return tokens;
 }
+
+/**
+ * A record's bind values for one row of `statement`: what `parameters`
+ * returns, checked to be an array of exactly one value per `?` of the
+ * statement's tuple. Pure (besides calling `parameters`).
+ * @param where names the sink in the error (e.g. `MariaDbSink 'orders'`).
+ * @throws {TypeError} naming `where`, the tuple, the expected count and
+ *   the returned value (shortened to 200 characters) when it does not fit.
+ */
+export function rowParameters<T>(
+  statement: MultiRowStatement,
+  parameters: (record: T) => readonly unknown[],
+  record: T,
+  where: string,
+): readonly unknown[] {
+  const values: unknown = parameters(record);
+  if (!Array.isArray(values) || values.length !== statement.placeholders) {
+    throw new TypeError(
+      `${where}: parameters(record) must return an array of ${statement.placeholders} values ` +
+        `(one per '?' of ${JSON.stringify(statement.tuple)}): current value is ${
+          describeValue(values)
+        }`,
+    );
+  }
+  return values;
+}
+
+function describeValue(value: unknown): string {
+  try {
+    const text = JSON.stringify(value);
+    if (text === undefined) return String(value);
+    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  } catch {
+    return String(value);
+  }
+}

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { multiRowSql, parseInsertStatement, quoteIdentifier } from "./statement.ts";
+import { multiRowSql, parseInsertStatement, quoteIdentifier, rowParameters } from "./statement.ts";
 
 Deno.test("an INSERT's VALUES tuple is repeated per row, keeping an ON DUPLICATE KEY tail", () => {
   const s = parseInsertStatement(
@@ -50,4 +50,24 @@ Deno.test("quoteIdentifier backquotes schema and table and doubles backquotes in
     /table must be a name or schema.name .* current value is "a.b.c"/,
   );
   assert.throws(() => quoteIdentifier("", "column"), /column must be/);
+});
+
+Deno.test("rowParameters returns one value per '?' and refuses anything else, naming the sink and tuple", () => {
+  const statement = parseInsertStatement("INSERT INTO t (a, b) VALUES (?, ?)");
+  assert.deepEqual(rowParameters(statement, (r: number) => [r, r + 1], 1, "MariaDbSink 't'"), [
+    1,
+    2,
+  ]);
+  assert.throws(
+    () => rowParameters(statement, (r: number) => [r], 1, "MariaDbSink 't'"),
+    (e: unknown) =>
+      e instanceof TypeError &&
+      e.message ===
+        `MariaDbSink 't': parameters(record) must return an array of 2 values (one per '?' of ` +
+          `${JSON.stringify(statement.tuple)}): current value is [1]`,
+  );
+  assert.throws(
+    () => rowParameters(statement, () => "x" as unknown as unknown[], 1, "w"),
+    /current value is "x"/,
+  );
 });
