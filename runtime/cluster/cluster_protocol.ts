@@ -198,6 +198,8 @@ export interface WorkerStatus {
   readonly pid: number;
   /** Number of slots. */
   readonly slots: number;
+  /** Its slots' ids (`<workerId>-s<i>`), which jobs' subtasks are placed on; absent from older coordinators. */
+  readonly slotIds?: readonly string[] | undefined;
   /** Time since its last heartbeat, in ms. */
   readonly lastHeartbeatAgoMs: number;
 }

@@ -132,6 +132,7 @@ export class WorkerPool {
       host: w.heartbeat.host,
       pid: w.heartbeat.pid,
       slots: w.heartbeat.slots.length,
+      slotIds: w.heartbeat.slots,
       lastHeartbeatAgoMs: now - w.lastSeen,
     }));
   }

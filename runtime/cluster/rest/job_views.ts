@@ -13,10 +13,15 @@
  *   `CANCELED`); a job restarting is `RUNNING` with a higher `attempt`.
  * - A subtask is `RUNNING` once it reported metrics in the current attempt,
  *   `DEPLOYING` before; its vertex takes the job's state.
- * - Bytes are not measured: the `read-bytes`/`write-bytes` metrics and the
- *   job `plan` are left out, not reported as 0.
- * - Job details add `attempt` and `numRestarts`; the exceptions view holds
- *   only the latest failure (Weir keeps no exception history).
+ * - Bytes are not measured: the `read-bytes`/`write-bytes` metrics are
+ *   left out, not reported as 0.
+ * - Job details add `attempt` and `numRestarts`, and each vertex its
+ *   chained `operators` (`uid`, `name`); the job overview adds `attempt`
+ *   and `numRestarts` to each job. The `plan` is `plan_view.ts`'s.
+ * - A vertex's metrics add vertex-wide ids without the `<subtask>.`
+ *   prefix ({@linkcode VERTEX_METRIC_AGGREGATES}).
+ * - `/taskmanagers` lists the live workers: `path` is `host:pid`, there is
+ *   no data port (`-1`) and no hardware description (`{}`).
  *
  * @module
  */
@@ -25,6 +30,7 @@ import type { ClusterOverview } from "../cluster_protocol.ts";
 import type { JobFacts } from "./job_facts.ts";
 import type { SubtaskMetricsSample } from "../../metrics/task_io_metrics.ts";
 import type { VertexSummary } from "../../graph/job_graph_summary.ts";
+import { planView } from "./plan_view.ts";
 
 /** Flink's value for "no watermark" (`Long.MIN_VALUE`), as its REST API writes it. */
 export const NO_WATERMARK = "-9223372036854775808";
@@ -43,8 +49,11 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 /** A JSON object. */
 export type JsonObject = { [key: string]: Json };
 
+/** The name of a metric a subtask reports (a field of its sample, but its time). */
+export type SubtaskMetricName = Exclude<keyof SubtaskMetricsSample, "sampledAt">;
+
 /** The metric names a subtask reports, as `/jobs/:jobid/vertices/:vertexid/metrics` lists them per subtask. */
-export const SUBTASK_METRIC_NAMES: readonly (keyof SubtaskMetricsSample)[] = [
+export const SUBTASK_METRIC_NAMES: readonly SubtaskMetricName[] = [
   "numRecordsIn",
   "numRecordsOut",
   "numRecordsInPerSecond",
@@ -55,6 +64,30 @@ export const SUBTASK_METRIC_NAMES: readonly (keyof SubtaskMetricsSample)[] = [
   "currentInputWatermark",
   "currentOutputWatermark",
 ];
+
+/**
+ * How `/jobs/:jobid/vertices/:vertexid/metrics` aggregates each metric over
+ * the vertex's subtasks for its vertex-wide id (the name without the
+ * `<subtask>.` prefix; Weir's addition, so a dashboard reads a vertex's
+ * rates in one request): counts and rates are summed over the subtasks
+ * that reported; busy, idle and back-pressured time per second are the
+ * maximum (Flink's web UI shows a vertex by its busiest, most
+ * back-pressured subtask); watermarks are the minimum, or no watermark
+ * ({@linkcode NO_WATERMARK}) while any subtask has none.
+ */
+export const VERTEX_METRIC_AGGREGATES: Readonly<
+  Record<SubtaskMetricName, "sum" | "max" | "min">
+> = {
+  numRecordsIn: "sum",
+  numRecordsOut: "sum",
+  numRecordsInPerSecond: "sum",
+  numRecordsOutPerSecond: "sum",
+  busyTimeMsPerSecond: "max",
+  idleTimeMsPerSecond: "max",
+  backPressuredTimeMsPerSecond: "max",
+  currentInputWatermark: "min",
+  currentOutputWatermark: "min",
+};
 
 /**
  * `GET /overview` (Flink's `ClusterOverviewWithVersion`): workers, slots and
@@ -107,12 +140,17 @@ export function jobsOverviewView(facts: readonly JobFacts[], now: number): JsonO
         duration: (s.endedAt ?? now) - s.startedAt,
         "last-modification": s.endedAt ?? s.startedAt,
         tasks: { total, ...counts },
+        attempt: s.attempt,
+        numRestarts: f.restarts,
       } satisfies JsonObject;
     }),
   };
 }
 
-/** `GET /jobs/:jobid` (Flink's `JobDetailsInfo`, without `plan`; see the module docs). */
+/**
+ * `GET /jobs/:jobid` (Flink's `JobDetailsInfo`, with its `plan`; see the module docs).
+ * @throws {RangeError} when the graph's edges name vertex positions it does not have.
+ */
 export function jobDetailsView(f: JobFacts, now: number): JsonObject {
   const s = f.status;
   const end = s.endedAt ?? -1;
@@ -130,6 +168,7 @@ export function jobDetailsView(f: JobFacts, now: number): JsonObject {
       maxParallelism: v.maxParallelism,
       parallelism: v.parallelism,
       "subtask-attempts": subtaskAttempts(f, v),
+      operators: v.operators.map((o) => ({ uid: o.uid, name: o.name })),
       status: s.status,
       "start-time": s.startedAt,
       "end-time": end,
@@ -162,6 +201,32 @@ export function jobDetailsView(f: JobFacts, now: number): JsonObject {
     "status-counts": statusCounts,
     attempt: s.attempt,
     numRestarts: f.restarts,
+    plan: planView(s.jobId, f.graph),
+  };
+}
+
+/**
+ * `GET /taskmanagers` (Flink's `TaskManagersInfo`): one entry per live
+ * worker. `freeSlots` counts its slots no running job's subtask is placed on.
+ * @param usedSlots the slot ids running jobs' subtasks are placed on.
+ */
+export function taskManagersView(
+  overview: ClusterOverview,
+  usedSlots: ReadonlySet<string>,
+): JsonObject {
+  return {
+    taskmanagers: overview.workers.map((w) => {
+      const used = (w.slotIds ?? []).filter((id) => usedSlots.has(id)).length;
+      return {
+        id: w.workerId,
+        path: `${w.host}:${w.pid}`,
+        dataPort: -1,
+        timeSinceLastHeartbeat: w.lastHeartbeatAgoMs,
+        slotsNumber: w.slots,
+        freeSlots: Math.max(0, w.slots - used),
+        hardware: {},
+      } satisfies JsonObject;
+    }),
   };
 }
 
@@ -335,8 +400,10 @@ export function watermarksView(f: JobFacts, vertexId: string): Json[] | undefine
 /**
  * `GET /jobs/:jobid/vertices/:vertexid/metrics[?get=a,b]` (Flink's
  * `MetricCollectionResponseBody`): without `get`, the available metric ids
- * (`<subtask>.<name>`); with it, those metrics' values as strings (unknown
- * ids are left out, as in Flink).
+ * (`<subtask>.<name>`, then each `<name>` alone for the vertex-wide value,
+ * {@linkcode VERTEX_METRIC_AGGREGATES}); with it, those metrics' values as
+ * strings (unknown ids, and ids no subtask reported yet, are left out, as
+ * in Flink).
  * @returns `undefined` when the job has no such vertex.
  */
 export function vertexMetricsView(
@@ -347,9 +414,14 @@ export function vertexMetricsView(
   const v = vertexOf(f, vertexId);
   if (v === undefined) return undefined;
   const ids = range(v.parallelism).flatMap((i) => SUBTASK_METRIC_NAMES.map((n) => `${i}.${n}`));
-  if (get === undefined) return ids.map((id) => ({ id }));
+  if (get === undefined) return [...ids, ...SUBTASK_METRIC_NAMES].map((id) => ({ id }));
   const out: Json[] = [];
   for (const id of get) {
+    if ((SUBTASK_METRIC_NAMES as readonly string[]).includes(id)) {
+      const value = vertexMetric(f, v, id as SubtaskMetricName);
+      if (value !== undefined) out.push({ id, value });
+      continue;
+    }
     const dot = id.indexOf(".");
     const subtask = Number(id.slice(0, dot));
     const name = id.slice(dot + 1) as keyof SubtaskMetricsSample;
@@ -396,6 +468,23 @@ export function aggregatedSubtaskMetricsView(
     out.push(row);
   }
   return out;
+}
+
+/** The vertex-wide value of metric `name` as a string, `undefined` while no subtask reported. */
+function vertexMetric(
+  f: JobFacts,
+  v: VertexSummary,
+  name: SubtaskMetricName,
+): string | undefined {
+  const samples = range(v.parallelism).map((i) => f.metrics.subtask(v.id, i));
+  if (samples.every((m) => m === undefined)) return undefined;
+  const values = samples.map((m) => m?.[name] ?? null);
+  const how = VERTEX_METRIC_AGGREGATES[name];
+  if (how === "min") {
+    return values.includes(null) ? NO_WATERMARK : String(Math.min(...values as number[]));
+  }
+  const reported = values.filter((x) => x !== null);
+  return String(how === "sum" ? reported.reduce((a, b) => a + b, 0) : Math.max(...reported));
 }
 
 function metricString(name: keyof SubtaskMetricsSample, value: number | null): string {

@@ -6,8 +6,10 @@
  * | Method and path | Body |
  * |---|---|
  * | `GET /overview` | workers, slots, jobs by state |
+ * | `GET /taskmanagers` | the live workers: slots, free slots, time since their last heartbeat |
  * | `GET /jobs`, `GET /jobs/overview` | job ids with states; one line per job |
- * | `GET /jobs/:jobid` | job details with vertices |
+ * | `GET /jobs/:jobid` | job details with vertices and the plan |
+ * | `GET /jobs/:jobid/plan` | the plan: vertices with their inputs and ship strategies (`plan_view.ts`) |
  * | `PATCH /jobs/:jobid?mode=cancel` | cancels the job: `202 {}` |
  * | `GET /jobs/:jobid/exceptions` | its latest failure |
  * | `GET /jobs/:jobid/vertices/:vertexid` (and `/backpressure`, `/watermarks`, `/metrics`, `/subtasks/metrics`) | one vertex |
@@ -43,6 +45,7 @@ import {
   jobsOverviewView,
   jobsView,
   overviewView,
+  taskManagersView,
   vertexMetricsView,
   vertexView,
   watermarksView,
@@ -55,6 +58,8 @@ import {
 } from "./checkpoint_views.ts";
 import { newTriggerId, SavepointTriggers, triggerEpoch } from "./savepoint_triggers.ts";
 import { PrometheusMetrics } from "./prometheus.ts";
+import { planView } from "./plan_view.ts";
+import type { ClusterOverview } from "../cluster_protocol.ts";
 import { type DashboardAsset, DashboardAssets } from "./dashboard_assets.ts";
 import { logger } from "../../log.ts";
 
@@ -128,14 +133,23 @@ export function createRestApp(options: RestAppOptions): Hono {
     return v === undefined ? undefined : v.split(",").map((s) => s.trim()).filter((s) => s);
   };
 
-  app.get("/overview", (c) => {
-    const overview = backend.overview();
+  /** The slots running jobs' subtasks are placed on. */
+  const usedSlots = (overview: ClusterOverview) => {
     const used = new Set<string>();
     for (const j of overview.jobs) {
       if (isEnded(j.status)) continue;
       for (const slot of backend.jobFacts(j.jobId)?.placement.values() ?? []) used.add(slot);
     }
-    return c.json(overviewView(overview, used, WEIR_VERSION));
+    return used;
+  };
+
+  app.get("/overview", (c) => {
+    const overview = backend.overview();
+    return c.json(overviewView(overview, usedSlots(overview), WEIR_VERSION));
+  });
+  app.get("/taskmanagers", (c) => {
+    const overview = backend.overview();
+    return c.json(taskManagersView(overview, usedSlots(overview)));
   });
   app.get("/jobs", (c) => c.json(jobsView(backend.overview())));
   app.get("/jobs/overview", (c) => {
@@ -144,6 +158,10 @@ export function createRestApp(options: RestAppOptions): Hono {
     return c.json(jobsOverviewView(all, Date.now()));
   });
   app.get("/jobs/:jobid", (c) => c.json(jobDetailsView(facts(c), Date.now())));
+  app.get("/jobs/:jobid/plan", (c) => {
+    const f = facts(c);
+    return c.json({ plan: planView(f.status.jobId, f.graph) });
+  });
   app.patch("/jobs/:jobid", (c) => {
     const f = facts(c);
     const mode = c.req.query("mode") ?? "cancel";
