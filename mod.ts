@@ -185,10 +185,17 @@ export {
   CoGroupedWhere,
   CoGroupedWithWindow,
   CoGroupWindowFunction,
-  type TwoInputKeys,
-  TwoInputWithWindow,
 } from "./runtime/api/co_grouped_streams.ts";
-export type { CoGroupFunction, TwoInputWindowSettings } from "./runtime/api/co_grouped_streams.ts";
+export type { CoGroupFunction } from "./runtime/api/co_grouped_streams.ts";
+export {
+  TwoInputEqualTo,
+  type TwoInputFirstKey,
+  type TwoInputKeys,
+  TwoInputStreams,
+  TwoInputWhere,
+  TwoInputWithWindow,
+} from "./runtime/api/two_input_window.ts";
+export type { TwoInputWindowSettings } from "./runtime/api/two_input_window.ts";
 export { keyedTaggedUnion } from "./runtime/api/tagged_union.ts";
 export { IntervalJoin, IntervalJoined } from "./runtime/api/interval_join.ts";
 export type {

@@ -60,13 +60,18 @@
  */
 
 import type { Collector, FunctionHooks } from "./functions.ts";
-import type { DataStream, SingleOutputStreamOperator } from "./datastream.ts";
+import type { SingleOutputStreamOperator } from "./datastream.ts";
 import type { ProcessWindowContext, ProcessWindowFunction } from "./window_functions.ts";
-import { checkKeySelector, keyedTaggedUnion, type TaggedUnion } from "./tagged_union.ts";
+import type { TaggedUnion } from "./tagged_union.ts";
+import {
+  TwoInputEqualTo,
+  type TwoInputKeys,
+  TwoInputStreams,
+  TwoInputWhere,
+  TwoInputWithWindow,
+} from "./two_input_window.ts";
 import type { Key } from "../state/key_group.ts";
 import type { WindowAssigner } from "../time/windows/window_assigner.ts";
-import type { Trigger } from "../time/windows/trigger.ts";
-import type { Evictor } from "../time/windows/evictor.ts";
 import type { Window } from "../time/windows/window.ts";
 
 /**
@@ -188,139 +193,6 @@ export class CoGroupWindowFunction<T1, T2, O, F>
   }
 }
 
-/** The window settings of a two-input window operation, applied when it is built. */
-export interface TwoInputWindowSettings<T1, T2, W extends Window> {
-  /** The window assigner (sees tagged elements). */
-  readonly assigner: WindowAssigner<TaggedUnion<T1, T2>, W>;
-  /** The trigger, or `undefined` for the assigner's default. */
-  trigger: Trigger<TaggedUnion<T1, T2>, W> | undefined;
-  /** The evictor, or `undefined`. */
-  evictor: Evictor<TaggedUnion<T1, T2>, W> | undefined;
-  /** Allowed lateness, ms. */
-  allowedLateness: number;
-}
-
-/**
- * Builds the window operator of a window coGroup or join: tagged keyed
- * union, window with `settings`, and `fn` as its process window function.
- * @throws {TypeError|RangeError} as `WindowedStream.trigger` and `allowedLateness`.
- */
-export function buildTwoInputWindow<T1, T2, K extends Key, W extends Window, O>(
-  options: {
-    readonly first: DataStream<T1>;
-    readonly second: DataStream<T2>;
-    readonly firstKey: (value: T1) => K;
-    readonly secondKey: (value: T2) => K;
-    readonly settings: TwoInputWindowSettings<T1, T2, W>;
-    readonly fn: ProcessWindowFunction<TaggedUnion<T1, T2>, O, K, W>;
-    readonly name: string;
-  },
-): SingleOutputStreamOperator<O> {
-  const { settings } = options;
-  const windowed = keyedTaggedUnion({
-    first: options.first,
-    second: options.second,
-    firstKey: options.firstKey,
-    secondKey: options.secondKey,
-    name: options.name,
-  }).window(settings.assigner);
-  if (settings.trigger !== undefined) windowed.trigger(settings.trigger);
-  if (settings.evictor !== undefined) windowed.evictor(settings.evictor);
-  windowed.allowedLateness(settings.allowedLateness);
-  return windowed.process(options.fn).name(`${options.name}(${settings.assigner})`);
-}
-
-/** The two inputs of a window join or coGroup and their keys. */
-export interface TwoInputKeys<T1, T2, K extends Key> {
-  /** The first input. */
-  readonly first: DataStream<T1>;
-  /** The second input. */
-  readonly second: DataStream<T2>;
-  /** The first input's key. */
-  readonly firstKey: (value: T1) => K;
-  /** The second input's key; records with equal keys meet. */
-  readonly secondKey: (value: T2) => K;
-}
-
-/**
- * The window stage both {@linkcode CoGroupedWithWindow} and
- * `JoinedWithWindow` share (Flink's `CoGroupedStreams.WithWindow` and
- * `JoinedStreams.WithWindow`, two copies there, one base here): the
- * trigger, evictor and allowed lateness, then `apply`, which each defines
- * over {@linkcode TwoInputWithWindow.build}.
- *
- * @typeParam T1 records of the first input.
- * @typeParam T2 records of the second input.
- * @typeParam K the key.
- * @typeParam W the window type.
- */
-export abstract class TwoInputWithWindow<T1, T2, K extends Key, W extends Window> {
-  readonly #keys: TwoInputKeys<T1, T2, K>;
-  readonly #settings: TwoInputWindowSettings<T1, T2, W>;
-  readonly #operation: string;
-
-  /**
-   * Starts with no trigger (the assigner's default), no evictor and no lateness.
-   * @param operation `"join"` or `"coGroup"`, for error messages.
-   * @param keys the inputs and their keys.
-   * @param assigner the window assigner (it sees tagged elements).
-   */
-  protected constructor(
-    operation: string,
-    keys: TwoInputKeys<T1, T2, K>,
-    assigner: WindowAssigner<TaggedUnion<T1, T2>, W>,
-  ) {
-    this.#operation = operation;
-    this.#keys = keys;
-    this.#settings = { assigner, trigger: undefined, evictor: undefined, allowedLateness: 0 };
-  }
-
-  /** Sets the trigger (see `WindowedStream.trigger`); checked when applied. */
-  trigger(trigger: Trigger<TaggedUnion<T1, T2>, W>): this {
-    this.#settings.trigger = trigger;
-    return this;
-  }
-
-  /** Sets an evictor (see `WindowedStream.evictor`). */
-  evictor(evictor: Evictor<TaggedUnion<T1, T2>, W>): this {
-    this.#settings.evictor = evictor;
-    return this;
-  }
-
-  /**
-   * Lets elements up to `ms` behind a window's end still update it and fire
-   * it again (see `WindowedStream.allowedLateness`); a window that fires
-   * again emits all its results again, as in Flink. Default 0.
-   * @throws {RangeError} unless `ms` is an integer >= 0.
-   */
-  allowedLateness(ms: number): this {
-    if (!Number.isSafeInteger(ms) || ms < 0) {
-      throw new RangeError(
-        `${this.#operation}().allowedLateness() needs an integer >= 0 ms: current value is ${ms}`,
-      );
-    }
-    this.#settings.allowedLateness = ms;
-    return this;
-  }
-
-  /**
-   * The window operator with `fn` as its process window function.
-   * @param fn splits each window's tagged elements and calls the user's function.
-   * @param name the operator's name, e.g. `"Join"`.
-   */
-  protected build<O>(
-    fn: ProcessWindowFunction<TaggedUnion<T1, T2>, O, K, W>,
-    name: string,
-  ): SingleOutputStreamOperator<O> {
-    return buildTwoInputWindow<T1, T2, K, W, O>({
-      ...this.#keys,
-      settings: this.#settings,
-      fn,
-      name,
-    });
-  }
-}
-
 /**
  * Two streams to be coGrouped over windows (Flink's `CoGroupedStreams`):
  * name the keys with `where` and `equalTo`, then the windows.
@@ -363,39 +235,18 @@ export abstract class TwoInputWithWindow<T1, T2, K extends Key, W extends Window
  * assert.deepEqual(lines.sort(), ["a: jam", "b: no buy"]); // c bought without a click: no line
  * ```
  */
-export class CoGroupedStreams<T1, T2> {
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
-
-  /** @internal Use `DataStream.coGroup(other)`. */
-  constructor(first: DataStream<T1>, second: DataStream<T2>) {
-    this.#first = first;
-    this.#second = second;
-  }
-
+export class CoGroupedStreams<T1, T2> extends TwoInputStreams<T1, T2> {
   /**
    * The key of the first input's records.
    * @throws {TypeError} when `keySelector` is not a function.
    */
   where<K extends Key>(keySelector: (value: T1) => K): CoGroupedWhere<T1, T2, K> {
-    checkKeySelector(keySelector, "coGroup().where()");
-    return new CoGroupedWhere(this.#first, this.#second, keySelector);
+    return new CoGroupedWhere(this.withFirstKey(keySelector, "coGroup().where()"));
   }
 }
 
 /** A coGroup with its first key (Flink's `CoGroupedStreams.Where`). */
-export class CoGroupedWhere<T1, T2, K extends Key> {
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
-  readonly #firstKey: (value: T1) => K;
-
-  /** @internal Use `CoGroupedStreams.where`. */
-  constructor(first: DataStream<T1>, second: DataStream<T2>, firstKey: (value: T1) => K) {
-    this.#first = first;
-    this.#second = second;
-    this.#firstKey = firstKey;
-  }
-
+export class CoGroupedWhere<T1, T2, K extends Key> extends TwoInputWhere<T1, T2, K> {
   /**
    * The key of the second input's records; records of both inputs with
    * equal keys (by the key group hash and `===` of the encoded key, as for
@@ -403,31 +254,12 @@ export class CoGroupedWhere<T1, T2, K extends Key> {
    * @throws {TypeError} when `keySelector` is not a function.
    */
   equalTo(keySelector: (value: T2) => K): CoGroupedEqualTo<T1, T2, K> {
-    checkKeySelector(keySelector, "coGroup().where().equalTo()");
-    return new CoGroupedEqualTo(this.#first, this.#second, this.#firstKey, keySelector);
+    return new CoGroupedEqualTo(this.withSecondKey(keySelector, "coGroup().where().equalTo()"));
   }
 }
 
 /** A coGroup with both keys (Flink's `CoGroupedStreams.Where.EqualTo`). */
-export class CoGroupedEqualTo<T1, T2, K extends Key> {
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
-  readonly #firstKey: (value: T1) => K;
-  readonly #secondKey: (value: T2) => K;
-
-  /** @internal Use `CoGroupedWhere.equalTo`. */
-  constructor(
-    first: DataStream<T1>,
-    second: DataStream<T2>,
-    firstKey: (value: T1) => K,
-    secondKey: (value: T2) => K,
-  ) {
-    this.#first = first;
-    this.#second = second;
-    this.#firstKey = firstKey;
-    this.#secondKey = secondKey;
-  }
-
+export class CoGroupedEqualTo<T1, T2, K extends Key> extends TwoInputEqualTo<T1, T2, K> {
   /**
    * Cuts both inputs into windows of `assigner` (it sees the elements
    * tagged, see {@linkcode TaggedUnion}; time assigners ignore the value).
@@ -436,13 +268,7 @@ export class CoGroupedEqualTo<T1, T2, K extends Key> {
   window<W extends Window>(
     assigner: WindowAssigner<TaggedUnion<T1, T2>, W>,
   ): CoGroupedWithWindow<T1, T2, K, W> {
-    return new CoGroupedWithWindow({
-      first: this.#first,
-      second: this.#second,
-      firstKey: this.#firstKey,
-      secondKey: this.#secondKey,
-      assigner,
-    });
+    return new CoGroupedWithWindow({ ...this.keys, assigner });
   }
 }
 

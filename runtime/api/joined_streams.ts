@@ -55,13 +55,16 @@
  */
 
 import type { Collector, FunctionHooks } from "./functions.ts";
-import type { DataStream, SingleOutputStreamOperator } from "./datastream.ts";
+import type { SingleOutputStreamOperator } from "./datastream.ts";
+import { CoGroupWindowFunction } from "./co_grouped_streams.ts";
 import {
-  CoGroupWindowFunction,
+  TwoInputEqualTo,
   type TwoInputKeys,
+  TwoInputStreams,
+  TwoInputWhere,
   TwoInputWithWindow,
-} from "./co_grouped_streams.ts";
-import { checkKeySelector, type TaggedUnion } from "./tagged_union.ts";
+} from "./two_input_window.ts";
+import type { TaggedUnion } from "./tagged_union.ts";
 import type { Key } from "../state/key_group.ts";
 import type { WindowAssigner } from "../time/windows/window_assigner.ts";
 import type { Window } from "../time/windows/window.ts";
@@ -139,69 +142,29 @@ export type FlatJoinFunction<IN1, IN2, OUT> =
  * assert.deepEqual(lines, ["a clicked, then bought jam"]);
  * ```
  */
-export class JoinedStreams<T1, T2> {
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
-
-  /** @internal Use `DataStream.join(other)`. */
-  constructor(first: DataStream<T1>, second: DataStream<T2>) {
-    this.#first = first;
-    this.#second = second;
-  }
-
+export class JoinedStreams<T1, T2> extends TwoInputStreams<T1, T2> {
   /**
    * The key of the first input's records.
    * @throws {TypeError} when `keySelector` is not a function.
    */
   where<K extends Key>(keySelector: (value: T1) => K): JoinedWhere<T1, T2, K> {
-    checkKeySelector(keySelector, "join().where()");
-    return new JoinedWhere(this.#first, this.#second, keySelector);
+    return new JoinedWhere(this.withFirstKey(keySelector, "join().where()"));
   }
 }
 
 /** A join with its first key (Flink's `JoinedStreams.Where`). */
-export class JoinedWhere<T1, T2, K extends Key> {
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
-  readonly #firstKey: (value: T1) => K;
-
-  /** @internal Use `JoinedStreams.where`. */
-  constructor(first: DataStream<T1>, second: DataStream<T2>, firstKey: (value: T1) => K) {
-    this.#first = first;
-    this.#second = second;
-    this.#firstKey = firstKey;
-  }
-
+export class JoinedWhere<T1, T2, K extends Key> extends TwoInputWhere<T1, T2, K> {
   /**
    * The key of the second input's records; pairs with equal keys join.
    * @throws {TypeError} when `keySelector` is not a function.
    */
   equalTo(keySelector: (value: T2) => K): JoinedEqualTo<T1, T2, K> {
-    checkKeySelector(keySelector, "join().where().equalTo()");
-    return new JoinedEqualTo(this.#first, this.#second, this.#firstKey, keySelector);
+    return new JoinedEqualTo(this.withSecondKey(keySelector, "join().where().equalTo()"));
   }
 }
 
 /** A join with both keys (Flink's `JoinedStreams.Where.EqualTo`). */
-export class JoinedEqualTo<T1, T2, K extends Key> {
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
-  readonly #firstKey: (value: T1) => K;
-  readonly #secondKey: (value: T2) => K;
-
-  /** @internal Use `JoinedWhere.equalTo`. */
-  constructor(
-    first: DataStream<T1>,
-    second: DataStream<T2>,
-    firstKey: (value: T1) => K,
-    secondKey: (value: T2) => K,
-  ) {
-    this.#first = first;
-    this.#second = second;
-    this.#firstKey = firstKey;
-    this.#secondKey = secondKey;
-  }
-
+export class JoinedEqualTo<T1, T2, K extends Key> extends TwoInputEqualTo<T1, T2, K> {
   /**
    * Cuts both inputs into windows of `assigner` (it sees the elements
    * tagged, see {@linkcode TaggedUnion}).
@@ -210,13 +173,7 @@ export class JoinedEqualTo<T1, T2, K extends Key> {
   window<W extends Window>(
     assigner: WindowAssigner<TaggedUnion<T1, T2>, W>,
   ): JoinedWithWindow<T1, T2, K, W> {
-    return new JoinedWithWindow({
-      first: this.#first,
-      second: this.#second,
-      firstKey: this.#firstKey,
-      secondKey: this.#secondKey,
-      assigner,
-    });
+    return new JoinedWithWindow({ ...this.keys, assigner });
   }
 }
 
