@@ -40,7 +40,6 @@ import {
 } from "./restart_strategy_config.ts";
 import type { JobExecutionResult } from "./job_execution_result.ts";
 import {
-  type CheckpointConfig,
   type CoordinatorFaultPoint,
   type JobClient,
   type JobExecutionRequest,
@@ -50,141 +49,25 @@ import {
   type SavepointRestoreSettings,
 } from "./executor.ts";
 import type { FaultInjector, TaskConfig } from "../task/stream_task.ts";
-import type { CheckpointingMode } from "./sink_v2.ts";
 import { checkJobDeliveryGuarantees, type JobSink } from "./delivery_check.ts";
 import { logger } from "../log.ts";
-import { checkOptions, type OptionsShape } from "./options_check.ts";
+import { checkOptions, checkPositiveInteger, type OptionsShape } from "./options_check.ts";
+import { checkStateBackendConfig, type StateBackendKind } from "../state/state_backend_factory.ts";
 import {
-  DEFAULT_MEMORY_THRESHOLD_BYTES,
-  INLINE_BYTES_PER_ACK_LIMIT,
-} from "../checkpoint/snapshot_contract.ts";
-import {
-  checkStateBackendConfig,
-  type StateBackendConfig,
-  type StateBackendKind,
-} from "../state/state_backend_factory.ts";
+  checkpointConfigOf,
+  type CheckpointingOptions,
+  DEFAULT_CHECKPOINT_DIRECTORY,
+  DEFAULT_CHECKPOINTING_OPTIONS,
+  mergeCheckpointingOptions,
+  withChangelog,
+} from "./checkpointing_options.ts";
 
 export type { StateBackendKind } from "../state/state_backend_factory.ts";
 
 const log = logger("environment");
 
-/** Options of `enableCheckpointing`. Times in ms. */
-export interface CheckpointingOptions {
-  /**
-   * The checkpointing mode (Flink's `CheckpointingMode`), default
-   * `"exactly-once"`: a task with several inputs aligns barriers (it blocks
-   * each input that delivered barrier n until every input did), so its
-   * snapshot reflects exactly the records before the barrier.
-   * `"at-least-once"`: barriers never block an input and nothing is aligned
-   * (Flink's `CheckpointBarrierTracker`); the task snapshots when barrier n
-   * has arrived on every live input, so its state may already hold records
-   * from after the barrier, and a restore replays them again: no record is
-   * lost, some may count twice. Lower latency under backpressure or skew.
-   * Savepoints follow the same mode. An exactly-once sink in an
-   * at-least-once job is at-least-once end to end (`execute()` logs a
-   * warning naming it).
-   */
-  readonly mode?: CheckpointingMode;
-  /** Abort a checkpoint not complete after this long. Default 60 000. */
-  readonly timeoutMs?: number;
-  /** Least time between a completion and the next trigger. Default 0. */
-  readonly minPauseBetweenCheckpointsMs?: number;
-  /** Most checkpoints in progress at once. Default 1. */
-  readonly maxConcurrentCheckpoints?: number;
-  /** Completed checkpoints kept. Default 1 (Flink's default). */
-  readonly retainedCheckpoints?: number;
-  /** Checkpoint storage directory (local mode). Default `.weir/checkpoints`. */
-  readonly directory?: string;
-  /** Keep checkpoints after the job finishes. Default false. */
-  readonly retainOnFinish?: boolean;
-  /**
-   * How many consecutive checkpoints may fail before the job fails over
-   * (through its restart strategy): a non-negative integer, or `Infinity` to
-   * never fail the job because of failed checkpoints. Default 0, Flink's
-   * default: the first failed checkpoint fails the job. Flink's
-   * `execution.checkpointing.tolerable-failed-checkpoints`
-   * (`CheckpointConfig.setTolerableCheckpointFailureNumber`).
-   *
-   * Counted: checkpoints that expired (`timeoutMs`), that a task declined
-   * (its snapshot failed), or whose state or metadata could not be written.
-   * Not counted: checkpoints subsumed by a newer one, or aborted because the
-   * job is failing over anyway. A completed checkpoint resets the count.
-   * The final checkpoint at the end of input counts too. With `Infinity`, a
-   * source or snapshot that is stuck, or slower than `timeoutMs`, makes the
-   * job retry its checkpoints (the final one included) forever.
-   */
-  readonly tolerableCheckpointFailures?: number;
-  /**
-   * Incremental checkpoints of keyed state (Flink's changelog state backend,
-   * FLIP-158, with periodic materialization): each checkpoint uploads only
-   * the state changed since the previous one, as one changelog segment, and
-   * refers to the last full materialization and the segments since it.
-   * Works over both state backends (`setStateBackend`). Savepoints stay
-   * full and canonical. Default false (every checkpoint uploads all state).
-   */
-  readonly incrementalCheckpoints?: boolean;
-  /**
-   * With `incrementalCheckpoints`: materialize (upload a full snapshot that
-   * later checkpoints build on, so a restore replays less changelog) at
-   * least this often, ms; it also materializes when the changelog outgrows
-   * the last materialization. A number ≥ 0 or `Infinity`. Default 600 000
-   * (Flink's `state.backend.changelog.periodic-materialize.interval`).
-   */
-  readonly materializationIntervalMs?: number;
-  /**
-   * Unaligned checkpoints (FLIP-76; Flink's
-   * `execution.checkpointing.unaligned`), for `mode: "exactly-once"` only:
-   * a checkpoint's barriers overtake the buffers in flight (queued in the
-   * input gates and not yet sent by the record writers), and those buffers
-   * are stored in the checkpoint as channel state and replayed first on
-   * restore. Checkpoints then complete under backpressure, at the cost of
-   * larger checkpoints. Savepoints stay aligned. A checkpoint with channel
-   * state cannot be restored at another parallelism (take a savepoint to
-   * rescale). Default false.
-   */
-  readonly unalignedCheckpoints?: boolean;
-  /**
-   * With `unalignedCheckpoints`: a checkpoint starts aligned and switches
-   * to unaligned at a subtask whose alignment has lasted this long, ms,
-   * from the arrival of the first barrier at that subtask, announced ahead
-   * of the data queued before it (Flink's
-   * `execution.checkpointing.aligned-checkpoint-timeout`, which Flink
-   * measures from the checkpoint's start). A finite number ≥ 0; 0 (default)
-   * means unaligned from the start.
-   */
-  readonly alignedCheckpointTimeoutMs?: number;
-  /**
-   * Private state blobs smaller than this many bytes are kept inline in the
-   * checkpoint metadata instead of being written to checkpoint storage
-   * (Flink's `state.storage.fs.memory-threshold`, `ByteStreamStateHandle`):
-   * each blob in storage costs requests (several on the Object Store), so
-   * small timers, operator state, splits and watermark floors ride in the
-   * ack and `_metadata` instead. An integer in 0..524 288 (the per-ack cap
-   * of inline bytes, `INLINE_BYTES_PER_ACK_LIMIT`); 0 writes every blob to
-   * storage. Default 20 480 (20 KiB, Flink's default). The metadata grows
-   * by up to this much per state participant and subtask.
-   */
-  readonly memoryThresholdBytes?: number;
-}
-
+export type { CheckpointingOptions } from "./checkpointing_options.ts";
 export type { JobClient, ResumeOptions, SavepointRestoreSettings };
-
-/** The known keys of {@linkcode CheckpointingOptions} and the kinds of their values. */
-const CHECKPOINTING_OPTIONS: OptionsShape<CheckpointingOptions> = {
-  mode: "string",
-  timeoutMs: "number",
-  minPauseBetweenCheckpointsMs: "number",
-  maxConcurrentCheckpoints: "number",
-  retainedCheckpoints: "number",
-  directory: "string",
-  retainOnFinish: "boolean",
-  tolerableCheckpointFailures: "number",
-  incrementalCheckpoints: "boolean",
-  materializationIntervalMs: "number",
-  unalignedCheckpoints: "boolean",
-  alignedCheckpointTimeoutMs: "number",
-  memoryThresholdBytes: "number",
-};
 
 /** Options of {@linkcode StreamExecutionEnvironment.setStateBackend}; they apply to `"sqlite"` only. */
 export interface StateBackendOptions {
@@ -203,16 +86,6 @@ const STATE_BACKEND_OPTIONS: OptionsShape<StateBackendOptions> = {
   cacheEntries: "number",
 };
 
-/** Local checkpoint storage unless `enableCheckpointing(…, { directory })` says otherwise. */
-const DEFAULT_CHECKPOINT_DIRECTORY = ".weir/checkpoints";
-
-function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) {
-    throw new RangeError(`${name} must be a positive integer: current value is ${value}`);
-  }
-  return value;
-}
-
 /** The entry point of a job: settings, sources and `execute()`. */
 export class StreamExecutionEnvironment implements StreamGraphOwner {
   /** The graph the job's streams build. */
@@ -222,21 +95,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
   #maxParallelism = DEFAULT_MAX_PARALLELISM;
   #chaining = true;
   #checkpointIntervalMs = 0;
-  #checkpointing: Required<CheckpointingOptions> = {
-    mode: "exactly-once",
-    timeoutMs: 60_000,
-    minPauseBetweenCheckpointsMs: 0,
-    maxConcurrentCheckpoints: 1,
-    retainedCheckpoints: 1,
-    directory: DEFAULT_CHECKPOINT_DIRECTORY,
-    retainOnFinish: false,
-    tolerableCheckpointFailures: 0,
-    incrementalCheckpoints: false,
-    materializationIntervalMs: 600_000,
-    unalignedCheckpoints: false,
-    alignedCheckpointTimeoutMs: 0,
-    memoryThresholdBytes: DEFAULT_MEMORY_THRESHOLD_BYTES,
-  };
+  #checkpointing: Required<CheckpointingOptions> = { ...DEFAULT_CHECKPOINTING_OPTIONS };
   #restartStrategy: RestartStrategyConfig | undefined;
   #failoverStrategy: FailoverStrategy = "region";
   #task: { -readonly [K in keyof TaskConfig]: TaskConfig[K] } = {
@@ -267,7 +126,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * @throws {RangeError} unless a positive integer.
    */
   setParallelism(parallelism: number): this {
-    this.#parallelism = positiveInteger("parallelism", parallelism);
+    this.#parallelism = checkPositiveInteger("parallelism", parallelism);
     return this;
   }
 
@@ -286,7 +145,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * @throws {RangeError} unless an integer in 1..32768.
    */
   setMaxParallelism(maxParallelism: number): this {
-    positiveInteger("maxParallelism", maxParallelism);
+    checkPositiveInteger("maxParallelism", maxParallelism);
     if (maxParallelism > 32768) {
       throw new RangeError(
         `maxParallelism must be at most 32768: current value is ${maxParallelism}`,
@@ -317,74 +176,17 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    *   `retainOnFinish: "yes"`.
    */
   enableCheckpointing(intervalMs: number, options: CheckpointingOptions = {}): this {
-    this.#checkpointIntervalMs = positiveInteger("checkpoint interval (ms)", intervalMs);
-    checkOptions("enableCheckpointing", options, CHECKPOINTING_OPTIONS);
-    const merged = { ...this.#checkpointing, ...options };
-    if (merged.mode !== "exactly-once" && merged.mode !== "at-least-once") {
-      throw new RangeError(
-        `checkpointing mode must be "exactly-once" or "at-least-once": current value is ${
-          JSON.stringify(merged.mode)
-        }`,
-      );
-    }
-    positiveInteger("timeoutMs", merged.timeoutMs);
-    positiveInteger("maxConcurrentCheckpoints", merged.maxConcurrentCheckpoints);
-    positiveInteger("retainedCheckpoints", merged.retainedCheckpoints);
-    const tolerable = merged.tolerableCheckpointFailures;
-    if (!(Number.isSafeInteger(tolerable) && tolerable >= 0) && tolerable !== Infinity) {
-      throw new RangeError(
-        `tolerableCheckpointFailures must be a non-negative integer or Infinity: current value is ${tolerable}`,
-      );
-    }
-    if (!(merged.materializationIntervalMs >= 0)) {
-      throw new RangeError(
-        `materializationIntervalMs must be a number ≥ 0 (ms) or Infinity: current value is ${merged.materializationIntervalMs}`,
-      );
-    }
-    if (
-      !(Number.isFinite(merged.alignedCheckpointTimeoutMs) &&
-        merged.alignedCheckpointTimeoutMs >= 0)
-    ) {
-      throw new RangeError(
-        `alignedCheckpointTimeoutMs must be a finite number ≥ 0 (ms): current value is ${merged.alignedCheckpointTimeoutMs}`,
-      );
-    }
-    const threshold = merged.memoryThresholdBytes;
-    if (
-      !(Number.isSafeInteger(threshold) && threshold >= 0 &&
-        threshold <= INLINE_BYTES_PER_ACK_LIMIT)
-    ) {
-      throw new RangeError(
-        `memoryThresholdBytes must be an integer in 0..${INLINE_BYTES_PER_ACK_LIMIT} (bytes): current value is ${threshold}`,
-      );
-    }
-    if (merged.unalignedCheckpoints && merged.mode !== "exactly-once") {
-      throw new RangeError(
-        `unalignedCheckpoints needs mode "exactly-once" (at-least-once never aligns): current mode is ${
-          JSON.stringify(merged.mode)
-        }`,
-      );
-    }
+    this.#checkpointIntervalMs = checkPositiveInteger("checkpoint interval (ms)", intervalMs);
+    const merged = mergeCheckpointingOptions(this.#checkpointing, options);
     this.#checkpointing = merged;
     this.#task.checkpointingMode = merged.mode;
     this.#task.unalignedCheckpoints = merged.unalignedCheckpoints;
     this.#task.alignedCheckpointTimeoutMs = merged.alignedCheckpointTimeoutMs;
     this.#task.memoryThresholdBytes = merged.memoryThresholdBytes;
     if (this.#task.stateBackend !== undefined || merged.incrementalCheckpoints) {
-      this.#task.stateBackend = this.#withChangelog(this.#task.stateBackend ?? { kind: "heap" });
+      this.#task.stateBackend = withChangelog(this.#task.stateBackend ?? { kind: "heap" }, merged);
     }
     return this;
-  }
-
-  /** `config` with the changelog of incremental checkpoints on or off, as checkpointing says. */
-  #withChangelog(config: StateBackendConfig): StateBackendConfig {
-    const { incrementalCheckpoints, materializationIntervalMs } = this.#checkpointing;
-    if (!incrementalCheckpoints) {
-      if (config.changelog === undefined) return config;
-      const { changelog: _, ...rest } = config;
-      return rest;
-    }
-    return { ...config, changelog: { materializationIntervalMs } };
   }
 
   /**
@@ -412,10 +214,10 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    */
   setStateBackend(backend: StateBackendKind, options: StateBackendOptions = {}): this {
     checkOptions("setStateBackend", options, STATE_BACKEND_OPTIONS);
-    this.#task.stateBackend = this.#withChangelog(checkStateBackendConfig(
-      { kind: backend, ...options },
-      "setStateBackend",
-    ));
+    this.#task.stateBackend = withChangelog(
+      checkStateBackendConfig({ kind: backend, ...options }, "setStateBackend"),
+      this.#checkpointing,
+    );
     return this;
   }
 
@@ -470,10 +272,10 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    */
   setNetworkBuffers(options: { bufferSize?: number; credits?: number }): this {
     if (options.bufferSize !== undefined) {
-      this.#task.bufferSize = positiveInteger("bufferSize", options.bufferSize);
+      this.#task.bufferSize = checkPositiveInteger("bufferSize", options.bufferSize);
     }
     if (options.credits !== undefined) {
-      this.#task.initialCredits = positiveInteger("credits", options.credits);
+      this.#task.initialCredits = checkPositiveInteger("credits", options.credits);
     }
     return this;
   }
@@ -507,7 +309,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * @throws {RangeError} unless a positive integer.
    */
   setAutoWatermarkInterval(ms: number): this {
-    this.#task.autoWatermarkIntervalMs = positiveInteger("autoWatermarkInterval", ms);
+    this.#task.autoWatermarkIntervalMs = checkPositiveInteger("autoWatermarkInterval", ms);
     return this;
   }
 
@@ -527,7 +329,9 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
    * @throws {RangeError} when `checkpointId` is given and not a positive integer.
    */
   resumeFrom(options: ResumeOptions): this {
-    if (options.checkpointId !== undefined) positiveInteger("checkpointId", options.checkpointId);
+    if (options.checkpointId !== undefined) {
+      checkPositiveInteger("checkpointId", options.checkpointId);
+    }
     checkRestoreMode(options.restoreMode);
     this.#resume = options;
     this.#savepoint = undefined;
@@ -734,20 +538,7 @@ export class StreamExecutionEnvironment implements StreamGraphOwner {
       checkpointing: this.#checkpointIntervalMs > 0,
       role: role === "local" ? "local" : role === "slot" ? "slot" : "client",
     });
-    const checkpointing: CheckpointConfig = {
-      intervalMs: this.#checkpointIntervalMs,
-      timeoutMs: this.#checkpointing.timeoutMs,
-      minPauseBetweenCheckpointsMs: this.#checkpointing.minPauseBetweenCheckpointsMs,
-      maxConcurrentCheckpoints: this.#checkpointing.maxConcurrentCheckpoints,
-      retainedCheckpoints: this.#checkpointing.retainedCheckpoints,
-      retainOnFinish: this.#checkpointing.retainOnFinish,
-      tolerableCheckpointFailures: this.#checkpointing.tolerableCheckpointFailures,
-      incrementalCheckpoints: this.#checkpointing.incrementalCheckpoints,
-      materializationIntervalMs: this.#checkpointing.materializationIntervalMs,
-      unalignedCheckpoints: this.#checkpointing.unalignedCheckpoints,
-      alignedCheckpointTimeoutMs: this.#checkpointing.alignedCheckpointTimeoutMs,
-      memoryThresholdBytes: this.#checkpointing.memoryThresholdBytes,
-    };
+    const checkpointing = checkpointConfigOf(this.#checkpointIntervalMs, this.#checkpointing);
     return {
       graph,
       checkpointing,

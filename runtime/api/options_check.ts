@@ -108,3 +108,20 @@ function show(value: unknown): string {
   if (typeof value === "object" && value !== null) return `an object`;
   return String(value);
 }
+
+/**
+ * `value` when it is a positive integer (1, 2, …), for settings such as a
+ * parallelism, an interval in ms or a count. Pure.
+ *
+ * @param name the setting, for the message, e.g. `"parallelism"`.
+ * @param value the value as the caller passed it.
+ * @returns `value`.
+ * @throws {RangeError} otherwise (`<name> must be a positive integer:
+ *   current value is 0`).
+ */
+export function checkPositiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`${name} must be a positive integer: current value is ${value}`);
+  }
+  return value;
+}
