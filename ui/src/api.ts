@@ -1,0 +1,87 @@
+/// <reference lib="dom" />
+/**
+ * The dashboard's REST client: `GET`/`POST`/`PATCH` against the REST API
+ * the page was served with (relative URLs, so a dashboard behind a path
+ * prefix works), with the bearer token kept in `sessionStorage` when the
+ * coordinator runs with `--rest-token`. A 401 answer tells the listeners
+ * (the app shows its token prompt) and throws an {@linkcode ApiError}.
+ *
+ * @module
+ */
+
+import { ApiError, errorMessage } from "./model/api_error.ts";
+
+const TOKEN_KEY = "weir.restToken";
+
+let unauthorizedListeners: (() => void)[] = [];
+
+/** The token kept for this browser tab, if any. */
+export function storedToken(): string | undefined {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps `token` for this browser tab (sessionStorage); "" forgets it. */
+export function storeToken(token: string): void {
+  try {
+    if (token === "") sessionStorage.removeItem(TOKEN_KEY);
+    else sessionStorage.setItem(TOKEN_KEY, token);
+  } catch {
+    // storage refused (private mode): the token lives until the page reloads.
+  }
+  memoryToken = token === "" ? undefined : token;
+}
+
+let memoryToken: string | undefined;
+
+/** Calls `listener` on every 401 answer; returns the function that unsubscribes it. */
+export function onUnauthorized(listener: () => void): () => void {
+  unauthorizedListeners.push(listener);
+  return () => {
+    unauthorizedListeners = unauthorizedListeners.filter((l) => l !== listener);
+  };
+}
+
+/**
+ * Sends a request to the REST route `path` (e.g. `/jobs/overview`) and
+ * parses its JSON answer.
+ * @throws {ApiError} on a non-2xx answer (message from `{"errors": [...]}`) or no answer (status 0).
+ */
+export async function request<T>(
+  path: string,
+  init: { readonly method?: "GET" | "POST" | "PATCH"; readonly body?: unknown } = {},
+): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  const token = memoryToken ?? storedToken();
+  if (token !== undefined) headers.Authorization = `Bearer ${token}`;
+  let body: string | undefined;
+  if (init.body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(init.body);
+  }
+  let res: Response;
+  try {
+    res = await fetch(path.replace(/^\//, ""), {
+      method: init.method ?? "GET",
+      headers,
+      ...(body === undefined ? {} : { body }),
+      cache: "no-store",
+    });
+  } catch (e) {
+    throw new ApiError(0, path, e instanceof Error ? e.message : String(e));
+  }
+  const text = await res.text();
+  if (!res.ok) {
+    if (res.status === 401) { for (const l of unauthorizedListeners) l(); }
+    throw new ApiError(res.status, path, errorMessage(res.status, text));
+  }
+  if (text === "") return {} as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new ApiError(res.status, path, `the answer is not JSON: ${text.slice(0, 120)}`);
+  }
+}

@@ -1,0 +1,76 @@
+/// <reference lib="dom" />
+/** @jsx h */
+/**
+ * The dashboard's shell: the header (Weir and its version, the cluster's
+ * workers and slots), the navigation, the token prompt on a 401 and the
+ * page of the current hash route. Polls `/overview` every second.
+ *
+ * @module
+ */
+
+import { h, useEffect, useState } from "../deps.ts";
+import { onUnauthorized, request, storedToken, storeToken } from "../api.ts";
+import type { ClusterOverview } from "../model/api_types.ts";
+import { ErrorBanner } from "./common.tsx";
+import { usePoll, useRoute } from "./hooks.ts";
+import { JobPage } from "./job_page.tsx";
+import { OverviewPage } from "./overview.tsx";
+import { TokenPrompt } from "./token_prompt.tsx";
+
+/** The whole dashboard. */
+export function App(): h.JSX.Element {
+  const route = useRoute();
+  const [needToken, setNeedToken] = useState(false);
+  const [generation, setGeneration] = useState(0);
+  useEffect(() => onUnauthorized(() => setNeedToken(true)), []);
+  const overview = usePoll(`overview:${generation}`, () => request<ClusterOverview>("/overview"));
+  const o = overview.data;
+  return (
+    <div class="app" key={generation}>
+      <header class="top">
+        <a href="#/" class="brand">
+          <span class="brand-mark">≋</span> Weir
+          <span class="version">{o?.["flink-version"] ? `v${o["flink-version"]}` : ""}</span>
+        </a>
+        <nav class="top-nav">
+          <a href="#/" class={route.page === "overview" ? "active" : ""}>Overview</a>
+        </nav>
+        <div class="top-facts">
+          {o !== undefined && (
+            <span>
+              {o.taskmanagers} worker{o.taskmanagers === 1 ? "" : "s"} · {o["slots-available"]} /
+              {" "}
+              {o["slots-total"]} slots free · {o["jobs-running"]} running
+            </span>
+          )}
+          <span
+            class={`live-dot${overview.error === undefined && o !== undefined ? " live" : ""}`}
+            title="live updates every second"
+          />
+        </div>
+      </header>
+      <main class="main">
+        {route.page !== "job" && <ErrorBanner error={overview.error} />}
+        {route.page === "overview" && <OverviewPage overview={o} />}
+        {route.page === "job" && <JobPage jobId={route.jobId} tab={route.tab} />}
+        {route.page === "not-found" && (
+          <div class="page">
+            <div class="banner banner-error">
+              No page at {route.hash}. <a href="#/">Back to the overview</a>
+            </div>
+          </div>
+        )}
+      </main>
+      {needToken && (
+        <TokenPrompt
+          hadToken={storedToken() !== undefined}
+          onSubmit={(token) => {
+            storeToken(token);
+            setNeedToken(false);
+            setGeneration(generation + 1);
+          }}
+        />
+      )}
+    </div>
+  );
+}

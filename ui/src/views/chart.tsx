@@ -1,0 +1,136 @@
+/// <reference lib="dom" />
+/** @jsx h */
+/**
+ * Time-series charts drawn with uPlot: a {@linkcode Chart} with axes and a
+ * legend (the job page's throughput, checkpoint durations and sizes) and a
+ * {@linkcode Sparkline} without them (the overview's job throughput). Both
+ * take a {@linkcode Series} and redraw in place when it changes.
+ *
+ * @module
+ */
+
+import { h, uPlot, useEffect, useRef } from "../deps.ts";
+import type { UPlot, UPlotOptions } from "../deps.ts";
+import type { Series } from "../model/ring.ts";
+import { formatBytes, formatDuration, formatRate } from "../model/format.ts";
+
+/** How a chart's values read: records/s, ms or bytes. */
+export type ChartUnit = "rate" | "ms" | "bytes";
+
+/** Colours of a chart's lines, in order. */
+export const LINE_COLOURS: readonly string[] = [
+  "#1f6fd1",
+  "#2e9d4f",
+  "#d9363e",
+  "#8a4fd1",
+  "#e8a317",
+];
+
+function formatter(unit: ChartUnit): (v: number) => string {
+  return unit === "rate" ? formatRate : unit === "ms" ? formatDuration : formatBytes;
+}
+
+function toData(s: Series): uPlot.AlignedData {
+  return [s.times as number[], ...s.lines.map((l) => l as (number | null)[])];
+}
+
+/** Props of {@linkcode Chart}. */
+export interface ChartProps {
+  readonly series: Series;
+  /** One label per line. */
+  readonly labels: readonly string[];
+  readonly unit: ChartUnit;
+  readonly width?: number;
+  readonly height?: number;
+  /** `time` (default): x values are epoch seconds; `index`: x values are plain numbers (checkpoint ids). */
+  readonly x?: "time" | "index";
+  readonly testId?: string;
+}
+
+/** A uPlot chart with axes and a legend. */
+export function Chart(props: ChartProps): h.JSX.Element {
+  const el = useRef<HTMLDivElement>(null);
+  const plot = useRef<UPlot | null>(null);
+  const shape = `${props.labels.join("|")}|${props.unit}|${props.width}|${props.height}|${props.x}`;
+  useEffect(() => {
+    if (el.current === null) return;
+    const fmt = formatter(props.unit);
+    const opts: UPlotOptions = {
+      width: props.width ?? 560,
+      height: props.height ?? 180,
+      scales: { x: { time: props.x !== "index" } },
+      legend: { show: true },
+      cursor: { drag: { x: false, y: false } },
+      series: [
+        {},
+        ...props.labels.map((label, i) => ({
+          label,
+          stroke: LINE_COLOURS[i % LINE_COLOURS.length] ?? "#1f6fd1",
+          width: 1.5,
+          spanGaps: false,
+          value: (_u: UPlot, v: number | null) => v === null ? "-" : fmt(v),
+        })),
+      ],
+      axes: [
+        { stroke: "#56606b", grid: { stroke: "#eef0f2" } },
+        {
+          stroke: "#56606b",
+          grid: { stroke: "#eef0f2" },
+          size: 70,
+          values: (_u: UPlot, vals: number[]) => vals.map((v) => fmt(v)),
+        },
+      ],
+    };
+    plot.current = new uPlot(opts, toData(props.series), el.current);
+    return () => {
+      plot.current?.destroy();
+      plot.current = null;
+    };
+  }, [shape]);
+  useEffect(() => {
+    plot.current?.setData(toData(props.series));
+  }, [props.series]);
+  return <div class="chart" ref={el} data-testid={props.testId} />;
+}
+
+/** Props of {@linkcode Sparkline}. */
+export interface SparklineProps {
+  readonly series: Series;
+  readonly width?: number;
+  readonly height?: number;
+}
+
+/** A small uPlot line (the first line of the series) without axes, legend or cursor. */
+export function Sparkline(props: SparklineProps): h.JSX.Element {
+  const el = useRef<HTMLDivElement>(null);
+  const plot = useRef<UPlot | null>(null);
+  useEffect(() => {
+    if (el.current === null) return;
+    const opts: UPlotOptions = {
+      width: props.width ?? 120,
+      height: props.height ?? 28,
+      legend: { show: false },
+      cursor: { show: false },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+      axes: [{ show: false }, { show: false }],
+      series: [{}, {
+        stroke: LINE_COLOURS[0] ?? "#1f6fd1",
+        width: 1.25,
+        fill: "rgba(31,111,209,0.12)",
+      }],
+    };
+    plot.current = new uPlot(opts, sparkData(props.series), el.current);
+    return () => {
+      plot.current?.destroy();
+      plot.current = null;
+    };
+  }, [props.width, props.height]);
+  useEffect(() => {
+    plot.current?.setData(sparkData(props.series));
+  }, [props.series]);
+  return <div class="sparkline" ref={el} />;
+}
+
+function sparkData(s: Series): uPlot.AlignedData {
+  return [s.times as number[], (s.lines[0] ?? []) as (number | null)[]];
+}

@@ -1,0 +1,75 @@
+/// <reference lib="dom" />
+/** @jsx h */
+/**
+ * Small pieces shared by the pages: the error banner, status badges,
+ * key/value tables and the empty-state line.
+ *
+ * @module
+ */
+
+import { h } from "../deps.ts";
+import type { ComponentChildren } from "../deps.ts";
+import { describeError } from "../model/api_error.ts";
+
+/** A red banner with the error's message (`{"errors": [...]}` of the API), or nothing. */
+export function ErrorBanner(props: { readonly error: unknown }): h.JSX.Element | null {
+  if (props.error === undefined || props.error === null) return null;
+  return (
+    <div class="banner banner-error" role="alert" data-testid="error-banner">
+      {describeError(props.error)}
+    </div>
+  );
+}
+
+/** A job or subtask state as a coloured badge (`data-testid="job-status"` when `testId` says so). */
+export function StatusBadge(
+  props: { readonly status: string; readonly testId?: string },
+): h.JSX.Element {
+  return (
+    <span class={`badge status-${props.status.toLowerCase()}`} data-testid={props.testId}>
+      {props.status}
+    </span>
+  );
+}
+
+/** A two-column table of labelled values. */
+export function KeyValues(props: {
+  readonly rows: readonly (readonly [string, ComponentChildren])[];
+  readonly testId?: string;
+}): h.JSX.Element {
+  return (
+    <table class="kv" data-testid={props.testId}>
+      <tbody>
+        {props.rows.map(([k, v]) => (
+          <tr key={k}>
+            <th>{k}</th>
+            <td>{v}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** A muted line saying there is nothing to show. */
+export function Empty(props: { readonly children: ComponentChildren }): h.JSX.Element {
+  return <div class="empty">{props.children}</div>;
+}
+
+/** A titled panel. */
+export function Panel(props: {
+  readonly title: ComponentChildren;
+  readonly children: ComponentChildren;
+  readonly actions?: ComponentChildren;
+  readonly testId?: string;
+}): h.JSX.Element {
+  return (
+    <section class="panel" data-testid={props.testId}>
+      <header class="panel-head">
+        <h2>{props.title}</h2>
+        {props.actions}
+      </header>
+      <div class="panel-body">{props.children}</div>
+    </section>
+  );
+}

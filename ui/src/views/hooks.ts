@@ -1,0 +1,78 @@
+/// <reference lib="dom" />
+/**
+ * Hooks shared by the views: polling a REST route every second (the
+ * dashboard's live updates, no page reload) and the current hash route.
+ *
+ * @module
+ */
+
+import { useEffect, useRef, useState } from "../deps.ts";
+import { parseRoute, type Route } from "../model/route.ts";
+
+/** The dashboard's polling interval (ms): Flink's web UI refreshes every few seconds; Weir's every second. */
+export const POLL_MS = 1000;
+
+/** What a poll knows: the latest answer, the latest error (cleared by a success) and when it last answered. */
+export interface Polled<T> {
+  readonly data: T | undefined;
+  readonly error: unknown;
+  /** Epoch ms of the latest answer (success or error), 0 before the first. */
+  readonly at: number;
+}
+
+/**
+ * Calls `load` now and then every `intervalMs` after each call ends (calls
+ * never overlap), keeping the latest answer and error. A change of `key`
+ * starts over with nothing known; `key` `null` stops polling.
+ */
+export function usePoll<T>(
+  key: string | null,
+  load: () => Promise<T>,
+  intervalMs: number = POLL_MS,
+): Polled<T> {
+  const [state, setState] = useState<Polled<T>>({ data: undefined, error: undefined, at: 0 });
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  useEffect(() => {
+    setState({ data: undefined, error: undefined, at: 0 });
+    if (key === null) return;
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const tick = async () => {
+      try {
+        const data = await loadRef.current();
+        if (!stopped) setState({ data, error: undefined, at: Date.now() });
+      } catch (error) {
+        if (!stopped) setState((s) => ({ data: s.data, error, at: Date.now() }));
+      }
+      if (!stopped) timer = setTimeout(tick, intervalMs);
+    };
+    tick();
+    return () => {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+    };
+  }, [key, intervalMs]);
+  return state;
+}
+
+/** The route of `location.hash`, updated on `hashchange`. */
+export function useRoute(): Route {
+  const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
+  useEffect(() => {
+    const on = () => setRoute(parseRoute(location.hash));
+    addEventListener("hashchange", on);
+    return () => removeEventListener("hashchange", on);
+  }, []);
+  return route;
+}
+
+/** The current time (epoch ms), refreshed every `intervalMs` (for uptimes and heartbeat ages). */
+export function useNow(intervalMs: number = POLL_MS): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), intervalMs);
+    return () => clearInterval(t);
+  }, [intervalMs]);
+  return now;
+}
