@@ -9,8 +9,9 @@
  * cache: the tuple's place in the key list (`[key, length]`), the flattened
  * field order, the generated-code fragments the codec's extract/build
  * functions splice in, and the decoder's validation of the key list. Shape
- * detection, caching and the column I/O stay in `./record_codec.ts`, shared
- * with the other layouts. Private to the record codec (hence the `_`).
+ * detection, caching and code generation live in `./_record_shape.ts`, the
+ * column I/O in `./record_codec.ts`, shared with the other layouts. Private
+ * to the record codec (hence the `_`).
  *
  * @module
  */

@@ -31,7 +31,8 @@
  *   record of every SQL exchange); at most 256 fields in all, the tuple's
  *   elements counted one by one. This layout's key list, field order,
  *   generated-code fragments and key-list validation live in
- *   `./_row_layout.ts`.
+ *   `./_row_layout.ts`; shape detection, the shape cache and the generated
+ *   extract/build functions of every layout in `./_record_shape.ts`.
  *
  * Anything else falls back: a key set or order that differs, a nested object
  * or array, `null`/`undefined` values or array holes, class instances,
@@ -107,15 +108,23 @@
  */
 
 import { CodecError, decode, encode } from "../actor/codec.ts";
+import { LAYOUT_NESTED, parseRowKeyList, rowKeyList } from "./_row_layout.ts";
 import {
-  LAYOUT_NESTED,
-  parseRowKeyList,
-  rowExtractLines,
-  rowFieldAccess,
-  rowKeyList,
-  rowRecordLiteral,
-  type RowTuple,
-} from "./_row_layout.ts";
+  cachedShape,
+  type ColumnarLayout,
+  compileBuild,
+  compileExtract,
+  detectShape,
+  LAYOUT_OBJECT,
+  LAYOUT_SCALAR,
+  MAX_FIELDS,
+  type Shape,
+  shapeFor,
+  TYPE_BOOLEAN,
+  TYPE_NAMES,
+  TYPE_NUMBER,
+  TYPE_STRING,
+} from "./_record_shape.ts";
 
 export { CodecError };
 
@@ -129,281 +138,13 @@ export interface DecodedRecords {
 
 const VERSION = 1;
 const LAYOUT_MSGPACK = 0;
-const LAYOUT_SCALAR = 1;
-const LAYOUT_TUPLE = 2;
-const LAYOUT_OBJECT = 3;
-type ColumnarLayout =
-  | typeof LAYOUT_SCALAR
-  | typeof LAYOUT_TUPLE
-  | typeof LAYOUT_OBJECT
-  | typeof LAYOUT_NESTED;
-const TYPE_NUMBER = 1;
-const TYPE_STRING = 2;
-const TYPE_BOOLEAN = 3;
-const TYPE_NAMES = ["", "number", "string", "boolean"] as const;
 const FLAG_TIMESTAMPS = 1;
 const HEADER_BYTES = 16;
-/** Most fields of a columnar shape (object keys or tuple length). */
-const MAX_FIELDS = 256;
-/** Most shapes whose generated functions are kept. */
-const CACHE_LIMIT = 256;
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 const utf8Encoder = new TextEncoder();
 // `ignoreBOM`: a string that starts with U+FEFF must keep it.
 const utf8Decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-type Extract = (
-  values: readonly unknown[],
-  n: number,
-  f64: Float64Array,
-  u8: Uint8Array,
-  u32: Uint32Array,
-  strings: string[],
-  offsets: Int32Array,
-) => boolean;
-
-type Build = (
-  n: number,
-  f64: Float64Array,
-  u8: Uint8Array,
-  u32: Uint32Array,
-  offsets: Int32Array,
-  text: string,
-) => unknown[];
-
-/** A columnar shape; `extract`/`build` are generated on first use. */
-interface Shape {
-  readonly layout: ColumnarLayout;
-  /** One `TYPE_*` per field. */
-  readonly types: readonly number[];
-  /** Object keys (empty for scalars and tuples; for nested objects the top-level keys). */
-  readonly keys: readonly string[];
-  /**
-   * `JSON.stringify(keys)` for objects; for nested objects the same with
-   * the tuple's key written `[key, length]`; `""` otherwise.
-   */
-  readonly keysJson: string;
-  /** Nested objects: which key holds the tuple, and the tuple's length. */
-  readonly nested: RowTuple | undefined;
-  extract: Extract | undefined;
-  build: Build | undefined;
-}
-
-/** Shapes by signature, oldest first (bounded; evicts the oldest). */
-const shapes = new Map<string, Shape>();
-
-function signatureOf(layout: number, types: readonly number[], keysJson: string): string {
-  return `${layout}:${types.join("")}:${keysJson}`;
-}
-
-function shapeFor(
-  layout: ColumnarLayout,
-  types: readonly number[],
-  keys: readonly string[],
-  keysJson: string,
-  nested?: RowTuple,
-): Shape {
-  const signature = signatureOf(layout, types, keysJson);
-  let shape = shapes.get(signature);
-  if (shape === undefined) {
-    if (shapes.size >= CACHE_LIMIT) shapes.delete(shapes.keys().next().value!);
-    shape = { layout, types, keys, keysJson, nested, extract: undefined, build: undefined };
-    shapes.set(signature, shape);
-  }
-  return shape;
-}
-
-function typeOf(value: unknown): number {
-  switch (typeof value) {
-    case "number":
-      return TYPE_NUMBER;
-    case "string":
-      return TYPE_STRING;
-    case "boolean":
-      return TYPE_BOOLEAN;
-    default:
-      return 0;
-  }
-}
-
-/** The columnar shape of `first`, or `undefined` when it has none. */
-function detectShape(first: unknown): Shape | undefined {
-  const scalar = typeOf(first);
-  if (scalar !== 0) return shapeFor(LAYOUT_SCALAR, [scalar], [], "");
-  if (typeof first !== "object" || first === null) return undefined;
-  const proto = Object.getPrototypeOf(first);
-  if (Array.isArray(first)) {
-    if (proto !== Array.prototype || first.length === 0 || first.length > MAX_FIELDS) {
-      return undefined;
-    }
-    const types: number[] = [];
-    for (let i = 0; i < first.length; i++) {
-      const type = typeOf(first[i]);
-      if (type === 0) return undefined;
-      types.push(type);
-    }
-    return shapeFor(LAYOUT_TUPLE, types, [], "");
-  }
-  if (proto !== Object.prototype && proto !== null) return undefined;
-  const keys = Object.keys(first);
-  if (keys.length === 0 || keys.length > MAX_FIELDS) return undefined;
-  const types: number[] = [];
-  let nested: { key: number; length: number } | undefined;
-  for (let k = 0; k < keys.length; k++) {
-    const value = (first as Record<string, unknown>)[keys[k]!];
-    const type = typeOf(value);
-    if (type !== 0) {
-      types.push(type);
-      continue;
-    }
-    // One key may hold a tuple of scalars (a table Row's `fields`).
-    if (
-      nested !== undefined || !Array.isArray(value) ||
-      Object.getPrototypeOf(value) !== Array.prototype || value.length === 0
-    ) {
-      return undefined;
-    }
-    nested = { key: k, length: value.length };
-    for (const element of value) {
-      const elementType = typeOf(element);
-      if (elementType === 0) return undefined;
-      types.push(elementType);
-    }
-  }
-  if (types.length > MAX_FIELDS) return undefined;
-  if (nested === undefined) return shapeFor(LAYOUT_OBJECT, types, keys, JSON.stringify(keys));
-  return shapeFor(LAYOUT_NESTED, types, keys, rowKeyList(keys, nested), nested);
-}
-
-/** The expression reading field `j` of record `r` in generated code. */
-function fieldAccess(shape: Shape, j: number): string {
-  if (shape.layout === LAYOUT_SCALAR) return "r";
-  if (shape.layout === LAYOUT_TUPLE) return `r[${j}]`;
-  if (shape.layout === LAYOUT_NESTED) return rowFieldAccess(shape.keys, shape.nested!, j);
-  return `r[${JSON.stringify(shape.keys[j])}]`;
-}
-
-/**
- * Generates the column extractor of `shape`: checks that every record has
- * the shape and writes its fields into the columns; returns false at the
- * first record that does not match.
- */
-function compileExtract(shape: Shape): Extract {
-  const { layout, types, keys } = shape;
-  const f = types.length;
-  const lines = [
-    `"use strict";`,
-    `return function extract(values, n, f64, u8, u32, strings, offsets) {`,
-  ];
-  let stringColumn = 0;
-  for (let j = 0; j < f; j++) {
-    lines.push(`const o${j} = offsets[${j}];`);
-    if (types[j] === TYPE_STRING) lines.push(`const s${j} = ${stringColumn++} * n;`);
-  }
-  lines.push(`for (let i = 0; i < n; i++) {`, `const r = values[i];`);
-  if (layout === LAYOUT_OBJECT || layout === LAYOUT_NESTED) {
-    lines.push(`if (typeof r !== "object" || r === null) return false;`);
-    if (keys.includes("constructor")) {
-      lines.push(
-        `const p = Object.getPrototypeOf(r);`,
-        `if (p !== objectProto && p !== null) return false;`,
-      );
-    } else {
-      // Object.getPrototypeOf costs ~30 ns a call here; reading
-      // `constructor` is nearly free. It is `Object` for a prototype of
-      // `Object.prototype` and `undefined` for `null` (then checked exactly);
-      // a class instance has its class. It accepts wrongly only an object
-      // whose prototype chain reaches Object.prototype through objects with
-      // neither an own `constructor` nor enumerable properties (the key check
-      // below sees enumerable inherited ones), which MessagePack too would
-      // encode as a plain object.
-      lines.push(
-        `const c = r.constructor;`,
-        `if (c !== objectCtor && (c !== undefined || Object.getPrototypeOf(r) !== null)) return false;`,
-      );
-    }
-    lines.push(
-      // for-in walks own enumerable string keys in property order (plus
-      // enumerable inherited ones, which then make the check fail).
-      `let k = 0;`,
-      `for (const key in r) { if (key !== keys[k]) return false; k++; }`,
-      `if (k !== ${keys.length}) return false;`,
-    );
-    if (layout === LAYOUT_NESTED) lines.push(...rowExtractLines(keys, shape.nested!));
-  } else if (layout === LAYOUT_TUPLE) {
-    lines.push(
-      // `constructor` as for objects: `Array` unless a subclass (or a
-      // prototype without an own `constructor`) is in between.
-      `if (!Array.isArray(r) || r.constructor !== arrayCtor || r.length !== ${f}) return false;`,
-    );
-  }
-  for (let j = 0; j < f; j++) {
-    const type = types[j]!;
-    lines.push(
-      `const v${j} = ${fieldAccess(shape, j)};`,
-      `if (typeof v${j} !== "${TYPE_NAMES[type]}") return false;`,
-    );
-    if (type === TYPE_NUMBER) lines.push(`f64[o${j} + i] = v${j};`);
-    else if (type === TYPE_BOOLEAN) lines.push(`u8[o${j} + i] = v${j} ? 1 : 0;`);
-    else lines.push(`u32[o${j} + i] = v${j}.length;`, `strings[s${j} + i] = v${j};`);
-  }
-  lines.push(`}`, `return true;`, `};`);
-  return new Function("keys", "objectProto", "objectCtor", "arrayCtor", lines.join("\n"))(
-    keys,
-    Object.prototype,
-    Object,
-    Array,
-  ) as Extract;
-}
-
-/**
- * Generates the record builder of `shape`: one object (or array) literal
- * per record, so all records of a shape share one hidden class. Keys are
- * written with `JSON.stringify` (any key is a safe literal); `__proto__` is a
- * computed key, which defines an own property instead of the prototype.
- */
-function compileBuild(shape: Shape): Build {
-  const { layout, types, keys } = shape;
-  const f = types.length;
-  const lines = [`"use strict";`, `return function build(n, f64, u8, u32, offsets, text) {`];
-  const parts: string[] = [];
-  for (let j = 0; j < f; j++) {
-    lines.push(`const o${j} = offsets[${j}];`);
-    let expr: string;
-    if (types[j] === TYPE_NUMBER) {
-      expr = `f64[o${j} + i]`;
-    } else if (types[j] === TYPE_BOOLEAN) {
-      expr = `u8[o${j} + i] === 1`;
-    } else {
-      // String columns' start positions in `text` follow from offsets[f + j].
-      lines.push(`let p${j} = offsets[${f + j}];`);
-      expr = `text.slice(p${j}, p${j} += u32[o${j} + i])`;
-    }
-    if (layout === LAYOUT_OBJECT) {
-      const key = keys[j]!;
-      parts.push(
-        key === "__proto__" ? `["__proto__"]: ${expr}` : `${JSON.stringify(key)}: ${expr}`,
-      );
-    } else {
-      parts.push(expr);
-    }
-  }
-  const record = layout === LAYOUT_OBJECT
-    ? `{ ${parts.join(", ")} }`
-    : layout === LAYOUT_NESTED
-    ? rowRecordLiteral(shape.keys, shape.nested!, parts)
-    : layout === LAYOUT_TUPLE
-    ? `[${parts.join(", ")}]`
-    : parts[0]!;
-  lines.push(
-    `const out = [];`,
-    `for (let i = 0; i < n; i++) out.push(${record});`,
-    `return out;`,
-    `};`,
-  );
-  return new Function(lines.join("\n"))() as Build;
-}
 
 // ---------------------------------------------------------------------------
 // Encoding
@@ -751,7 +492,7 @@ function decodeShape(
       fail("its key list is not valid UTF-8");
     }
   }
-  const cached = shapes.get(signatureOf(layout, types, keysJson));
+  const cached = cachedShape(layout, types, keysJson);
   if (cached !== undefined) return cached;
   let keys: string[] = [];
   if (layout === LAYOUT_OBJECT) {
