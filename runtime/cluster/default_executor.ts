@@ -3,8 +3,9 @@
  * (see `role.ts`). On a worker's slot thread it hands the graph to the slot
  * and never resolves; with `--nats <url>` (or `WEIR_NATS_URL`) it submits the
  * job to the cluster's coordinator and waits for its end; otherwise it runs
- * the job in this process (`executeLocally`). Importing this module registers
- * it (Flink finds its `PipelineExecutorFactory`s through a service loader;
+ * the job in this process (`executeLocally`), serving the web dashboard
+ * meanwhile when asked with `--ui` or `WEIR_UI_PORT` (`local_dashboard.ts`).
+ * Importing this module registers it (Flink finds its `PipelineExecutorFactory`s through a service loader;
  * here `mod.ts` imports this module).
  *
  * @module
@@ -18,7 +19,14 @@ import {
   registerJobExecutor,
 } from "../api/executor.ts";
 import { type JobExecutionResult, JobFailedError } from "./job_result.ts";
-import { type LocalExecutionOptions, type ResumeRequest, startLocally } from "./local_executor.ts";
+import {
+  type LocalExecutionOptions,
+  type LocalJob,
+  type ResumeRequest,
+  startLocally,
+} from "./local_executor.ts";
+import { type LocalDashboard, startLocalDashboardIfAsked } from "./local_dashboard.ts";
+import { summarizeJobGraph } from "../graph/job_graph_summary.ts";
 import { executionRole, slotLaunch, wantsCluster } from "./role.ts";
 import { displayModule, resumeCommand } from "./resume_command.ts";
 import { onInterrupt } from "./interrupt.ts";
@@ -130,6 +138,41 @@ export function resumeOf(request: JobExecutionRequest): ResumeRequest | undefine
   return { jobId: "", savepointPath: path, allowNonRestoredState, restoreMode: mode };
 }
 
+/**
+ * Starts the job in this process, with the local dashboard when asked for
+ * (`--ui`, `WEIR_UI_PORT`): the dashboard binds its port first, so a bad
+ * or taken port fails the run before anything is deployed; it closes when
+ * the job ends.
+ * @throws {RangeError} when `WEIR_UI_PORT` is not a port number.
+ * @throws {Deno.errors.AddrInUse} when the dashboard's port is taken.
+ */
+async function startLocalRun(request: JobExecutionRequest): Promise<LocalJob> {
+  const dashboard = startLocalDashboardIfAsked();
+  let job: LocalJob;
+  try {
+    job = await startLocally(request.graph, localOptions(request));
+  } catch (error) {
+    await dashboard?.close();
+    throw error;
+  }
+  console.error(`weir: running job ${job.jobId} '${request.graph.name}' locally`);
+  if (dashboard !== undefined) serveLocalRun(dashboard, job, request);
+  return job;
+}
+
+function serveLocalRun(dashboard: LocalDashboard, job: LocalJob, request: JobExecutionRequest) {
+  dashboard.attach({
+    job,
+    graph: summarizeJobGraph(request.graph),
+    checkpointing: request.checkpointing,
+    moduleUrl: Deno.mainModule,
+    args: Deno.args,
+    defaultParallelism: defaultParallelism(),
+  });
+  const close = () => dashboard.close();
+  job.result.then(close, close);
+}
+
 function localOptions(request: JobExecutionRequest): LocalExecutionOptions {
   return {
     checkpointing: request.checkpointing,
@@ -183,10 +226,7 @@ export const defaultJobExecutor: JobExecutor = Object.freeze({
       await submitDetached(request.graph, options);
       Deno.exit(0);
     }
-    const job = await startLocally(request.graph, localOptions(request));
-    console.error(
-      `weir: running job ${job.jobId} '${request.graph.name}' locally`,
-    );
+    const job = await startLocalRun(request);
     const result = await awaitLocalJob(job, request);
     if (request.defaultCheckpointDirectory) {
       await removeEmptyDefaultDirectories(request.checkpointDirectory);
@@ -207,8 +247,7 @@ export const defaultJobExecutor: JobExecutor = Object.freeze({
         defaultParallelism: defaultParallelism(),
       });
     }
-    const job = await startLocally(request.graph, localOptions(request));
-    console.error(`weir: running job ${job.jobId} '${request.graph.name}' locally`);
+    const job = await startLocalRun(request);
     const result = job.result.finally(async () => {
       if (request.defaultCheckpointDirectory) {
         await removeEmptyDefaultDirectories(request.checkpointDirectory);

@@ -256,6 +256,15 @@ export async function resolveLocalSavepoint(
 export interface LocalJob {
   /** The job's id. */
   readonly jobId: string;
+  /** The id of the run's one worker: `local`, or `local-<jobId>` with `transports`. */
+  readonly workerId: string;
+  /**
+   * The job's coordinator, to read what it knows (live metrics, checkpoint
+   * statistics, placement, attempts, restarts, failovers: what the local
+   * dashboard shows, `local_rest_backend.ts`). Act on the job through this
+   * handle's methods, not the coordinator's.
+   */
+  readonly coordinator: JobCoordinator;
   /** Settles when the job ended, as `executeLocally`. */
   readonly result: Promise<JobExecutionResult>;
   /** See `JobCoordinator.triggerSavepoint`. */
@@ -361,6 +370,8 @@ export async function startLocally(
   };
   return {
     jobId,
+    workerId,
+    coordinator,
     result: run(),
     triggerSavepoint: (directory) => coordinator.triggerSavepoint(directory),
     stopWithSavepoint: (o) => coordinator.stopWithSavepoint(o),
