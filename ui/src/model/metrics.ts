@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { AggregatedMetric, BackPressureInfo, MetricValue } from "./api_types.ts";
+import type { AggregatedMetric, BackPressureInfo, IoMetrics, MetricValue } from "./api_types.ts";
 import { NO_WATERMARK } from "./format.ts";
 
 /** Values by subtask index, then metric name; strings as the API wrote them. */
@@ -105,7 +105,8 @@ export interface SubtaskRow {
 /**
  * One row per subtask `0..parallelism-1`, joining what each route knows of
  * it. A route that failed or has not answered yet is passed as `undefined`
- * and leaves its columns absent.
+ * and leaves its columns absent. Record counts come from the metrics, else
+ * from the vertex details' `read-records`/`write-records` (an ended job).
  */
 export function subtaskRows(input: {
   readonly parallelism: number;
@@ -114,6 +115,7 @@ export function subtaskRows(input: {
     readonly status: string;
     readonly attempt: number | null;
     readonly host?: string | null;
+    readonly metrics?: IoMetrics;
   }[];
   readonly metrics?: readonly MetricValue[];
   readonly backpressure?: BackPressureInfo;
@@ -135,8 +137,8 @@ export function subtaskRows(input: {
       status: s?.status ?? "UNKNOWN",
       attempt: s?.attempt ?? null,
       host: s?.host ?? null,
-      recordsIn: metricNumber(mi.numRecordsIn),
-      recordsOut: metricNumber(mi.numRecordsOut),
+      recordsIn: metricNumber(mi.numRecordsIn) ?? s?.metrics?.["read-records"],
+      recordsOut: metricNumber(mi.numRecordsOut) ?? s?.metrics?.["write-records"],
       inPerSecond: metricNumber(mi.numRecordsInPerSecond),
       outPerSecond: metricNumber(mi.numRecordsOutPerSecond),
       busyRatio: b?.busyRatio,

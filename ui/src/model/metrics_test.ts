@@ -90,3 +90,18 @@ Deno.test("subtaskRows joins the routes per subtask and leaves missing ones abse
   assert.equal(rows[1]?.busyRatio, 0.6);
   assert.equal(rows[1]?.stateSize, 2048);
 });
+
+Deno.test("subtaskRows takes record counts from the vertex details when metrics are absent", () => {
+  const rows = subtaskRows({
+    parallelism: 1,
+    subtasks: [{
+      subtask: 0,
+      status: "FINISHED",
+      attempt: 0,
+      metrics: { "read-records": 12, "write-records": 7 },
+    }],
+  });
+  assert.equal(rows[0]?.recordsIn, 12);
+  assert.equal(rows[0]?.recordsOut, 7);
+  assert.equal(rows[0]?.inPerSecond, undefined);
+});

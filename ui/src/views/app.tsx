@@ -30,7 +30,7 @@ export function App(): h.JSX.Element {
       <header class="top">
         <a href="#/" class="brand">
           <span class="brand-mark">≋</span> Weir
-          <span class="version">{o?.["flink-version"] ? `v${o["flink-version"]}` : ""}</span>
+          <span class="version">{versionText(o?.["flink-version"])}</span>
         </a>
         <nav class="top-nav">
           <a href="#/" class={route.page === "overview" ? "active" : ""}>Overview</a>
@@ -73,4 +73,10 @@ export function App(): h.JSX.Element {
       )}
     </div>
   );
+}
+
+/** The version the header shows: `0.1.0` as `v0.1.0`, a named one (`weir-0.1.0`) as it is. */
+function versionText(version: string | undefined): string {
+  if (version === undefined || version === "") return "";
+  return /^\d/.test(version) ? `v${version}` : version;
 }

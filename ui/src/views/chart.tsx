@@ -12,7 +12,7 @@
 import { h, uPlot, useEffect, useRef } from "../deps.ts";
 import type { UPlot, UPlotOptions } from "../deps.ts";
 import type { Series } from "../model/ring.ts";
-import { formatBytes, formatDuration, formatRate } from "../model/format.ts";
+import { formatBytes, formatDuration, formatRate, formatTime } from "../model/format.ts";
 
 /** How a chart's values read: records/s, ms or bytes. */
 export type ChartUnit = "rate" | "ms" | "bytes";
@@ -40,7 +40,9 @@ export interface ChartProps {
   /** One label per line. */
   readonly labels: readonly string[];
   readonly unit: ChartUnit;
+  /** Width in px; without it, the container's width. */
   readonly width?: number;
+  /** Height in px of the plotting area and axes (default 180). */
   readonly height?: number;
   /** `time` (default): x values are epoch seconds; `index`: x values are plain numbers (checkpoint ids). */
   readonly x?: "time" | "index";
@@ -55,8 +57,9 @@ export function Chart(props: ChartProps): h.JSX.Element {
   useEffect(() => {
     if (el.current === null) return;
     const fmt = formatter(props.unit);
+    const container = el.current;
     const opts: UPlotOptions = {
-      width: props.width ?? 560,
+      width: props.width ?? Math.max(200, container.clientWidth),
       height: props.height ?? 180,
       scales: { x: { time: props.x !== "index" } },
       legend: { show: true },
@@ -68,11 +71,18 @@ export function Chart(props: ChartProps): h.JSX.Element {
           stroke: LINE_COLOURS[i % LINE_COLOURS.length] ?? "#1f6fd1",
           width: 1.5,
           spanGaps: false,
+          points: { show: false },
           value: (_u: UPlot, v: number | null) => v === null ? "-" : fmt(v),
         })),
       ],
       axes: [
-        { stroke: "#56606b", grid: { stroke: "#eef0f2" } },
+        {
+          stroke: "#56606b",
+          grid: { stroke: "#eef0f2" },
+          space: 70,
+          values: (_u: UPlot, vals: number[]) =>
+            vals.map((v) => props.x === "index" ? String(v) : formatTime(v * 1000)),
+        },
         {
           stroke: "#56606b",
           grid: { stroke: "#eef0f2" },
@@ -81,9 +91,19 @@ export function Chart(props: ChartProps): h.JSX.Element {
         },
       ],
     };
-    plot.current = new uPlot(opts, toData(props.series), el.current);
+    const p = new uPlot(opts, toData(props.series), container);
+    plot.current = p;
+    // Without a fixed width the chart follows its container's width.
+    const resize = props.width === undefined && typeof ResizeObserver === "function"
+      ? new ResizeObserver(() => {
+        const w = Math.max(200, container.clientWidth);
+        if (w !== p.width) p.setSize({ width: w, height: p.height });
+      })
+      : undefined;
+    resize?.observe(container);
     return () => {
-      plot.current?.destroy();
+      resize?.disconnect();
+      p.destroy();
       plot.current = null;
     };
   }, [shape]);
@@ -117,6 +137,7 @@ export function Sparkline(props: SparklineProps): h.JSX.Element {
         stroke: LINE_COLOURS[0] ?? "#1f6fd1",
         width: 1.25,
         fill: "rgba(31,111,209,0.12)",
+        points: { show: false },
       }],
     };
     plot.current = new uPlot(opts, sparkData(props.series), el.current);

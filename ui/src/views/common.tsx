@@ -9,11 +9,13 @@
 
 import { h } from "../deps.ts";
 import type { ComponentChildren } from "../deps.ts";
-import { describeError } from "../model/api_error.ts";
+import { ApiError, describeError } from "../model/api_error.ts";
 
 /** A red banner with the error's message (`{"errors": [...]}` of the API), or nothing. */
 export function ErrorBanner(props: { readonly error: unknown }): h.JSX.Element | null {
   if (props.error === undefined || props.error === null) return null;
+  // A 401 is answered by the token prompt, not a banner.
+  if (props.error instanceof ApiError && props.error.status === 401) return null;
   return (
     <div class="banner banner-error" role="alert" data-testid="error-banner">
       {describeError(props.error)}

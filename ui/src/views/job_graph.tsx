@@ -74,8 +74,9 @@ export function JobGraphTab(props: JobGraphTabProps): h.JSX.Element {
   });
   const running = job.state === "RUNNING" || job.state === "WAITING_FOR_RESOURCES";
   const ids = graph.vertices.map((v) => v.id);
+  // An ended job's metrics are its last samples, not live: not polled.
   const live = usePoll<ReadonlyMap<string, VertexLive>>(
-    `live:${job.jid}:${ids.join(",")}`,
+    running ? `live:${job.jid}:${ids.join(",")}` : null,
     async () => {
       const entries = await Promise.all(
         ids.map(async (id) => [id, await loadVertexLive(job.jid, id)] as const),
@@ -98,11 +99,22 @@ export function JobGraphTab(props: JobGraphTabProps): h.JSX.Element {
             onSelect={(id) => setSelected(id === selected ? null : id)}
           />
         )}
+        <div class="graph-legend">
+          <span>Back pressure:</span>
+          {(["OK", "LOW", "HIGH"] as const).map((l) => (
+            <span key={l}>
+              <span class="bp-dot" style={{ background: BACKPRESSURE_COLOURS[l] }} />
+              {l} {l === "OK" ? "≤ 10%" : l === "LOW" ? "≤ 50%" : "> 50%"}
+            </span>
+          ))}
+          {!running && <span class="muted">The job has ended: no live metrics.</span>}
+        </div>
       </Panel>
       {selectedVertex !== undefined && (
         <VertexDetail
           jobId={job.jid}
           vertex={selectedVertex}
+          ended={!running}
           series={history.current.vertices.get(selectedVertex.id) ?? emptySeries(2)}
           onClose={() => setSelected(null)}
         />
@@ -114,7 +126,6 @@ export function JobGraphTab(props: JobGraphTabProps): h.JSX.Element {
               series={history.current.job}
               labels={["sources out", "sinks in"]}
               unit="rate"
-              width={900}
               testId="job-throughput"
             />
           )

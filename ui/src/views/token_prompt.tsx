@@ -8,7 +8,7 @@
  * @module
  */
 
-import { h, useState } from "../deps.ts";
+import { h, useEffect, useRef, useState } from "../deps.ts";
 
 /** Props of {@linkcode TokenPrompt}. */
 export interface TokenPromptProps {
@@ -20,6 +20,8 @@ export interface TokenPromptProps {
 /** A form asking for the REST token. */
 export function TokenPrompt(props: TokenPromptProps): h.JSX.Element {
   const [token, setToken] = useState("");
+  const input = useRef<HTMLInputElement>(null);
+  useEffect(() => input.current?.focus(), []);
   return (
     <div class="modal-backdrop">
       <form
@@ -41,6 +43,7 @@ export function TokenPrompt(props: TokenPromptProps): h.JSX.Element {
           class="input"
           data-testid="token-input"
           autoComplete="off"
+          ref={input}
           placeholder="token"
           value={token}
           onInput={(e) => setToken((e.target as HTMLInputElement).value)}

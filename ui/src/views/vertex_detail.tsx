@@ -52,14 +52,16 @@ interface DetailData {
   readonly checkpointId: number | undefined;
 }
 
-async function loadDetail(jobId: string, v: GraphVertex): Promise<DetailData> {
+async function loadDetail(jobId: string, v: GraphVertex, ended: boolean): Promise<DetailData> {
   const job = `/jobs/${encodeURIComponent(jobId)}`;
   const base = `${job}/vertices/${encodeURIComponent(v.id)}`;
   const optional = <T,>(p: Promise<T>) => p.catch(() => undefined);
   const [details, metrics, backpressure, watermarks, checkpoints] = await Promise.all([
     request<VertexDetails>(base),
-    request<MetricValue[]>(`${base}/metrics?get=${metricIds(v.parallelism, SUBTASK_METRICS)}`),
-    optional(request<BackPressureInfo>(`${base}/backpressure`)),
+    ended
+      ? Promise.resolve([])
+      : request<MetricValue[]>(`${base}/metrics?get=${metricIds(v.parallelism, SUBTASK_METRICS)}`),
+    ended ? undefined : optional(request<BackPressureInfo>(`${base}/backpressure`)),
     optional(request<MetricValue[]>(`${base}/watermarks`)),
     optional(request<CheckpointingStatistics>(`${job}/checkpoints`)),
   ]);
@@ -94,6 +96,8 @@ export interface VertexDetailProps {
   readonly vertex: GraphVertex;
   /** The vertex's in/out rates, kept by the graph tab. */
   readonly series: Series;
+  /** Whether the job has ended: its rates and back pressure are then not live and not shown. */
+  readonly ended: boolean;
   readonly onClose: () => void;
 }
 
@@ -101,8 +105,8 @@ export interface VertexDetailProps {
 export function VertexDetail(props: VertexDetailProps): h.JSX.Element {
   const v = props.vertex;
   const poll = usePoll(
-    `vertex:${props.jobId}:${v.id}:${v.parallelism}`,
-    () => loadDetail(props.jobId, v),
+    `vertex:${props.jobId}:${v.id}:${v.parallelism}:${props.ended}`,
+    () => loadDetail(props.jobId, v, props.ended),
   );
   const d = poll.data;
   const rows = subtaskRows({
@@ -197,13 +201,9 @@ export function VertexDetail(props: VertexDetailProps): h.JSX.Element {
           </tbody>
         </table>
       </div>
-      <Chart
-        series={props.series}
-        labels={["in/s", "out/s"]}
-        unit="rate"
-        width={900}
-        height={150}
-      />
+      {props.series.times.length > 0 && (
+        <Chart series={props.series} labels={["in/s", "out/s"]} unit="rate" height={150} />
+      )}
     </Panel>
   );
 }
