@@ -9,7 +9,9 @@
  * The decisions are pure code (`CheckpointTracker`,
  * `CheckpointFailureManager`, the savepoint decisions in `savepoints.ts`);
  * this class executes them and does the I/O (timers, metadata writes,
- * messages through its `CheckpointCoordinatorHost`).
+ * messages through its `CheckpointCoordinatorHost`). Savepoint requests,
+ * their refusal, storage and the discards after a completion are run by
+ * `CheckpointCoordinatorSavepoints` (`checkpoint_coordinator_savepoints.ts`).
  *
  * ## Invariants
  *
@@ -50,15 +52,8 @@ import type {
 } from "./checkpoint_coordinator_host.ts";
 import { CheckpointFailureThresholdError } from "./job_result.ts";
 import { describeError as describe } from "./restore_decision.ts";
-import {
-  decideClaimedDiscard,
-  discardAfterCompleted,
-  refuseSavepoint,
-  SavepointError,
-  SavepointRequests,
-  type StopWithSavepointOptions,
-  storeSavepoint,
-} from "./savepoints.ts";
+import { SavepointError, type StopWithSavepointOptions } from "./savepoints.ts";
+import { CheckpointCoordinatorSavepoints } from "./checkpoint_coordinator_savepoints.ts";
 
 const log = logger("coordinator");
 
@@ -78,11 +73,8 @@ export class CheckpointCoordinator {
   #retention!: CheckpointRetention;
   /** Fully acknowledged checkpoints are finalized one at a time, in the order they completed. */
   #finalizeQueue: Promise<void> = Promise.resolve();
-  /** Pending savepoint and stop-with-savepoint requests (`savepoints.ts`). */
-  readonly #savepoints = new SavepointRequests();
-  /** Checkpoints (not savepoints) completed by this job, for the CLAIM restore mode. */
-  #completedCheckpoints = 0;
-  #claimedDiscarded = false;
+  /** Savepoint and stop-with-savepoint requests, and their I/O (`checkpoint_coordinator_savepoints.ts`). */
+  readonly #savepoints: CheckpointCoordinatorSavepoints;
   /**
    * The latest checkpoint whose `_metadata` this coordinator wrote, in any
    * attempt: the one a failover restores. Set as soon as the write resolves.
@@ -97,6 +89,7 @@ export class CheckpointCoordinator {
     this.#o = options;
     this.#host = options.host;
     this.#taskKeys = options.tasks.map((t) => `${t.vertexId}#${t.subtask}`);
+    this.#savepoints = new CheckpointCoordinatorSavepoints(options);
     const cp = options.checkpointing;
     this.#tracker = new CheckpointTracker({
       intervalMs: cp.intervalMs,
@@ -154,7 +147,7 @@ export class CheckpointCoordinator {
 
   /** A stop-with-savepoint is in progress: the sources were told to stop. */
   get stopping(): boolean {
-    return this.#savepoints.stopping !== undefined;
+    return this.#savepoints.stopping;
   }
 
   /** Completed/failed/in-progress checkpoint counts (the tracker's). */
@@ -179,7 +172,7 @@ export class CheckpointCoordinator {
    * @throws {SavepointError} (rejects) as `JobCoordinator.triggerSavepoint`.
    */
   triggerSavepoint(directory?: string): Promise<string> {
-    const refused = this.#refuseSavepoint(directory);
+    const refused = this.#savepoints.refuse(directory);
     if (refused !== undefined) return Promise.reject(refused);
     const id = this.#trigger(true, "savepoint");
     if (id === undefined) {
@@ -193,7 +186,7 @@ export class CheckpointCoordinator {
       checkpointId: id,
     });
     this.#schedule();
-    return this.#savepoints.add(id, directory);
+    return this.#savepoints.requests.add(id, directory);
   }
 
   /**
@@ -202,16 +195,7 @@ export class CheckpointCoordinator {
    * @throws {SavepointError} (rejects) as `JobCoordinator.stopWithSavepoint`.
    */
   stopWithSavepoint(options: StopWithSavepointOptions = {}): Promise<string> {
-    const refused = this.#refuseSavepoint(options.directory);
-    if (refused !== undefined) return Promise.reject(refused);
-    const done = this.#savepoints.requestStop(options);
-    const drain = options.drain ?? false;
-    log.info(
-      `job ${this.#o.jobId}: stopping with a savepoint (${drain ? "draining" : "no drain"})`,
-      { name: "stop-with-savepoint", jobId: this.#o.jobId, drain },
-    );
-    for (const s of this.#o.sources) this.#host.toTask(s, { t: "stop-source", drain });
-    return done;
+    return this.#savepoints.stopWithSavepoint(options);
   }
 
   /** The current attempt started running: periodic checkpoints begin. */
@@ -291,7 +275,7 @@ export class CheckpointCoordinator {
    */
   failingOver(failure: string): CheckpointId[] {
     clearTimeout(this.#timer);
-    this.#savepoints.failAll(failure);
+    this.#savepoints.requests.failAll(failure);
     const abortedIds = this.#tracker.abortAll(CheckpointFailureReason.JOB_FAILING)
       .map((p) => p.checkpointId);
     for (const id of abortedIds) this.#o.stats?.reportFailed(id, Date.now(), failure);
@@ -374,55 +358,8 @@ export class CheckpointCoordinator {
 
   /** The job ended (any outcome): stops the timer and fails pending savepoint requests. */
   stop(): void {
-    this.#savepoints.failAll(`job ${this.#o.jobId} ended`);
+    this.#savepoints.requests.failAll(`job ${this.#o.jobId} ended`);
     clearTimeout(this.#timer);
-  }
-
-  #refuseSavepoint(directory: string | undefined): SavepointError | undefined {
-    return refuseSavepoint({
-      jobId: this.#o.jobId,
-      phase: this.#host.phase(),
-      stopping: this.#savepoints.stopping !== undefined,
-      finishing: this.#host.attempt().finalCheckpointId !== undefined,
-      storage: this.#o.savepointStorage,
-      directory,
-    });
-  }
-
-  /** Copies completed savepoint `checkpointId` to its own location; returns its path. */
-  #storeSavepoint(checkpointId: number, directory: string | undefined): Promise<string> {
-    const o = this.#o;
-    return storeSavepoint({
-      storage: o.storage,
-      jobId: o.jobId,
-      checkpointId,
-      target: o.savepointStorage!(directory),
-    });
-  }
-
-  /**
-   * After checkpoint `checkpointId` completed: discards the job-storage
-   * copies of earlier savepoints, and a claimed restored checkpoint once the
-   * restore mode says so (see `savepoints.ts`).
-   */
-  #afterCompleted(checkpointId: number, kind: "checkpoint" | "savepoint"): void {
-    const o = this.#o;
-    if (kind === "checkpoint") this.#completedCheckpoints++;
-    const claimed = !this.#claimedDiscarded && o.restoreFrom !== null &&
-      decideClaimedDiscard({
-          restoreMode: o.restoreSettings?.mode ?? "NO_CLAIM",
-          restoredKind: o.restoreSettings?.kind ?? "checkpoint",
-          otherJob: o.restoreFrom.jobId !== o.jobId,
-          completedCheckpoints: this.#completedCheckpoints,
-          retainedCheckpoints: o.checkpointing.retainedCheckpoints,
-        }) === "discard";
-    if (claimed) this.#claimedDiscarded = true;
-    discardAfterCompleted({
-      storage: o.storage,
-      jobId: o.jobId,
-      savepointCopies: this.#savepoints.laterCheckpointCompleted(checkpointId),
-      claimed: claimed ? o.restoreFrom : null,
-    });
   }
 
   #trigger(force: boolean, kind: "checkpoint" | "savepoint"): number | undefined {
@@ -454,10 +391,10 @@ export class CheckpointCoordinator {
     this.#tracker.stopScheduler();
     const current = this.#host.attempt();
     // A stop-with-savepoint's final checkpoint is its savepoint.
-    const stopping = this.#savepoints.stopping !== undefined;
+    const stopping = this.#savepoints.stopping;
     current.finalCheckpointId = this.#trigger(true, stopping ? "savepoint" : "checkpoint");
     if (stopping && current.finalCheckpointId !== undefined) {
-      this.#savepoints.assignStop(current.finalCheckpointId);
+      this.#savepoints.requests.assignStop(current.finalCheckpointId);
     }
     log.info(
       `job ${this.#o.jobId}: all sources ended; final checkpoint ${current.finalCheckpointId}`,
@@ -481,7 +418,10 @@ export class CheckpointCoordinator {
       Date.now(),
       `${reason.code}: ${detail ?? reason.message}`,
     );
-    this.#savepoints.failed(pending.checkpointId, `${reason.code}: ${detail ?? reason.message}`);
+    this.#savepoints.requests.failed(
+      pending.checkpointId,
+      `${reason.code}: ${detail ?? reason.message}`,
+    );
     this.#retention.aborted(pending.checkpointId);
     if (this.#host.phase() === "running" && pending.attempt === this.#host.attempt().number) {
       const verdict = this.#failures.onFailure({
@@ -559,12 +499,9 @@ export class CheckpointCoordinator {
     }
     if (!this.#stillRunning(attempt)) return;
     let externalPath = location;
-    if (this.#savepoints.isSavepoint(pending.checkpointId)) {
+    if (this.#savepoints.requests.isSavepoint(pending.checkpointId)) {
       // Stored in its own location before anyone is told it completed.
-      externalPath = await this.#savepoints.completed(
-        pending.checkpointId,
-        (directory) => this.#storeSavepoint(pending.checkpointId, directory),
-      ) ?? location;
+      externalPath = await this.#savepoints.store(pending.checkpointId) ?? location;
       if (!this.#stillRunning(attempt)) return;
     }
     o.faults?.("before-notify-complete", pending.checkpointId, attempt);
@@ -584,7 +521,7 @@ export class CheckpointCoordinator {
     });
     this.#retention.discard(outcome.discard);
     for (const s of outcome.subsumed) this.#aborted(s);
-    this.#afterCompleted(pending.checkpointId, pending.kind);
+    this.#savepoints.afterCompleted(pending.checkpointId, pending.kind);
     this.#host.toAllTasks({ t: "complete", id: pending.checkpointId });
     const finalId = this.#host.attempt().finalCheckpointId;
     if (finalId !== undefined && pending.checkpointId >= finalId) {
