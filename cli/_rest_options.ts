@@ -26,8 +26,10 @@ export const REST_HELP =
   `REST API (Flink's routes; runtime/cluster/rest/openapi.yaml), served by the
 leading coordinator only: --rest-port N (default ${DEFAULT_REST_PORT}; 0 picks a free
 port, which is printed; a taken default port only turns the API off, with a
-warning) and --rest-token T (every request then needs 'Authorization: Bearer T').
-GET /metrics gives Prometheus metrics with Flink's names.`;
+warning) and --rest-token T (every API request then needs 'Authorization:
+Bearer T'). GET /metrics gives Prometheus metrics with Flink's names. The same
+port serves the web dashboard (Flink's web UI) at http://<host>:N/; its page
+needs no token and asks for it.`;
 
 /**
  * Builds the REST endpoint from the parsed flags. An explicit `--rest-port`

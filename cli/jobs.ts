@@ -345,6 +345,12 @@ When the job fails, is cancelled or is interrupted with Ctrl-C (which
 cancels it), the job process prints the 'weir resume' command that restores
 its latest retained checkpoint.
 
+Run locally, the job serves the web dashboard and the REST API on
+127.0.0.1 while it runs when given '-- --ui' (port 8081) or when WEIR_UI_PORT
+is set (that port; 0 picks a free one), and prints 'weir: dashboard at
+http://127.0.0.1:<port>/'. On the cluster the leading coordinator serves it
+(weir coordinator --rest-port).
+
 ${NATS_HELP}
 
 ${LAUNCH_EXIT_CODES}`,
