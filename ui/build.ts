@@ -33,7 +33,10 @@ export const DIST_FILES: readonly string[] = ["index.html", "app.js", "app.css"]
 
 /** The failure of `deno bundle`, with its exit code and output. */
 export class DashboardBuildError extends Error {
-  /** @param message what failed, with `deno bundle`'s output */
+  /**
+   * A failed build.
+   * @param message what failed, with `deno bundle`'s output
+   */
   constructor(message: string) {
     super(message);
     this.name = "DashboardBuildError";

@@ -16,7 +16,12 @@ export class ApiError extends Error {
   readonly status: number;
   /** The route asked, e.g. `/jobs/overview`. */
   readonly path: string;
-  /** @param status the HTTP status (0: no answer) @param path the route @param message the reason */
+  /**
+   * An error answer (or no answer) of route `path`.
+   * @param status the HTTP status (0: no answer)
+   * @param path the route asked
+   * @param message the reason, from the answer's body
+   */
   constructor(status: number, path: string, message: string) {
     super(message);
     this.name = "ApiError";

@@ -15,15 +15,21 @@ import type { JobDetails } from "./api_types.ts";
 
 /** A vertex to draw: its id, name, the chain's operator names (head first) and its parallelism. */
 export interface GraphVertex {
+  /** The vertex id, e.g. `v1`. */
   readonly id: string;
+  /** The vertex name (the chain's operators joined with " -> "). */
   readonly name: string;
+  /** The chain's operator names, head first. */
   readonly operators: readonly string[];
+  /** Its subtasks. */
   readonly parallelism: number;
 }
 
 /** An edge to draw from the upstream vertex to the downstream one. */
 export interface GraphEdge {
+  /** The upstream vertex id. */
   readonly from: string;
+  /** The downstream vertex id. */
   readonly to: string;
   /** Flink's ship strategy name, e.g. `HASH`; "" when the plan names none. */
   readonly shipStrategy: string;
@@ -31,7 +37,9 @@ export interface GraphEdge {
 
 /** A job's graph: vertices in the API's order (sources first) and edges. */
 export interface JobGraphModel {
+  /** The vertices, in the API's order. */
   readonly vertices: readonly GraphVertex[];
+  /** The edges, from the plan's inputs. */
   readonly edges: readonly GraphEdge[];
 }
 

@@ -15,32 +15,47 @@ import type { JobGraphModel } from "./graph.ts";
 
 /** The size of a vertex box in px. */
 export interface BoxSize {
+  /** px. */
   readonly width: number;
+  /** px. */
   readonly height: number;
 }
 
 /** A vertex placed: its box's top left, width and height (px). */
 export interface PlacedVertex extends BoxSize {
+  /** The vertex id. */
   readonly id: string;
+  /** The box's left edge, px. */
   readonly x: number;
+  /** The box's top edge, px. */
   readonly y: number;
 }
 
 /** An edge placed: the polyline from the upstream box to the downstream one and its label's centre. */
 export interface PlacedEdge {
+  /** The upstream vertex id. */
   readonly from: string;
+  /** The downstream vertex id. */
   readonly to: string;
+  /** The ship strategy, "" for none. */
   readonly label: string;
+  /** The polyline, from the upstream box's border to the downstream one's, px. */
   readonly points: readonly { readonly x: number; readonly y: number }[];
+  /** The label's centre, px. */
   readonly labelX: number;
+  /** The label's centre, px. */
   readonly labelY: number;
 }
 
 /** A laid out graph and the size of its drawing (px). */
 export interface GraphLayout {
+  /** The drawing's width with margins, px. */
   readonly width: number;
+  /** The drawing's height with margins, px. */
   readonly height: number;
+  /** The vertices placed, in the model's order. */
   readonly vertices: readonly PlacedVertex[];
+  /** The edges placed, in the model's order. */
   readonly edges: readonly PlacedEdge[];
 }
 

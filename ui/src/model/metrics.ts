@@ -84,19 +84,31 @@ export function lowWatermark(watermarks: readonly MetricValue[]): string | undef
 
 /** A subtask row of the vertex detail: its metrics, back pressure and watermarks. */
 export interface SubtaskRow {
+  /** The subtask index. */
   readonly subtask: number;
+  /** Its state (`UNKNOWN` until the vertex details answer). */
   readonly status: string;
+  /** The attempt it runs as; null while its region restarts. */
   readonly attempt: number | null;
+  /** The worker slot it runs on. */
   readonly host: string | null;
+  /** Records received. */
   readonly recordsIn: number | undefined;
+  /** Records emitted. */
   readonly recordsOut: number | undefined;
+  /** Records received per second. */
   readonly inPerSecond: number | undefined;
+  /** Records emitted per second. */
   readonly outPerSecond: number | undefined;
   /** 0 to 1. */
   readonly busyRatio: number | undefined;
+  /** 0 to 1. */
   readonly idleRatio: number | undefined;
+  /** 0 to 1: the share of time it waited to emit. */
   readonly backPressureRatio: number | undefined;
+  /** Event-time ms as a string; undefined for none. */
   readonly inputWatermark: string | undefined;
+  /** Event-time ms as a string; undefined for none. */
   readonly outputWatermark: string | undefined;
   /** Bytes of state in the latest completed checkpoint. */
   readonly stateSize: number | undefined;
@@ -111,9 +123,13 @@ export interface SubtaskRow {
 export function subtaskRows(input: {
   readonly parallelism: number;
   readonly subtasks?: readonly {
+    /** The subtask index. */
     readonly subtask: number;
+    /** Its state (`UNKNOWN` until the vertex details answer). */
     readonly status: string;
+    /** The attempt it runs as; null while its region restarts. */
     readonly attempt: number | null;
+    /** The worker slot it runs on. */
     readonly host?: string | null;
     readonly metrics?: IoMetrics;
   }[];

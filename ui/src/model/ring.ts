@@ -16,8 +16,11 @@ export const DEFAULT_CAPACITY = 120;
  * `null` where the line had no sample (uPlot leaves a gap).
  */
 export interface Series {
+  /** The samples kept at most. */
   readonly capacity: number;
+  /** Sample times, epoch seconds (or any x values), oldest first. */
   readonly times: readonly number[];
+  /** One array of values per line, as long as `times`. */
   readonly lines: readonly (readonly (number | null)[])[];
 }
 

@@ -28,7 +28,9 @@ import { POLL_MS } from "./hooks.ts";
 
 /** Props of {@linkcode JobActions}. */
 export interface JobActionsProps {
+  /** The job's id. */
   readonly jobId: string;
+  /** The job's name, for the confirmation question. */
   readonly jobName: string;
   /** The job's current state (from the page's poll), to follow a cancel. */
   readonly state: string;

@@ -36,9 +36,11 @@ function toData(s: Series): uPlot.AlignedData {
 
 /** Props of {@linkcode Chart}. */
 export interface ChartProps {
+  /** The samples to draw. */
   readonly series: Series;
   /** One label per line. */
   readonly labels: readonly string[];
+  /** How the y values read. */
   readonly unit: ChartUnit;
   /** Width in px; without it, the container's width. */
   readonly width?: number;
@@ -46,6 +48,7 @@ export interface ChartProps {
   readonly height?: number;
   /** `time` (default): x values are epoch seconds; `index`: x values are plain numbers (checkpoint ids). */
   readonly x?: "time" | "index";
+  /** The chart's `data-testid`. */
   readonly testId?: string;
 }
 
@@ -115,8 +118,11 @@ export function Chart(props: ChartProps): h.JSX.Element {
 
 /** Props of {@linkcode Sparkline}. */
 export interface SparklineProps {
+  /** The samples; its first line is drawn. */
   readonly series: Series;
+  /** px (default 120). */
   readonly width?: number;
+  /** px (default 28). */
   readonly height?: number;
 }
 

@@ -14,7 +14,9 @@ export const POLL_MS = 1000;
 
 /** What a poll knows: the latest answer, the latest error (cleared by a success) and when it last answered. */
 export interface Polled<T> {
+  /** The latest successful answer; kept while later calls fail. */
   readonly data: T | undefined;
+  /** The latest call's error; undefined after a success. */
   readonly error: unknown;
   /** Epoch ms of the latest answer (success or error), 0 before the first. */
   readonly at: number;

@@ -34,8 +34,11 @@ import { VertexDetail } from "./vertex_detail.tsx";
 
 /** What the graph shows of a vertex, from its latest poll. */
 export interface VertexLive {
+  /** Records received per second, summed over the subtasks. */
   readonly inPerSecond: number | undefined;
+  /** Records emitted per second, summed over the subtasks. */
   readonly outPerSecond: number | undefined;
+  /** The REST API's back-pressure level. */
   readonly level: BackPressureLevel;
   /** The busiest subtask's back-pressured share, 0 to 1; undefined before any report. */
   readonly ratio: number | undefined;
@@ -60,6 +63,7 @@ async function loadVertexLive(jobId: string, vertexId: string): Promise<VertexLi
 
 /** Props of {@linkcode JobGraphTab}. */
 export interface JobGraphTabProps {
+  /** The job's details, from the page's poll. */
   readonly job: JobDetails;
 }
 

@@ -14,6 +14,7 @@ import { h, useEffect, useRef, useState } from "../deps.ts";
 export interface TokenPromptProps {
   /** Whether a token was sent and refused (a wrong token rather than none). */
   readonly hadToken: boolean;
+  /** Called with the token entered. */
   readonly onSubmit: (token: string) => void;
 }
 

@@ -92,12 +92,15 @@ async function loadDetail(jobId: string, v: GraphVertex, ended: boolean): Promis
 
 /** Props of {@linkcode VertexDetail}. */
 export interface VertexDetailProps {
+  /** The job's id. */
   readonly jobId: string;
+  /** The vertex clicked. */
   readonly vertex: GraphVertex;
   /** The vertex's in/out rates, kept by the graph tab. */
   readonly series: Series;
   /** Whether the job has ended: its rates and back pressure are then not live and not shown. */
   readonly ended: boolean;
+  /** Called when the panel's Close is clicked. */
   readonly onClose: () => void;
 }
 
