@@ -91,3 +91,44 @@ export function configRows(config: CheckpointConfig): [string, string][] {
   }
   return rows;
 }
+
+/** A checkpoint's slowest barrier alignment and start delay over all subtasks (ms). */
+export interface CheckpointTimings {
+  /** The longest alignment (first barrier to last) of any subtask, ms. */
+  readonly alignmentMs: number | undefined;
+  /** The longest start delay (trigger to first barrier) of any subtask, ms. */
+  readonly startDelayMs: number | undefined;
+}
+
+/**
+ * The longest alignment and start delay of a checkpoint from the
+ * per-subtask answers of each of its vertices (Flink's web UI shows the
+ * same maxima in a checkpoint's summary); `undefined` when no subtask
+ * acknowledged with the value.
+ * @example
+ * ```ts
+ * import { checkpointTimings } from "./checkpoint_view.ts";
+ * checkpointTimings([{ subtasks: [{ index: 0, status: "completed", alignment: { duration: 4 } }] }])
+ *   .alignmentMs; // 4
+ * ```
+ */
+export function checkpointTimings(
+  vertices: readonly {
+    readonly subtasks: readonly {
+      readonly alignment?: { readonly duration?: number };
+      readonly start_delay?: number;
+    }[];
+  }[],
+): CheckpointTimings {
+  let alignment: number | undefined;
+  let delay: number | undefined;
+  for (const v of vertices) {
+    for (const s of v.subtasks) {
+      const a = s.alignment?.duration;
+      if (typeof a === "number" && Number.isFinite(a)) alignment = Math.max(alignment ?? a, a);
+      const d = s.start_delay;
+      if (typeof d === "number" && Number.isFinite(d)) delay = Math.max(delay ?? d, d);
+    }
+  }
+  return { alignmentMs: alignment, startDelayMs: delay };
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Checkpoint } from "./api_types.ts";
-import { configRows, durationSizeSeries } from "./checkpoint_view.ts";
+import { checkpointTimings, configRows, durationSizeSeries } from "./checkpoint_view.ts";
 
 const cp = (id: number, status: string, ms: number): Checkpoint => ({
   id,
@@ -40,4 +40,23 @@ Deno.test("configRows labels known keys, reads interval 0 as off and keeps unkno
     ["Persist checkpoints externally", "Enabled (retained on cancellation)"],
     ["something_new", "3"],
   ]);
+});
+
+Deno.test("checkpointTimings takes the longest alignment and start delay over all vertices", () => {
+  assert.deepEqual(
+    checkpointTimings([
+      {
+        subtasks: [
+          { alignment: { duration: 3 }, start_delay: 10 },
+          { alignment: { duration: 7 }, start_delay: 2 },
+        ],
+      },
+      { subtasks: [{ alignment: { duration: 5 }, start_delay: 12 }, {}] },
+    ]),
+    { alignmentMs: 7, startDelayMs: 12 },
+  );
+  assert.deepEqual(checkpointTimings([{ subtasks: [{}] }]), {
+    alignmentMs: undefined,
+    startDelayMs: undefined,
+  });
 });

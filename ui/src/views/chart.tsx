@@ -26,6 +26,9 @@ export const LINE_COLOURS: readonly string[] = [
   "#e8a317",
 ];
 
+/** Time axis tick spacings, seconds. */
+const TIME_INCREMENTS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600];
+
 function formatter(unit: ChartUnit): (v: number) => string {
   return unit === "rate" ? formatRate : unit === "ms" ? formatDuration : formatBytes;
 }
@@ -65,7 +68,8 @@ export function Chart(props: ChartProps): h.JSX.Element {
       width: props.width ?? Math.max(200, container.clientWidth),
       height: props.height ?? 180,
       scales: { x: { time: props.x !== "index" } },
-      legend: { show: true },
+      // The legend names the lines; values show under the cursor only.
+      legend: { show: true, live: false },
       cursor: { drag: { x: false, y: false } },
       series: [
         {},
@@ -83,6 +87,8 @@ export function Chart(props: ChartProps): h.JSX.Element {
           stroke: "#56606b",
           grid: { stroke: "#eef0f2" },
           space: 70,
+          // Whole seconds at least: samples are a second apart.
+          ...(props.x === "index" ? {} : { incrs: TIME_INCREMENTS }),
           values: (_u: UPlot, vals: number[]) =>
             vals.map((v) => props.x === "index" ? String(v) : formatTime(v * 1000)),
         },

@@ -21,7 +21,12 @@ import type {
   CheckpointSubtasks,
   JobDetails,
 } from "../model/api_types.ts";
-import { configRows, durationSizeSeries } from "../model/checkpoint_view.ts";
+import {
+  type CheckpointTimings,
+  checkpointTimings,
+  configRows,
+  durationSizeSeries,
+} from "../model/checkpoint_view.ts";
 import { formatBytes, formatDuration, formatTimestamp } from "../model/format.ts";
 import { Chart } from "./chart.tsx";
 import { Empty, ErrorBanner, KeyValues, Panel, StatusBadge } from "./common.tsx";
@@ -31,7 +36,13 @@ import { usePoll } from "./hooks.ts";
 export function CheckpointsTab(props: { readonly job: JobDetails }): h.JSX.Element {
   const jobId = props.job.jid;
   const base = `/jobs/${encodeURIComponent(jobId)}/checkpoints`;
-  const stats = usePoll(`checkpoints:${jobId}`, () => request<CheckpointingStatistics>(base));
+  const timings = useRef(new Map<number, CheckpointTimings | null>());
+  const vertexIds = props.job.vertices.map((v) => v.id);
+  const stats = usePoll(`checkpoints:${jobId}`, async () => {
+    const s = await request<CheckpointingStatistics>(base);
+    await loadTimings(base, s.history, vertexIds, timings.current);
+    return s;
+  });
   const config = usePoll(
     `checkpoint-config:${jobId}`,
     () => request<CheckpointConfig>(`${base}/config`),
@@ -95,7 +106,6 @@ export function CheckpointsTab(props: { readonly job: JobDetails }): h.JSX.Eleme
                     labels={["end to end duration"]}
                     unit="ms"
                     x="index"
-                    width={440}
                     height={160}
                   />
                   <Chart
@@ -103,7 +113,6 @@ export function CheckpointsTab(props: { readonly job: JobDetails }): h.JSX.Eleme
                     labels={["checkpointed size", "full size"]}
                     unit="bytes"
                     x="index"
-                    width={440}
                     height={160}
                   />
                 </div>
@@ -123,6 +132,8 @@ export function CheckpointsTab(props: { readonly job: JobDetails }): h.JSX.Eleme
                       <th>Trigger time</th>
                       <th>Latest ack</th>
                       <th>End to end</th>
+                      <th title="the longest barrier alignment of any subtask">Alignment</th>
+                      <th title="the longest start delay of any subtask">Start delay</th>
                       <th>Checkpointed size</th>
                       <th>Full size</th>
                     </tr>
@@ -146,6 +157,12 @@ export function CheckpointsTab(props: { readonly job: JobDetails }): h.JSX.Eleme
                         <td>{formatTimestamp(c.trigger_timestamp)}</td>
                         <td>{formatTimestamp(c.latest_ack_timestamp)}</td>
                         <td class="num">{formatDuration(c.end_to_end_duration)}</td>
+                        <td class="num">
+                          {formatDuration(timings.current.get(c.id)?.alignmentMs)}
+                        </td>
+                        <td class="num">
+                          {formatDuration(timings.current.get(c.id)?.startDelayMs)}
+                        </td>
                         <td class="num">{formatBytes(c.checkpointed_size)}</td>
                         <td class="num">{formatBytes(c.state_size)}</td>
                       </tr>
@@ -167,6 +184,36 @@ export function CheckpointsTab(props: { readonly job: JobDetails }): h.JSX.Eleme
       </Panel>
     </div>
   );
+}
+
+/** Completed checkpoints whose timings one poll fetches at most (each costs a request per vertex). */
+const TIMINGS_PER_POLL = 3;
+
+/**
+ * Fetches the alignment and start delay of completed checkpoints of the
+ * history not yet known (they do not change once completed) into `cache`;
+ * `null` for one whose statistics are gone.
+ */
+async function loadTimings(
+  base: string,
+  history: readonly Checkpoint[],
+  vertexIds: readonly string[],
+  cache: Map<number, CheckpointTimings | null>,
+): Promise<void> {
+  const todo = history.filter((c) => c.status === "COMPLETED" && !cache.has(c.id))
+    .slice(0, TIMINGS_PER_POLL);
+  await Promise.all(todo.map(async (c) => {
+    try {
+      const answers = await Promise.all(
+        vertexIds.map((v) =>
+          request<CheckpointSubtasks>(`${base}/details/${c.id}/subtasks/${encodeURIComponent(v)}`)
+        ),
+      );
+      cache.set(c.id, checkpointTimings(answers));
+    } catch {
+      cache.set(c.id, null);
+    }
+  }));
 }
 
 function latestText(c: Checkpoint | null): string {

@@ -284,6 +284,12 @@ function VertexBox(props: {
       data-backpressure={level}
       style={{ ...props.style, borderLeftColor: colour }}
       onClick={props.onClick}
+      onKeyDown={(e) => {
+        if (e.key === "Enter" || e.key === " ") {
+          e.preventDefault();
+          props.onClick();
+        }
+      }}
       role="button"
       tabIndex={0}
       title={`${v.name} (${v.id})`}
