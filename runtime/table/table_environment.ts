@@ -47,20 +47,15 @@ import { PrintSink } from "../api/print_sink.ts";
 import type { Sink } from "../api/sink.ts";
 import { checkSinkMode, PlanningError } from "./changelog_mode.ts";
 import { parseScript, positionOf } from "./parser.ts";
-import { describeNode, explainPlan, type PlanNode, planQuery, updateProducer } from "./plan.ts";
-import { referencedColumns } from "./projection_pushdown.ts";
+import { explainPlan } from "./plan.ts";
 import { formatRow, insertRow, type Row } from "./row.ts";
-import type { SelectQuery, Statement } from "./sql_ast.ts";
-import { makeTable, Table, tableInternals, type TablePlanner, type TableResult } from "./table.ts";
-import {
-  type ConnectorTable,
-  type TableConnector,
-  TableConnectorRegistry,
-} from "./table_connectors.ts";
+import type { Statement } from "./sql_ast.ts";
+import { Table, type TableResult } from "./table.ts";
+import { type TableConnector, TableConnectorRegistry } from "./table_connectors.ts";
 import { valuesRow } from "./row_conversion.ts";
-import { translatePlan } from "./translate.ts";
 import { TableConfig } from "./table_config.ts";
-import { FunctionCatalog, withFunctionCatalog } from "./function_catalog.ts";
+import { FunctionCatalog } from "./function_catalog.ts";
+import { StreamPlanner } from "./stream_planner.ts";
 import type { UserDefinedFunction } from "./udf.ts";
 import { applyJobOptions, createConnectorTable, executeSet, explainResult } from "./statements.ts";
 import { TableCatalog } from "./catalog.ts";
@@ -107,18 +102,20 @@ export class StreamTableEnvironment {
   readonly #connectors: TableConnectorRegistry;
   readonly #config = new TableConfig();
   readonly #functions = new FunctionCatalog();
-  #queries = 0;
   #anonymous = 0;
-  readonly #planner: TablePlanner = {
-    plan: (table, options = {}) => {
-      const parts = this.#own(table);
-      return this.#planQuery(parts.query, parts.sql, parts.offset, options);
-    },
-  };
+  /** Plans and translates this environment's queries (`stream_planner.ts`). */
+  readonly #planner: StreamPlanner;
 
   private constructor(env: StreamExecutionEnvironment, connectors: Iterable<TableConnector>) {
     this.#env = env;
     this.#connectors = new TableConnectorRegistry(connectors);
+    this.#planner = new StreamPlanner({
+      catalog: this.#catalog,
+      connectors: this.#connectors,
+      config: this.#config,
+      functions: this.#functions,
+      environment: () => this.#env,
+    });
   }
 
   /**
@@ -220,7 +217,7 @@ export class StreamTableEnvironment {
       mode: "append",
       watermark: options.watermark,
     });
-    return this.#scanTable(name);
+    return this.#planner.scanTable(name);
   }
 
   /**
@@ -239,7 +236,7 @@ export class StreamTableEnvironment {
   fromChangelogStream(stream: DataStream<Row>, schema: readonly SchemaColumn[]): Table {
     const name = `*anonymous_datastream_source$${++this.#anonymous}*`;
     this.#catalog.registerStream({ name, stream, schema, env: this.#env, mode: "retract" });
-    return this.#scanTable(name);
+    return this.#planner.scanTable(name);
   }
 
   /**
@@ -256,7 +253,7 @@ export class StreamTableEnvironment {
   ): void {
     this.#catalog.checkFree(name);
     if (source instanceof Table) {
-      this.#own(source);
+      this.#planner.own(source);
       source.getColumns();
       this.#catalog.register(name, { kind: "query", table: source });
       return;
@@ -290,12 +287,7 @@ export class StreamTableEnvironment {
         }`,
       );
     }
-    const table = makeTable({
-      planner: this.#planner,
-      query: statement.query,
-      sql,
-      offset: statement.at,
-    });
+    const table = this.#planner.table(statement.query, sql, statement.at);
     table.getColumns();
     return table;
   }
@@ -359,8 +351,8 @@ export class StreamTableEnvironment {
    */
   toDataStream(table: Table): DataStream<Row> {
     const root = this.#planner.plan(table);
-    checkSinkMode("toDataStream", "append", root.mode, this.#producer(root));
-    return this.#translate(root);
+    checkSinkMode("toDataStream", "append", root.mode, this.#planner.producer(root));
+    return this.#planner.translate(root);
   }
 
   /**
@@ -371,86 +363,7 @@ export class StreamTableEnvironment {
    *   GROUP BY keys selected.
    */
   toChangelogStream(table: Table, mode: "retract" | "upsert" = "retract"): DataStream<Row> {
-    return this.#translate(this.#planner.plan(table, { upsert: mode === "upsert" }));
-  }
-
-  #own(table: Table) {
-    const parts = tableInternals(table);
-    if (parts.planner !== this.#planner) {
-      throw new PlanningError("the Table belongs to another StreamTableEnvironment");
-    }
-    return parts;
-  }
-
-  #planQuery(
-    query: SelectQuery,
-    sql: string,
-    offset: number,
-    options: { readonly upsert?: boolean },
-  ): PlanNode {
-    // Function calls resolve in this environment's catalog while planning.
-    return withFunctionCatalog(
-      this.#functions,
-      () => this.#planQueryInCatalog(query, sql, offset, options),
-    );
-  }
-
-  #planQueryInCatalog(
-    query: SelectQuery,
-    sql: string,
-    offset: number,
-    options: { readonly upsert?: boolean },
-  ): PlanNode {
-    const locate = (name: string): string => {
-      const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-      const m = new RegExp(`(?<![\\w$])${escaped}(?![\\w$])`, "i").exec(sql.slice(offset));
-      if (m === null) return "";
-      const p = positionOf(sql, offset + m.index);
-      return ` at line ${p.line}, column ${p.column}`;
-    };
-    // Projection push-down into sources: projection_pushdown.ts.
-    const referenced = referencedColumns(query);
-    return planQuery(query, {
-      lookup: (name) =>
-        this.#catalog.lookup(name, this.#env, this.#connectors, locate, (table) => ({
-          columns: table.getColumns(),
-          plan: this.#planner.plan(table),
-        }), referenced.whole.has(name) ? null : referenced.names),
-      locate,
-      names: () => this.#catalog.names(),
-    }, options);
-  }
-
-  #producer(root: PlanNode): string | undefined {
-    const node = updateProducer(root);
-    return node === undefined ? undefined : describeNode(node);
-  }
-
-  #translate(root: PlanNode): DataStream<Row> {
-    const prefix = `sql-${++this.#queries}`;
-    return translatePlan(
-      root,
-      this.#catalog.scanSources(this.#env, this.#connectors, prefix),
-      prefix,
-      {
-        stateTtlMs: this.#config.stateTtlMs,
-        sourceIdleTimeoutMs: this.#config.get("table.exec.source.idle-timeout"),
-      },
-    );
-  }
-
-  #scanTable(name: string): Table {
-    const query: SelectQuery = {
-      items: [{ k: "star" }],
-      distinct: false,
-      from: { k: "table", name, alias: null, at: 0 },
-      where: null,
-      groupBy: [],
-      having: null,
-      orderBy: [],
-      limit: null,
-    };
-    return makeTable({ planner: this.#planner, query, sql: `SELECT * FROM ${name}`, offset: 0 });
+    return this.#planner.translate(this.#planner.plan(table, { upsert: mode === "upsert" }));
   }
 
   #claimJob(): void {
@@ -497,7 +410,7 @@ export class StreamTableEnvironment {
           table.rows.push(...rows);
           return { resultKind: "SUCCESS", statement: "INSERT" };
         }
-        const sink = this.#sinkOf(table);
+        const sink = this.#planner.sinkOf(table);
         this.#claimJob();
         const stream = this.#env.fromCollection(rows.map((r) => insertRow(r))).name(
           `values for ${table.name}`,
@@ -505,23 +418,23 @@ export class StreamTableEnvironment {
         return await this.#runJob(stream, sink.sink, `insert-into_${table.name}`, "INSERT");
       }
       case "insertSelect": {
-        const { table, sink, root } = this.#planInsert(statement, sql);
+        const { table, sink, root } = this.#planner.planInsert(statement, sql);
         onQuery?.(explainPlan(root));
         this.#claimJob();
         return await this.#runJob(
-          this.#translate(root),
+          this.#planner.translate(root),
           sink.sink,
           `insert-into_${table.name}`,
           "INSERT",
         );
       }
       case "select": {
-        const root = this.#planQuery(statement.query, sql, statement.at, {});
+        const root = this.#planner.planQuery(statement.query, sql, statement.at, {});
         onQuery?.(explainPlan(root));
         this.#claimJob();
         const custom = options.selectSink?.(root.columns);
         return await this.#runJob(
-          this.#translate(root),
+          this.#planner.translate(root),
           custom ?? new PrintSink<Row>({ formatter: formatRow }),
           "collect", // Flink's job name for a SELECT's collect job
           "SELECT",
@@ -531,12 +444,7 @@ export class StreamTableEnvironment {
       case "createView": {
         const p = positionOf(sql, statement.at);
         this.#catalog.checkFree(statement.name, ` at line ${p.line}, column ${p.column}`);
-        const table = makeTable({
-          planner: this.#planner,
-          query: statement.query,
-          sql,
-          offset: statement.at,
-        });
+        const table = this.#planner.table(statement.query, sql, statement.at);
         table.getColumns(); // planned now, so a bad view fails at CREATE VIEW
         this.#catalog.register(statement.name, { kind: "query", table });
         return { resultKind: "SUCCESS", statement: "CREATE VIEW" };
@@ -544,10 +452,10 @@ export class StreamTableEnvironment {
       case "explain": {
         const inner = statement.statement;
         if (inner.k === "select") {
-          return explainResult(this.#planQuery(inner.query, sql, inner.at, {}), null);
+          return explainResult(this.#planner.planQuery(inner.query, sql, inner.at, {}), null);
         }
         if (inner.k === "insertSelect") {
-          const { table, root } = this.#planInsert(inner, sql);
+          const { table, root } = this.#planner.planInsert(inner, sql);
           return explainResult(root, {
             table: table.name,
             fields: table.columns.map((c) => c.name),
@@ -570,34 +478,5 @@ export class StreamTableEnvironment {
         );
       }
     }
-  }
-
-  /** Plans `INSERT INTO t SELECT ...`: the query must fit the sink's mode and columns. */
-  #planInsert(statement: Extract<Statement, { k: "insertSelect" }>, sql: string) {
-    const table = this.#catalog.connectorTable(statement.table, sql, statement.at);
-    const sink = this.#sinkOf(table);
-    const root = this.#planQuery(statement.query, sql, statement.at, {});
-    checkSinkMode(
-      `table ${table.name} (connector '${table.options.connector}')`,
-      sink.accepts,
-      root.mode,
-      this.#producer(root),
-    );
-    if (root.columns.length !== table.columns.length) {
-      throw new PlanningError(
-        `INSERT INTO ${table.name}: the query has ${root.columns.length} column(s), the table ${table.columns.length}`,
-      );
-    }
-    return { table, sink, root };
-  }
-
-  #sinkOf(table: ConnectorTable) {
-    const sink = this.#connectors.get(table.options.connector!)?.sink?.(table);
-    if (sink === undefined) {
-      throw new PlanningError(
-        `table ${table.name} (connector '${table.options.connector}') is a source and cannot be written by a job`,
-      );
-    }
-    return sink;
   }
 }
