@@ -191,6 +191,18 @@ export class Screenshots {
     this.written.push(path);
   }
 
+  /**
+   * Before a picture README shows, lets the page's live charts gather
+   * samples for `ms`; returns at once when the screenshots go to a
+   * temporary directory. Never a condition the test asserts on.
+   *
+   * @param page The page (waited on).
+   * @param ms How long, in ms.
+   */
+  async settle(page: Page, ms: number): Promise<void> {
+    if (!this.#temporary) await page.waitForTimeout(ms);
+  }
+
   /** Removes the temporary directory (screenshots in `docs/dashboard/` stay). */
   async close(): Promise<void> {
     if (this.#temporary) await Deno.remove(this.directory, { recursive: true }).catch(() => {});
