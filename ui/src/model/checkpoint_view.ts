@@ -108,8 +108,7 @@ export interface CheckpointTimings {
  * @example
  * ```ts
  * import { checkpointTimings } from "./checkpoint_view.ts";
- * checkpointTimings([{ subtasks: [{ index: 0, status: "completed", alignment: { duration: 4 } }] }])
- *   .alignmentMs; // 4
+ * checkpointTimings([{ subtasks: [{ alignment: { duration: 4 }, start_delay: 9 }] }]).alignmentMs; // 4
  * ```
  */
 export function checkpointTimings(
