@@ -140,7 +140,7 @@ const { expr } = fc.letrec<{ expr: Expr }>((tie) => ({
       // `x IN (...) = y` and `a LIKE b = c LIKE d` are Flink SQL, but the
       // FlinkSQL grammar parses neither a comparison after IN (...) nor a
       // comparison of two BETWEEN/LIKE/IN predicates; the parser refuses
-      // both with a message asking for parentheses (parser_test.ts), so
+      // both with a message asking for parentheses (parser_expressions_test.ts), so
       // they are not generated.
       .filter((r) =>
         PRECEDENCE[r.op] !== 4 || !(r.left.k === "in" ||
