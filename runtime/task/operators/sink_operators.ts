@@ -14,21 +14,13 @@ import type { SinkContext, SinkFunction } from "../../api/sink.ts";
 import { OrderedCalls } from "./_ordered_calls.ts";
 import type { OperatorSnapshotResults } from "./operator.ts";
 import type { SnapshotType } from "../../checkpoint/snapshot_contract.ts";
-import { UdfOperator } from "./udf_operator.ts";
+import { OneInputUdfOperator } from "./udf_operator.ts";
 
 /** Calls `invoke` per record (at-least-once at best; see the sink's docs). */
-export class SimpleSinkOperator extends UdfOperator<SinkFunction<unknown>> {
+export class SimpleSinkOperator extends OneInputUdfOperator<SinkFunction<unknown>> {
   #calls = new OrderedCalls();
   /** Invokes the sink for `value`, in order with pending asynchronous invocations. */
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    if (this.keySelector) {
-      this.setKeyOf(value, keyGroup, key);
-    }
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     const fn = this.fn;
     const context: SinkContext = { timestamp };
     // The common case, a synchronous sink, allocates no closure.

@@ -35,10 +35,11 @@ import {
 import { WatermarkEmitter } from "../../time/watermark_emitter.ts";
 import type { KeySelector } from "../../graph/stream_graph.ts";
 import type { OperatorEnvironment, Output } from "./operator.ts";
-import { UdfOperator } from "./udf_operator.ts";
+import { OneInputUdfOperator } from "./udf_operator.ts";
 
 /** Assigns timestamps and generates watermarks mid-stream; see the module docs. */
-export class TimestampsAndWatermarksOperator extends UdfOperator<WatermarkStrategy<unknown>> {
+export class TimestampsAndWatermarksOperator
+  extends OneInputUdfOperator<WatermarkStrategy<unknown>> {
   readonly #intervalMs: number;
   #assigner: TimestampAssigner<unknown> | undefined;
   #generator: WatermarkGenerator<unknown> | undefined;
@@ -81,15 +82,7 @@ export class TimestampsAndWatermarksOperator extends UdfOperator<WatermarkStrate
     await super.open();
   }
 
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    if (this.keySelector) {
-      this.setKeyOf(value, keyGroup, key);
-    }
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     const ts = this.#assigner === undefined ? timestamp : this.#assigner(value, timestamp);
     const emitter = this.#emitter;
     if (emitter.idle) emitter.markActive();

@@ -1,8 +1,8 @@
 /**
  * The one-input transformation operators: map, filter, flatMap, process,
  * keyed process, reduce and aggregate. Each calls its user function per record; on a
- * keyed input the current key is set first, so keyed state and timers work
- * in all of them, as in Flink.
+ * keyed input the current key is set first (by `OneInputUdfOperator`), so
+ * keyed state and timers work in all of them, as in Flink.
  *
  * @module
  */
@@ -26,52 +26,36 @@ import {
   ValueStateDescriptor,
 } from "../../api/state.ts";
 import type { Key } from "../../state/key_group.ts";
-import { UdfOperator } from "./udf_operator.ts";
+import { OneInputUdfOperator } from "./udf_operator.ts";
 
 /** Calls `map` per record. */
-export class MapOperator extends UdfOperator<MapFunction<unknown, unknown>> {
+export class MapOperator extends OneInputUdfOperator<MapFunction<unknown, unknown>> {
   #call!: (value: unknown) => unknown;
   override async open(): Promise<void> {
     const fn = this.fn;
     this.#call = typeof fn === "function" ? fn : (v) => fn.map(v);
     await super.open();
   }
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    if (this.keySelector) {
-      this.setKeyOf(value, keyGroup, key);
-    }
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     this.output.collect(this.#call(value), timestamp);
   }
 }
 
 /** Calls `filter` per record. */
-export class FilterOperator extends UdfOperator<FilterFunction<unknown>> {
+export class FilterOperator extends OneInputUdfOperator<FilterFunction<unknown>> {
   #call!: (value: unknown) => boolean;
   override async open(): Promise<void> {
     const fn = this.fn;
     this.#call = typeof fn === "function" ? fn : (v) => fn.filter(v);
     await super.open();
   }
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    if (this.keySelector) {
-      this.setKeyOf(value, keyGroup, key);
-    }
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     if (this.#call(value)) this.output.collect(value, timestamp);
   }
 }
 
 /** Calls `flatMap` per record. */
-export class FlatMapOperator extends UdfOperator<FlatMapFunction<unknown, unknown>> {
+export class FlatMapOperator extends OneInputUdfOperator<FlatMapFunction<unknown, unknown>> {
   #call!: (value: unknown, out: Collector<unknown>) => void;
   #out: Collector<unknown> = this.collector();
   override async open(): Promise<void> {
@@ -79,40 +63,25 @@ export class FlatMapOperator extends UdfOperator<FlatMapFunction<unknown, unknow
     this.#call = typeof fn === "function" ? fn : (v, out) => fn.flatMap(v, out);
     await super.open();
   }
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    if (this.keySelector) {
-      this.setKeyOf(value, keyGroup, key);
-    }
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     this.currentTimestamp = timestamp;
     this.#call(value, this.#out);
   }
 }
 
 /** Calls a `ProcessFunction` per record. */
-export class ProcessOperator extends UdfOperator<ProcessFunction<unknown, unknown>> {
+export class ProcessOperator extends OneInputUdfOperator<ProcessFunction<unknown, unknown>> {
   #ctx = this.processContext();
   #out = this.collector();
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    if (this.keySelector) {
-      this.setKeyOf(value, keyGroup, key);
-    }
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     this.currentTimestamp = timestamp;
     this.fn.processElement(value, this.#ctx, this.#out);
   }
 }
 
 /** Calls a `KeyedProcessFunction` per record and per timer. */
-export class KeyedProcessOperator extends UdfOperator<KeyedProcessFunction<Key, unknown, unknown>> {
+export class KeyedProcessOperator
+  extends OneInputUdfOperator<KeyedProcessFunction<Key, unknown, unknown>> {
   #domain: "event-time" | "processing-time" = "event-time";
   #ctx: OnTimerContext<Key> = this.processContext(() => this.#domain);
   #out = this.collector();
@@ -120,13 +89,7 @@ export class KeyedProcessOperator extends UdfOperator<KeyedProcessFunction<Key, 
   metrics(): Readonly<Record<string, number>> {
     return functionMetrics(this.fn)?.() ?? {};
   }
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    this.setKeyOf(value, keyGroup, key);
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     this.currentTimestamp = timestamp;
     this.fn.processElement(value, this.#ctx, this.#out);
   }
@@ -144,7 +107,7 @@ export class KeyedProcessOperator extends UdfOperator<KeyedProcessFunction<Key, 
 }
 
 /** Emits each key's running reduction (Flink's `StreamGroupedReduceOperator`). */
-export class ReduceOperator extends UdfOperator<ReduceFunction<unknown>> {
+export class ReduceOperator extends OneInputUdfOperator<ReduceFunction<unknown>> {
   #call!: (acc: unknown, value: unknown) => unknown;
   #state!: ValueState<unknown>;
   override async open(): Promise<void> {
@@ -153,13 +116,7 @@ export class ReduceOperator extends UdfOperator<ReduceFunction<unknown>> {
     this.#state = this.keyed!.getValueState(new ValueStateDescriptor<unknown>("_reduce"));
     await super.open();
   }
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    this.setKeyOf(value, keyGroup, key);
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     const acc = this.#state.value();
     const next = acc === undefined ? value : this.#call(acc, value);
     this.#state.update(next);
@@ -173,7 +130,8 @@ export class ReduceOperator extends UdfOperator<ReduceFunction<unknown>> {
  * `AggregateFunction` in place of the reduce function). The accumulator is
  * keyed `AggregatingState` named `_aggregate`.
  */
-export class AggregateOperator extends UdfOperator<AggregateFunction<unknown, unknown, unknown>> {
+export class AggregateOperator
+  extends OneInputUdfOperator<AggregateFunction<unknown, unknown, unknown>> {
   #state!: AggregatingState<unknown, unknown>;
   override async open(): Promise<void> {
     this.#state = this.keyed!.getAggregatingState(
@@ -181,13 +139,7 @@ export class AggregateOperator extends UdfOperator<AggregateFunction<unknown, un
     );
     await super.open();
   }
-  processElement(
-    value: unknown,
-    timestamp: number | undefined,
-    keyGroup?: number,
-    key?: unknown,
-  ): void {
-    this.setKeyOf(value, keyGroup, key);
+  protected processRecord(value: unknown, timestamp: number | undefined): void {
     this.#state.add(value);
     this.output.collect(this.#state.get(), timestamp);
   }

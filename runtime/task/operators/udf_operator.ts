@@ -376,3 +376,34 @@ export abstract class UdfOperator<F> implements StreamOperator {
     };
   }
 }
+
+/**
+ * Base of one-input operators that handle each record the same way once
+ * it is keyed (Flink's `OneInputStreamOperator` over
+ * `AbstractUdfStreamOperator`): on a keyed input `processElement` sets the
+ * record's current key (the key handed over with it, else the key
+ * selector's), then calls {@linkcode OneInputUdfOperator.processRecord}.
+ * On an unkeyed input no key is set, so keyed state and timers fail with
+ * their "needs a keyed stream" errors.
+ *
+ * @typeParam F the user function.
+ */
+export abstract class OneInputUdfOperator<F> extends UdfOperator<F> {
+  /** Keys the record when the input is keyed, then processes it. */
+  processElement(
+    value: unknown,
+    timestamp: number | undefined,
+    keyGroup?: number,
+    key?: unknown,
+  ): void {
+    if (this.keySelector) this.setKeyOf(value, keyGroup, key);
+    this.processRecord(value, timestamp);
+  }
+
+  /**
+   * Processes one record, its key already set on a keyed input.
+   * @param value the record.
+   * @param timestamp its timestamp, ms, or `undefined` for none.
+   */
+  protected abstract processRecord(value: unknown, timestamp: number | undefined): void;
+}
