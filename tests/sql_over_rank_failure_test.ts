@@ -20,38 +20,33 @@ import {
   WatermarkStrategy,
 } from "../mod.ts";
 import { CollectingSink, type TestItem, TestSource } from "../testing.ts";
-import { type PlannerContext, type PlanNode, planQuery } from "../runtime/table/plan.ts";
-import { applyChange } from "../runtime/table/row.ts";
+import { type PlanNode, planQuery } from "../runtime/table/plan.ts";
 import type { Expr, OrderItem, SelectItem, SelectQuery } from "../runtime/table/sql_ast.ts";
 import { translatePlan } from "../runtime/table/translate.ts";
-import { TYPES } from "../runtime/table/types.ts";
 import { withTempDir } from "./_job_kit.ts";
+import {
+  asc,
+  BIDS_CONTEXT,
+  col,
+  desc,
+  fold,
+  item,
+  over as overWithFrame,
+  select,
+  star,
+  table,
+} from "./_sql_over_rank_kit.ts";
 
-const col = (name: string): Expr => ({ k: "column", table: null, name });
-const item = (expr: Expr, alias: string | null = null): SelectItem => ({ k: "expr", expr, alias });
-const desc = (expr: Expr): OrderItem => ({ expr, descending: true });
-const asc = (expr: Expr): OrderItem => ({ expr, descending: false });
-const over = (fn: string, args: Expr[], partitionBy: Expr[], orderBy: OrderItem[]): Expr => ({
-  k: "over",
-  fn,
-  args,
-  partitionBy,
-  orderBy,
-  frame: fn === "ROW_NUMBER" ? null : { unit: "ROWS", preceding: 2 },
-  at: 0,
-});
-const BIDS = { k: "table", name: "bids", alias: null, at: 0 } as const;
-function select(partial: Partial<SelectQuery> & Pick<SelectQuery, "items" | "from">): SelectQuery {
-  return {
-    distinct: false,
-    where: null,
-    groupBy: [],
-    having: null,
-    orderBy: [],
-    limit: null,
-    ...partial,
-  };
-}
+/** An OVER call; aggregates over `ROWS BETWEEN 2 PRECEDING AND CURRENT ROW`. */
+const over = (fn: string, args: Expr[], partitionBy: Expr[], orderBy: OrderItem[]): Expr =>
+  overWithFrame(
+    fn,
+    args,
+    partitionBy,
+    orderBy,
+    fn === "ROW_NUMBER" ? null : { unit: "ROWS", preceding: 2 },
+  );
+const BIDS = table("bids");
 /** `SELECT * FROM (SELECT *, ROW_NUMBER() OVER (...) AS rn FROM bids) WHERE rn <= n`, `rn` selected or not. */
 function topN(
   partitionBy: Expr[],
@@ -64,7 +59,7 @@ function topN(
     from: {
       k: "subquery",
       query: select({
-        items: [{ k: "star" }, item(over("ROW_NUMBER", [], partitionBy, orderBy), "rn")],
+        items: [star, item(over("ROW_NUMBER", [], partitionBy, orderBy), "rn")],
         from: BIDS,
       }),
       alias: "q",
@@ -73,23 +68,6 @@ function topN(
     where: { k: "binary", op: "<=", left: col("rn"), right: { k: "literal", value: n } },
   });
 }
-
-/** `bids(auction BIGINT, price BIGINT, bidder VARCHAR, ts BIGINT)`, `WATERMARK FOR ts AS ts`. */
-const CONTEXT: PlannerContext = {
-  lookup: (name) =>
-    name === "bids"
-      ? {
-        columns: [
-          { name: "auction", type: TYPES.BIGINT },
-          { name: "price", type: TYPES.BIGINT },
-          { name: "bidder", type: TYPES.STRING },
-          { name: "ts", type: TYPES.BIGINT },
-        ],
-        watermark: { column: "ts", expr: col("ts"), at: 0 },
-      }
-      : undefined,
-  locate: () => "",
-};
 
 /** 120 bids over 5 auctions and 4 bidders; rowtimes ascend (so no row is ever late). */
 const BID_ROWS: SqlValue[][] = Array.from({ length: 120 }, (_, i) => [
@@ -166,12 +144,6 @@ async function run(plan: PlanNode, parallelism: number, fail: boolean) {
   });
 }
 
-function fold(rows: readonly Row[]): Map<string, number> {
-  const table = new Map<string, number>();
-  for (const row of rows) applyChange(table, row);
-  return table;
-}
-
 for (const [name, query] of QUERIES) {
   Deno.test({
     name:
@@ -179,7 +151,7 @@ for (const [name, query] of QUERIES) {
     sanitizeResources: false,
     sanitizeOps: false,
     async fn() {
-      const plan = planQuery(query, CONTEXT);
+      const plan = planQuery(query, BIDS_CONTEXT);
       const clean = await run(plan, 1, false);
       const failed = await run(plan, 1, true);
       assert.equal(failed.restarts, 1, "the induced failure restarted the job once");
