@@ -67,14 +67,18 @@ export async function launchChromium(): Promise<Browser> {
 }
 
 /**
- * Opens a page of {@linkcode VIEWPORT} size that records the page's uncaught
- * errors (`pageerror`) in `errors`, for the test to assert there are none.
+ * Opens a page of {@linkcode VIEWPORT} size, whose actions (click, goto)
+ * wait up to {@linkcode DASHBOARD_TIMEOUT_MS}, and that records the page's
+ * uncaught errors (`pageerror`) in `errors`, for the test to assert there
+ * are none.
  *
  * @param browser From {@linkcode launchChromium}.
  * @returns The page and its uncaught errors so far (the array grows).
  */
 export async function openPage(browser: Browser): Promise<{ page: Page; errors: string[] }> {
   const context = await browser.newContext({ viewport: VIEWPORT });
+  // Clicks and navigations wait as long as the DOM conditions do (a loaded CI machine).
+  context.setDefaultTimeout(DASHBOARD_TIMEOUT_MS);
   const page = await context.newPage();
   const uncaught: string[] = [];
   page.on("pageerror", (error) => uncaught.push(`${error.name}: ${error.message}`));
@@ -260,6 +264,9 @@ export class DashboardCluster {
       nats: nats.url,
       workers: 0,
       slots: 4,
+      // A loaded 2-core machine can stall a worker for seconds; a failover then
+      // is not what these tests look at.
+      heartbeatTimeoutMs: 10_000,
       coordinatorArgs: [
         "--rest-port",
         "0",

@@ -23,10 +23,10 @@
  * what is in flight, and so checkpoint alignment, short: checkpoints every
  * 500 ms still complete. It runs until cancelled (10^9 records).
  *
- * `--fail-flag PATH`: the sink throws ("planned failure: PATH exists") in
- * attempt 0 once a file PATH exists (the sink checks every 20 records), so
- * a test picks the moment of one failure; the job restarts (fixed delay,
- * 3 attempts, 500 ms apart) and runs on in attempt 1.
+ * `--fail-flag PATH`: once a file PATH exists, the sink removes it and
+ * throws ("planned failure: PATH exists"; it looks every 20 records), so a
+ * test picks the moment of exactly one failure, in whichever attempt runs
+ * then; the job restarts (fixed delay, 3 attempts, 500 ms apart).
  *
  * Options: `--name` (job name, default "dashboard job"), `--nats URL`
  * (cluster mode; read by Weir itself), `--checkpoint-dir DIR` (local mode's
@@ -61,16 +61,13 @@ const { values } = parseArgs({
 const rate = Number(values.rate);
 const sinkDelayMs = Number(values["sink-delay-ms"]);
 const failFlag = typeof values["fail-flag"] === "string" ? values["fail-flag"] : undefined;
-// The sink runs at parallelism 1, so these variables (one copy per thread) are its one subtask's.
-let attempt = 0;
 let written = 0;
 const slowSink: SinkFunction<string> = {
   kind: "simple",
-  open(context) {
-    attempt = context.attempt;
-  },
   async invoke() {
-    if (failFlag !== undefined && attempt === 0 && ++written % 20 === 0 && existsSync(failFlag)) {
+    // One sink subtask (parallelism 1): removing the flag makes this the only failure.
+    if (failFlag !== undefined && ++written % 20 === 0 && existsSync(failFlag)) {
+      Deno.removeSync(failFlag);
       throw new Error(`planned failure: ${failFlag} exists`);
     }
     await new Promise<void>((resolve) => setTimeout(resolve, sinkDelayMs));

@@ -17,8 +17,9 @@
  *    and its per-subtask rows;
  * 5. a savepoint asks for confirmation and shows its path, the one the
  *    REST API gives;
- * 6. the exceptions tab is empty, then shows the failure the test injects
- *    (the job restarts in attempt 1);
+ * 6. the exceptions tab is empty (or lists what the REST API lists, when
+ *    a loaded machine made the job fail over by itself), then shows the
+ *    failure the test injects, and the job runs again;
  * 7. cancel asks for confirmation and the job ends CANCELED, as the REST
  *    API agrees.
  * The page must raise no uncaught error meanwhile.
@@ -261,27 +262,40 @@ Deno.test({
           () => new URL(page.url()).hash === `#/jobs/${jobId}/exceptions`,
           "the exceptions route",
         );
+        // Under heavy load a worker can miss heartbeats and the job fail over by
+        // itself: the page must then list what the REST API lists.
+        const before = await c.get(`/jobs/${jobId}/exceptions`);
+        const earlier = ((before.exceptionHistory as Json).entries as Json[]).length;
+        if (earlier === 0) {
+          await waitInPage(
+            page,
+            async () => /no (exceptions|failures)/i.test(await textOf(page, "main")),
+            "the empty exceptions page",
+          );
+        }
         await waitInPage(
           page,
-          async () => /no (exceptions|failures)/i.test(await textOf(page, "main")),
-          "the empty exceptions page",
+          async () => await page.locator(testId("exception-row")).count() >= earlier,
+          `${earlier} exception rows, as REST has`,
         );
-        assert.equal(await page.locator(testId("exception-row")).count(), 0);
+        assert.equal(await page.locator(testId("exception-row")).count(), earlier);
+        const attempt = (await c.get(`/jobs/${jobId}`)).attempt as number;
         await Deno.writeTextFile(failFlag, "");
         await waitForSelector(
           page,
-          testId("exception-row"),
+          `${testId("exception-row")}:has-text("planned failure")`,
           "the injected failure's row",
           async () =>
             `REST: ${JSON.stringify(await c.get(`/jobs/${jobId}/exceptions`))}\n${c.logs()}`,
         );
-        assert.match(await textOf(page, testId("exception-row")), /planned failure/);
-        await waitUntil(async () =>
-          (await c.get(`/jobs/${jobId}`)).attempt === 1 &&
-          (await c.get(`/jobs/${jobId}`)).state === "RUNNING", {
+        let details: Json = {};
+        await waitUntil(async () => {
+          details = await c.get(`/jobs/${jobId}`);
+          return (details.attempt as number) > attempt && details.state === "RUNNING";
+        }, {
           timeoutMs: DASHBOARD_TIMEOUT_MS,
           pollMs: 250,
-          missing: () => "the job did not run again in attempt 1",
+          missing: () => `the job did not run again after attempt ${attempt}: ${details.state}`,
         });
         await waitForJobStatus(
           page,
