@@ -15,6 +15,7 @@ import fc from "npm:fast-check@4.11.0";
 import { type Row, type SqlValue, StreamExecutionEnvironment } from "../mod.ts";
 import { CollectingSink } from "../testing.ts";
 import type { PlannerContext, PlanNode } from "../runtime/table/plan.ts";
+import { compareBySortKeys } from "../runtime/table/rank.ts";
 import { applyChange } from "../runtime/table/row.ts";
 import type {
   Expr,
@@ -22,6 +23,7 @@ import type {
   OverFrame,
   SelectItem,
   SelectQuery,
+  TableRef,
 } from "../runtime/table/sql_ast.ts";
 import { translatePlan } from "../runtime/table/translate.ts";
 import { TYPES } from "../runtime/table/types.ts";
@@ -42,6 +44,14 @@ export const over = (
   orderBy: OrderItem[],
   frame: OverFrame | null = null,
 ): Expr => ({ k: "over", fn, args, partitionBy, orderBy, frame, at: 0 });
+
+/** `(query) [AS alias]`, a subquery in FROM. */
+export const subquery = (query: SelectQuery, alias: string | null = null): TableRef => ({
+  k: "subquery",
+  query,
+  alias,
+  at: 0,
+});
 
 /** A SELECT with `items` and `from`, the other clauses empty unless `partial` gives them. */
 export function select(
@@ -67,15 +77,10 @@ export function topN(
 ): SelectQuery {
   return select({
     items: outer,
-    from: {
-      k: "subquery",
-      query: select({
-        items: [star, item(over("ROW_NUMBER", [], partitionBy, orderBy), "rn")],
-        from: table("bids"),
-      }),
-      alias: null,
-      at: 0,
-    },
+    from: subquery(select({
+      items: [star, item(over("ROW_NUMBER", [], partitionBy, orderBy), "rn")],
+      from: table("bids"),
+    })),
     where,
   });
 }
@@ -144,7 +149,7 @@ export function tableOf(rows: readonly SqlValue[][]): Map<string, number> {
  * (rows of equal rowtime are processed in arrival order, which a parallel
  * job does not fix, so a batch comparison needs a total order).
  */
-export const bids: fc.Arbitrary<[number, number, string, number][]> = fc.array(
+export const bids: fc.Arbitrary<Bid[]> = fc.array(
   fc.tuple(
     fc.integer({ min: 1, max: 3 }),
     fc.integer({ min: 0, max: 9 }),
@@ -152,9 +157,41 @@ export const bids: fc.Arbitrary<[number, number, string, number][]> = fc.array(
     fc.integer({ min: 0, max: 30 }),
   ),
   { minLength: 1, maxLength: 30 },
-).map((rows) =>
-  rows.map(([a, p, b, t], i): [number, number, string, number] => [a, p, b, t * 100 + i])
-);
+).map((rows) => rows.map(([a, p, b, t], i): Bid => [a, p, b, t * 100 + i]));
+
+/** A random bid of {@linkcode bids}: `[auction, price, bidder, ts]`. */
+export type Bid = [number, number, string, number];
+
+/**
+ * The batch Top-`n` bids of each partition, ordered by price DESC, bidder
+ * ASC, ts ASC (the order the Top-N tests rank by): partitions in the order
+ * of their first bid, each bid with its partition's key and its rank
+ * number (1-based).
+ */
+export function bestBids<K>(
+  rows: readonly Bid[],
+  partition: (bid: Bid) => K,
+  n: number,
+): { key: K; bid: Bid; rank: number }[] {
+  const best: { key: K; bid: Bid; rank: number }[] = [];
+  for (const key of new Set(rows.map(partition))) {
+    rows.filter((r) => partition(r) === key)
+      .sort((x, y) =>
+        compareBySortKeys(
+          [
+            { index: 1, descending: true },
+            { index: 2, descending: false },
+            { index: 3, descending: false },
+          ],
+          x,
+          y,
+        )
+      )
+      .slice(0, n)
+      .forEach((bid, i) => best.push({ key, bid, rank: i + 1 }));
+  }
+  return best;
+}
 
 /** Test options of a job test: jobs leave timers and resources the sanitizers would flag. */
 export const JOB = { sanitizeResources: false, sanitizeOps: false } as const;

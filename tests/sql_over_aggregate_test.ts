@@ -28,6 +28,7 @@ import {
   run,
   select,
   star,
+  subquery,
   table,
   tableOf,
   topN,
@@ -103,7 +104,7 @@ Deno.test({
           "a",
         ),
       ],
-      from: { k: "subquery", query: top, alias: "q", at: 0 },
+      from: subquery(top, "q"),
     });
     const plan = planQuery(query, BIDS_CONTEXT);
     assert.equal(plan.mode, "retract");
@@ -166,15 +167,10 @@ Deno.test("OVER and ROW_NUMBER shapes Flink refuses are refused with what to wri
   refused(
     select({
       items: [star],
-      from: {
-        k: "subquery",
-        query: select({
-          items: [star, item(over("RANK", [], [], [desc(col("price"))]), "r")],
-          from: table("bids"),
-        }),
-        alias: null,
-        at: 0,
-      },
+      from: subquery(select({
+        items: [star, item(over("RANK", [], [], [desc(col("price"))]), "r")],
+        from: table("bids"),
+      })),
       where: bin("<=", col("r"), lit(3)),
     }),
     /RANK\(\) is not supported yet; use ROW_NUMBER\(\)/,

@@ -34,6 +34,7 @@ import {
   over as overWithFrame,
   select,
   star,
+  subquery,
   table,
 } from "./_sql_over_rank_kit.ts";
 
@@ -56,15 +57,13 @@ function topN(
 ): SelectQuery {
   return select({
     items: outer,
-    from: {
-      k: "subquery",
-      query: select({
+    from: subquery(
+      select({
         items: [star, item(over("ROW_NUMBER", [], partitionBy, orderBy), "rn")],
         from: BIDS,
       }),
-      alias: "q",
-      at: 0,
-    },
+      "q",
+    ),
     where: { k: "binary", op: "<=", left: col("rn"), right: { k: "literal", value: n } },
   });
 }
@@ -104,16 +103,14 @@ const QUERIES: [string, SelectQuery][] = [
         item(col("bidder")),
         item(over("AVG", [col("price")], [col("bidder")], [asc(col("ts"))]), "a"),
       ],
-      from: {
-        k: "subquery",
-        query: topN([col("auction")], [desc(col("price")), asc(col("ts"))], 1, [
+      from: subquery(
+        topN([col("auction")], [desc(col("price")), asc(col("ts"))], 1, [
           item(col("bidder")),
           item(col("price")),
           item(col("ts")),
         ]),
-        alias: "w",
-        at: 0,
-      },
+        "w",
+      ),
     }),
   ],
 ];

@@ -14,10 +14,10 @@ import fc from "npm:fast-check@4.11.0";
 import type { SqlValue } from "../mod.ts";
 import { PlanningError } from "../runtime/table/changelog_mode.ts";
 import { explainPlan, planQuery } from "../runtime/table/plan.ts";
-import { compareBySortKeys } from "../runtime/table/rank.ts";
 import type { SelectQuery } from "../runtime/table/sql_ast.ts";
 import {
   asc,
+  bestBids,
   bids,
   BIDS_CONTEXT,
   bin,
@@ -57,23 +57,8 @@ Deno.test({
     );
     await fc.assert(
       fc.asyncProperty(bids, async (rows) => {
-        const expected: SqlValue[][] = [];
-        for (const a of new Set(rows.map((r) => r[0]))) {
-          rows.filter((r) => r[0] === a)
-            .sort((x, y) =>
-              compareBySortKeys(
-                [
-                  { index: 1, descending: true },
-                  { index: 2, descending: false },
-                  { index: 3, descending: false },
-                ],
-                x,
-                y,
-              )
-            )
-            .slice(0, 2)
-            .forEach((r, i) => expected.push([r[0], r[1], r[2], i + 1]));
-        }
+        const expected: SqlValue[][] = bestBids(rows, (r) => r[0], 2)
+          .map(({ bid: r, rank }) => [r[0], r[1], r[2], rank]);
         assert.deepEqual(fold(await run(plan, rows)), tableOf(expected));
       }),
       { numRuns: 15 },
@@ -185,17 +170,9 @@ Deno.test({
     );
     await fc.assert(
       fc.asyncProperty(bids, async (rows) => {
-        const best = rows.map((r) => [r[1], r[2], r[3]] as SqlValue[]).sort((x, y) =>
-          compareBySortKeys(
-            [
-              { index: 0, descending: true },
-              { index: 1, descending: false },
-              { index: 2, descending: false },
-            ],
-            x,
-            y,
-          )
-        ).slice(0, 3);
+        const best = bestBids(rows, () => "all", 3).map((
+          { bid: r },
+        ): SqlValue[] => [r[1], r[2], r[3]]);
         assert.deepEqual(fold(await run(plan, rows)), tableOf(best));
       }),
       { numRuns: 10 },
@@ -262,23 +239,8 @@ Deno.test({
           if (r.kind === "DELETE") upserted.delete(key);
           else upserted.set(key, [...r.fields]);
         }
-        const expected: SqlValue[][] = [];
-        for (const a of new Set(rows.map((r) => r[0]))) {
-          rows.filter((r) => r[0] === a)
-            .sort((x, y) =>
-              compareBySortKeys(
-                [
-                  { index: 1, descending: true },
-                  { index: 2, descending: false },
-                  { index: 3, descending: false },
-                ],
-                x,
-                y,
-              )
-            )
-            .slice(0, 2)
-            .forEach((r, i) => expected.push([...r, i + 1]));
-        }
+        const expected: SqlValue[][] = bestBids(rows, (r) => r[0], 2)
+          .map(({ bid, rank }) => [...bid, rank]);
         assert.deepEqual(tableOf([...upserted.values()]), tableOf(expected));
       }),
       { numRuns: 10 },

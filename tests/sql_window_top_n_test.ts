@@ -10,11 +10,11 @@ import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.11.0";
 import type { SqlValue } from "../mod.ts";
 import { explainPlan, planQuery } from "../runtime/table/plan.ts";
-import { compareBySortKeys } from "../runtime/table/rank.ts";
 import type { TableRef } from "../runtime/table/sql_ast.ts";
 import { timeAttributeMillis } from "../runtime/table/time_attribute.ts";
 import {
   asc,
+  bestBids,
   bids,
   BIDS_CONTEXT,
   bin,
@@ -28,6 +28,7 @@ import {
   run,
   select,
   star,
+  subquery,
   table,
   tableOf,
 } from "./_sql_over_rank_kit.ts";
@@ -49,24 +50,19 @@ const TUMBLE_10: TableRef = {
 Deno.test("ROW_NUMBER PARTITION BY window_start, window_end over a window TVF plans a WindowRank, append-only", () => {
   const query = select({
     items: [star],
-    from: {
-      k: "subquery",
-      query: select({
-        items: [
-          item(col("window_start")),
-          item(col("window_end")),
-          item(col("auction")),
-          item(col("price")),
-          item(
-            over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("price"))]),
-            "rn",
-          ),
-        ],
-        from: TUMBLE_10,
-      }),
-      alias: null,
-      at: 0,
-    },
+    from: subquery(select({
+      items: [
+        item(col("window_start")),
+        item(col("window_end")),
+        item(col("auction")),
+        item(col("price")),
+        item(
+          over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("price"))]),
+          "rn",
+        ),
+      ],
+      from: TUMBLE_10,
+    })),
     where: bin("<=", col("rn"), lit(3)),
   });
   const plan = planQuery(query, BIDS_CONTEXT);
@@ -89,23 +85,18 @@ Deno.test("ROW_NUMBER PARTITION BY window_start, window_end plans a WindowRank w
   // the SELECT list: a Rank here would emit -U/+U and never free a window.
   const query = select({
     items: [star],
-    from: {
-      k: "subquery",
-      query: select({
-        items: [
-          item(col("window_start")),
-          item(col("auction")),
-          item(col("price")),
-          item(
-            over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("price"))]),
-            "rn",
-          ),
-        ],
-        from: TUMBLE_10,
-      }),
-      alias: null,
-      at: 0,
-    },
+    from: subquery(select({
+      items: [
+        item(col("window_start")),
+        item(col("auction")),
+        item(col("price")),
+        item(
+          over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("price"))]),
+          "rn",
+        ),
+      ],
+      from: TUMBLE_10,
+    })),
     where: bin("<=", col("rn"), lit(2)),
   });
   const plan = planQuery(query, BIDS_CONTEXT);
@@ -132,21 +123,16 @@ Deno.test("a Top-N per window over a window aggregation plans a WindowRank over 
   });
   const query = select({
     items: [item(col("window_start")), item(col("auction")), item(col("cnt"))],
-    from: {
-      k: "subquery",
-      query: select({
-        items: [
-          star,
-          item(
-            over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("cnt"))]),
-            "rn",
-          ),
-        ],
-        from: { k: "subquery", query: counts, alias: "c", at: 0 },
-      }),
-      alias: null,
-      at: 0,
-    },
+    from: subquery(select({
+      items: [
+        star,
+        item(
+          over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [desc(col("cnt"))]),
+          "rn",
+        ),
+      ],
+      from: subquery(counts, "c"),
+    })),
     where: bin("<=", col("rn"), lit(1)),
   });
   const plan = planQuery(query, BIDS_CONTEXT);
@@ -164,29 +150,24 @@ Deno.test({
   async fn() {
     const query = select({
       items: [star],
-      from: {
-        k: "subquery",
-        query: select({
-          items: [
-            item(col("window_start")),
-            item(col("window_end")),
-            item(col("price")),
-            item(col("bidder")),
-            item(col("ts")),
-            item(
-              over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [
-                desc(col("price")),
-                asc(col("bidder")),
-                asc(col("ts")),
-              ]),
-              "rn",
-            ),
-          ],
-          from: { ...TUMBLE_10, intervals: [1000] },
-        }),
-        alias: null,
-        at: 0,
-      },
+      from: subquery(select({
+        items: [
+          item(col("window_start")),
+          item(col("window_end")),
+          item(col("price")),
+          item(col("bidder")),
+          item(col("ts")),
+          item(
+            over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [
+              desc(col("price")),
+              asc(col("bidder")),
+              asc(col("ts")),
+            ]),
+            "rn",
+          ),
+        ],
+        from: { ...TUMBLE_10, intervals: [1000] },
+      })),
       where: bin("<=", col("rn"), lit(2)),
     });
     const plan = planQuery(query, BIDS_CONTEXT);
@@ -197,23 +178,8 @@ Deno.test({
         const rows = [...unsorted].sort((x, y) => x[3] - y[3]);
         const out = await run(plan, rows);
         assert.ok(out.every((r) => r.kind === "INSERT"));
-        const expected: SqlValue[][] = [];
-        for (const w of new Set(rows.map((r) => Math.floor(r[3] / 1000)))) {
-          rows.filter((r) => Math.floor(r[3] / 1000) === w)
-            .sort((x, y) =>
-              compareBySortKeys(
-                [
-                  { index: 1, descending: true },
-                  { index: 2, descending: false },
-                  { index: 3, descending: false },
-                ],
-                x,
-                y,
-              )
-            )
-            .slice(0, 2)
-            .forEach((r, i) => expected.push([w * 1000, (w + 1) * 1000, r[1], r[2], r[3], i + 1]));
-        }
+        const expected: SqlValue[][] = bestBids(rows, (r) => Math.floor(r[3] / 1000), 2)
+          .map(({ key: w, bid: r, rank }) => [w * 1000, (w + 1) * 1000, r[1], r[2], r[3], rank]);
         const folded = fold(
           out.map((r) => ({
             kind: r.kind,
@@ -248,24 +214,19 @@ Deno.test({
     });
     const query = select({
       items: [item(col("window_end")), item(col("auction")), item(col("cnt"))],
-      from: {
-        k: "subquery",
-        query: select({
-          items: [
-            star,
-            item(
-              over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [
-                desc(col("cnt")),
-                asc(col("auction")),
-              ]),
-              "rn",
-            ),
-          ],
-          from: { k: "subquery", query: counts, alias: "c", at: 0 },
-        }),
-        alias: null,
-        at: 0,
-      },
+      from: subquery(select({
+        items: [
+          star,
+          item(
+            over("ROW_NUMBER", [], [col("window_start"), col("window_end")], [
+              desc(col("cnt")),
+              asc(col("auction")),
+            ]),
+            "rn",
+          ),
+        ],
+        from: subquery(counts, "c"),
+      })),
       where: bin("<=", col("rn"), lit(1)),
     });
     const plan = planQuery(query, BIDS_CONTEXT);
