@@ -8,7 +8,8 @@
  *
  * The cluster test walks the pages as a user would, each step waiting on a
  * DOM condition (never a fixed sleep) and taking a screenshot:
- * 1. the page asks for the bearer token, keeps it for a reload;
+ * 1. the page asks for the bearer token, says so when it is refused, and
+ *    keeps the right one for a reload;
  * 2. the overview lists the job RUNNING and the worker;
  * 3. the job graph has every vertex of `GET /jobs/:jobid` and the edges of
  *    its plan; the vertex before the sink turns HIGH, the sink does not;
@@ -43,6 +44,7 @@ import {
   type Json,
   launchChromium,
   openPage,
+  pageText,
   Screenshots,
   waitForSelector,
   waitInPage,
@@ -100,17 +102,28 @@ Deno.test({
       const vertices = job.vertices as Json[];
       const { page, errors } = await openPage(browser);
 
-      await t.step("the page asks for the bearer token and keeps it for a reload", async () => {
-        await page.goto(`${c.base}/`);
-        await waitForSelector(page, testId("token-input"), "the token prompt");
-        await shots.take(page, "01-token");
-        await page.locator(testId("token-input")).fill(token);
-        await page.locator(testId("token-submit")).click();
-        await waitForSelector(page, testId("job-row", { "data-job-id": jobId }), "the job's row");
-        await page.reload();
-        await waitForSelector(page, testId("job-row", { "data-job-id": jobId }), "the job's row");
-        assert.equal(await page.locator(testId("token-input")).count(), 0, "asked again");
-      });
+      await t.step(
+        "the page asks for the bearer token, refuses a wrong one and keeps it for a reload",
+        async () => {
+          await page.goto(`${c.base}/`);
+          await waitForSelector(page, testId("token-input"), "the token prompt");
+          await shots.take(page, "01-token");
+          await page.locator(testId("token-input")).fill(`${token}-wrong`);
+          await page.locator(testId("token-submit")).click();
+          await waitInPage(
+            page,
+            async () => /refused the token/.test(await pageText(page)),
+            "the prompt saying the token was refused",
+          );
+          assert.equal(await page.locator(testId("job-row")).count(), 0, "rows without the token");
+          await page.locator(testId("token-input")).fill(token);
+          await page.locator(testId("token-submit")).click();
+          await waitForSelector(page, testId("job-row", { "data-job-id": jobId }), "the job's row");
+          await page.reload();
+          await waitForSelector(page, testId("job-row", { "data-job-id": jobId }), "the job's row");
+          assert.equal(await page.locator(testId("token-input")).count(), 0, "asked again");
+        },
+      );
 
       await t.step("the overview lists the job RUNNING and the worker", async () => {
         const row = page.locator(testId("job-row", { "data-job-id": jobId }));
