@@ -241,7 +241,8 @@ function subtaskAttempts(f: JobFacts, v: { readonly id: string; readonly paralle
 
 /**
  * `GET /jobs/:jobid/exceptions` (Flink's `JobExceptionsInfoWithHistory`):
- * the root exception (the job's error, else the latest failure) and the
+ * the root exception (the job's error, timed at the job's end, else the
+ * latest failure, timed at the latest failover) and the
  * history of failovers, newest first, each with a `failover` object (Weir's
  * addition): `scope` (`region` or `full`), the `region` id and its
  * `regionDescription`, the `failedAttempt` and the `attempt` it restarted
@@ -251,7 +252,10 @@ function subtaskAttempts(f: JobFacts, v: { readonly id: string; readonly paralle
 export function exceptionsView(f: JobFacts): JsonObject {
   const s = f.status;
   const cause = s.error ?? s.lastFailure;
-  const timestamp = s.endedAt ?? s.startedAt;
+  // The job's end for its error; the latest failover for a running job's latest failure.
+  const timestamp = s.error === undefined
+    ? f.failovers.at(-1)?.timestamp ?? s.endedAt ?? s.startedAt
+    : s.endedAt ?? s.startedAt;
   const entries: JsonObject[] = f.failovers.length > 0
     ? [...f.failovers].reverse().map((r) => ({
       exceptionName: exceptionName(r.failure),

@@ -7,6 +7,7 @@ import { CheckpointStatsTracker } from "../../metrics/checkpoint_stats.ts";
 import type { JobStatus } from "../cluster_protocol.ts";
 import { formatJobInfo } from "./job_info.ts";
 import { answerJobInfo } from "./job_info.ts";
+import { exceptionsView } from "./job_views.ts";
 
 /**
  * A backend over real metric and checkpoint stores, with one running job
@@ -392,6 +393,14 @@ Deno.test("REST app: /jobs/:jobid shows each subtask's attempt, /exceptions each
     }],
   ]);
   assert.equal(entries[1]!.timestamp, Date.UTC(2026, 0, 1, 0, 0, 1));
+  // A running job's root exception is its latest failure, timed at the latest failover.
+  const facts = fixture(afterFailovers).backend.jobFacts("j1")!;
+  const latest = exceptionsView({
+    ...facts,
+    status: { ...facts.status, lastFailure: afterFailovers.failovers[1]!.failure },
+  });
+  assert.equal(latest["root-exception"], afterFailovers.failovers[1]!.failure);
+  assert.equal(latest.timestamp, Date.UTC(2026, 0, 1, 0, 0, 2));
 });
 
 Deno.test("weir info's text shows each subtask's attempt and the latest failovers, region or full", () => {
