@@ -10,6 +10,7 @@
  */
 
 import { ApiError, errorMessage } from "./model/api_error.ts";
+import { type AnswerShape, shapeMismatch } from "./model/answer_shape.ts";
 
 const TOKEN_KEY = "weir.restToken";
 
@@ -47,12 +48,17 @@ export function onUnauthorized(listener: () => void): () => void {
 
 /**
  * Sends a request to the REST route `path` (e.g. `/jobs/overview`) and
- * parses its JSON answer.
- * @throws {ApiError} on a non-2xx answer (message from `{"errors": [...]}`) or no answer (status 0).
+ * parses its JSON answer, checking it has the fields `init.expect` names.
+ * @throws {ApiError} on a non-2xx answer (message from `{"errors": [...]}`), no answer
+ * (status 0), or an answer that is not JSON or lacks an expected field.
  */
 export async function request<T>(
   path: string,
-  init: { readonly method?: "GET" | "POST" | "PATCH"; readonly body?: unknown } = {},
+  init: {
+    readonly method?: "GET" | "POST" | "PATCH";
+    readonly body?: unknown;
+    readonly expect?: AnswerShape;
+  } = {},
 ): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   const token = memoryToken ?? storedToken();
@@ -78,10 +84,17 @@ export async function request<T>(
     if (res.status === 401) { for (const l of unauthorizedListeners) l(); }
     throw new ApiError(res.status, path, errorMessage(res.status, text));
   }
-  if (text === "") return {} as T;
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    throw new ApiError(res.status, path, `the answer is not JSON: ${text.slice(0, 120)}`);
+  let answer: unknown = {};
+  if (text !== "") {
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      throw new ApiError(res.status, path, `the answer is not JSON: ${text.slice(0, 120)}`);
+    }
   }
+  const mismatch = init.expect === undefined ? undefined : shapeMismatch(answer, init.expect);
+  if (mismatch !== undefined) {
+    throw new ApiError(res.status, path, `unexpected answer: ${mismatch}`);
+  }
+  return answer as T;
 }

@@ -13,6 +13,7 @@
 
 import { h, useEffect, useState } from "../deps.ts";
 import { request } from "../api.ts";
+import { SHAPES } from "../model/answer_shape.ts";
 import { describeError } from "../model/api_error.ts";
 import type { SavepointStatus, TriggerResponse } from "../model/api_types.ts";
 import {
@@ -63,7 +64,9 @@ export function JobActions(props: JobActionsProps): h.JSX.Element {
     let stopped = false;
     const t = setTimeout(async () => {
       try {
-        const s = await request<SavepointStatus>(`${base}/savepoints/${trigger}`);
+        const s = await request<SavepointStatus>(`${base}/savepoints/${trigger}`, {
+          expect: SHAPES.savepoint,
+        });
         if (!stopped) setCurrent({ action, trigger, phase: savepointPhase(action, s) });
       } catch (e) {
         if (!stopped) setCurrent({ action, trigger, phase: failedPhase(describeError(e)) });
@@ -83,7 +86,11 @@ export function JobActions(props: JobActionsProps): h.JSX.Element {
         await request(`${base}?mode=cancel`, { method: "PATCH" });
       } else {
         const path = action === "savepoint" ? `${base}/savepoints` : `${base}/stop`;
-        const r = await request<TriggerResponse>(path, { method: "POST", body: {} });
+        const r = await request<TriggerResponse>(path, {
+          method: "POST",
+          body: {},
+          expect: SHAPES.trigger,
+        });
         setCurrent({ action, phase: startedPhase(action), trigger: r["request-id"] });
       }
     } catch (e) {
@@ -148,8 +155,8 @@ export function ConfirmDialog(props: {
     const onKey = (e: KeyboardEvent) => {
       if (e.key === "Escape") props.onCancel();
     };
-    addEventListener("keydown", onKey);
-    return () => removeEventListener("keydown", onKey);
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
   }, [props.onCancel]);
   return (
     <div class="modal-backdrop" onClick={props.onCancel}>

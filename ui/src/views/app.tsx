@@ -10,6 +10,7 @@
 
 import { h, useEffect, useState } from "../deps.ts";
 import { onUnauthorized, request, storedToken, storeToken } from "../api.ts";
+import { SHAPES } from "../model/answer_shape.ts";
 import type { ClusterOverview } from "../model/api_types.ts";
 import { ErrorBanner } from "./common.tsx";
 import { usePoll, useRoute } from "./hooks.ts";
@@ -23,7 +24,10 @@ export function App(): h.JSX.Element {
   const [needToken, setNeedToken] = useState(false);
   const [generation, setGeneration] = useState(0);
   useEffect(() => onUnauthorized(() => setNeedToken(true)), []);
-  const overview = usePoll(`overview:${generation}`, () => request<ClusterOverview>("/overview"));
+  const overview = usePoll(
+    `overview:${generation}`,
+    () => request<ClusterOverview>("/overview", { expect: SHAPES.overview }),
+  );
   const o = overview.data;
   return (
     <div class="app" key={generation}>

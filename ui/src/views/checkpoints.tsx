@@ -14,6 +14,7 @@
 
 import { h, useRef, useState } from "../deps.ts";
 import { request } from "../api.ts";
+import { SHAPES } from "../model/answer_shape.ts";
 import type {
   Checkpoint,
   CheckpointConfig,
@@ -39,13 +40,13 @@ export function CheckpointsTab(props: { readonly job: JobDetails }): h.JSX.Eleme
   const timings = useRef(new Map<number, CheckpointTimings | null>());
   const vertexIds = props.job.vertices.map((v) => v.id);
   const stats = usePoll(`checkpoints:${jobId}`, async () => {
-    const s = await request<CheckpointingStatistics>(base);
+    const s = await request<CheckpointingStatistics>(base, { expect: SHAPES.checkpoints });
     await loadTimings(base, s.history, vertexIds, timings.current);
     return s;
   });
   const config = usePoll(
     `checkpoint-config:${jobId}`,
-    () => request<CheckpointConfig>(`${base}/config`),
+    () => request<CheckpointConfig>(`${base}/config`, { expect: SHAPES.checkpointConfig }),
     5000,
   );
   const seen = useRef(new Map<number, Checkpoint>());
@@ -206,7 +207,10 @@ async function loadTimings(
     try {
       const answers = await Promise.all(
         vertexIds.map((v) =>
-          request<CheckpointSubtasks>(`${base}/details/${c.id}/subtasks/${encodeURIComponent(v)}`)
+          request<CheckpointSubtasks>(
+            `${base}/details/${c.id}/subtasks/${encodeURIComponent(v)}`,
+            { expect: SHAPES.checkpointSubtasks },
+          )
         ),
       );
       cache.set(c.id, checkpointTimings(answers));
@@ -237,13 +241,15 @@ function CheckpointDetail(props: {
 }): h.JSX.Element {
   const base = `/jobs/${encodeURIComponent(props.jobId)}/checkpoints/details/${props.checkpointId}`;
   const poll = usePoll<DetailData>(`checkpoint:${props.jobId}:${props.checkpointId}`, async () => {
-    const checkpoint = await request<Checkpoint>(base);
+    const checkpoint = await request<Checkpoint>(base, { expect: SHAPES.checkpoint });
     const ids = Object.keys(checkpoint.tasks ?? {});
     const subs = await Promise.all(
       ids.map(async (id) =>
         [
           id,
-          await request<CheckpointSubtasks>(`${base}/subtasks/${encodeURIComponent(id)}`),
+          await request<CheckpointSubtasks>(`${base}/subtasks/${encodeURIComponent(id)}`, {
+            expect: SHAPES.checkpointSubtasks,
+          }),
         ] as const
       ),
     );

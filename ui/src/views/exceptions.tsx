@@ -12,6 +12,7 @@
 
 import { h, useState } from "../deps.ts";
 import { request } from "../api.ts";
+import { SHAPES } from "../model/answer_shape.ts";
 import type { ExceptionEntry, JobExceptions } from "../model/api_types.ts";
 import { formatTimestamp } from "../model/format.ts";
 import { Empty, ErrorBanner, Panel } from "./common.tsx";
@@ -21,7 +22,10 @@ import { usePoll } from "./hooks.ts";
 export function ExceptionsTab(props: { readonly jobId: string }): h.JSX.Element {
   const poll = usePoll(
     `exceptions:${props.jobId}`,
-    () => request<JobExceptions>(`/jobs/${encodeURIComponent(props.jobId)}/exceptions`),
+    () =>
+      request<JobExceptions>(`/jobs/${encodeURIComponent(props.jobId)}/exceptions`, {
+        expect: SHAPES.exceptions,
+      }),
   );
   const d = poll.data;
   const entries = d?.exceptionHistory.entries ?? [];

@@ -15,6 +15,7 @@
 
 import { h, useMemo, useRef, useState } from "../deps.ts";
 import { request } from "../api.ts";
+import { SHAPES } from "../model/answer_shape.ts";
 import type { AggregatedMetric, BackPressureInfo, JobDetails } from "../model/api_types.ts";
 import {
   BACKPRESSURE_COLOURS,
@@ -49,8 +50,10 @@ const RATE_METRICS = "numRecordsInPerSecond,numRecordsOutPerSecond";
 async function loadVertexLive(jobId: string, vertexId: string): Promise<VertexLive> {
   const base = `/jobs/${encodeURIComponent(jobId)}/vertices/${encodeURIComponent(vertexId)}`;
   const [rates, bp] = await Promise.all([
-    request<AggregatedMetric[]>(`${base}/subtasks/metrics?get=${RATE_METRICS}&agg=sum`),
-    request<BackPressureInfo>(`${base}/backpressure`),
+    request<AggregatedMetric[]>(`${base}/subtasks/metrics?get=${RATE_METRICS}&agg=sum`, {
+      expect: SHAPES.metrics,
+    }),
+    request<BackPressureInfo>(`${base}/backpressure`, { expect: SHAPES.backPressure }),
   ]);
   const reported = bp.status !== "deprecated" && bp.subtasks.length > 0;
   return {

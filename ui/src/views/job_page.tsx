@@ -11,6 +11,7 @@
 
 import { h } from "../deps.ts";
 import { request } from "../api.ts";
+import { SHAPES } from "../model/answer_shape.ts";
 import type { JobDetails } from "../model/api_types.ts";
 import { formatDuration, formatTimestamp } from "../model/format.ts";
 import { jobHash, type JobTab } from "../model/route.ts";
@@ -31,7 +32,7 @@ const TABS: readonly (readonly [JobTab, string])[] = [
 export function JobPage(props: { readonly jobId: string; readonly tab: JobTab }): h.JSX.Element {
   const poll = usePoll(
     `job:${props.jobId}`,
-    () => request<JobDetails>(`/jobs/${encodeURIComponent(props.jobId)}`),
+    () => request<JobDetails>(`/jobs/${encodeURIComponent(props.jobId)}`, { expect: SHAPES.job }),
   );
   const job = poll.data;
   if (job === undefined) {

@@ -12,6 +12,7 @@
 
 import { h, useRef } from "../deps.ts";
 import { request } from "../api.ts";
+import { SHAPES } from "../model/answer_shape.ts";
 import type {
   ClusterOverview,
   JobDetails,
@@ -35,8 +36,14 @@ const MAX_SPARKLINES = 20;
 export function OverviewPage(
   props: { readonly overview: ClusterOverview | undefined },
 ): h.JSX.Element {
-  const jobs = usePoll("jobs", () => request<JobsOverview>("/jobs/overview"));
-  const workers = usePoll("taskmanagers", () => request<TaskManagers>("/taskmanagers"));
+  const jobs = usePoll(
+    "jobs",
+    () => request<JobsOverview>("/jobs/overview", { expect: SHAPES.jobsOverview }),
+  );
+  const workers = usePoll(
+    "taskmanagers",
+    () => request<TaskManagers>("/taskmanagers", { expect: SHAPES.taskManagers }),
+  );
   const now = useNow();
   const o = props.overview;
   const list = [...(jobs.data?.jobs ?? [])].sort((a, b) => b["start-time"] - a["start-time"]);
@@ -180,7 +187,9 @@ function Throughput(props: { readonly jobId: string }): h.JSX.Element {
     series: emptySeries(1),
   });
   usePoll(`throughput:${props.jobId}`, async () => {
-    const job = await request<JobDetails>(`/jobs/${encodeURIComponent(props.jobId)}`);
+    const job = await request<JobDetails>(`/jobs/${encodeURIComponent(props.jobId)}`, {
+      expect: SHAPES.job,
+    });
     const sources = new Set(sourceVertexIds(jobGraph(job)));
     let count = 0;
     for (const v of job.vertices) if (sources.has(v.id)) count += v.metrics?.["write-records"] ?? 0;

@@ -30,7 +30,9 @@ export function TokenPrompt(props: TokenPromptProps): h.JSX.Element {
         data-testid="token-form"
         onSubmit={(e) => {
           e.preventDefault();
-          if (token.trim() !== "") props.onSubmit(token.trim());
+          // The field's own value: an autofilled token fires no input event.
+          const entered = (input.current?.value ?? token).trim();
+          if (entered !== "") props.onSubmit(entered);
         }}
       >
         <h2>REST token required</h2>

@@ -14,6 +14,7 @@
 
 import { h } from "../deps.ts";
 import { request } from "../api.ts";
+import { SHAPES } from "../model/answer_shape.ts";
 import type {
   BackPressureInfo,
   CheckpointingStatistics,
@@ -57,13 +58,19 @@ async function loadDetail(jobId: string, v: GraphVertex, ended: boolean): Promis
   const base = `${job}/vertices/${encodeURIComponent(v.id)}`;
   const optional = <T,>(p: Promise<T>) => p.catch(() => undefined);
   const [details, metrics, backpressure, watermarks, checkpoints] = await Promise.all([
-    request<VertexDetails>(base),
+    request<VertexDetails>(base, { expect: SHAPES.vertex }),
     ended
       ? Promise.resolve([])
-      : request<MetricValue[]>(`${base}/metrics?get=${metricIds(v.parallelism, SUBTASK_METRICS)}`),
-    ended ? undefined : optional(request<BackPressureInfo>(`${base}/backpressure`)),
-    optional(request<MetricValue[]>(`${base}/watermarks`)),
-    optional(request<CheckpointingStatistics>(`${job}/checkpoints`)),
+      : request<MetricValue[]>(`${base}/metrics?get=${metricIds(v.parallelism, SUBTASK_METRICS)}`, {
+        expect: SHAPES.metrics,
+      }),
+    ended ? undefined : optional(
+      request<BackPressureInfo>(`${base}/backpressure`, { expect: SHAPES.backPressure }),
+    ),
+    optional(request<MetricValue[]>(`${base}/watermarks`, { expect: SHAPES.metrics })),
+    optional(
+      request<CheckpointingStatistics>(`${job}/checkpoints`, { expect: SHAPES.checkpoints }),
+    ),
   ]);
   const cid = checkpoints?.latest.completed?.id;
   let stateSizes: Map<number, number> | undefined;
@@ -71,6 +78,7 @@ async function loadDetail(jobId: string, v: GraphVertex, ended: boolean): Promis
     const acks = await optional(
       request<CheckpointSubtasks>(
         `${job}/checkpoints/details/${cid}/subtasks/${encodeURIComponent(v.id)}`,
+        { expect: SHAPES.checkpointSubtasks },
       ),
     );
     if (acks !== undefined) {
