@@ -112,12 +112,8 @@ import type {
   ValueState,
   ValueStateDescriptor,
 } from "../api/state.ts";
-import {
-  assignToKeyGroup,
-  checkMaxParallelism,
-  type Key,
-  type KeyGroupRange,
-} from "./key_group.ts";
+import type { Key, KeyGroupRange } from "./key_group.ts";
+import { AbstractKeyedStateBackend } from "./abstract_keyed_state_backend.ts";
 import { type InternedKey, KeyInterner } from "./_key_interner.ts";
 import {
   type InternalKvState,
@@ -183,13 +179,9 @@ export interface HeapKeyedStateBackendOptions {
  * first {@linkcode HeapKeyedStateBackend.setCurrentKey} returns defaults;
  * writing throws.
  */
-export class HeapKeyedStateBackend implements KeyedStateBackend {
-  readonly #range: KeyGroupRange;
-  readonly #start: number;
-  readonly #end: number;
-  readonly #maxParallelism: number;
+export class HeapKeyedStateBackend extends AbstractKeyedStateBackend<KeyContext>
+  implements KeyedStateBackend {
   readonly #clocks: TtlClocks;
-  readonly #ctx = new KeyContext();
   readonly #tables = new Map<string, StateTable>();
   readonly #interner = new KeyInterner();
   /** The tables with what whole-table operations need (`_heap_tables.ts`). */
@@ -205,18 +197,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    */
   constructor(options: HeapKeyedStateBackendOptions) {
     const { keyGroupRange, maxParallelism } = options;
-    checkMaxParallelism(maxParallelism);
-    if (keyGroupRange.isEmpty || keyGroupRange.endKeyGroup >= maxParallelism) {
-      throw new RangeError(
-        `A keyed state backend's key-group range must be non-empty and within [0, ${
-          maxParallelism - 1
-        }]: current value is ${keyGroupRange}`,
-      );
-    }
-    this.#range = keyGroupRange;
-    this.#start = keyGroupRange.startKeyGroup;
-    this.#end = keyGroupRange.endKeyGroup;
-    this.#maxParallelism = maxParallelism;
+    super(keyGroupRange, maxParallelism, new KeyContext());
     this.#clocks = new TtlClocks(options.clock ?? Date.now, options.eventTimeClock, (start) => {
       for (const table of this.#tables.values()) {
         if (table.ttl?.time !== "EventTime") continue;
@@ -227,30 +208,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     this.#set = {
       tables: this.#tables,
       clocks: this.#clocks,
-      range: [this.#start, this.#end],
+      range: [this.startKeyGroup, this.endKeyGroup],
       maxParallelism,
       interner: this.#interner,
     };
-  }
-
-  /** The key groups this backend owns. */
-  get keyGroupRange(): KeyGroupRange {
-    return this.#range;
-  }
-
-  /** The number of key groups in the job (the operator's max parallelism). */
-  get maxParallelism(): number {
-    return this.#maxParallelism;
-  }
-
-  /** The key set by the last {@linkcode setCurrentKey}, or `undefined` before any. */
-  get currentKey(): Key | undefined {
-    return this.#ctx.key;
-  }
-
-  /** The key group of {@linkcode currentKey}, or -1 before any. */
-  get currentKeyGroup(): number {
-    return this.#ctx.keyGroup;
   }
 
   /**
@@ -261,7 +222,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * entries is stored may get a new one after the interner's sweep.
    */
   get currentKeyIdentity(): InternedKey | undefined {
-    return this.#ctx.index < 0 ? undefined : this.#ctx.stateKey;
+    return this.ctx.index < 0 ? undefined : this.ctx.stateKey;
   }
 
   /**
@@ -280,12 +241,11 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * @throws {TypeError} when `key` is not a {@linkcode Key}.
    */
   setCurrentKey(key: Key, knownKeyGroup?: number): void {
-    const keyGroup = knownKeyGroup ?? assignToKeyGroup(key, this.#maxParallelism);
-    if (keyGroup < this.#start || keyGroup > this.#end) this.#outOfRange(key, keyGroup);
-    const ctx = this.#ctx;
+    const keyGroup = this.ownedKeyGroup(key, knownKeyGroup);
+    const ctx = this.ctx;
     ctx.key = key;
     ctx.keyGroup = keyGroup;
-    ctx.index = keyGroup - this.#start;
+    ctx.index = keyGroup - this.startKeyGroup;
     if (typeof key === "object" && this.#interner.needsSweep()) this.#sweepInterner();
     ctx.stateKey = this.#interner.identity(key);
   }
@@ -293,14 +253,6 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   /** Drops the interned composite keys no table holds any more (those of removed entries), when worth it. */
   #sweepInterner(): void {
     sweepInterner(this.#set, this.numEntries());
-  }
-
-  // Kept out of setCurrentKey so that the hot method stays small enough to inline.
-  #outOfRange(key: Key, keyGroup: number): never {
-    const shown = JSON.stringify(key, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
-    throw new RangeError(
-      `Key ${shown} belongs to key group ${keyGroup}, outside this backend's key-group range ${this.#range} (max parallelism ${this.#maxParallelism})`,
-    );
   }
 
   /**
@@ -321,8 +273,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       descriptor.ttl,
       (table, ttl, clock) =>
         ttl === undefined
-          ? new HeapValueState<T>(table, this.#ctx, descriptor.defaultValue)
-          : new TtlHeapValueState<T>(table, this.#ctx, ttl, clock, descriptor.defaultValue),
+          ? new HeapValueState<T>(table, this.ctx, descriptor.defaultValue)
+          : new TtlHeapValueState<T>(table, this.ctx, ttl, clock, descriptor.defaultValue),
     );
   }
 
@@ -346,8 +298,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       descriptor.ttl,
       (table, ttl, clock) =>
         ttl === undefined
-          ? new HeapListState<T>(table, this.#ctx)
-          : new TtlHeapListState<T>(table, this.#ctx, ttl, clock),
+          ? new HeapListState<T>(table, this.ctx)
+          : new TtlHeapListState<T>(table, this.ctx, ttl, clock),
     );
   }
 
@@ -371,8 +323,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       descriptor.ttl,
       (table, ttl, clock) =>
         ttl === undefined
-          ? new HeapMapState<UK, UV>(table, this.#ctx)
-          : new TtlHeapMapState<UK, UV>(table, this.#ctx, ttl, clock),
+          ? new HeapMapState<UK, UV>(table, this.ctx)
+          : new TtlHeapMapState<UK, UV>(table, this.ctx, ttl, clock),
     );
   }
 
@@ -400,8 +352,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       descriptor.ttl,
       (table, ttl, clock) =>
         ttl === undefined
-          ? new HeapAggregatingState<T, T, T>(table, this.#ctx, folding)
-          : new TtlHeapAggregatingState<T, T, T>(table, this.#ctx, ttl, clock, folding),
+          ? new HeapAggregatingState<T, T, T>(table, this.ctx, folding)
+          : new TtlHeapAggregatingState<T, T, T>(table, this.ctx, ttl, clock, folding),
     );
   }
 
@@ -430,8 +382,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       descriptor.ttl,
       (table, ttl, clock) =>
         ttl === undefined
-          ? new HeapAggregatingState<IN, ACC, OUT>(table, this.#ctx, folding)
-          : new TtlHeapAggregatingState<IN, ACC, OUT>(table, this.#ctx, ttl, clock, folding),
+          ? new HeapAggregatingState<IN, ACC, OUT>(table, this.ctx, folding)
+          : new TtlHeapAggregatingState<IN, ACC, OUT>(table, this.ctx, ttl, clock, folding),
     );
   }
 
@@ -539,8 +491,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    */
   snapshot(_checkpointId: number, _type: SnapshotType, uid: string): SnapshotResult {
     return cowSnapshotResult(captureTables(this.#set), {
-      maxParallelism: this.#maxParallelism,
-      keyGroupRange: [this.#start, this.#end],
+      maxParallelism: this.maxParallelism,
+      keyGroupRange: [this.startKeyGroup, this.endKeyGroup],
     }, uid);
   }
 
@@ -559,8 +511,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    */
   restore(handles: readonly StateHandle[], read: StateReader): Promise<void> {
     return restoreKeyedHandles(handles, read, {
-      range: [this.#start, this.#end],
-      maxParallelism: this.#maxParallelism,
+      range: [this.startKeyGroup, this.endKeyGroup],
+      maxParallelism: this.maxParallelism,
       load: (snapshot) => this.restoreCanonical([snapshot]),
     });
   }
@@ -595,7 +547,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    */
   restoreCanonical(snapshots: readonly KeyedStateSnapshot[]): void {
     for (const snap of snapshots) {
-      const version = checkSnapshotHeader(snap, this.#maxParallelism);
+      const version = checkSnapshotHeader(snap, this.maxParallelism);
       for (const [name, state] of Object.entries(snap.states)) {
         restoreState(this.#set, name, state, version);
       }

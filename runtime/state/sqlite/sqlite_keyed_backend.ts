@@ -127,13 +127,11 @@ import type {
   SnapshotType,
   StateHandle,
 } from "../../checkpoint/snapshot_contract.ts";
+import { type Key, stateKeyOf } from "../key_group.ts";
 import {
-  assignToKeyGroup,
-  checkMaxParallelism,
-  type Key,
-  type KeyGroupRange,
-  stateKeyOf,
-} from "../key_group.ts";
+  AbstractKeyedStateBackend,
+  checkBackendKeyGroups,
+} from "../abstract_keyed_state_backend.ts";
 import {
   type InternalKvState,
   type InternalMergingState,
@@ -188,14 +186,10 @@ export {
  * first {@linkcode SqliteKeyedStateBackend.setCurrentKey} returns defaults;
  * writing throws.
  */
-export class SqliteKeyedStateBackend implements KeyedStateBackend {
-  readonly #range: KeyGroupRange;
-  readonly #start: number;
-  readonly #end: number;
-  readonly #maxParallelism: number;
+export class SqliteKeyedStateBackend extends AbstractKeyedStateBackend<SqliteKeyContext>
+  implements KeyedStateBackend {
   readonly #store: SqliteStore;
   readonly #clocks: TtlClocks;
-  readonly #ctx = new SqliteKeyContext();
   readonly #cache: EntryCache;
   readonly #states: SqliteStateRegistry;
   readonly #host: StateHost;
@@ -217,15 +211,7 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
    *   directory cannot be made.
    */
   static async create(options: SqliteKeyedStateBackendOptions): Promise<SqliteKeyedStateBackend> {
-    const { keyGroupRange, maxParallelism } = options;
-    checkMaxParallelism(maxParallelism);
-    if (keyGroupRange.isEmpty || keyGroupRange.endKeyGroup >= maxParallelism) {
-      throw new RangeError(
-        `A keyed state backend's key-group range must be non-empty and within [0, ${
-          maxParallelism - 1
-        }]: current value is ${keyGroupRange}`,
-      );
-    }
+    checkBackendKeyGroups(options.keyGroupRange, options.maxParallelism); // before making a database
     const cacheEntries = checkPositiveInteger(
       "cacheEntries",
       options.cacheEntries,
@@ -252,10 +238,7 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
     writeBatchSize: number,
     chunkRows: number,
   ) {
-    this.#range = options.keyGroupRange;
-    this.#start = this.#range.startKeyGroup;
-    this.#end = this.#range.endKeyGroup;
-    this.#maxParallelism = options.maxParallelism;
+    super(options.keyGroupRange, options.maxParallelism, new SqliteKeyContext());
     this.#store = store;
     this.#chunkRows = chunkRows;
     this.#clocks = new TtlClocks(options.clock ?? Date.now, options.eventTimeClock, () => {});
@@ -267,32 +250,12 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
     this.#states = new SqliteStateRegistry(store, this.#cache, this.#clocks);
     const clocks = this.#clocks;
     this.#host = {
-      ctx: this.#ctx,
+      ctx: this.ctx,
       cache: this.#cache,
       load: (table, namespace) => this.#load(table, namespace),
       blank: (table, namespace) => this.#blank(table, namespace),
       liveTime: (t) => t === -Infinity ? clocks.eventTimeStart ?? t : t,
     };
-  }
-
-  /** The key groups this backend owns. */
-  get keyGroupRange(): KeyGroupRange {
-    return this.#range;
-  }
-
-  /** The number of key groups in the job (the operator's max parallelism). */
-  get maxParallelism(): number {
-    return this.#maxParallelism;
-  }
-
-  /** The key set by the last {@linkcode setCurrentKey}, or `undefined` before any. */
-  get currentKey(): Key | undefined {
-    return this.#ctx.key;
-  }
-
-  /** The key group of {@linkcode currentKey}, or -1 before any. */
-  get currentKeyGroup(): number {
-    return this.#ctx.keyGroup;
   }
 
   /** The database file's path (for tests and operations). */
@@ -318,19 +281,11 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
    * @throws {TypeError} when `key` is not a {@linkcode Key}.
    */
   setCurrentKey(key: Key, knownKeyGroup?: number): void {
-    const keyGroup = knownKeyGroup ?? assignToKeyGroup(key, this.#maxParallelism);
-    if (keyGroup < this.#start || keyGroup > this.#end) this.#outOfRange(key, keyGroup);
-    const ctx = this.#ctx;
+    const keyGroup = this.ownedKeyGroup(key, knownKeyGroup);
+    const ctx = this.ctx;
     ctx.keyId = stateKeyOf(key);
     ctx.key = key;
     ctx.keyGroup = keyGroup;
-  }
-
-  #outOfRange(key: Key, keyGroup: number): never {
-    const shown = JSON.stringify(key, (_k, v) => typeof v === "bigint" ? `${v}n` : v);
-    throw new RangeError(
-      `Key ${shown} belongs to key group ${keyGroup}, outside this backend's key-group range ${this.#range} (max parallelism ${this.#maxParallelism})`,
-    );
   }
 
   // -------------------------------------------------------------------------
@@ -338,18 +293,18 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
 
   #load(table: SqliteTable, namespace: string): CachedEntry {
     this.#checkOpen();
-    return loadEntry(this.#cache, table, this.#ctx, namespace);
+    return loadEntry(this.#cache, table, this.ctx, namespace);
   }
 
   #blank(table: SqliteTable, namespace: string): CachedEntry {
     this.#checkOpen();
-    return blankEntry(this.#cache, table, this.#ctx, namespace);
+    return blankEntry(this.#cache, table, this.ctx, namespace);
   }
 
   #checkOpen(): void {
     if (this.#disposed) {
       throw new Error(
-        `SqliteKeyedStateBackend ${this.#range} was disposed: its database ${this.#store.path} is deleted`,
+        `SqliteKeyedStateBackend ${this.keyGroupRange} was disposed: its database ${this.#store.path} is deleted`,
       );
     }
   }
@@ -542,8 +497,8 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
       store: this.#store,
       view,
       states,
-      range: [this.#start, this.#end],
-      maxParallelism: this.#maxParallelism,
+      range: [this.startKeyGroup, this.endKeyGroup],
+      maxParallelism: this.maxParallelism,
       uid,
       eventTimeStart: this.#clocks.eventTimeStart,
       chunkRows: this.#chunkRows,
@@ -584,8 +539,8 @@ export class SqliteKeyedStateBackend implements KeyedStateBackend {
         cache: this.#cache,
         states: this.#states,
         clocks: this.#clocks,
-        range: [this.#start, this.#end],
-        maxParallelism: this.#maxParallelism,
+        range: [this.startKeyGroup, this.endKeyGroup],
+        maxParallelism: this.maxParallelism,
       },
       handles,
       read,
