@@ -5,8 +5,8 @@
  * `sql_over_rank_failure_test.ts`): syntax-tree builders for ranked and
  * windowed queries (the plain ones come from
  * `runtime/table/_sql_test_kit.ts`), the `bids` table's planner context, a
- * runner of a plan over bid rows, the folding of a changelog into a
- * multiset, and random bids. Test code only.
+ * runner of a plan over bid rows, the batch Top-N of bids, and random
+ * bids; `fold` comes from `_sql_job_kit.ts`. Test code only.
  *
  * @module
  */
@@ -16,7 +16,7 @@ import { type Row, type SqlValue, StreamExecutionEnvironment } from "../mod.ts";
 import { CollectingSink } from "../testing.ts";
 import type { PlannerContext, PlanNode } from "../runtime/table/plan.ts";
 import { compareBySortKeys } from "../runtime/table/rank.ts";
-import { applyChange } from "../runtime/table/row.ts";
+import { fold } from "./_sql_job_kit.ts";
 import type {
   Expr,
   OrderItem,
@@ -30,6 +30,7 @@ import { TYPES } from "../runtime/table/types.ts";
 import { col, item, star, table } from "../runtime/table/_sql_test_kit.ts";
 
 export { bin, col, item, lit, star, table } from "../runtime/table/_sql_test_kit.ts";
+export { fold } from "./_sql_job_kit.ts";
 
 /** `expr DESC`, an ORDER BY item. */
 export const desc = (expr: Expr): OrderItem => ({ expr, descending: true });
@@ -126,17 +127,6 @@ export async function run(
     await Deno.remove(directory, { recursive: true });
   }
   return sink.committed() as Row[];
-}
-
-/**
- * A changelog applied in order (`applyChange`): each held row's fields (as
- * JSON) with its multiplicity.
- * @throws {Error} when a row retracts what the table does not hold.
- */
-export function fold(rows: readonly Row[]): Map<string, number> {
-  const folded = new Map<string, number>();
-  for (const row of rows) applyChange(folded, row);
-  return folded;
 }
 
 /** The multiset of `rows`, as {@linkcode fold} of their `+I` rows. */

@@ -10,17 +10,9 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  formatRow,
-  RestartStrategies,
-  type Row,
-  StreamExecutionEnvironment,
-  StreamTableEnvironment,
-  WatermarkStrategy,
-} from "../mod.ts";
-import { CollectingSink, type TestItem, TestSource } from "../testing.ts";
+import { formatRow, type Row, StreamTableEnvironment } from "../mod.ts";
 import { applyChange } from "../runtime/table/row.ts";
-import { withTempDir } from "./_job_kit.ts";
+import { fold, runChangelogJob } from "./_sql_job_kit.ts";
 
 type Order = [string, number, string];
 
@@ -39,34 +31,21 @@ FROM orders GROUP BY customer HAVING COUNT(*) >= 2`;
 
 /** Runs the query at `parallelism`; with `fail`, a checkpoint after order 40 and a failure 10 orders later. */
 async function run(parallelism: number, fail: boolean): Promise<{ rows: Row[]; restarts: number }> {
-  return await withTempDir(async (directory) => {
-    const env = StreamExecutionEnvironment.getExecutionEnvironment()
-      .setParallelism(parallelism)
-      .enableCheckpointing(30, { directory })
-      .setRestartStrategy(RestartStrategies.fixedDelay(2, 0));
-    const items: TestItem<Order>[] = fail
-      ? [
-        ...ORDERS.slice(0, 40),
-        TestSource.awaitCheckpoint(),
-        ...ORDERS.slice(40, 50),
-        TestSource.fail("induced failure after order 50"),
-        ...ORDERS.slice(50),
-      ]
-      : [...ORDERS];
-    const orders = env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "orders")
-      .uid("orders").setParallelism(1);
-    const tEnv = StreamTableEnvironment.create(env);
-    tEnv.createTemporaryView("orders", orders, [
-      { name: "customer", type: "VARCHAR" },
-      { name: "amount", type: "INT" },
-      { name: "product", type: "VARCHAR" },
-    ]);
-    const sink = new CollectingSink<Row>();
-    tEnv.toChangelogStream(tEnv.sqlQuery(QUERY)).sinkTo(sink).uid("changelog");
-    const result = await env.execute(
-      `sql failure test p${parallelism}${fail ? " with a failure" : ""}`,
-    );
-    return { rows: sink.committed(), restarts: result.restarts };
+  return await runChangelogJob({
+    name: `sql failure test p${parallelism}${fail ? " with a failure" : ""}`,
+    parallelism,
+    source: "orders",
+    records: ORDERS,
+    failure: fail ? { checkpointAfter: 40, failAfter: 50, what: "order" } : undefined,
+    changelog: (env, orders) => {
+      const tEnv = StreamTableEnvironment.create(env);
+      tEnv.createTemporaryView("orders", orders, [
+        { name: "customer", type: "VARCHAR" },
+        { name: "amount", type: "INT" },
+        { name: "product", type: "VARCHAR" },
+      ]);
+      return tEnv.toChangelogStream(tEnv.sqlQuery(QUERY));
+    },
   });
 }
 
@@ -123,10 +102,8 @@ for (const parallelism of [1, 2]) {
           "the same changelog per customer, in order",
         );
       }
-      const table = new Map<string, number>();
-      for (const row of failed.rows) applyChange(table, row);
       assert.deepEqual(
-        table,
+        fold(failed.rows),
         batch(),
         "the changelog applied to an empty table is the batch result",
       );

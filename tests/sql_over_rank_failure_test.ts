@@ -11,19 +11,11 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  formatRow,
-  RestartStrategies,
-  type Row,
-  type SqlValue,
-  StreamExecutionEnvironment,
-  WatermarkStrategy,
-} from "../mod.ts";
-import { CollectingSink, type TestItem, TestSource } from "../testing.ts";
+import { formatRow, type Row, type SqlValue } from "../mod.ts";
 import { type PlanNode, planQuery } from "../runtime/table/plan.ts";
 import type { Expr, OrderItem, SelectItem, SelectQuery } from "../runtime/table/sql_ast.ts";
 import { translatePlan } from "../runtime/table/translate.ts";
-import { withTempDir } from "./_job_kit.ts";
+import { runChangelogJob } from "./_sql_job_kit.ts";
 import {
   asc,
   BIDS_CONTEXT,
@@ -117,27 +109,13 @@ const QUERIES: [string, SelectQuery][] = [
 
 /** Runs `plan`; with `fail`, a checkpoint after bid 50 and a failure 20 bids later. */
 async function run(plan: PlanNode, parallelism: number, fail: boolean) {
-  return await withTempDir(async (directory) => {
-    const env = StreamExecutionEnvironment.getExecutionEnvironment()
-      .setParallelism(parallelism)
-      .enableCheckpointing(30, { directory })
-      .setRestartStrategy(RestartStrategies.fixedDelay(2, 0));
-    const rows = BID_ROWS.map((fields): Row => ({ kind: "INSERT", fields }));
-    const items: TestItem<Row>[] = fail
-      ? [
-        ...rows.slice(0, 50),
-        TestSource.awaitCheckpoint(),
-        ...rows.slice(50, 70),
-        TestSource.fail("induced failure after bid 70"),
-        ...rows.slice(70),
-      ]
-      : rows;
-    const source = env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "bids")
-      .uid("bids").setParallelism(1);
-    const sink = new CollectingSink<Row>();
-    translatePlan(plan, () => source, "q").sinkTo(sink).uid("changelog");
-    const result = await env.execute(`over and rank under failure p${parallelism}`);
-    return { rows: sink.committed() as Row[], restarts: result.restarts };
+  return await runChangelogJob({
+    name: `over and rank under failure p${parallelism}`,
+    parallelism,
+    source: "bids",
+    records: BID_ROWS.map((fields): Row => ({ kind: "INSERT", fields })),
+    failure: fail ? { checkpointAfter: 50, failAfter: 70, what: "bid" } : undefined,
+    changelog: (_env, source) => translatePlan(plan, () => source, "q"),
   });
 }
 

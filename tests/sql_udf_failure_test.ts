@@ -8,18 +8,9 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  aggregateFunction,
-  RestartStrategies,
-  type Row,
-  scalarFunction,
-  StreamExecutionEnvironment,
-  StreamTableEnvironment,
-  WatermarkStrategy,
-} from "../mod.ts";
-import { CollectingSink, type TestItem, TestSource } from "../testing.ts";
+import { aggregateFunction, type Row, scalarFunction, StreamTableEnvironment } from "../mod.ts";
 import { applyChange } from "../runtime/table/row.ts";
-import { withTempDir } from "./_job_kit.ts";
+import { fold, runChangelogJob } from "./_sql_job_kit.ts";
 
 type Order = [string, number, string];
 
@@ -59,41 +50,30 @@ const QUERY = "SELECT customer, BASKET(product, amount) AS b, COUNT(*) AS n " +
   "FROM orders WHERE NOT_TINY(amount) GROUP BY customer";
 
 async function run(fail: boolean): Promise<{ rows: Row[]; restarts: number }> {
-  return await withTempDir(async (directory) => {
-    const env = StreamExecutionEnvironment.getExecutionEnvironment()
-      .setParallelism(2)
-      .enableCheckpointing(30, { directory })
-      .setRestartStrategy(RestartStrategies.fixedDelay(2, 0));
-    const items: TestItem<Order>[] = fail
-      ? [
-        ...ORDERS.slice(0, 30),
-        TestSource.awaitCheckpoint(),
-        ...ORDERS.slice(30, 45),
-        TestSource.fail("induced failure after order 45"),
-        ...ORDERS.slice(45),
-      ]
-      : [...ORDERS];
-    const orders = env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "orders")
-      .uid("orders").setParallelism(1);
-    const tEnv = StreamTableEnvironment.create(env);
-    tEnv.createTemporarySystemFunction("basket", basket);
-    tEnv.createTemporarySystemFunction(
-      "not_tiny",
-      scalarFunction({
-        arguments: ["BIGINT"],
-        result: "BOOLEAN",
-        eval: (x) => x === null ? null : Number(x) > 1,
-      }),
-    );
-    tEnv.createTemporaryView("orders", orders, [
-      { name: "customer", type: "VARCHAR" },
-      { name: "amount", type: "INT" },
-      { name: "product", type: "VARCHAR" },
-    ]);
-    const sink = new CollectingSink<Row>();
-    tEnv.toChangelogStream(tEnv.sqlQuery(QUERY)).sinkTo(sink).uid("changelog");
-    const result = await env.execute(`sql udf failure test${fail ? " with a failure" : ""}`);
-    return { rows: sink.committed(), restarts: result.restarts };
+  return await runChangelogJob({
+    name: `sql udf failure test${fail ? " with a failure" : ""}`,
+    parallelism: 2,
+    source: "orders",
+    records: ORDERS,
+    failure: fail ? { checkpointAfter: 30, failAfter: 45, what: "order" } : undefined,
+    changelog: (env, orders) => {
+      const tEnv = StreamTableEnvironment.create(env);
+      tEnv.createTemporarySystemFunction("basket", basket);
+      tEnv.createTemporarySystemFunction(
+        "not_tiny",
+        scalarFunction({
+          arguments: ["BIGINT"],
+          result: "BOOLEAN",
+          eval: (x) => x === null ? null : Number(x) > 1,
+        }),
+      );
+      tEnv.createTemporaryView("orders", orders, [
+        { name: "customer", type: "VARCHAR" },
+        { name: "amount", type: "INT" },
+        { name: "product", type: "VARCHAR" },
+      ]);
+      return tEnv.toChangelogStream(tEnv.sqlQuery(QUERY));
+    },
   });
 }
 
@@ -130,11 +110,6 @@ Deno.test({
     const failed = await run(true);
     assert.equal(clean.restarts, 0);
     assert.equal(failed.restarts, 1, "the induced failure restarted the job once");
-    const fold = (rows: readonly Row[]) => {
-      const table = new Map<string, number>();
-      for (const row of rows) applyChange(table, row);
-      return table;
-    };
     assert.deepEqual(fold(clean.rows), batch());
     const table = fold(failed.rows);
     assert.deepEqual(table, batch());

@@ -10,16 +10,9 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  RestartStrategies,
-  type Row,
-  StreamExecutionEnvironment,
-  StreamTableEnvironment,
-  WatermarkStrategy,
-} from "../mod.ts";
-import { CollectingSink, type TestItem, TestSource } from "../testing.ts";
+import { type Row, StreamTableEnvironment } from "../mod.ts";
 import { applyChange } from "../runtime/table/row.ts";
-import { withTempDir } from "./_job_kit.ts";
+import { fold, runChangelogJob } from "./_sql_job_kit.ts";
 
 type Order = [string, number, number];
 
@@ -64,34 +57,21 @@ async function run(
   fail: boolean,
   query = QUERY,
 ): Promise<{ rows: Row[]; restarts: number }> {
-  return await withTempDir(async (directory) => {
-    const env = StreamExecutionEnvironment.getExecutionEnvironment()
-      .setParallelism(parallelism)
-      .enableCheckpointing(30, { directory })
-      .setRestartStrategy(RestartStrategies.fixedDelay(2, 0));
-    const items: TestItem<Order>[] = fail
-      ? [
-        ...ORDERS.slice(0, 35),
-        TestSource.awaitCheckpoint(),
-        ...ORDERS.slice(35, 48),
-        TestSource.fail("induced failure after order 48"),
-        ...ORDERS.slice(48),
-      ]
-      : [...ORDERS];
-    const orders = env.fromSource(TestSource.of(items), WatermarkStrategy.noWatermarks(), "orders")
-      .uid("orders").setParallelism(1);
-    const tEnv = StreamTableEnvironment.create(env);
-    tEnv.createTemporaryView("orders", orders, [
-      { name: "customer", type: "VARCHAR" },
-      { name: "amount", type: "INT" },
-      { name: "ts", type: "BIGINT" },
-    ], { watermark: { column: "ts", emit: "on-event" } });
-    const sink = new CollectingSink<Row>();
-    tEnv.toChangelogStream(tEnv.sqlQuery(query)).sinkTo(sink).uid("changelog");
-    const result = await env.execute(
-      `sql windows joins failure p${parallelism}${fail ? " with a failure" : ""}`,
-    );
-    return { rows: sink.committed(), restarts: result.restarts };
+  return await runChangelogJob({
+    name: `sql windows joins failure p${parallelism}${fail ? " with a failure" : ""}`,
+    parallelism,
+    source: "orders",
+    records: ORDERS,
+    failure: fail ? { checkpointAfter: 35, failAfter: 48, what: "order" } : undefined,
+    changelog: (env, orders) => {
+      const tEnv = StreamTableEnvironment.create(env);
+      tEnv.createTemporaryView("orders", orders, [
+        { name: "customer", type: "VARCHAR" },
+        { name: "amount", type: "INT" },
+        { name: "ts", type: "BIGINT" },
+      ], { watermark: { column: "ts", emit: "on-event" } });
+      return tEnv.toChangelogStream(tEnv.sqlQuery(query));
+    },
   });
 }
 
@@ -111,12 +91,6 @@ function batch(): Map<string, number> {
   }
   return table;
 }
-
-const fold = (rows: readonly Row[]) => {
-  const table = new Map<string, number>();
-  for (const row of rows) applyChange(table, row);
-  return table;
-};
 
 for (const parallelism of [1, 2]) {
   Deno.test({
