@@ -171,7 +171,11 @@ export type {
   WatermarkOutput,
   WatermarkStatus,
 } from "./runtime/time/watermark.ts";
-export { AllWindowedStream, WindowedStream } from "./runtime/api/windowed_stream.ts";
+export {
+  AbstractWindowedStream,
+  AllWindowedStream,
+  WindowedStream,
+} from "./runtime/api/windowed_stream.ts";
 export {
   JoinedEqualTo,
   JoinedStreams,

@@ -188,8 +188,17 @@ function describe(value: unknown): string {
   return name && name !== "Object" ? name : "custom";
 }
 
-/** The settings both windowed streams share, and the operator they build. */
-class WindowBuilder<T, W extends Window> {
+/**
+ * What both windowed streams share (Flink's `WindowedStream` and
+ * `AllWindowedStream`, two copies there, one base here): the trigger,
+ * evictor, allowed lateness and late-data tag, and the window operator they
+ * build; each adds `reduce`, `aggregate` and `process` with its own kind of
+ * window function.
+ *
+ * @typeParam T the element type.
+ * @typeParam W the window type.
+ */
+export abstract class AbstractWindowedStream<T, W extends Window> {
   readonly #assigner: WindowAssigner<T, W>;
   readonly #transform: WindowTransform;
   #trigger: Trigger<T, W>;
@@ -197,14 +206,22 @@ class WindowBuilder<T, W extends Window> {
   #allowedLateness = 0;
   #lateDataTag: OutputTag<T> | undefined;
 
+  /**
+   * @internal Use `KeyedStream.window(assigner)` or `DataStream.windowAll(assigner)`.
+   * @param assigner puts elements into windows.
+   * @param transform adds the operator to the (keyed) stream.
+   */
   constructor(assigner: WindowAssigner<T, W>, transform: WindowTransform) {
     this.#assigner = assigner;
     this.#transform = transform;
     this.#trigger = assigner.getDefaultTrigger();
   }
 
-  /** @throws {TypeError} when the assigner merges windows and the trigger cannot merge. */
-  setTrigger(trigger: Trigger<T, W>): void {
+  /**
+   * Sets the trigger, replacing the assigner's default (Flink's `trigger`).
+   * @throws {TypeError} when the assigner merges windows (sessions) and the trigger cannot merge.
+   */
+  trigger(trigger: Trigger<T, W>): this {
     if (isMergingWindowAssigner(this.#assigner) && !(trigger.canMerge?.() ?? false)) {
       throw new TypeError(
         `A merging window assigner (${this.#assigner}) cannot be used with a trigger that does not support merging: ${
@@ -213,57 +230,93 @@ class WindowBuilder<T, W extends Window> {
       );
     }
     this.#trigger = trigger;
+    return this;
   }
 
-  setEvictor(evictor: Evictor<T, W>): void {
+  /**
+   * Sets an evictor: the window then keeps every element and runs its
+   * function over them at each firing (Flink's `EvictingWindowOperator`).
+   */
+  evictor(evictor: Evictor<T, W>): this {
     this.#evictor = evictor;
+    return this;
   }
 
-  /** @throws {RangeError} unless `ms` is an integer >= 0. */
-  setAllowedLateness(ms: number): void {
+  /**
+   * Lets elements up to `ms` behind a window's end (in event time) still
+   * update it and fire it again; the window's state is dropped once the
+   * watermark passes `maxTimestamp() + ms`. Default 0.
+   * @throws {RangeError} unless `ms` is an integer >= 0.
+   */
+  allowedLateness(ms: number): this {
     if (!Number.isSafeInteger(ms) || ms < 0) {
       throw new RangeError(
         `The allowed lateness must be an integer >= 0 ms: current value is ${ms}`,
       );
     }
     this.#allowedLateness = ms;
+    return this;
   }
 
-  /** @throws {TypeError} when `tag` is not an `OutputTag`. */
-  setLateDataTag(tag: OutputTag<T>): void {
+  /**
+   * Sends elements too late for every window to side output `tag` instead
+   * of dropping them (read it with `getSideOutput(tag)` on the result).
+   * Without it, they are dropped and counted in the operator's
+   * `numLateRecordsDropped` metric.
+   * @throws {TypeError} when `tag` is not an `OutputTag`.
+   */
+  sideOutputLateData(tag: OutputTag<T>): this {
     if (typeof tag !== "object" || tag === null || typeof tag.id !== "string") {
       throw new TypeError(`sideOutputLateData needs an OutputTag: current value is ${String(tag)}`);
     }
     this.#lateDataTag = tag;
+    return this;
   }
 
-  /** @throws {TypeError} for a bad reduce or process function. */
-  reduce<O>(fn: unknown, process: WindowProcessSpec | undefined): SingleOutputStreamOperator<O> {
+  /**
+   * The window operator reducing each window with `fn`, then evaluating
+   * the reduction with `process` when given.
+   * @throws {TypeError} for a bad reduce or process function.
+   */
+  protected reduceWindows<O>(
+    fn: unknown,
+    process: WindowProcessSpec | undefined,
+  ): SingleOutputStreamOperator<O> {
     checkReduce(fn);
     if (process !== undefined) checkProcess(process.fn);
     const spec = { kind: "reduce", reduce: fn as ReduceFunction<unknown>, process } as const;
-    return this.build<O>(spec, functionName("Reduce", process));
+    return this.#build<O>(spec, functionName("Reduce", process));
   }
 
-  /** @throws {TypeError} for a bad aggregate or process function. */
-  aggregate<O>(fn: unknown, process: WindowProcessSpec | undefined): SingleOutputStreamOperator<O> {
+  /**
+   * The window operator aggregating each window with `fn`, then evaluating
+   * the result with `process` when given.
+   * @throws {TypeError} for a bad aggregate or process function.
+   */
+  protected aggregateWindows<O>(
+    fn: unknown,
+    process: WindowProcessSpec | undefined,
+  ): SingleOutputStreamOperator<O> {
     checkAggregate(fn);
     if (process !== undefined) checkProcess(process.fn);
     const aggregate = fn as AggregateFunction<unknown, unknown, unknown>;
-    return this.build<O>(
+    return this.#build<O>(
       { kind: "aggregate", aggregate, process },
       functionName("Aggregate", process),
     );
   }
 
-  /** @throws {TypeError} for a bad process function. */
-  process<O>(process: WindowProcessSpec): SingleOutputStreamOperator<O> {
+  /**
+   * The window operator evaluating each window's elements with `process`.
+   * @throws {TypeError} for a bad process function.
+   */
+  protected processWindows<O>(process: WindowProcessSpec): SingleOutputStreamOperator<O> {
     checkProcess(process.fn);
-    return this.build<O>({ kind: "process", process }, functionName(undefined, process));
+    return this.#build<O>({ kind: "process", process }, functionName(undefined, process));
   }
 
   /** Adds the window operator computing `fn`. */
-  build<O>(fn: WindowFunctionSpec, functionName: string): SingleOutputStreamOperator<O> {
+  #build<O>(fn: WindowFunctionSpec, functionName: string): SingleOutputStreamOperator<O> {
     const spec: WindowOperatorSpec = {
       assigner: this.#assigner as WindowAssigner<unknown, Window>,
       trigger: this.#trigger as Trigger<unknown, Window>,
@@ -289,59 +342,9 @@ class WindowBuilder<T, W extends Window> {
  * @typeParam K the key type.
  * @typeParam W the window type.
  */
-export class WindowedStream<T, K extends Key, W extends Window> {
+export class WindowedStream<T, K extends Key, W extends Window>
+  extends AbstractWindowedStream<T, W> {
   declare private readonly _key: K;
-  readonly #builder: WindowBuilder<T, W>;
-
-  /**
-   * @internal Use `KeyedStream.window(assigner)`.
-   * @param assigner puts elements into windows.
-   * @param transform adds the operator to the keyed stream.
-   */
-  constructor(assigner: WindowAssigner<T, W>, transform: WindowTransform) {
-    this.#builder = new WindowBuilder(assigner, transform);
-  }
-
-  /**
-   * Sets the trigger, replacing the assigner's default (Flink's `trigger`).
-   * @throws {TypeError} when the assigner merges windows (sessions) and the trigger cannot merge.
-   */
-  trigger(trigger: Trigger<T, W>): this {
-    this.#builder.setTrigger(trigger);
-    return this;
-  }
-
-  /**
-   * Sets an evictor: the window then keeps every element and runs its
-   * function over them at each firing (Flink's `EvictingWindowOperator`).
-   */
-  evictor(evictor: Evictor<T, W>): this {
-    this.#builder.setEvictor(evictor);
-    return this;
-  }
-
-  /**
-   * Lets elements up to `ms` behind a window's end (in event time) still
-   * update it and fire it again; the window's state is dropped once the
-   * watermark passes `maxTimestamp() + ms`. Default 0.
-   * @throws {RangeError} unless `ms` is an integer >= 0.
-   */
-  allowedLateness(ms: number): this {
-    this.#builder.setAllowedLateness(ms);
-    return this;
-  }
-
-  /**
-   * Sends elements too late for every window to side output `tag` instead
-   * of dropping them (read it with `getSideOutput(tag)` on the result).
-   * Without it, they are dropped and counted in the operator's
-   * `numLateRecordsDropped` metric.
-   * @throws {TypeError} when `tag` is not an `OutputTag`.
-   */
-  sideOutputLateData(tag: OutputTag<T>): this {
-    this.#builder.setLateDataTag(tag);
-    return this;
-  }
 
   /**
    * Reduces each window incrementally with `fn`, emitting the reduction
@@ -359,7 +362,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     fn: ReduceFunction<T>,
     processWindowFn?: ProcessWindowFunction<T, O, K, W>,
   ): SingleOutputStreamOperator<O> {
-    return this.#builder.reduce<O>(fn, keyedProcess(processWindowFn));
+    return this.reduceWindows<O>(fn, keyedProcess(processWindowFn));
   }
 
   /**
@@ -378,7 +381,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     aggFn: AggregateFunction<T, ACC, V>,
     processWindowFn?: ProcessWindowFunction<V, R, K, W>,
   ): SingleOutputStreamOperator<R> {
-    return this.#builder.aggregate<R>(aggFn, keyedProcess(processWindowFn));
+    return this.aggregateWindows<R>(aggFn, keyedProcess(processWindowFn));
   }
 
   /**
@@ -386,7 +389,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
    * @throws {TypeError} when `fn` has no `process` method.
    */
   process<O>(fn: ProcessWindowFunction<T, O, K, W>): SingleOutputStreamOperator<O> {
-    return this.#builder.process<O>(keyedProcess(fn)!);
+    return this.processWindows<O>(keyedProcess(fn)!);
   }
 }
 
@@ -414,50 +417,7 @@ function allProcess<IN, O, W extends Window>(
  * @typeParam T the element type.
  * @typeParam W the window type.
  */
-export class AllWindowedStream<T, W extends Window> {
-  readonly #builder: WindowBuilder<T, W>;
-  /**
-   * @internal Use `DataStream.windowAll(assigner)`.
-   * @param assigner puts elements into windows.
-   * @param transform adds the operator (keyed by one constant key).
-   */
-  constructor(assigner: WindowAssigner<T, W>, transform: WindowTransform) {
-    this.#builder = new WindowBuilder(assigner, transform);
-  }
-
-  /**
-   * Sets the trigger (see `WindowedStream.trigger`).
-   * @throws {TypeError} when the assigner merges windows and the trigger cannot merge.
-   */
-  trigger(trigger: Trigger<T, W>): this {
-    this.#builder.setTrigger(trigger);
-    return this;
-  }
-
-  /** Sets an evictor (see `WindowedStream.evictor`). */
-  evictor(evictor: Evictor<T, W>): this {
-    this.#builder.setEvictor(evictor);
-    return this;
-  }
-
-  /**
-   * Sets the allowed lateness, ms (see `WindowedStream.allowedLateness`).
-   * @throws {RangeError} unless `ms` is an integer >= 0.
-   */
-  allowedLateness(ms: number): this {
-    this.#builder.setAllowedLateness(ms);
-    return this;
-  }
-
-  /**
-   * Sends late elements to side output `tag` (see `WindowedStream.sideOutputLateData`).
-   * @throws {TypeError} when `tag` is not an `OutputTag`.
-   */
-  sideOutputLateData(tag: OutputTag<T>): this {
-    this.#builder.setLateDataTag(tag);
-    return this;
-  }
-
+export class AllWindowedStream<T, W extends Window> extends AbstractWindowedStream<T, W> {
   /**
    * Reduces each window incrementally (see `WindowedStream.reduce`).
    * @throws {TypeError} when `fn` is no reduce function or has lifecycle hooks.
@@ -472,7 +432,7 @@ export class AllWindowedStream<T, W extends Window> {
     fn: ReduceFunction<T>,
     processWindowFn?: ProcessAllWindowFunction<T, O, W>,
   ): SingleOutputStreamOperator<O> {
-    return this.#builder.reduce<O>(fn, allProcess(processWindowFn));
+    return this.reduceWindows<O>(fn, allProcess(processWindowFn));
   }
 
   /**
@@ -489,7 +449,7 @@ export class AllWindowedStream<T, W extends Window> {
     aggFn: AggregateFunction<T, ACC, V>,
     processWindowFn?: ProcessAllWindowFunction<V, R, W>,
   ): SingleOutputStreamOperator<R> {
-    return this.#builder.aggregate<R>(aggFn, allProcess(processWindowFn));
+    return this.aggregateWindows<R>(aggFn, allProcess(processWindowFn));
   }
 
   /**
@@ -497,6 +457,6 @@ export class AllWindowedStream<T, W extends Window> {
    * @throws {TypeError} when `fn` has no `process` method.
    */
   process<O>(fn: ProcessAllWindowFunction<T, O, W>): SingleOutputStreamOperator<O> {
-    return this.#builder.process<O>(allProcess(fn)!);
+    return this.processWindows<O>(allProcess(fn)!);
   }
 }
