@@ -4,8 +4,8 @@
  * `sql_over_rank_failure_test.ts`): a job that reads a list of records from
  * one `TestSource` subtask, optionally failing once after a completed
  * checkpoint, and commits its query's changelog through the exactly-once
- * `CollectingSink`; and the folding of a changelog into a multiset. Test
- * code only.
+ * `CollectingSink`; and the folding of a changelog into a multiset (which
+ * the other SQL job tests use too). Test code only.
  *
  * Each run checkpoints every 30 ms into a temporary directory it removes
  * afterwards, and restarts with fixed-delay (2 attempts, no delay), so one

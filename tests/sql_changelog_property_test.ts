@@ -12,78 +12,19 @@
 
 import assert from "node:assert/strict";
 import fc from "npm:fast-check@4.11.0";
-import {
-  type Row,
-  type SqlValue,
-  StreamExecutionEnvironment,
-  StreamTableEnvironment,
-} from "../mod.ts";
+import { type Row, StreamExecutionEnvironment, StreamTableEnvironment } from "../mod.ts";
 import { CollectingSink } from "../testing.ts";
-import { applyChange } from "../runtime/table/row.ts";
+import {
+  batchGroupBy,
+  changelogOf,
+  changeOperation,
+} from "../runtime/table/_changelog_test_kit.ts";
+import { fold } from "./_sql_job_kit.ts";
 
 const QUERY = "SELECT k, COUNT(*) AS n, COUNT(v) AS nv, COUNT(DISTINCT v) AS d, SUM(v) AS s, " +
   "AVG(v) AS a, MIN(v) AS lo, MAX(v) AS hi FROM changes GROUP BY k";
 
-type Live = { k: string; v: number | null };
-
-const operation = fc.oneof(
-  fc.record({
-    op: fc.constant("insert" as const),
-    k: fc.constantFrom("a", "b", "c", "d"),
-    v: fc.option(fc.integer({ min: -4, max: 4 }), { nil: null }),
-  }),
-  fc.record({ op: fc.constant("delete" as const), index: fc.nat() }),
-  fc.record({
-    op: fc.constant("update" as const),
-    index: fc.nat(),
-    v: fc.option(fc.integer({ min: -4, max: 4 }), { nil: null }),
-  }),
-);
-type Op = { op: string; k?: string; v?: number | null; index?: number };
-
-function changelog(ops: readonly Op[]): { live: Live[]; changes: Row[] } {
-  const live: Live[] = [];
-  const changes: Row[] = [];
-  for (const o of ops) {
-    if (o.op === "insert") {
-      live.push({ k: o.k!, v: o.v ?? null });
-      changes.push({ kind: "INSERT", fields: [o.k!, o.v ?? null] });
-    } else if (live.length > 0) {
-      const i = o.index! % live.length;
-      const old = live[i]!;
-      if (o.op === "delete") {
-        live.splice(i, 1);
-        changes.push({ kind: "DELETE", fields: [old.k, old.v] });
-      } else {
-        live[i] = { k: old.k, v: o.v ?? null };
-        changes.push({ kind: "UPDATE_BEFORE", fields: [old.k, old.v] });
-        changes.push({ kind: "UPDATE_AFTER", fields: [old.k, o.v ?? null] });
-      }
-    }
-  }
-  return { live, changes };
-}
-
-function batch(live: readonly Live[]): Map<string, number> {
-  const table = new Map<string, number>();
-  for (const k of new Set(live.map((r) => r.k))) {
-    const vs = live.filter((r) => r.k === k).map((r) => r.v);
-    const nn = vs.filter((v): v is number => v !== null);
-    const sum = nn.reduce((a, b) => a + b, 0);
-    const fields: SqlValue[] = [
-      k,
-      vs.length,
-      nn.length,
-      new Set(nn).size,
-      nn.length === 0 ? null : sum,
-      nn.length === 0 ? null : Math.trunc(sum / nn.length),
-      nn.length === 0 ? null : Math.min(...nn),
-      nn.length === 0 ? null : Math.max(...nn),
-    ];
-    applyChange(table, { kind: "INSERT", fields });
-  }
-  return table;
-}
+const operation = changeOperation(["a", "b", "c", "d"], 4);
 
 Deno.test({
   name:
@@ -93,7 +34,7 @@ Deno.test({
   async fn() {
     await fc.assert(
       fc.asyncProperty(fc.array(operation, { minLength: 1, maxLength: 40 }), async (ops) => {
-        const { live, changes } = changelog(ops);
+        const { live, changes } = changelogOf(ops);
         const env = StreamExecutionEnvironment.getExecutionEnvironment().setParallelism(2);
         const tEnv = StreamTableEnvironment.create(env);
         tEnv.createTemporaryView(
@@ -106,9 +47,7 @@ Deno.test({
         const sink = new CollectingSink<Row>();
         tEnv.toChangelogStream(tEnv.sqlQuery(QUERY)).sinkTo(sink).uid("result");
         await env.execute("changelog property");
-        const table = new Map<string, number>();
-        for (const row of sink.committed()) applyChange(table, row);
-        assert.deepEqual(table, batch(live));
+        assert.deepEqual(fold(sink.committed()), batchGroupBy(live));
       }),
       { numRuns: 40 },
     );

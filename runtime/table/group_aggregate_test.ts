@@ -7,6 +7,7 @@ import { OperatorTestHarness } from "../task/operators/_operator_test_harness.ts
 import { KeyedProcessOperator } from "../task/operators/transform_operators.ts";
 import type { KeyedProcessFunction } from "../api/functions.ts";
 import { applyChange, formatRow, type Row, type SqlValue } from "./row.ts";
+import { batchGroupBy, changelogOf, changeOperation } from "./_changelog_test_kit.ts";
 
 /** The aggregates of the property: each over column `v` (NULL allowed), plus COUNT(*). */
 const CALLS: { fn: AggregateName; distinct: boolean }[] = [
@@ -18,31 +19,6 @@ const CALLS: { fn: AggregateName; distinct: boolean }[] = [
   { fn: "MIN", distinct: false },
   { fn: "MAX", distinct: false },
 ];
-
-type Input = { key: string; v: number | null };
-
-/** The batch GROUP BY over the final rows, written plainly: one result row per group. */
-function batch(rows: readonly Input[]): Map<string, number> {
-  const groups = new Map<string, (number | null)[]>();
-  for (const r of rows) groups.set(r.key, [...(groups.get(r.key) ?? []), r.v]);
-  const table = new Map<string, number>();
-  for (const [key, vs] of groups) {
-    const nn = vs.filter((v): v is number => v !== null);
-    const sum = nn.reduce((a, b) => a + b, 0);
-    const fields: SqlValue[] = [
-      key,
-      vs.length,
-      nn.length,
-      new Set(nn).size,
-      nn.length === 0 ? null : sum,
-      nn.length === 0 ? null : Math.trunc(sum / nn.length),
-      nn.length === 0 ? null : Math.min(...nn),
-      nn.length === 0 ? null : Math.max(...nn),
-    ];
-    applyChange(table, { kind: "INSERT", fields });
-  }
-  return table;
-}
 
 /** Runs the continuous GROUP BY over a changelog; returns its output changelog. */
 function continuous(changes: readonly Row[], generateUpdateBefore: boolean): Row[] {
@@ -68,53 +44,15 @@ function continuous(changes: readonly Row[], generateUpdateBefore: boolean): Row
 }
 
 /** Operations: insert a row, or retract (as -D or as a -U/+U pair) the i-th live row. */
-const operation = fc.oneof(
-  fc.record({
-    op: fc.constant("insert" as const),
-    key: fc.constantFrom("a", "b", "c"),
-    v: fc.option(fc.integer({ min: -5, max: 5 }), { nil: null }),
-  }),
-  fc.record({ op: fc.constant("delete" as const), index: fc.nat() }),
-  fc.record({
-    op: fc.constant("update" as const),
-    index: fc.nat(),
-    v: fc.option(fc.integer({ min: -5, max: 5 }), { nil: null }),
-  }),
-);
-
-/** Turns operations into an input changelog and the final live rows. */
-type Op = { op: string; key?: string; v?: number | null; index?: number };
-
-function script(ops: readonly Op[]) {
-  const live: Input[] = [];
-  const changes: Row[] = [];
-  for (const o of ops) {
-    if (o.op === "insert") {
-      live.push({ key: o.key!, v: o.v ?? null });
-      changes.push({ kind: "INSERT", fields: [o.key!, o.v ?? null] });
-    } else if (live.length > 0) {
-      const i = o.index! % live.length;
-      const old = live[i]!;
-      if (o.op === "delete") {
-        live.splice(i, 1);
-        changes.push({ kind: "DELETE", fields: [old.key, old.v] });
-      } else {
-        live[i] = { key: old.key, v: o.v ?? null };
-        changes.push({ kind: "UPDATE_BEFORE", fields: [old.key, old.v] });
-        changes.push({ kind: "UPDATE_AFTER", fields: [old.key, o.v ?? null] });
-      }
-    }
-  }
-  return { live, changes };
-}
+const operation = changeOperation(["a", "b", "c"], 5);
 
 Deno.test("GroupAggregate in retract mode: its changelog applied to an empty table equals the batch GROUP BY over the final input", () => {
   fc.assert(
     fc.property(fc.array(operation, { maxLength: 60 }), (ops) => {
-      const { live, changes } = script(ops);
+      const { live, changes } = changelogOf(ops);
       const table = new Map<string, number>();
       for (const row of continuous(changes, true)) applyChange(table, row);
-      assert.deepEqual(table, batch(live));
+      assert.deepEqual(table, batchGroupBy(live));
     }),
     { numRuns: 500 },
   );
@@ -123,7 +61,7 @@ Deno.test("GroupAggregate in retract mode: its changelog applied to an empty tab
 Deno.test("GroupAggregate in upsert mode: its changelog upserted by key equals the batch GROUP BY over the final input", () => {
   fc.assert(
     fc.property(fc.array(operation, { maxLength: 60 }), (ops) => {
-      const { live, changes } = script(ops);
+      const { live, changes } = changelogOf(ops);
       const byKey = new Map<string, readonly SqlValue[]>();
       for (const row of continuous(changes, false)) {
         assert.notEqual(row.kind, "UPDATE_BEFORE", "upsert mode emits no -U");
@@ -137,7 +75,7 @@ Deno.test("GroupAggregate in upsert mode: its changelog upserted by key equals t
       }
       const table = new Map<string, number>();
       for (const fields of byKey.values()) applyChange(table, { kind: "INSERT", fields });
-      assert.deepEqual(table, batch(live));
+      assert.deepEqual(table, batchGroupBy(live));
     }),
     { numRuns: 500 },
   );
