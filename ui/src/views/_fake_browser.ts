@@ -51,6 +51,7 @@ export interface FakeBrowser {
 const GLOBALS = [
   "window",
   "document",
+  "location",
   "navigator",
   "HTMLElement",
   "HTMLInputElement",

@@ -12,6 +12,7 @@
  */
 
 import { h, useEffect, useState } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
 import { describeError } from "../model/api_error.ts";
@@ -38,7 +39,7 @@ export interface JobActionsProps {
 }
 
 /** The action buttons, the confirmation dialog and the progress line. */
-export function JobActions(props: JobActionsProps): h.JSX.Element {
+export function JobActions(props: JobActionsProps): VNode {
   const [asking, setAsking] = useState<JobAction | null>(null);
   const [current, setCurrent] = useState<
     { action: JobAction; phase: ActionPhase; trigger?: string } | null
@@ -150,13 +151,13 @@ export function ConfirmDialog(props: {
   readonly okLabel: string;
   readonly onOk: () => void;
   readonly onCancel: () => void;
-}): h.JSX.Element {
+}): VNode {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.key === "Escape") props.onCancel();
     };
-    window.addEventListener("keydown", onKey);
-    return () => window.removeEventListener("keydown", onKey);
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
   }, [props.onCancel]);
   return (
     <div class="modal-backdrop" onClick={props.onCancel}>

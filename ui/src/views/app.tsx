@@ -9,6 +9,7 @@
  */
 
 import { h, useEffect, useState } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 import { onUnauthorized, request, storedToken, storeToken } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
 import type { ClusterOverview } from "../model/api_types.ts";
@@ -19,7 +20,7 @@ import { OverviewPage } from "./overview.tsx";
 import { TokenPrompt } from "./token_prompt.tsx";
 
 /** The whole dashboard. */
-export function App(): h.JSX.Element {
+export function App(): VNode {
   const route = useRoute();
   const [needToken, setNeedToken] = useState(false);
   const [generation, setGeneration] = useState(0);

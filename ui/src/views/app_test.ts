@@ -464,7 +464,7 @@ Deno.test("a 401 shows the token prompt; the token entered is sent as a bearer t
     assert.equal($('[data-testid="error-banner"]'), null, "no banner for a 401");
     const input = $('[data-testid="token-input"]') as HTMLInputElement;
     input.value = "s3cret";
-    input.dispatchEvent(new window.Event("input", { bubbles: true }) as unknown as Event);
+    input.dispatchEvent(new b.window.Event("input", { bubbles: true }) as unknown as Event);
     click('[data-testid="token-submit"]');
     await waitFor("the job row", () => $(`[data-testid="job-row"][data-job-id="${JOB}"]`));
     assert.equal($('[data-testid="token-input"]'), null);

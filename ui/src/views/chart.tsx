@@ -10,7 +10,7 @@
  */
 
 import { h, uPlot, useEffect, useRef } from "../deps.ts";
-import type { UPlot, UPlotOptions } from "../deps.ts";
+import type { UPlot, UPlotOptions, VNode } from "../deps.ts";
 import type { Series } from "../model/ring.ts";
 import { formatBytes, formatDuration, formatRate, formatTime } from "../model/format.ts";
 
@@ -56,7 +56,7 @@ export interface ChartProps {
 }
 
 /** A uPlot chart with axes and a legend. */
-export function Chart(props: ChartProps): h.JSX.Element {
+export function Chart(props: ChartProps): VNode {
   const el = useRef<HTMLDivElement>(null);
   const plot = useRef<UPlot | null>(null);
   const shape = `${props.labels.join("|")}|${props.unit}|${props.width}|${props.height}|${props.x}`;
@@ -133,7 +133,7 @@ export interface SparklineProps {
 }
 
 /** A small uPlot line (the first line of the series) without axes, legend or cursor. */
-export function Sparkline(props: SparklineProps): h.JSX.Element {
+export function Sparkline(props: SparklineProps): VNode {
   const el = useRef<HTMLDivElement>(null);
   const plot = useRef<UPlot | null>(null);
   useEffect(() => {

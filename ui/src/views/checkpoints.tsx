@@ -13,6 +13,7 @@
  */
 
 import { h, useRef, useState } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
 import type {
@@ -34,7 +35,7 @@ import { Empty, ErrorBanner, KeyValues, Panel, StatusBadge } from "./common.tsx"
 import { usePoll } from "./hooks.ts";
 
 /** The checkpoints tab of a job. */
-export function CheckpointsTab(props: { readonly job: JobDetails }): h.JSX.Element {
+export function CheckpointsTab(props: { readonly job: JobDetails }): VNode {
   const jobId = props.job.jid;
   const base = `/jobs/${encodeURIComponent(jobId)}/checkpoints`;
   const timings = useRef(new Map<number, CheckpointTimings | null>());
@@ -238,7 +239,7 @@ function CheckpointDetail(props: {
   readonly jobId: string;
   readonly checkpointId: number;
   readonly job: JobDetails;
-}): h.JSX.Element {
+}): VNode {
   const base = `/jobs/${encodeURIComponent(props.jobId)}/checkpoints/details/${props.checkpointId}`;
   const poll = usePoll<DetailData>(`checkpoint:${props.jobId}:${props.checkpointId}`, async () => {
     const checkpoint = await request<Checkpoint>(base, { expect: SHAPES.checkpoint });

@@ -8,11 +8,11 @@
  */
 
 import { h } from "../deps.ts";
-import type { ComponentChildren } from "../deps.ts";
+import type { ComponentChildren, VNode } from "../deps.ts";
 import { ApiError, describeError } from "../model/api_error.ts";
 
 /** A red banner with the error's message (`{"errors": [...]}` of the API), or nothing. */
-export function ErrorBanner(props: { readonly error: unknown }): h.JSX.Element | null {
+export function ErrorBanner(props: { readonly error: unknown }): VNode | null {
   if (props.error === undefined || props.error === null) return null;
   // A 401 is answered by the token prompt, not a banner.
   if (props.error instanceof ApiError && props.error.status === 401) return null;
@@ -26,7 +26,7 @@ export function ErrorBanner(props: { readonly error: unknown }): h.JSX.Element |
 /** A job or subtask state as a coloured badge (`data-testid="job-status"` when `testId` says so). */
 export function StatusBadge(
   props: { readonly status: string; readonly testId?: string },
-): h.JSX.Element {
+): VNode {
   return (
     <span class={`badge status-${props.status.toLowerCase()}`} data-testid={props.testId}>
       {props.status}
@@ -38,7 +38,7 @@ export function StatusBadge(
 export function KeyValues(props: {
   readonly rows: readonly (readonly [string, ComponentChildren])[];
   readonly testId?: string;
-}): h.JSX.Element {
+}): VNode {
   return (
     <table class="kv" data-testid={props.testId}>
       <tbody>
@@ -54,7 +54,7 @@ export function KeyValues(props: {
 }
 
 /** A muted line saying there is nothing to show. */
-export function Empty(props: { readonly children: ComponentChildren }): h.JSX.Element {
+export function Empty(props: { readonly children: ComponentChildren }): VNode {
   return <div class="empty">{props.children}</div>;
 }
 
@@ -64,7 +64,7 @@ export function Panel(props: {
   readonly children: ComponentChildren;
   readonly actions?: ComponentChildren;
   readonly testId?: string;
-}): h.JSX.Element {
+}): VNode {
   return (
     <section class="panel" data-testid={props.testId}>
       <header class="panel-head">

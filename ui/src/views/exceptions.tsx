@@ -11,6 +11,7 @@
  */
 
 import { h, useState } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
 import type { ExceptionEntry, JobExceptions } from "../model/api_types.ts";
@@ -19,7 +20,7 @@ import { Empty, ErrorBanner, Panel } from "./common.tsx";
 import { usePoll } from "./hooks.ts";
 
 /** The exceptions tab of a job. */
-export function ExceptionsTab(props: { readonly jobId: string }): h.JSX.Element {
+export function ExceptionsTab(props: { readonly jobId: string }): VNode {
   const poll = usePoll(
     `exceptions:${props.jobId}`,
     () =>
@@ -69,7 +70,7 @@ export function ExceptionsTab(props: { readonly jobId: string }): h.JSX.Element 
   );
 }
 
-function ExceptionRow(props: { readonly entry: ExceptionEntry }): h.JSX.Element {
+function ExceptionRow(props: { readonly entry: ExceptionEntry }): VNode {
   const e = props.entry;
   const [open, setOpen] = useState(false);
   const f = e.failover;

@@ -60,11 +60,11 @@ export function usePoll<T>(
 
 /** The route of `location.hash`, updated on `hashchange`. */
 export function useRoute(): Route {
-  const [route, setRoute] = useState<Route>(() => parseRoute(window.location.hash));
+  const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
   useEffect(() => {
-    const on = () => setRoute(parseRoute(window.location.hash));
-    window.addEventListener("hashchange", on);
-    return () => window.removeEventListener("hashchange", on);
+    const on = () => setRoute(parseRoute(location.hash));
+    globalThis.addEventListener("hashchange", on);
+    return () => globalThis.removeEventListener("hashchange", on);
   }, []);
   return route;
 }

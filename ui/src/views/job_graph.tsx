@@ -14,6 +14,7 @@
  */
 
 import { h, useMemo, useRef, useState } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
 import type { AggregatedMetric, BackPressureInfo, JobDetails } from "../model/api_types.ts";
@@ -71,7 +72,7 @@ export interface JobGraphTabProps {
 }
 
 /** The graph tab of a job. */
-export function JobGraphTab(props: JobGraphTabProps): h.JSX.Element {
+export function JobGraphTab(props: JobGraphTabProps): VNode {
   const job = props.job;
   const graph = useMemo(() => jobGraph(job), [graphKey(job)]);
   const [selected, setSelected] = useState<string | null>(null);
@@ -188,7 +189,7 @@ function GraphView(props: {
   readonly live: ReadonlyMap<string, VertexLive> | undefined;
   readonly selected: string | null;
   readonly onSelect: (id: string) => void;
-}): h.JSX.Element {
+}): VNode {
   const layout = useMemo(() => layoutGraph(props.graph), [props.graph]);
   const byId = new Map(props.graph.vertices.map((v) => [v.id, v]));
   return (
@@ -272,7 +273,7 @@ function VertexBox(props: {
   readonly selected: boolean;
   readonly style: Record<string, string>;
   readonly onClick: () => void;
-}): h.JSX.Element {
+}): VNode {
   const v = props.vertex;
   const l = props.live;
   const level = l?.level ?? "OK";

@@ -10,6 +10,7 @@
  */
 
 import { h } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
 import type { JobDetails } from "../model/api_types.ts";
@@ -29,7 +30,7 @@ const TABS: readonly (readonly [JobTab, string])[] = [
 ];
 
 /** The page of job `jobId`, showing tab `tab`. */
-export function JobPage(props: { readonly jobId: string; readonly tab: JobTab }): h.JSX.Element {
+export function JobPage(props: { readonly jobId: string; readonly tab: JobTab }): VNode {
   const poll = usePoll(
     `job:${props.jobId}`,
     () => request<JobDetails>(`/jobs/${encodeURIComponent(props.jobId)}`, { expect: SHAPES.job }),

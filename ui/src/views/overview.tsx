@@ -11,6 +11,7 @@
  */
 
 import { h, useRef } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
 import type {
@@ -35,7 +36,7 @@ const MAX_SPARKLINES = 20;
 /** The overview page. */
 export function OverviewPage(
   props: { readonly overview: ClusterOverview | undefined },
-): h.JSX.Element {
+): VNode {
   const jobs = usePoll(
     "jobs",
     () => request<JobsOverview>("/jobs/overview", { expect: SHAPES.jobsOverview }),
@@ -139,7 +140,7 @@ export function OverviewPage(
 
 function Card(
   props: { readonly label: string; readonly value: string | number | undefined },
-): h.JSX.Element {
+): VNode {
   return (
     <div class="card">
       <div class="card-value">{props.value ?? "-"}</div>
@@ -154,7 +155,7 @@ function ended(state: string): boolean {
 
 function JobRow(
   props: { readonly job: JobOverview; readonly now: number; readonly follow: boolean },
-): h.JSX.Element {
+): VNode {
   const j = props.job;
   const duration = ended(j.state) ? j.duration : Math.max(j.duration, props.now - j["start-time"]);
   const subtasks = j.tasks.total ?? 0;
@@ -182,7 +183,7 @@ function JobRow(
  * A running job's source throughput (records/s): the rate of its source
  * vertices' `write-records` between two polls of `/jobs/:jobid`.
  */
-function Throughput(props: { readonly jobId: string }): h.JSX.Element {
+function Throughput(props: { readonly jobId: string }): VNode {
   const state = useRef<{ series: Series; previous?: { count: number; timeMs: number } }>({
     series: emptySeries(1),
   });

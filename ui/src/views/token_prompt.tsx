@@ -9,6 +9,7 @@
  */
 
 import { h, useEffect, useRef, useState } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 
 /** Props of {@linkcode TokenPrompt}. */
 export interface TokenPromptProps {
@@ -19,7 +20,7 @@ export interface TokenPromptProps {
 }
 
 /** A form asking for the REST token. */
-export function TokenPrompt(props: TokenPromptProps): h.JSX.Element {
+export function TokenPrompt(props: TokenPromptProps): VNode {
   const [token, setToken] = useState("");
   const input = useRef<HTMLInputElement>(null);
   useEffect(() => input.current?.focus(), []);

@@ -13,6 +13,7 @@
  */
 
 import { h } from "../deps.ts";
+import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
 import type {
@@ -113,7 +114,7 @@ export interface VertexDetailProps {
 }
 
 /** The vertex panel below the graph. */
-export function VertexDetail(props: VertexDetailProps): h.JSX.Element {
+export function VertexDetail(props: VertexDetailProps): VNode {
   const v = props.vertex;
   const poll = usePoll(
     `vertex:${props.jobId}:${v.id}:${v.parallelism}:${props.ended}`,
