@@ -18,49 +18,28 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  RestartStrategies,
-  type RuntimeContext,
-  StreamExecutionEnvironment,
-  WatermarkStrategy,
-} from "../mod.ts";
+import { RestartStrategies, StreamExecutionEnvironment } from "../mod.ts";
 import { CollectingSink, TestSource } from "../testing.ts";
 import { LocalDirectoryCheckpointStorage } from "../runtime/checkpoint/local_directory_storage.ts";
 import { withTempDir } from "./_job_kit.ts";
 import { waitUntil } from "./_wait.ts";
+import {
+  addRunningSums,
+  byKey,
+  expectedRunningSums,
+  type Numbered,
+  numbered,
+} from "./_running_sum_kit.ts";
 
 const KEYS = ["a", "b", "c", "d", "e", "f", "g"];
 const COUNT = 600;
 
 /** `[key, n]` for n = 1..COUNT, a pause of 10 ms every 5 records (~1.2 s in all). */
-function items() {
-  const list: ([string, number] | ReturnType<typeof TestSource.pause>)[] = [];
-  for (let n = 1; n <= COUNT; n++) {
-    list.push([KEYS[n % KEYS.length]!, n]);
-    if (n % 5 === 0) list.push(TestSource.pause(10));
-  }
-  return list;
-}
-
-/** Throws once at record `failAt` on attempt 0 (0: never). */
-class FailOnce {
-  readonly failAt: number;
-  private attempt = 0;
-  constructor(failAt: number) {
-    this.failAt = failAt;
-  }
-  open(ctx: RuntimeContext): void {
-    this.attempt = ctx.attempt;
-  }
-  map(r: [string, number]): [string, number] {
-    if (r[1] === this.failAt && this.attempt === 0) throw new Error(`induced failure at ${r[1]}`);
-    return r;
-  }
-}
+const items = () => numbered(KEYS, COUNT, (n) => n % 5 === 0 ? TestSource.pause(10) : undefined);
 
 function build(options: {
   directory: string;
-  sink: CollectingSink<[string, number]>;
+  sink: CollectingSink<Numbered>;
   backend: "heap" | "sqlite";
   failAt: number;
 }): StreamExecutionEnvironment {
@@ -74,37 +53,12 @@ function build(options: {
     .setRestartStrategy(RestartStrategies.fixedDelay(3, 10))
     .setParallelism(2);
   if (options.backend === "sqlite") env.setStateBackend("sqlite");
-  env.fromSource(
-    TestSource.of<[string, number]>(items(), { batchSize: 5 }),
-    WatermarkStrategy.noWatermarks(),
-    "numbers",
-  )
-    .uid("numbers").setParallelism(1)
-    .map(new FailOnce(options.failAt)).setParallelism(1)
-    .keyBy((r) => r[0])
-    .reduce((acc, r) => [r[0], acc[1] + r[1]]).uid("sums")
-    .sinkTo(options.sink).uid("committed");
+  addRunningSums(env, { ...options, items: items(), batchSize: 5 });
   return env;
 }
 
 /** The failure-free running sums, per key, in order. */
-function expectedByKey(): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  const sums = new Map<string, number>();
-  for (let n = 1; n <= COUNT; n++) {
-    const key = KEYS[n % KEYS.length]!;
-    const sum = (sums.get(key) ?? 0) + n;
-    sums.set(key, sum);
-    (out.get(key) ?? out.set(key, []).get(key)!).push(sum);
-  }
-  return out;
-}
-
-function byKey(records: readonly [string, number][]): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  for (const [key, sum] of records) (out.get(key) ?? out.set(key, []).get(key)!).push(sum);
-  return out;
-}
+const expectedByKey = () => expectedRunningSums(KEYS, COUNT);
 
 /** Every string under a `path` key in `value`. */
 function handlePaths(value: unknown, into = new Set<string>()): Set<string> {
@@ -148,7 +102,7 @@ async function entries(path: string): Promise<string[]> {
 for (const backend of ["heap", "sqlite"] as const) {
   Deno.test(`${backend} + incremental: a cancelled job's retained checkpoint keeps its shared blobs and resumes exactly once, through a failover`, async () => {
     await withTempDir(async (directory) => {
-      const sink = new CollectingSink<[string, number]>();
+      const sink = new CollectingSink<Numbered>();
       const client = await build({ directory, sink, backend, failAt: 0 }).executeAsync(
         "incremental-cancel",
       );

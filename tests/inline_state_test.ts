@@ -11,49 +11,29 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  JobFailedError,
-  RestartStrategies,
-  type RuntimeContext,
-  StreamExecutionEnvironment,
-  WatermarkStrategy,
-} from "../mod.ts";
+import { RestartStrategies, StreamExecutionEnvironment } from "../mod.ts";
 import { CollectingSink, TestSource } from "../testing.ts";
 import { LocalDirectoryCheckpointStorage } from "../runtime/checkpoint/storage.ts";
 import { withTempDir } from "./_job_kit.ts";
+import {
+  addRunningSums,
+  byKey,
+  expectedRunningSums,
+  type Numbered,
+  numbered,
+  resumeHint,
+} from "./_running_sum_kit.ts";
 
 const KEYS = ["a", "b", "c", "d", "e"];
 const COUNT = 300;
 
 /** `[key, n]` for n = 1..COUNT, holding after record 100 until a checkpoint covers it. */
-function items() {
-  const list: ([string, number] | ReturnType<typeof TestSource.awaitCheckpoint>)[] = [];
-  for (let n = 1; n <= COUNT; n++) {
-    list.push([KEYS[n % KEYS.length]!, n]);
-    if (n === 100) list.push(TestSource.awaitCheckpoint());
-  }
-  return list;
-}
-
-/** Throws at record `failAt` on the first attempt. */
-class FailAt {
-  readonly failAt: number;
-  private attempt = 0;
-  constructor(failAt: number) {
-    this.failAt = failAt;
-  }
-  open(ctx: RuntimeContext): void {
-    this.attempt = ctx.attempt;
-  }
-  map(r: [string, number]): [string, number] {
-    if (r[1] === this.failAt && this.attempt === 0) throw new Error(`induced failure at ${r[1]}`);
-    return r;
-  }
-}
+const items = () =>
+  numbered(KEYS, COUNT, (n) => n === 100 ? TestSource.awaitCheckpoint() : undefined);
 
 function build(options: {
   directory: string;
-  sink: CollectingSink<[string, number]>;
+  sink: CollectingSink<Numbered>;
   failAt: number;
   parallelism: number;
   memoryThresholdBytes: number | undefined;
@@ -67,36 +47,12 @@ function build(options: {
   })
     .setRestartStrategy(RestartStrategies.noRestart())
     .setParallelism(options.parallelism);
-  env.fromSource(
-    TestSource.of<[string, number]>(items(), { batchSize: 50 }),
-    WatermarkStrategy.noWatermarks(),
-    "numbers",
-  )
-    .uid("numbers").setParallelism(1)
-    .map(new FailAt(options.failAt)).setParallelism(1)
-    .keyBy((r) => r[0])
-    .reduce((acc, r) => [r[0], acc[1] + r[1]]).uid("sums")
-    .sinkTo(options.sink).uid("committed");
+  addRunningSums(env, { ...options, items: items(), batchSize: 50 });
   return env;
 }
 
-function expectedByKey(): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  const sums = new Map<string, number>();
-  for (let n = 1; n <= COUNT; n++) {
-    const key = KEYS[n % KEYS.length]!;
-    const sum = (sums.get(key) ?? 0) + n;
-    sums.set(key, sum);
-    (out.get(key) ?? out.set(key, []).get(key)!).push(sum);
-  }
-  return out;
-}
-
-function byKey(records: readonly [string, number][]): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  for (const [key, sum] of records) (out.get(key) ?? out.set(key, []).get(key)!).push(sum);
-  return out;
-}
+/** The failure-free running sums, per key, in order. */
+const expectedByKey = () => expectedRunningSums(KEYS, COUNT);
 
 const cases = [
   { name: "the default threshold (all state inline)", memoryThresholdBytes: undefined },
@@ -107,18 +63,13 @@ for (const c of cases) {
   for (const parallelism of [2, 3]) {
     Deno.test(`a job resumed at parallelism ${parallelism} with ${c.name} commits the failure-free output`, async () => {
       await withTempDir(async (directory) => {
-        const sink = new CollectingSink<[string, number]>();
+        const sink = new CollectingSink<Numbered>();
         const first = build({ directory, sink, failAt: 200, parallelism: 2, ...c });
         const error = await first.execute("inline").then(
           () => assert.fail("the first run should fail"),
           (e: unknown) => e,
         );
-        assert.ok(error instanceof JobFailedError, String(error));
-        const match = /resumeFrom\(\{ jobId: "([^"]+)", checkpointId: (\d+) \}\)/.exec(
-          error.message,
-        );
-        assert.ok(match, `the error says how to resume: ${error.message}`);
-        const [jobId, checkpointId] = [match[1]!, Number(match[2])];
+        const { jobId, checkpointId } = resumeHint(error);
 
         // What the retained checkpoint holds.
         const storage = new LocalDirectoryCheckpointStorage({ directory });
