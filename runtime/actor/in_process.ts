@@ -68,9 +68,9 @@ import {
   type Transport,
   TransportClosedError,
   type TransportMessage,
-  TransportTimeoutError,
   validateSubject,
 } from "./types.ts";
+import { PendingRequests } from "./pending_requests.ts";
 
 /** The default {@linkcode InProcessBus.maxPayload}: 1 MiB, as NATS's default `max_payload`. */
 export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
@@ -196,8 +196,7 @@ export class InProcessTransport implements Transport {
   #closed = false;
   #subscriptions = new Set<InProcessSubscription>();
   #inbox: string | undefined = undefined;
-  #requests = new Map<string, PendingRequest>();
-  #nextRequest = 0;
+  #requests: PendingRequests;
 
   /**
    * Opens a connection: to `options.bus` when given (prefer
@@ -220,6 +219,7 @@ export class InProcessTransport implements Transport {
     this.maxPayload = bus.maxPayload;
     this.#router = routerOf(bus);
     this.name = options.name ?? `in-process-${++this.#router.connections}`;
+    this.#requests = new PendingRequests(this.name);
   }
 
   /**
@@ -324,17 +324,8 @@ export class InProcessTransport implements Transport {
       return Promise.reject(error);
     }
     const inbox = this.#inbox ?? this.#openInbox();
-    const token = (this.#nextRequest++).toString(36);
-    return new Promise<TransportMessage>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#requests.delete(token);
-        reject(
-          new TransportTimeoutError(
-            `No reply to the request of connection '${this.name}' on '${subject}' within ${options.timeoutMs} ms`,
-          ),
-        );
-      }, options.timeoutMs);
-      this.#requests.set(token, { resolve, reject, timer, subject });
+    const token = this.#requests.nextToken();
+    return this.#requests.wait(token, subject, options.timeoutMs, () => {
       this.#router.publish(subject, data, `${inbox}.${token}`);
     });
   }
@@ -361,9 +352,7 @@ export class InProcessTransport implements Transport {
     if (this.#closed) return resolved;
     this.#closed = true;
     for (const subscription of [...this.#subscriptions]) subscription.unsubscribe();
-    for (const [token, request] of this.#requests) {
-      clearTimeout(request.timer);
-      this.#requests.delete(token);
+    for (const request of this.#requests.takeAll()) {
       request.reject(this.#closedError(`wait for the reply on '${request.subject}'`));
     }
     return resolved;
@@ -373,11 +362,8 @@ export class InProcessTransport implements Transport {
     const inbox = `${inboxRoot}.${crypto.randomUUID().replaceAll("-", "")}`;
     this.subscribe(`${inbox}.*`, (message) => {
       const token = message.subject.slice(inbox.length + 1);
-      const request = this.#requests.get(token);
-      if (request === undefined) return; // timed out, or a second reply
-      this.#requests.delete(token);
-      clearTimeout(request.timer);
-      request.resolve(message);
+      // undefined: timed out, or a second reply
+      this.#requests.take(token)?.resolve(message);
     });
     this.#inbox = inbox;
     return inbox;
@@ -390,13 +376,6 @@ export class InProcessTransport implements Transport {
   #tooLarge(subject: string, data: Uint8Array): PayloadTooLargeError {
     return payloadTooLarge(subject, data, this.maxPayload);
   }
-}
-
-interface PendingRequest {
-  readonly resolve: (message: TransportMessage) => void;
-  readonly reject: (error: Error) => void;
-  readonly timer: ReturnType<typeof setTimeout>;
-  readonly subject: string;
 }
 
 /** A subscription with its delivery queue. */

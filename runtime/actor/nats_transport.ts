@@ -78,9 +78,9 @@ import {
   TransportClosedError,
   TransportError,
   type TransportMessage,
-  TransportTimeoutError,
   validateSubject,
 } from "./types.ts";
+import { PendingRequests } from "./pending_requests.ts";
 import { logger } from "../log.ts";
 
 const log = logger("nats");
@@ -129,8 +129,7 @@ export class NatsTransport implements Transport {
   #validSubjects = new Set<string>();
   #subscriptions = new Set<NatsTransportSubscription>();
   #inbox: { prefix: string; subscription: NatsSubscription } | undefined = undefined;
-  #requests = new Map<string, PendingRequest>();
-  #nextRequest = 0;
+  #requests: PendingRequests;
 
   /**
    * Wraps a connection (e.g. from {@linkcode connectNats}).
@@ -143,6 +142,7 @@ export class NatsTransport implements Transport {
     this.#owns = options.ownsConnection ?? false;
     this.#dropFilter = options.dropFilter;
     this.name = options.name ?? `nats-${connection.info?.client_id ?? "unknown"}`;
+    this.#requests = new PendingRequests(this.name);
   }
 
   /**
@@ -244,7 +244,7 @@ export class NatsTransport implements Transport {
    */
   request(subject: string, data: Uint8Array, options: RequestOptions): Promise<TransportMessage> {
     let reply: string;
-    const token = (this.#nextRequest++).toString(36);
+    const token = this.#requests.nextToken();
     try {
       if (this.#closed) throw this.#closedError(`request on '${subject}'`);
       if (data.byteLength > this.maxPayload) throw this.#tooLarge(subject, data);
@@ -253,23 +253,12 @@ export class NatsTransport implements Transport {
     } catch (error) {
       return Promise.reject(error);
     }
-    return new Promise<TransportMessage>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#requests.delete(token);
-        reject(
-          new TransportTimeoutError(
-            `No reply to the request of connection '${this.name}' on '${subject}' within ${options.timeoutMs} ms`,
-          ),
-        );
-      }, options.timeoutMs);
-      this.#requests.set(token, { resolve, reject, timer, subject });
+    return this.#requests.wait(token, subject, options.timeoutMs, () => {
       if (this.#dropFilter?.(subject, data) === true) return;
       try {
         this.connection.publish(subject, data, { reply });
       } catch (error) {
-        clearTimeout(timer);
-        this.#requests.delete(token);
-        reject(this.#clientError(error, `request on '${subject}'`));
+        throw this.#clientError(error, `request on '${subject}'`);
       }
     });
   }
@@ -303,9 +292,7 @@ export class NatsTransport implements Transport {
     this.#closed = true;
     for (const subscription of [...this.#subscriptions]) subscription.unsubscribe();
     if (this.#inbox !== undefined) unsubscribeQuietly(this.#inbox.subscription);
-    const pending = [...this.#requests.values()];
-    this.#requests.clear();
-    for (const request of pending) clearTimeout(request.timer);
+    const pending = this.#requests.takeAll();
     try {
       if (this.#owns) await this.#closeConnection();
     } finally {
@@ -359,10 +346,8 @@ export class NatsTransport implements Transport {
 
   #onReply(msg: Msg, prefix: string): void {
     const token = msg.subject.slice(prefix.length + 1);
-    const request = this.#requests.get(token);
+    const request = this.#requests.take(token);
     if (request === undefined) return; // timed out, or a second reply
-    this.#requests.delete(token);
-    clearTimeout(request.timer);
     if (msg.headers?.code === 503 && msg.data.byteLength === 0) {
       request.reject(
         new NoRespondersError(
@@ -411,13 +396,6 @@ export class NatsTransport implements Transport {
   #tooLarge(subject: string, data: Uint8Array): PayloadTooLargeError {
     return payloadTooLarge(subject, data, this.maxPayload);
   }
-}
-
-interface PendingRequest {
-  readonly resolve: (message: TransportMessage) => void;
-  readonly reject: (error: Error) => void;
-  readonly timer: ReturnType<typeof setTimeout>;
-  readonly subject: string;
 }
 
 /** One subscription: a NATS callback subscription behind a closed flag. */
