@@ -27,6 +27,70 @@ import type {
 import { type Sleep, sleepUntil } from "../../runtime/time/clock.ts";
 import { RateLimiter } from "../../runtime/time/rate_limiter.ts";
 
+/** The default `batchSize` of the generating sources: at most this many numbers per `pollNext`. */
+export const DEFAULT_BATCH_SIZE = 1000;
+
+/**
+ * Checks a generating source's pacing options.
+ *
+ * @param source the source's class name, for messages, e.g. `"SequenceSource"`.
+ * @param rateOption the name of its rate option, e.g. `"recordsPerSecond"`.
+ * @param rate numbers per second over all subtasks, or `undefined` for no limit.
+ * @param batchSize numbers per `pollNext`, or `undefined` for {@linkcode DEFAULT_BATCH_SIZE}.
+ * @returns the batch size.
+ * @throws {RangeError} when `rate` is given but not a positive finite
+ *   number, or `batchSize` is not a positive integer, naming the current value.
+ */
+export function checkPacing(
+  source: string,
+  rateOption: string,
+  rate: number | undefined,
+  batchSize: number | undefined,
+): number {
+  if (rate !== undefined && !(rate > 0 && Number.isFinite(rate))) {
+    throw new RangeError(
+      `Cannot create a ${source} as '${rateOption}' must be a positive number: current value is ${rate}`,
+    );
+  }
+  const batch = batchSize ?? DEFAULT_BATCH_SIZE;
+  if (!Number.isInteger(batch) || batch < 1) {
+    throw new RangeError(
+      `Cannot create a ${source} as 'batchSize' must be a positive integer: current value is ${batch}`,
+    );
+  }
+  return batch;
+}
+
+/**
+ * The positions of `parallelism` interleaved splits: split `i` (id
+ * `<prefix>-<i>`) starts at `first + i` and steps by `parallelism`, so split
+ * `i` always goes to subtask `i`.
+ *
+ * @param source the source's class name, for messages.
+ * @param prefix the split ids' prefix, e.g. `"sequence"`.
+ * @param parallelism the source's parallelism.
+ * @param first the first number of split 0.
+ * @returns one position per split, in order.
+ * @throws {RangeError} when `parallelism` is not a positive integer.
+ */
+export function interleavedSplits(
+  source: string,
+  prefix: string,
+  parallelism: number,
+  first: number,
+): { splitId: string; next: number; step: number }[] {
+  if (!Number.isInteger(parallelism) || parallelism < 1) {
+    throw new RangeError(
+      `Cannot enumerate ${source} splits as 'parallelism' must be a positive integer: current value is ${parallelism}`,
+    );
+  }
+  return Array.from({ length: parallelism }, (_, i) => ({
+    splitId: `${prefix}-${i}`,
+    next: first + i,
+    step: parallelism,
+  }));
+}
+
 /** The position of one interleaved split. */
 export interface InterleavedRange {
   /** The split's id. */

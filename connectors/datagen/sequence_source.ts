@@ -48,9 +48,12 @@ import type {
   SourceSplit,
   SplitEnumeratorContext,
 } from "../../runtime/api/source.ts";
-import { type InterleavedRange, InterleavedReader } from "./interleaved_reader.ts";
-
-const DEFAULT_BATCH_SIZE = 1000;
+import {
+  checkPacing,
+  type InterleavedRange,
+  InterleavedReader,
+  interleavedSplits,
+} from "./interleaved_reader.ts";
 
 /** One interleaved part of a {@linkcode SequenceSource}. Plain data, MessagePack-encodable. */
 export interface SequenceSplit extends SourceSplit {
@@ -133,17 +136,7 @@ export class SequenceSource implements Source<number, SequenceSplit> {
       );
     }
     const rate = options.recordsPerSecond;
-    if (rate !== undefined && !(rate > 0 && Number.isFinite(rate))) {
-      throw new RangeError(
-        `Cannot create a SequenceSource as 'recordsPerSecond' must be a positive number: current value is ${rate}`,
-      );
-    }
-    const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
-    if (!Number.isInteger(batchSize) || batchSize < 1) {
-      throw new RangeError(
-        `Cannot create a SequenceSource as 'batchSize' must be a positive integer: current value is ${batchSize}`,
-      );
-    }
+    const batchSize = checkPacing("SequenceSource", "recordsPerSecond", rate, options.batchSize);
     this.from = from;
     this.to = to;
     this.recordsPerSecond = rate;
@@ -158,18 +151,8 @@ export class SequenceSource implements Source<number, SequenceSplit> {
    * @throws {RangeError} when `parallelism` is not a positive integer.
    */
   enumerateSplits(context: SplitEnumeratorContext): SequenceSplit[] {
-    const { parallelism } = context;
-    if (!Number.isInteger(parallelism) || parallelism < 1) {
-      throw new RangeError(
-        `Cannot enumerate SequenceSource splits as 'parallelism' must be a positive integer: current value is ${parallelism}`,
-      );
-    }
-    return Array.from({ length: parallelism }, (_, i) => ({
-      splitId: `sequence-${i}`,
-      next: this.from + i,
-      step: parallelism,
-      to: this.to,
-    }));
+    return interleavedSplits("SequenceSource", "sequence", context.parallelism, this.from)
+      .map((split) => ({ ...split, to: this.to }));
   }
 
   /** Creates the reader of one source subtask; its rate is `recordsPerSecond / parallelism`. */

@@ -47,11 +47,14 @@ import type {
   SourceSplit,
   SplitEnumeratorContext,
 } from "../../../runtime/api/source.ts";
-import { type InterleavedRange, InterleavedReader } from "../interleaved_reader.ts";
+import {
+  checkPacing,
+  type InterleavedRange,
+  InterleavedReader,
+  interleavedSplits,
+} from "../interleaved_reader.ts";
 import { type NexmarkConfig, NexmarkGenerator } from "./generator.ts";
 import type { NexmarkEvent } from "./model.ts";
-
-const DEFAULT_BATCH_SIZE = 1000;
 
 /** One interleaved part of a {@linkcode NexmarkSource}. Plain data, MessagePack-encodable. */
 export interface NexmarkSplit extends SourceSplit {
@@ -108,19 +111,7 @@ export class NexmarkSource implements Source<NexmarkEvent, NexmarkSplit> {
         `Cannot create a NexmarkSource as 'events' must be Infinity or a safe integer >= 0: current value is ${events}`,
       );
     }
-    if (
-      eventsPerSecond !== undefined && !(eventsPerSecond > 0 && Number.isFinite(eventsPerSecond))
-    ) {
-      throw new RangeError(
-        `Cannot create a NexmarkSource as 'eventsPerSecond' must be a positive number: current value is ${eventsPerSecond}`,
-      );
-    }
-    const batch = batchSize ?? DEFAULT_BATCH_SIZE;
-    if (!Number.isInteger(batch) || batch < 1) {
-      throw new RangeError(
-        `Cannot create a NexmarkSource as 'batchSize' must be a positive integer: current value is ${batch}`,
-      );
-    }
+    const batch = checkPacing("NexmarkSource", "eventsPerSecond", eventsPerSecond, batchSize);
     this.config = config.interEventDelayUs === undefined && eventsPerSecond !== undefined
       ? { ...config, interEventDelayUs: 1e6 / eventsPerSecond }
       : config;
@@ -138,18 +129,8 @@ export class NexmarkSource implements Source<NexmarkEvent, NexmarkSplit> {
    * @throws {RangeError} when `parallelism` is not a positive integer.
    */
   enumerateSplits(context: SplitEnumeratorContext): NexmarkSplit[] {
-    const { parallelism } = context;
-    if (!Number.isInteger(parallelism) || parallelism < 1) {
-      throw new RangeError(
-        `Cannot enumerate NexmarkSource splits as 'parallelism' must be a positive integer: current value is ${parallelism}`,
-      );
-    }
-    return Array.from({ length: parallelism }, (_, i) => ({
-      splitId: `nexmark-${i}`,
-      next: i,
-      step: parallelism,
-      events: this.events,
-    }));
+    return interleavedSplits("NexmarkSource", "nexmark", context.parallelism, 0)
+      .map((split) => ({ ...split, events: this.events }));
   }
 
   /** Creates the reader of one source subtask; its rate is `eventsPerSecond / parallelism`. */
