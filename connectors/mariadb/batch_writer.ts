@@ -109,8 +109,8 @@ export class RowBatch<T> {
   }
 }
 
-/** What an {@linkcode AutocommitBatchWriter} is built from. */
-export interface AutocommitBatchWriterOptions<T> {
+/** What every MariaDB sink writer batches rows with: where, which statement, which values. */
+export interface RowWriterOptions<T> {
   /** Where to connect. */
   readonly connection: MariaDbConnectionOptions;
   /** The parsed one-row statement. */
@@ -121,6 +121,10 @@ export interface AutocommitBatchWriterOptions<T> {
   readonly changelog?: MariaDbChangelog<T>;
   /** Rows per statement. */
   readonly batchSize: number;
+}
+
+/** What an {@linkcode AutocommitBatchWriter} is built from. */
+export interface AutocommitBatchWriterOptions<T> extends RowWriterOptions<T> {
   /** Whether `flush(false)` (a barrier) sends the batch: at-least-once. */
   readonly flushOnCheckpoint: boolean;
   /** How long a batch's first row waits for a send, in ms; 0: until full, a barrier or the end. */

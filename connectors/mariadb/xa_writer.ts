@@ -44,19 +44,17 @@ import type { SinkContext } from "../../runtime/api/sink.ts";
 import type { SinkWriter } from "../../runtime/api/sink_v2.ts";
 import { SuppressRestartsError } from "../../runtime/failure.ts";
 import { logger } from "../../runtime/log.ts";
-import { RowBatch } from "./batch_writer.ts";
+import { RowBatch, type RowWriterOptions } from "./batch_writer.ts";
 import type { CommitLog } from "./commit_log.ts";
 import { FencedWriterError, type WriterFence } from "./fence.ts";
 import {
   ER_XAER_NOTA,
-  type MariaDbConnectionOptions,
   openConnection,
   releaseConnection,
   type SqlConnection,
   sqlErrno,
 } from "./connection.ts";
-import type { MultiRowStatement } from "./statement.ts";
-import { ChangelogRowBatch, type MariaDbChangelog } from "./changelog_batch.ts";
+import { ChangelogRowBatch } from "./changelog_batch.ts";
 import type { XaCommittable } from "./xa_committable.ts";
 import {
   decideLingeringRollbacks,
@@ -71,17 +69,7 @@ import {
 const log = logger("mariadb-xa");
 
 /** What an {@linkcode XaSinkWriter} is built from. */
-export interface XaSinkWriterOptions<T> {
-  /** Where to connect. */
-  readonly connection: MariaDbConnectionOptions;
-  /** The parsed one-row statement. */
-  readonly statement: MultiRowStatement;
-  /** A record's values, one per `?`. */
-  readonly parameters: (record: T) => readonly unknown[];
-  /** Deletes and the key of a changelog, when the sink writes one (`changelog_batch.ts`). */
-  readonly changelog?: MariaDbChangelog<T>;
-  /** Rows per statement. */
-  readonly batchSize: number;
+export interface XaSinkWriterOptions<T> extends RowWriterOptions<T> {
   /** The sink's xid prefix. */
   readonly prefix: string;
   /** The commit log. */
