@@ -191,6 +191,61 @@ export function describeTtl(ttl: TtlSettings | undefined): string {
   return `TTL ${ttl.ttlMs} ms ${ttl.onRead ? "OnReadAndWrite" : "OnCreateAndWrite"} in ${ttl.time}`;
 }
 
+/** What {@linkcode checkRegistration} reads of a state's table, registered or restored. */
+export interface RegisteredTable {
+  /** The state's kind. */
+  readonly kind: StateKind;
+  /** The TTL it was registered with. */
+  readonly ttl: TtlSettings | undefined;
+  /** Its state object once registered; `undefined` while only restored. */
+  readonly state: object | undefined;
+}
+
+/**
+ * The checks of registering keyed state `name` as `kind` with `ttlConfig`,
+ * the same in every backend: the TTL is valid, an event-time TTL has an
+ * event-time clock, and a table of that name (registered or restored) is
+ * of the same kind and, once registered, has the same TTL.
+ *
+ * @param table the state's table, when registered or restored already.
+ * @param hasEventTimeClock whether the backend has an event-time clock.
+ * @returns the TTL settings (`undefined` for none); when `table.state` is
+ *   set, the caller returns it.
+ * @throws {Error} when the name is registered (or restored) as another
+ *   kind, or registered with another TTL.
+ * @throws {RangeError} for an invalid TTL, or an event-time TTL without an
+ *   event-time clock.
+ */
+export function checkRegistration(
+  name: string,
+  kind: StateKind,
+  ttlConfig: StateTtlConfig | undefined,
+  table: RegisteredTable | undefined,
+  hasEventTimeClock: boolean,
+): TtlSettings | undefined {
+  const ttl = ttlSettings(name, ttlConfig);
+  if (ttl?.time === "EventTime" && !hasEventTimeClock) {
+    throw new RangeError(
+      `Keyed state '${name}' has an event-time TTL, but this state backend has no event-time clock (option 'eventTimeClock'): current value is undefined`,
+    );
+  }
+  if (table !== undefined && table.kind !== kind) {
+    throw new Error(
+      `Keyed state '${name}' is already ${
+        table.state ? "registered" : "restored"
+      } as ${table.kind} state: cannot register it as ${kind} state`,
+    );
+  }
+  if (table?.state !== undefined && !sameTtl(table.ttl, ttl)) {
+    throw new Error(
+      `Keyed state '${name}' is already registered with ${
+        describeTtl(table.ttl)
+      }: cannot register it with ${describeTtl(ttl)}`,
+    );
+  }
+  return ttl;
+}
+
 /** Sets `target[name] = value` as an own property, even for `"__proto__"`. */
 export function defineEntry<T>(target: Record<string, T>, name: string, value: T): void {
   // defineProperty, not assignment: a state named "__proto__" stays an own property.

@@ -22,13 +22,11 @@
 import type { StateKind, StateTtlConfig } from "../api/state.ts";
 import type { InternedKey, KeyInterner } from "./_key_interner.ts";
 import {
+  checkRegistration,
   defineEntry,
-  describeTtl,
   newTable,
-  sameTtl,
   type StateTable,
   type TtlSettings,
-  ttlSettings,
 } from "./_heap_state_base.ts";
 import {
   checkStateKind,
@@ -79,30 +77,9 @@ export function registerState<S extends object>(
   create: (table: StateTable, ttl: TtlSettings | undefined, clock: () => number) => S,
 ): S {
   const { tables, clocks } = set;
-  const ttl = ttlSettings(name, ttlConfig);
-  if (ttl?.time === "EventTime" && !clocks.hasEventTime) {
-    throw new RangeError(
-      `Keyed state '${name}' has an event-time TTL, but this state backend has no event-time clock (option 'eventTimeClock'): current value is undefined`,
-    );
-  }
   let table = tables.get(name);
-  if (table !== undefined && table.kind !== kind) {
-    throw new Error(
-      `Keyed state '${name}' is already ${
-        table.state ? "registered" : "restored"
-      } as ${table.kind} state: cannot register it as ${kind} state`,
-    );
-  }
-  if (table?.state !== undefined) {
-    if (!sameTtl(table.ttl, ttl)) {
-      throw new Error(
-        `Keyed state '${name}' is already registered with ${
-          describeTtl(table.ttl)
-        }: cannot register it with ${describeTtl(ttl)}`,
-      );
-    }
-    return table.state as S;
-  }
+  const ttl = checkRegistration(name, kind, ttlConfig, table, clocks.hasEventTime);
+  if (table?.state !== undefined) return table.state as S;
   const time = ttl?.time ?? "ProcessingTime";
   if (time === "EventTime") clocks.event(); // a registration is an access: event time may start
   if (table === undefined) {

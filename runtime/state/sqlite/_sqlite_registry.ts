@@ -25,7 +25,7 @@
 import type { StateKind, StateTtlConfig } from "../../api/state.ts";
 import { decode, encode } from "../../actor/codec.ts";
 import type { TtlTime } from "../keyed_state_snapshot.ts";
-import { describeTtl, sameTtl, type TtlCell, ttlSettings } from "../_heap_state_base.ts";
+import { checkRegistration, type TtlCell } from "../_heap_state_base.ts";
 import type { TtlClocks } from "../_ttl_clocks.ts";
 import { type EntryCache, StateCache } from "./_entry_cache.ts";
 import type { SqliteTable } from "./_sqlite_state_base.ts";
@@ -103,30 +103,9 @@ export class SqliteStateRegistry {
     ttlConfig: StateTtlConfig | undefined,
     create: (table: SqliteTable, ttl: TtlBinding | undefined) => S,
   ): S {
-    const ttl = ttlSettings(name, ttlConfig);
-    if (ttl?.time === "EventTime" && !this.#clocks.hasEventTime) {
-      throw new RangeError(
-        `Keyed state '${name}' has an event-time TTL, but this state backend has no event-time clock (option 'eventTimeClock'): current value is undefined`,
-      );
-    }
     let table = this.#byName.get(name);
-    if (table !== undefined && table.kind !== kind) {
-      throw new Error(
-        `Keyed state '${name}' is already ${
-          table.state ? "registered" : "restored"
-        } as ${table.kind} state: cannot register it as ${kind} state`,
-      );
-    }
-    if (table?.state !== undefined) {
-      if (!sameTtl(table.ttl, ttl)) {
-        throw new Error(
-          `Keyed state '${name}' is already registered with ${
-            describeTtl(table.ttl)
-          }: cannot register it with ${describeTtl(ttl)}`,
-        );
-      }
-      return table.state as S;
-    }
+    const ttl = checkRegistration(name, kind, ttlConfig, table, this.#clocks.hasEventTime);
+    if (table?.state !== undefined) return table.state as S;
     const time = ttl?.time ?? "ProcessingTime";
     if (time === "EventTime") this.#clocks.event(); // a registration is an access
     if (table === undefined) {
