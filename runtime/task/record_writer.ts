@@ -82,11 +82,10 @@
 
 import type { Transport } from "../actor/types.ts";
 import { encode } from "../actor/codec.ts";
-import { decodeRecords, encodeRecords } from "./record_codec.ts";
 import { encodeBufferFrame } from "./buffer_frame.ts";
 import type { JobEdge } from "../graph/job_graph.ts";
 import type { KeySelector } from "../graph/stream_graph.ts";
-import { assignToKeyGroup, computeOperatorIndexForKeyGroup, type Key } from "../state/key_group.ts";
+import { computeOperatorIndexForKeyGroup } from "../state/key_group.ts";
 import { channelTargets } from "./channels.ts";
 import type {
   BufferMessage,
@@ -95,27 +94,15 @@ import type {
   ReceivedBufferMessage,
 } from "./messages.ts";
 import { taskSubject } from "./messages.ts";
-import { SuppressRestartsError } from "../failure.ts";
+import {
+  type BufferTarget,
+  copyRecord,
+  encodeBuffers,
+  isWellFormedKey,
+} from "./buffer_encoding.ts";
+import { KeyGroupMemo } from "./key_group_memo.ts";
 import type { OutputChannelCapture, OutputChannelItem } from "./channel_state.ts";
 import type { WatermarkStatus } from "../time/watermark.ts";
-
-/** Room left in a transport message for the envelope around an encoded buffer, in bytes. */
-const ENVELOPE_BYTES = 1024;
-
-/**
- * Most string keys whose key group a hash-partitioning writer remembers; past it the memo is cleared and refilled (a bounded memo,
- * never an unbounded one, for streams with many distinct keys).
- */
-export const KEY_GROUP_MEMO_SIZE = 1 << 16;
-
-/**
- * Integer keys in `[0, DENSE_KEYS)` have their key group remembered in a
- * typed array indexed by the key (32 KiB per hash-partitioning writer,
- * allocated at the first such key): dense ids are the common key, and an
- * array read costs less than a `Map` lookup (measured: 2.4 against 6.7 ns
- * per key, 10k keys).
- */
-const DENSE_KEYS = 1 << 14;
 
 /**
  * Most records a buffer's arrays are allocated for at its first record
@@ -128,18 +115,11 @@ const PREALLOCATED_RECORDS = 4096;
 
 const EMPTY_KEY_GROUPS = new Uint16Array(0);
 
+export { KEY_GROUP_MEMO_SIZE } from "./key_group_memo.ts";
+export { RecordTooLargeError } from "./buffer_encoding.ts";
+
 /** A message in a channel's send queue (its shape is channel state's, `channel_state.ts`). */
 type Pending = OutputChannelItem;
-
-/**
- * A record too large for one transport message (NATS: 1 MiB, less about
- * 1 KiB of envelope) on a network edge. Restarting cannot help, so the job
- * fails without restarts. Records on chained edges have no size limit.
- */
-export class RecordTooLargeError extends SuppressRestartsError {
-  /** The error class name. */
-  override name = "RecordTooLargeError";
-}
 
 class ChannelWriter {
   readonly target: number;
@@ -169,32 +149,6 @@ class ChannelWriter {
     this.target = target;
     this.subject = subject;
   }
-}
-
-/**
- * Whether `key` survives the record codec unchanged as far as strings go:
- * no string in it (at any depth of arrays and plain objects) has a lone
- * UTF-16 surrogate.
- */
-function isWellFormedKey(key: unknown): boolean {
-  if (typeof key === "string") return key.isWellFormed();
-  if (typeof key !== "object" || key === null) return true;
-  if (Array.isArray(key)) {
-    // A loop, not `every`: tuple keys (dedup's `[bidder, auction]`) pass
-    // here once per record.
-    for (let i = 0; i < key.length; i++) {
-      const part: unknown = key[i];
-      if (typeof part === "string" ? !part.isWellFormed() : !isWellFormedKey(part)) return false;
-    }
-    return true;
-  }
-  if (Object.getPrototypeOf(key) !== Object.prototype) return true;
-  return Object.entries(key).every(([k, v]) => k.isWellFormed() && isWellFormedKey(v));
-}
-
-/** `value` through the record codec: what an encoded buffer would deliver. */
-function copyRecord(value: unknown): unknown {
-  return decodeRecords(encodeRecords([value], undefined)).values[0];
 }
 
 /** Options of {@linkcode RecordWriter}. */
@@ -240,15 +194,10 @@ export class RecordWriter {
   readonly #keySelector: KeySelector | undefined;
   /** For `hash`: the channel of each key group (Flink's operator index of the key group). */
   readonly #byKeyGroup: ChannelWriter[] = [];
-  /**
-   * For `hash`: the key group of string keys seen lately
-   * (`assignToKeyGroup` memoized; a `Map` lookup costs less than murmur3
-   * over a string's canonical encoding). Equal keys under `SameValueZero`
-   * have one key group, so the `Map`'s key equality is the right one.
-   */
-  readonly #keyGroupMemo = new Map<string, number>();
-  /** For `hash`: the key group of each integer key in `[0, DENSE_KEYS)` seen, -1 for none yet. */
-  #denseKeyGroups: Int16Array | undefined;
+  /** For `hash`: the key group of a key (`assignToKeyGroup` memoized, `key_group_memo.ts`). */
+  readonly #keyGroupMemo: KeyGroupMemo;
+  /** Where encoded buffers go, for their size check (`buffer_encoding.ts`). */
+  readonly #bufferTarget: BufferTarget;
   #roundRobin: number;
   #lastWatermark = Number.NEGATIVE_INFINITY;
   #lastStatus: WatermarkStatus = "active";
@@ -295,6 +244,12 @@ export class RecordWriter {
       return ch;
     });
     this.#roundRobin = options.producerIndex % this.#channels.length;
+    this.#keyGroupMemo = new KeyGroupMemo(options.consumerMaxParallelism);
+    this.#bufferTarget = {
+      transport: options.transport,
+      edge: options.edge.index,
+      consumerVertexId: options.consumerVertexId,
+    };
     if (options.edge.partitioner === "hash") {
       for (let kg = 0; kg < options.consumerMaxParallelism; kg++) {
         const consumer = computeOperatorIndexForKeyGroup(
@@ -316,7 +271,7 @@ export class RecordWriter {
         return;
       case "hash": {
         const key = this.#keySelector!(value);
-        const keyGroup = this.#keyGroupOf(key);
+        const keyGroup = this.#keyGroupMemo.keyGroupOf(key);
         const ch = this.#byKeyGroup[keyGroup]!;
         if (!this.inThread) this.#addKeyed(ch, value, timestamp, keyGroup, undefined);
         else if (isWellFormedKey(key)) this.#addKeyed(ch, value, timestamp, keyGroup, key);
@@ -336,34 +291,6 @@ export class RecordWriter {
         this.#add(ch, value, timestamp);
       }
     }
-  }
-
-  /** `assignToKeyGroup(key, consumerMaxParallelism)`, memoized for small integer and string keys. */
-  #keyGroupOf(key: Key): number {
-    if (typeof key === "number") {
-      // -0 reads index 0: it has the key group of 0.
-      if (key >= 0 && key < DENSE_KEYS && (key | 0) === key) {
-        const dense = this.#denseKeyGroups ??= new Int16Array(DENSE_KEYS).fill(-1);
-        let keyGroup = dense[key]!;
-        if (keyGroup < 0) {
-          keyGroup = assignToKeyGroup(key, this.#options.consumerMaxParallelism);
-          dense[key] = keyGroup;
-        }
-        return keyGroup;
-      }
-      // Other numbers are hashed: murmur over two words costs less than a
-      // lookup in a memo of many keys (ids that grow, as Nexmark's auctions).
-      return assignToKeyGroup(key, this.#options.consumerMaxParallelism);
-    } else if (typeof key !== "string") {
-      return assignToKeyGroup(key, this.#options.consumerMaxParallelism);
-    }
-    const memo = this.#keyGroupMemo;
-    const known = memo.get(key);
-    if (known !== undefined) return known;
-    const keyGroup = assignToKeyGroup(key, this.#options.consumerMaxParallelism);
-    if (memo.size >= KEY_GROUP_MEMO_SIZE) memo.clear();
-    memo.set(key, keyGroup);
-    return keyGroup;
   }
 
   /** Opens `ch`'s buffer at its first record: arrays with room for a full buffer. */
@@ -460,41 +387,14 @@ export class RecordWriter {
     ch.timestamps = [];
     ch.hasTimestamps = false;
     if (this.inThread) ch.queue.push({ kind: "vals", v: values, ts, kg, k: keys });
-    else this.#encodeInto(ch.queue, values, ts, kg);
+    else {
+      // Encoding happens here, on the mailbox loop, so a record that cannot
+      // be encoded fails the subtask where it was emitted (or, for an
+      // in-thread buffer whose consumer turned out not to be in this thread,
+      // where credit arrived).
+      encodeBuffers(ch.queue, values, ts, kg, this.#bufferTarget);
+    }
     this.#drain(ch);
-  }
-
-  /**
-   * Encodes records into one or more buffers appended to `out`, each small
-   * enough for the transport. Encoding happens here, on the mailbox loop, so
-   * a record that cannot be encoded fails the subtask where it was emitted
-   * (or, for an in-thread buffer whose consumer turned out not to be in this
-   * thread, where credit arrived).
-   * @throws {RecordTooLargeError} for a single record larger than the max payload.
-   */
-  #encodeInto(
-    out: Pending[],
-    values: unknown[],
-    ts: (number | null)[] | undefined,
-    kg: Uint16Array | undefined,
-  ): void {
-    const vb = encodeRecords(values, ts);
-    const limit = this.#options.transport.maxPayload - ENVELOPE_BYTES - 2 * (kg?.length ?? 0);
-    if (vb.byteLength <= limit) {
-      out.push({ kind: "buf", vb, kg });
-      return;
-    }
-    if (values.length === 1) {
-      throw new RecordTooLargeError(
-        `A record of ${vb.byteLength} bytes on edge ${this.edge.index} (to ${this.#options.consumerVertexId}) ` +
-          `exceeds the transport's max payload of ${this.#options.transport.maxPayload} bytes ` +
-          `(less ${ENVELOPE_BYTES} bytes of envelope); records crossing a network edge must fit ` +
-          `one message`,
-      );
-    }
-    const half = values.length >> 1;
-    this.#encodeInto(out, values.slice(0, half), ts?.slice(0, half), kg?.slice(0, half));
-    this.#encodeInto(out, values.slice(half), ts?.slice(half), kg?.slice(half));
   }
 
   #drain(ch: ChannelWriter): void {
@@ -525,7 +425,7 @@ export class RecordWriter {
           // several buffers) in the buffer's place, and send those (the
           // keys stay behind: the consumer computes them).
           const encoded: Pending[] = [];
-          this.#encodeInto(encoded, item.v, item.ts, item.kg);
+          encodeBuffers(encoded, item.v, item.ts, item.kg, this.#bufferTarget);
           ch.queue.unshift(...encoded);
         }
       } else if (item.kind === "buf") {
