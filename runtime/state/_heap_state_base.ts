@@ -191,6 +191,57 @@ export function describeTtl(ttl: TtlSettings | undefined): string {
   return `TTL ${ttl.ttlMs} ms ${ttl.onRead ? "OnReadAndWrite" : "OnCreateAndWrite"} in ${ttl.time}`;
 }
 
+/**
+ * Checks the arguments of a state's `mergeNamespaces(target, sources)`.
+ * @throws {TypeError} unless `target` is a string and `sources` an array,
+ *   naming the state `name`.
+ */
+export function checkMergeArguments(name: string, target: unknown, sources: unknown): void {
+  if (typeof target !== "string" || !Array.isArray(sources)) {
+    throw new TypeError(
+      `Keyed state '${name}' merges into a string namespace from an array of namespaces: current values are ${
+        String(target)
+      } and ${String(sources)}`,
+    );
+  }
+}
+
+/**
+ * Flink's `mergeNamespaces` for the current key, whatever holds the
+ * entries: takes (and removes) the entry of every namespace of `sources`
+ * in order, folds them with `combine`, then folds the result into the
+ * target's entry (`combine(target, merged)`) or stores it there. `live`
+ * filters a stored value (TTL states drop expired ones) and returns
+ * `undefined` for nothing. Nothing is written when no source holds a live
+ * value.
+ *
+ * @param sources the namespaces merged, in order.
+ * @param take removes namespace `ns`'s entry, returning what it stored (`undefined`: none).
+ * @param updateTarget replaces the target's stored value (`undefined`: none) with `next` of it.
+ */
+export function mergeNamespaceEntries<S>(
+  sources: readonly string[],
+  combine: (a: S, b: S) => S,
+  live: (stored: S) => S | undefined,
+  take: (ns: string) => S | undefined,
+  updateTarget: (next: (stored: S | undefined) => S) => void,
+): void {
+  let merged: S | undefined;
+  for (const ns of sources) {
+    const stored = take(ns);
+    if (stored === undefined) continue;
+    const value = live(stored);
+    if (value === undefined) continue;
+    merged = merged === undefined ? value : combine(merged, value);
+  }
+  if (merged === undefined) return;
+  const result = merged;
+  updateTarget((stored) => {
+    const existing = stored === undefined ? undefined : live(stored);
+    return existing === undefined ? result : combine(existing, result);
+  });
+}
+
 /** What {@linkcode checkRegistration} reads of a state's table, registered or restored. */
 export interface RegisteredTable {
   /** The state's kind. */
@@ -402,29 +453,17 @@ export abstract class HeapState<S> implements InternalKvState {
     combine: (a: S, b: S) => S,
     live: (stored: S) => S | undefined = (stored) => stored,
   ): void {
-    if (typeof target !== "string" || !Array.isArray(sources)) {
-      throw new TypeError(
-        `Keyed state '${this.name}' merges into a string namespace from an array of namespaces: current values are ${
-          String(target)
-        } and ${String(sources)}`,
-      );
-    }
+    checkMergeArguments(this.name, target, sources);
     const sk = this.ctx.stateKey;
-    let merged: S | undefined;
-    for (const ns of sources) {
+    mergeNamespaceEntries(sources, combine, live, (ns) => {
       const m = this.mapIn(ns);
       const stored = m?.get(sk);
-      if (stored === undefined) continue;
-      this.deleteIn(m!, ns);
-      const value = live(stored);
-      if (value === undefined) continue;
-      merged = merged === undefined ? value : combine(merged, value);
-    }
-    if (merged === undefined) return;
-    const m = this.writableIn(target);
-    const stored = m.get(sk);
-    const existing = stored === undefined ? undefined : live(stored);
-    m.set(sk, existing === undefined ? merged : combine(existing, merged));
+      if (stored !== undefined) this.deleteIn(m!, ns);
+      return stored;
+    }, (next) => {
+      const m = this.writableIn(target);
+      m.set(sk, next(m.get(sk)));
+    });
   }
 }
 

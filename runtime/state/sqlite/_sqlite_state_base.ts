@@ -17,7 +17,11 @@ import type { StateKind } from "../../api/state.ts";
 import type { Key, StateKey } from "../key_group.ts";
 import { type InternalKvState, VOID_NAMESPACE } from "../internal_state.ts";
 import type { TtlTime } from "../keyed_state_snapshot.ts";
-import type { TtlSettings } from "../_heap_state_base.ts";
+import {
+  checkMergeArguments,
+  mergeNamespaceEntries,
+  type TtlSettings,
+} from "../_heap_state_base.ts";
 import type { CachedEntry, EntryCache, StateCache } from "./_entry_cache.ts";
 import type { TableStatements } from "./_sqlite_store.ts";
 
@@ -187,28 +191,16 @@ export abstract class SqliteState implements InternalKvState {
     combine: (a: S, b: S) => S,
     live: (stored: S) => S | undefined = (stored) => stored,
   ): void {
-    if (typeof target !== "string" || !Array.isArray(sources)) {
-      throw new TypeError(
-        `Keyed state '${this.name}' merges into a string namespace from an array of namespaces: current values are ${
-          String(target)
-        } and ${String(sources)}`,
-      );
-    }
+    checkMergeArguments(this.name, target, sources);
     if (this.ctx.keyGroup < 0) return;
-    let merged: S | undefined;
-    for (const ns of sources) {
+    mergeNamespaceEntries(sources, combine, live, (ns) => {
       const e = this.writableIn(ns);
       const stored = e.value as S | undefined;
-      if (stored === undefined) continue;
-      this.set(e, undefined);
-      const value = live(stored);
-      if (value === undefined) continue;
-      merged = merged === undefined ? value : combine(merged, value);
-    }
-    if (merged === undefined) return;
-    const t = this.writableIn(target);
-    const stored = t.value as S | undefined;
-    const existing = stored === undefined ? undefined : live(stored);
-    this.set(t, existing === undefined ? merged : combine(existing, merged));
+      if (stored !== undefined) this.set(e, undefined);
+      return stored;
+    }, (next) => {
+      const t = this.writableIn(target);
+      this.set(t, next(t.value as S | undefined));
+    });
   }
 }
