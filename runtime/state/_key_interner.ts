@@ -60,7 +60,7 @@
  * @module
  */
 
-import type { Key, KeyPart } from "./key_group.ts";
+import { type Key, type KeyPart, unsupportedKey, unsupportedKeyPart } from "./key_group.ts";
 
 /**
  * A key's identity as a `Map` key in the heap backend: the primitive key
@@ -113,11 +113,7 @@ export function tupleHash(tuple: readonly unknown[]): number {
         k = Number(BigInt.asIntN(32, part)) ^ 0x85ebca6b;
         break;
       default:
-        throw new TypeError(
-          `A composite key's elements must be strings, numbers, booleans or bigints: element ${i} is ${
-            describe(part)
-          }`,
-        );
+        throw unsupportedKeyPart(i, part);
     }
     h = Math.imul(h ^ k, 0x9e3779b1);
     h ^= h >>> 15;
@@ -135,17 +131,6 @@ function sameTuple(c: readonly KeyPart[], t: readonly unknown[]): boolean {
     if (a !== b && (a === a || b === b)) return false; // equal, or both NaN
   }
   return true;
-}
-
-function describe(value: unknown): string {
-  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
-    return `an object (${Object.prototype.toString.call(value)})`;
-  }
-  try {
-    return String(JSON.stringify(value) ?? String(value));
-  } catch {
-    return String(value);
-  }
 }
 
 /**
@@ -182,11 +167,7 @@ export class KeyInterner {
         return key === 0 ? 0 : key; // -0 -> 0
     }
     if (Array.isArray(key)) return this.intern(key);
-    throw new TypeError(
-      `A key must be a string, number, boolean, bigint or an array of those: current value is ${
-        describe(key)
-      }`,
-    );
+    throw unsupportedKey(key);
   }
 
   /**

@@ -136,7 +136,12 @@ function mixBigint(h: number, x: bigint): number {
   return h;
 }
 
-function unsupportedKey(key: unknown): TypeError {
+/**
+ * The error for a value that is not a {@linkcode Key}, naming it.
+ * @param key the value given as a key.
+ * @returns a `TypeError` to throw.
+ */
+export function unsupportedKey(key: unknown): TypeError {
   return new TypeError(
     `A key must be a string, number, boolean, bigint or an array of those: current value is ${
       describe(key)
@@ -343,18 +348,25 @@ export function stateKeyOf(key: Key): StateKey {
           out += part ? "t" : "f";
           break;
         default:
-          throw new TypeError(
-            `A composite key's elements must be strings, numbers, booleans or bigints: element ${i} is ${
-              describe(part)
-            }`,
-          );
+          throw unsupportedKeyPart(i, part);
       }
     }
     return out;
   }
-  throw new TypeError(
-    `A key must be a string, number, boolean, bigint or an array of those: current value is ${
-      describe(key)
+  throw unsupportedKey(key);
+}
+
+/**
+ * The error for element `index` of a composite key that is not a
+ * {@linkcode KeyPart}, naming it.
+ * @param index the element's index in the key.
+ * @param part the element.
+ * @returns a `TypeError` to throw.
+ */
+export function unsupportedKeyPart(index: number, part: unknown): TypeError {
+  return new TypeError(
+    `A composite key's elements must be strings, numbers, booleans or bigints: element ${index} is ${
+      describe(part)
     }`,
   );
 }
