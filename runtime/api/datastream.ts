@@ -1,7 +1,8 @@
 /**
  * The DataStream API: typed handles over the StreamGraph that the
  * {@linkcode StreamExecutionEnvironment} builds (Flink's `DataStream`,
- * `SingleOutputStreamOperator`, `KeyedStream`, `DataStreamSink`).
+ * `SingleOutputStreamOperator`, `KeyedStream`; `DataStreamSink` is in
+ * `data_stream_sink.ts`, re-exported here).
  *
  * Every method adds nodes and edges to the graph and returns a new handle;
  * nothing runs until `env.execute()`.
@@ -42,7 +43,7 @@ import type { Key } from "../state/key_group.ts";
 import { PrintSink, type PrintSinkOptions } from "./print_sink.ts";
 import { AggregatingStateDescriptor } from "./state.ts";
 import { type AggregationField, comparableAggregator } from "./comparable_aggregator.ts";
-import { WATERMARK_FLOORS_KEY, type WatermarkStrategy } from "../time/watermark.ts";
+import type { WatermarkStrategy } from "../time/watermark.ts";
 import { AllWindowedStream, WindowedStream } from "./windowed_stream.ts";
 import type { WindowAssigner } from "../time/windows/window_assigner.ts";
 import type { GlobalWindow, Window } from "../time/windows/window.ts";
@@ -60,6 +61,10 @@ import type { MapStateDescriptor } from "./state.ts";
 import { JoinedStreams } from "./joined_streams.ts";
 import { IntervalJoin } from "./interval_join.ts";
 import { CoGroupedStreams } from "./co_grouped_streams.ts";
+import { DataStreamSink } from "./data_stream_sink.ts";
+import { checkedMaxParallelism, checkedParallelism, checkedUid } from "./operator_settings.ts";
+
+export { DataStreamSink } from "./data_stream_sink.ts";
 
 /** One input of a stream-to-be: a node's (side) output, and how it is partitioned. */
 export interface StreamInput {
@@ -77,25 +82,6 @@ export interface StreamInput {
 export interface StreamGraphOwner {
   /** The graph under construction. */
   readonly streamGraph: StreamGraph;
-}
-
-function checkedUid(uid: string): string {
-  if (typeof uid !== "string" || uid.length === 0) {
-    throw new TypeError(`uid must be a non-empty string: current value is ${JSON.stringify(uid)}`);
-  }
-  if (uid === WATERMARK_FLOORS_KEY) {
-    throw new TypeError(
-      `uid '${uid}' is reserved (checkpoints keep the operators' watermarks under it): choose another`,
-    );
-  }
-  return uid;
-}
-
-function checkedParallelism(parallelism: number): number {
-  if (!Number.isInteger(parallelism) || parallelism < 1) {
-    throw new RangeError(`parallelism must be a positive integer: current value is ${parallelism}`);
-  }
-  return parallelism;
 }
 
 /** A stream of records of type `T`. */
@@ -402,12 +388,7 @@ export class SingleOutputStreamOperator<T> extends DataStream<T> {
    * @throws {RangeError} unless it is an integer in 1..32768.
    */
   setMaxParallelism(maxParallelism: number): this {
-    if (!Number.isInteger(maxParallelism) || maxParallelism < 1 || maxParallelism > 32768) {
-      throw new RangeError(
-        `maxParallelism must be an integer in 1..32768: current value is ${maxParallelism}`,
-      );
-    }
-    this.node.maxParallelism = maxParallelism;
+    this.node.maxParallelism = checkedMaxParallelism(maxParallelism);
     return this;
   }
 
@@ -645,47 +626,5 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
    */
   maxBy(field: AggregationField<T>): SingleOutputStreamOperator<T> {
     return this.reduce(comparableAggregator<T>("maxBy", field)).name(`MaxBy(${String(field)})`);
-  }
-}
-
-/** The handle of a sink, whose properties can still be set. */
-export class DataStreamSink<T> {
-  /** The sink's graph node. */
-  readonly node: StreamNode;
-  declare private readonly _type: T;
-
-  /** @internal */
-  constructor(node: StreamNode) {
-    this.node = node;
-  }
-
-  /**
-   * Sets the sink's stable id (see `SingleOutputStreamOperator.uid`).
-   * @throws {TypeError} when `uid` is empty.
-   */
-  uid(uid: string): this {
-    this.node.uid = checkedUid(uid);
-    return this;
-  }
-
-  /** Sets the display name. */
-  name(name: string): this {
-    this.node.name = name;
-    return this;
-  }
-
-  /**
-   * Sets the number of parallel sink subtasks.
-   * @throws {RangeError} unless `parallelism` is a positive integer.
-   */
-  setParallelism(parallelism: number): this {
-    this.node.parallelism = checkedParallelism(parallelism);
-    return this;
-  }
-
-  /** Keeps the sink out of any operator chain. */
-  disableChaining(): this {
-    this.node.chainable = false;
-    return this;
   }
 }
