@@ -16,6 +16,9 @@ const TOKEN_KEY = "weir.restToken";
 
 let unauthorizedListeners: (() => void)[] = [];
 
+/** The token entered in this page, also when sessionStorage refuses to keep it. */
+let memoryToken: string | undefined;
+
 /** The token kept for this browser tab, if any. */
 export function storedToken(): string | undefined {
   try {
@@ -35,8 +38,6 @@ export function storeToken(token: string): void {
   }
   memoryToken = token === "" ? undefined : token;
 }
-
-let memoryToken: string | undefined;
 
 /** Calls `listener` on every 401 answer; returns the function that unsubscribes it. */
 export function onUnauthorized(listener: () => void): () => void {
