@@ -63,6 +63,7 @@ import {
 import { jetstreamApi, type NatsConnection } from "../runtime/actor/nats_deps.ts";
 import { connectNats, type NatsConnectionOptions } from "../runtime/actor/nats_connect.ts";
 import { runReadCommand } from "../connectors/jetstream/reader.ts";
+import { READ_OPTIONS, readOptionsOf } from "./read.ts";
 import { isStreamNotFound } from "../connectors/jetstream/stream_not_found.ts";
 import {
   checkStreamName,
@@ -362,15 +363,7 @@ const SUBCOMMANDS: Readonly<Record<string, (inv: Invocation) => Promise<number>>
   },
 
   read: async ({ args, output }) => {
-    const { values, positionals } = parseCommandArgs("stream read", args, {
-      ...NATS_OPTIONS,
-      stream: { type: "string" },
-      from: { type: "string" },
-      subject: { type: "string" },
-      "txn-bucket": { type: "string" },
-      committed: { type: "boolean" },
-      follow: { type: "boolean" },
-    });
+    const { values, positionals } = parseCommandArgs("stream read", args, READ_OPTIONS);
     if (values.stream !== undefined && positionals.length > 0) {
       throw new UsageError("weir stream read takes the stream as NAME or --stream, not both");
     }
@@ -378,15 +371,7 @@ const SUBCOMMANDS: Readonly<Record<string, (inv: Invocation) => Promise<number>>
       values.stream ?? onePositional(positionals, "read", "a stream NAME"),
     );
     const nats = requireNats("stream read", args);
-    const read = runReadCommand({
-      nats,
-      stream: name,
-      committed: values.committed ?? false,
-      follow: values.follow ?? false,
-      ...(values.from === undefined ? {} : { from: positiveInt(values.from, "--from") }),
-      ...(values.subject === undefined ? {} : { filterSubject: values.subject }),
-      ...(values["txn-bucket"] === undefined ? {} : { txnBucket: values["txn-bucket"] }),
-    }, (line) => output.out(line));
+    const read = runReadCommand(readOptionsOf(nats, name, values), (line) => output.out(line));
     try {
       await read;
     } catch (error) {
