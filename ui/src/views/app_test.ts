@@ -344,6 +344,7 @@ Deno.test("the job graph shows vertices with back pressure, rates and edges; a c
     assert.equal(edges.length, 1);
     assert.equal(edges[0]?.getAttribute("data-ship-strategy"), "HASH");
     assert.equal(text('[data-testid="job-status"]'), "RUNNING");
+    assert.equal(document.title, "word count (RUNNING) · Weir");
     click('[data-vertex-id="v1"]');
     await waitFor(
       "3 subtask rows",

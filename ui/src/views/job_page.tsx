@@ -9,7 +9,7 @@
  * @module
  */
 
-import { h } from "../deps.ts";
+import { h, useEffect } from "../deps.ts";
 import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
@@ -36,6 +36,14 @@ export function JobPage(props: { readonly jobId: string; readonly tab: JobTab })
     () => request<JobDetails>(`/jobs/${encodeURIComponent(props.jobId)}`, { expect: SHAPES.job }),
   );
   const job = poll.data;
+  const title = job === undefined ? undefined : `${job.name} (${job.state}) · Weir`;
+  useEffect(() => {
+    if (title === undefined) return;
+    document.title = title;
+    return () => {
+      document.title = "Weir dashboard";
+    };
+  }, [title]);
   if (job === undefined) {
     return (
       <div class="page">
