@@ -5,13 +5,10 @@
  *
  * ## Failure detection
  *
- * Each worker publishes a heartbeat every `heartbeatIntervalMs`. A worker
- * not heard from for `heartbeatTimeoutMs` is dead: its slots leave the pool,
- * and every job whose current attempt had a subtask on one of them fails
- * that attempt. The job's restart strategy then restarts it from its latest
- * completed checkpoint on the workers that are left (Flink's heartbeat
- * timeout between JobManager and TaskManagers; full failover). A worker that
- * comes back (a new process) joins the pool for later deployments.
+ * Worker heartbeats, the heartbeat timeout and NATS outages are
+ * `heartbeat_monitor.ts`: a worker silent for `heartbeatTimeoutMs` fails the
+ * attempts of the jobs it ran subtasks of, which restart from their latest
+ * completed checkpoint on the workers left (full failover).
  *
  * ## High availability
  *
@@ -32,8 +29,8 @@
  * Submissions are checked and accepted in `job_submission.ts` (the restore
  * point resolved, the job's coordinator options built, the job recorded in
  * the job store); the job table is `cluster_jobs.ts`; live workers are
- * `worker_pool.ts`; a new leader's registration window is
- * `ha/worker_registration.ts`.
+ * `worker_pool.ts`, watched by `heartbeat_monitor.ts`; a new leader's
+ * registration window is `ha/worker_registration.ts`.
  *
  * @module
  */
@@ -52,10 +49,9 @@ import {
   takeoverReason,
 } from "./ha/recovered_job.ts";
 import { JobFailedError } from "./job_result.ts";
-import { WorkerPool } from "./worker_pool.ts";
+import { HeartbeatMonitor } from "./heartbeat_monitor.ts";
 import { WorkerRegistrationWindow } from "./ha/worker_registration.ts";
 import { type ClusterJob, ClusterJobs, type WorkerRegistrationFacts } from "./cluster_jobs.ts";
-import { NatsConnectionLostError, WorkerLostError } from "./cluster_errors.ts";
 export { NatsConnectionLostError, WorkerLostError } from "./cluster_errors.ts";
 import {
   acceptSubmission,
@@ -121,13 +117,12 @@ export interface ClusterCoordinatorOptions {
 /** Runs the jobs of a cluster (see the module docs). */
 export class ClusterCoordinator implements RestBackend {
   readonly #o: ClusterCoordinatorOptions;
-  readonly #workers = new WorkerPool();
   /** The job table (`cluster_jobs.ts`). */
   readonly #jobs = new ClusterJobs();
+  /** Live workers and failure detection (`heartbeat_monitor.ts`). */
+  readonly #heartbeats: HeartbeatMonitor;
   readonly #subscriptions: Subscription[] = [];
   #sweeper: ReturnType<typeof setInterval> | undefined;
-  /** When the NATS connection was lost, while it is (see `connectionLost`). */
-  #disconnectedAt: number | undefined;
   /** High availability: no job runs while workers register with this leader. */
   readonly #registration: WorkerRegistrationWindow;
   /** High availability: this term ended (`suspend`). */
@@ -135,6 +130,7 @@ export class ClusterCoordinator implements RestBackend {
 
   constructor(options: ClusterCoordinatorOptions) {
     this.#o = options;
+    this.#heartbeats = new HeartbeatMonitor(this.#jobs, this.#heartbeatTimeoutMs);
     this.#registration = new WorkerRegistrationWindow(options.ha?.workerRegistrationMs ?? 0);
   }
 
@@ -152,7 +148,7 @@ export class ClusterCoordinator implements RestBackend {
           .catch((error) => log.error(`on ${subject}: ${describe(error)}`));
       }));
     };
-    on(HEARTBEAT_SUBJECT, (m) => this.#onHeartbeat(decode(m.data) as Heartbeat));
+    on(HEARTBEAT_SUBJECT, (m) => this.#heartbeats.heartbeat(decode(m.data) as Heartbeat));
     on(SUBMIT_SUBJECT, (m) => this.#onSubmit(m));
     on(LIST_SUBJECT, (m) => this.#reply(m, this.overview()));
     on(CANCEL_SUBJECT, (m) => this.#onCancel(m));
@@ -244,7 +240,7 @@ export class ClusterCoordinator implements RestBackend {
     const now = Date.now();
     return {
       jobs: this.#jobs.statuses(this.#registrationFacts, now),
-      workers: this.#workers.list(now),
+      workers: this.#heartbeats.workers.list(now),
     };
   }
 
@@ -253,7 +249,7 @@ export class ClusterCoordinator implements RestBackend {
    * the second, ...), so round-robin deployment spreads a job over processes.
    */
   slots(): string[] {
-    return this.#workers.slots();
+    return this.#heartbeats.workers.slots();
   }
 
   /**
@@ -263,40 +259,19 @@ export class ClusterCoordinator implements RestBackend {
    * workers). Call {@linkcode ClusterCoordinator.connectionRestored} when it is.
    */
   connectionLost(): void {
-    this.#disconnectedAt ??= Date.now();
-    log.warn(
-      `the coordinator lost its NATS connection; reconnecting (workers are not declared lost ` +
-        `meanwhile)`,
-    );
+    this.#heartbeats.connectionLost();
   }
 
   /**
    * The coordinator's NATS connection was lost and re-established: core NATS
    * may have dropped control messages (acknowledgements, notifications), so
-   * every running job fails its attempt with a {@linkcode NatsConnectionLostError}
+   * every running job fails its attempt with a `NatsConnectionLostError`
    * and restarts from its latest checkpoint rather than wait for a
    * checkpoint timeout. Workers are forgotten until their next heartbeat, so
    * the restart deploys only to workers that are connected again.
    */
   connectionRestored(): void {
-    const lostForMs = this.#disconnectedAt === undefined
-      ? undefined
-      : Date.now() - this.#disconnectedAt;
-    this.#disconnectedAt = undefined;
-    // Workers count again once a heartbeat shows they reconnected too: a
-    // deployment sent to a worker still disconnected would be lost.
-    this.#workers.clear();
-    for (const job of this.#jobs.values()) {
-      if (job.status.status !== "RUNNING" || job.awaitingWorkers) continue;
-      job.coordinator.failAttempt(
-        new NatsConnectionLostError(
-          `NATS outage: the coordinator's NATS connection was lost` +
-            (lostForMs === undefined ? "" : ` for ${lostForMs} ms`) +
-            ` and is back; messages of job ${job.request.jobId} may have been lost, so it ` +
-            `restarts from its latest checkpoint`,
-        ),
-      );
-    }
+    this.#heartbeats.connectionRestored();
   }
 
   /** Cancels every running job and stops answering. */
@@ -315,29 +290,6 @@ export class ClusterCoordinator implements RestBackend {
     if (m.reply !== undefined) this.#o.transport.publish(m.reply, encode(body));
   }
 
-  #onHeartbeat(hb: Heartbeat): void {
-    const event = this.#workers.heartbeat(hb, Date.now());
-    if (event.kind === "invalid") {
-      log.warn(`ignoring a heartbeat with an invalid worker id ${JSON.stringify(hb?.workerId)}`);
-      return;
-    }
-    if (event.kind === "replaced") {
-      // Another process took the id: the one before it is gone (restarted at
-      // once, faster than the heartbeat timeout), or two workers share the id.
-      const known = event.previous;
-      this.#workerLost(
-        known,
-        `was replaced by another process with the same id (pid ${known.pid} -> ` +
-          `${hb.pid}; two live workers must not share an id)`,
-      );
-    }
-    if (event.kind !== "refreshed") {
-      log.info(
-        `worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) joined with ${hb.slots.length} slots`,
-        { name: "worker-joined", workerId: hb.workerId, pid: hb.pid, slots: hb.slots.length },
-      );
-    }
-  }
   /** Declares silent workers dead and fails the attempts that used them. */
   #sweep(): void {
     for (const job of this.#jobs.values()) {
@@ -347,31 +299,7 @@ export class ClusterCoordinator implements RestBackend {
         job.coordinator.latestCheckpointId,
       );
     }
-    if (this.#disconnectedAt !== undefined) return; // a NATS outage, not lost workers
-    for (const { worker, silentMs } of this.#workers.expire(Date.now(), this.#heartbeatTimeoutMs)) {
-      this.#workerLost(worker, `sent no heartbeat for ${silentMs} ms`);
-    }
-  }
-
-  /** Fails the current attempt of every running job with a subtask on `w`'s slots. */
-  #workerLost(hb: Heartbeat, why: string): void {
-    log.warn(`worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) lost: it ${why}`, {
-      name: "worker-lost",
-      workerId: hb.workerId,
-      pid: hb.pid,
-      reason: why,
-    });
-    const lost = new Set(hb.slots);
-    for (const job of this.#jobs.values()) {
-      if (job.status.status !== "RUNNING") continue;
-      if (![...job.coordinator.deployedWorkers].some((s) => lost.has(s))) continue;
-      job.coordinator.failAttempt(
-        new WorkerLostError(
-          `Worker ${hb.workerId} (${hb.host}, pid ${hb.pid}) running subtasks of job ` +
-            `${job.request.jobId} ${why}`,
-        ),
-      );
-    }
+    this.#heartbeats.expire(Date.now());
   }
 
   /** A submission (`job_submission.ts` checks and accepts it); the reply comes before the job runs. */
