@@ -53,7 +53,8 @@
  *   self-contained; the changelog is neither consumed nor referenced.
  * - **Restore** reads the materialized snapshots and the segments, replays
  *   the segments in `(checkpointId, seq)` order over them, keeping only this
- *   backend's key groups (`replay.ts`, pure), and loads the result into the
+ *   backend's key groups (`_changelog_restore.ts`; `replay.ts`, pure), and
+ *   loads the result into the
  *   inner backend through its own `restore`. A restore whose handles are all
  *   shared and of exactly this backend's key-group range (the same subtask
  *   after a failure) keeps referring to them; any other (rescale, a full
@@ -149,7 +150,6 @@ import {
   ChangelogValueState,
   RecordingAggregateFunction,
 } from "./_changelog_states.ts";
-import { compareSegments, decodeSegment } from "./changelog_segment.ts";
 import {
   checkMaterializationOptions,
   decideMaterialization,
@@ -157,8 +157,7 @@ import {
   type MaterializationDecision,
   type MaterializationOptions,
 } from "./materialization_policy.ts";
-import { replayChangelog } from "./replay.ts";
-import { readCanonical, syntheticHandles } from "./_canonical_blobs.ts";
+import { restoreChain } from "./_changelog_restore.ts";
 import {
   captureSegment,
   type Chain,
@@ -223,11 +222,6 @@ interface Registered {
 
 function ttlTimeOf(ttl: StateTtlConfig | undefined): TtlTime | undefined {
   return ttl === undefined ? undefined : ttl.timeCharacteristic ?? "ProcessingTime";
-}
-
-function intersects(handle: StateHandle, range: KeyGroupRange): boolean {
-  const r = handle.keyGroupRange;
-  return r === undefined || (r[0] <= range.endKeyGroup && r[1] >= range.startKeyGroup);
 }
 
 /**
@@ -558,65 +552,7 @@ export class ChangelogKeyedStateBackend implements KeyedStateBackend {
    *   inner backend's `restore` throws.
    */
   async restore(handles: readonly StateHandle[], read: StateReader): Promise<void> {
-    const range = this.keyGroupRange;
-    const seen = new Set<string>();
-    const bases: StateHandle[] = [];
-    const segmentHandles: StateHandle[] = [];
-    for (const handle of handles) {
-      if (seen.has(handle.path) || !intersects(handle, range)) continue;
-      seen.add(handle.path);
-      if (handle.kind === "keyed") bases.push(handle);
-      else if (handle.kind === "keyed-incremental") segmentHandles.push(handle);
-      else {
-        throw new Error(
-          `Cannot restore keyed state handle '${handle.path}': the changelog keyed state backend reads kinds 'keyed' and 'keyed-incremental', current value is '${handle.kind}'`,
-        );
-      }
-    }
-    const decoded = await Promise.all(
-      segmentHandles.map(async (h) => ({
-        handle: h,
-        segment: decodeSegment(h, await read(h), this.maxParallelism),
-      })),
-    );
-    decoded.sort((a, b) => compareSegments(a.segment, b.segment));
-    if (decoded.length === 0) {
-      await this.#inner.restore(bases, read);
-    } else {
-      const snapshots = await Promise.all(
-        bases.map((h) => readCanonical(h, read, this.maxParallelism)),
-      );
-      const replayed = replayChangelog({
-        bases: snapshots,
-        segments: decoded.map((d) => d.segment),
-        keyGroupRange: [range.startKeyGroup, range.endKeyGroup],
-        maxParallelism: this.maxParallelism,
-      });
-      const synthetic = syntheticHandles(replayed, handles[0]?.uid ?? "");
-      await this.#inner.restore(synthetic.handles, synthetic.read);
-    }
-    const kept = [...bases, ...segmentHandles];
-    const reusable = kept.every((h) =>
-      h.shared && h.keyGroupRange !== undefined &&
-      h.keyGroupRange[0] === range.startKeyGroup && h.keyGroupRange[1] === range.endKeyGroup
-    );
-    this.#chain = {
-      materializedAt: -1,
-      base: bases,
-      baseBytes: bases.reduce((n, h) => n + h.bytes, 0),
-      baseEntries: this.#inner.numEntries(),
-      segments: decoded.map(({ handle, segment }) => ({
-        checkpointId: segment.checkpointId,
-        seq: segment.seq,
-        entries: 0,
-        bytes: handle.bytes,
-        captured: undefined,
-        data: undefined,
-        handle,
-        upload: undefined,
-      })),
-      valid: reusable,
-    };
+    this.#chain = await restoreChain(this.#inner, handles, read);
     this.#lastMaterializedAt = this.#clock();
   }
 
