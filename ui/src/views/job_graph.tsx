@@ -13,7 +13,7 @@
  * @module
  */
 
-import { h, useMemo, useRef, useState } from "../deps.ts";
+import { h, useMemo, useState } from "../deps.ts";
 import type { VNode } from "../deps.ts";
 import { request } from "../api.ts";
 import { SHAPES } from "../model/answer_shape.ts";
@@ -76,10 +76,7 @@ export function JobGraphTab(props: JobGraphTabProps): VNode {
   const job = props.job;
   const graph = useMemo(() => jobGraph(job), [graphKey(job)]);
   const [selected, setSelected] = useState<string | null>(null);
-  const history = useRef<{ job: Series; vertices: Map<string, Series> }>({
-    job: emptySeries(2),
-    vertices: new Map(),
-  });
+  const history = historyOf(job.jid);
   const running = job.state === "RUNNING" || job.state === "WAITING_FOR_RESOURCES";
   const ids = graph.vertices.map((v) => v.id);
   // An ended job's metrics are its last samples, not live: not polled.
@@ -90,7 +87,7 @@ export function JobGraphTab(props: JobGraphTabProps): VNode {
         ids.map(async (id) => [id, await loadVertexLive(job.jid, id)] as const),
       );
       const map = new Map(entries);
-      record(history.current, graph, map, Date.now());
+      record(history, graph, map, Date.now());
       return map;
     },
   );
@@ -123,15 +120,15 @@ export function JobGraphTab(props: JobGraphTabProps): VNode {
           jobId={job.jid}
           vertex={selectedVertex}
           ended={!running}
-          series={history.current.vertices.get(selectedVertex.id) ?? emptySeries(2)}
+          series={history.vertices.get(selectedVertex.id) ?? emptySeries(2)}
           onClose={() => setSelected(null)}
         />
       )}
       <Panel title="Throughput">
-        {running || history.current.job.times.length > 0
+        {running || history.job.times.length > 0
           ? (
             <Chart
-              series={history.current.job}
+              series={history.job}
               labels={["sources out", "sinks in"]}
               unit="rate"
               testId="job-throughput"
@@ -141,6 +138,32 @@ export function JobGraphTab(props: JobGraphTabProps): VNode {
       </Panel>
     </div>
   );
+}
+
+/** The rates kept for a job's charts: the job's (sources out, sinks in) and each vertex's (in, out). */
+interface RateHistory {
+  job: Series;
+  readonly vertices: Map<string, Series>;
+}
+
+/** Jobs whose chart history the page keeps across tab changes (the latest opened). */
+const KEPT_HISTORIES = 8;
+
+const histories = new Map<string, RateHistory>();
+
+/** The chart history of job `jobId`, kept while the page lives (the latest {@linkcode KEPT_HISTORIES} jobs). */
+function historyOf(jobId: string): RateHistory {
+  let h = histories.get(jobId);
+  if (h === undefined) {
+    h = { job: emptySeries(2), vertices: new Map() };
+    if (histories.size >= KEPT_HISTORIES) {
+      const oldest = histories.keys().next().value;
+      if (oldest !== undefined) histories.delete(oldest);
+    }
+  }
+  histories.delete(jobId);
+  histories.set(jobId, h);
+  return h;
 }
 
 /** A key that changes only when the graph's shape does (so the layout is not recomputed every poll). */
@@ -158,7 +181,7 @@ function graphKey(job: JobDetails): string {
 
 /** Adds the latest rates to the job's and each vertex's series. */
 function record(
-  h: { job: Series; vertices: Map<string, Series> },
+  h: RateHistory,
   graph: JobGraphModel,
   live: ReadonlyMap<string, VertexLive>,
   now: number,

@@ -89,7 +89,7 @@ export function JobPage(props: { readonly jobId: string; readonly tab: JobTab })
             Restarts <b>{job.numRestarts ?? "-"}</b>
           </span>
         </div>
-        <JobActions jobId={job.jid} jobName={job.name} state={job.state} />
+        <JobActions key={job.jid} jobId={job.jid} jobName={job.name} state={job.state} />
       </div>
       <nav class="tabs">
         {TABS.map(([tab, label]) => (
@@ -103,9 +103,9 @@ export function JobPage(props: { readonly jobId: string; readonly tab: JobTab })
           </a>
         ))}
       </nav>
-      {props.tab === "graph" && <JobGraphTab job={job} />}
-      {props.tab === "checkpoints" && <CheckpointsTab job={job} />}
-      {props.tab === "exceptions" && <ExceptionsTab jobId={job.jid} />}
+      {props.tab === "graph" && <JobGraphTab key={job.jid} job={job} />}
+      {props.tab === "checkpoints" && <CheckpointsTab key={job.jid} job={job} />}
+      {props.tab === "exceptions" && <ExceptionsTab key={job.jid} jobId={job.jid} />}
     </div>
   );
 }
