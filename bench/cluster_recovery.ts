@@ -92,6 +92,9 @@
  * and load into the job's keyed state backend (heap, under the changelog
  * backend for incremental cases). Nothing is asserted on timing.
  *
+ * The report (runs, medians, ratios, the matrix, the RESULT line) is
+ * `cluster_recovery_report.ts`.
+ *
  * @module
  */
 
@@ -105,16 +108,17 @@ import { createKeyedStateBackend } from "../runtime/state/state_backend_factory.
 import { KeyGroupRange } from "../runtime/state/key_group.ts";
 import { readCommitted } from "../connectors/jetstream/mod.ts";
 import { type RecoveryRecord, wallClockMs } from "./jobs/recovery_job.ts";
-import {
-  type Breakdown,
-  breakdown,
-  eventsNamed,
-  parseLog,
-  parseMarks,
-} from "./recovery_breakdown.ts";
-import { formatRatio, median, type Rounds, runRounds, type Sample } from "./_rounds.ts";
+import { breakdown, eventsNamed, parseLog, parseMarks } from "./recovery_breakdown.ts";
+import { type Rounds, runRounds } from "./_rounds.ts";
 import { benchNats } from "./_cluster_bench.ts";
-import { resultLine } from "./_result.ts";
+import {
+  type Case,
+  fmtBytes,
+  type IdleRestore,
+  printReport,
+  type RunResult,
+  type Settings,
+} from "./cluster_recovery_report.ts";
 
 const JOB = fileURLToPath(new URL("./jobs/recovery_job.ts", import.meta.url));
 
@@ -181,53 +185,6 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** A state size to measure. */
-interface Case {
-  readonly label: string;
-  /** The state size's name (`baseline`, `10MB`, `100MB`, `1GB`). */
-  readonly size: string;
-  readonly keys: number;
-  readonly checkpointMs: number;
-  /** Workers run with `--local-recovery on`. */
-  readonly local: boolean;
-  /** The job runs with `incrementalCheckpoints`. */
-  readonly incremental: boolean;
-}
-
-/** Settings shared by every run. */
-interface Settings {
-  readonly valueBytes: number;
-  readonly rate: number;
-  readonly heartbeatTimeoutMs: number;
-  readonly restartDelayMs: number;
-  /** Restart the killed worker at once with its id (a supervisor's restart). */
-  readonly restartVictim: boolean;
-}
-
-/** What the idle re-read of keyed subtask 0's state file took. */
-interface IdleRestore {
-  readonly fileBytes: number;
-  readonly totalBytes: number;
-  readonly downloadMs: number;
-  /** Decode and load into the backend, ms. */
-  readonly loadMs: number;
-}
-
-interface RunResult extends Breakdown {
-  readonly label: string;
-  readonly case: Case;
-  /** Keyed handles the restarted attempt read from local copies, and from checkpoint storage. */
-  readonly keyedReads: { readonly local: number; readonly remote: number };
-  readonly killedAttempt: number;
-  readonly checkpointMs: number;
-  /** Attempt 0's first record to its first trickle record; NaN when it never trickled. */
-  readonly buildMs: number;
-  readonly threadsAfterKill: number;
-  readonly importMs: number;
-  readonly records: number;
-  readonly idle: IdleRestore;
 }
 
 /**
@@ -468,132 +425,6 @@ async function runOnce(url: string, c: Case, s: Settings): Promise<RunResult> {
     await nc.close();
     await Deno.remove(localDir, { recursive: true }).catch(() => {});
   }
-}
-
-function fmtBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-const ms = (n: number) => Number.isFinite(n) ? `${Math.round(n)}` : "n/a";
-
-/**
- * One row per run, then medians per case and ratios to the first case (the
- * baseline), as medians of the per-round ratios; then the RESULT line.
- */
-function printReport(rounds: Rounds<RunResult>, cases: readonly Case[], s: Settings): void {
-  const results = rounds.byRound.flat().map((sample) => sample.value);
-  const cols = [
-    ["case", 16],
-    ["state", 10],
-    ["cp every", 8],
-    ["detect", 6],
-    ["restart", 7],
-    ["restore", 7],
-    ["open", 5],
-    ["1st cp", 6],
-    ["commit", 6],
-    ["TOTAL", 6],
-    ["keyed reads local/remote", 24],
-  ] as const;
-  const row = (cells: readonly string[]) =>
-    cells.map((c, i) => i < 1 ? c.padEnd(cols[i]![1]) : c.padStart(cols[i]![1])).join("  ");
-  console.log(
-    `\nRecovery time, SIGKILL of a worker -> first committed record of the next attempt (ms); ` +
-      `heartbeat timeout ${s.heartbeatTimeoutMs} ms (workers beat every 500 ms), ` +
-      `restart delay ${s.restartDelayMs} ms, trickle ${s.rate} records/s, parallelism 2 on 2 ` +
-      `workers x 2 slots\n`,
-  );
-  console.log(row(cols.map(([name]) => name)));
-  for (const r of results) {
-    console.log(row([
-      r.label,
-      fmtBytes(r.idle.totalBytes),
-      `${r.checkpointMs} ms`,
-      ms(r.detectMs),
-      ms(r.restartMs),
-      ms(r.restoreMs),
-      ms(r.openMs),
-      ms(r.firstCheckpointMs),
-      ms(r.commitMs),
-      ms(r.totalMs),
-      `${r.keyedReads.local}/${r.keyedReads.remote}`,
-    ]));
-  }
-  console.log(`\nmedians:`);
-  const base = cases[0]!.label;
-  const total = (sample: Sample<RunResult>) => sample.value.totalMs;
-  const result: Record<string, number> = {};
-  for (const c of cases) {
-    const rs = results.filter((r) => r.label === c.label);
-    const m = (f: (r: RunResult) => number) => median(rs.map(f));
-    const ratio = rounds.ratio(c.label, base, total);
-    const key = c.size === "baseline"
-      ? "baseline"
-      : `${c.size}_local_${c.local ? "on" : "off"}_incr_${c.incremental ? "on" : "off"}`;
-    result[`${key}_ms`] = m((r) => r.totalMs);
-    if (c.label !== base) result[`${key}_ratio`] = ratio.medianOfRatios;
-    console.log(
-      row([
-        c.label,
-        fmtBytes(m((r) => r.idle.totalBytes)),
-        `${c.checkpointMs} ms`,
-        ms(m((r) => r.detectMs)),
-        ms(m((r) => r.restartMs)),
-        ms(m((r) => r.restoreMs)),
-        ms(m((r) => r.openMs)),
-        ms(m((r) => r.firstCheckpointMs)),
-        ms(m((r) => r.commitMs)),
-        ms(m((r) => r.totalMs)),
-        "",
-      ]) +
-        (c.label === base ? "" : `  x${formatRatio(ratio, 2)} of ${base}`),
-    );
-  }
-  console.log(
-    `\ncheckpoints (coordinator log) and restore of keyed subtask 0's file on an idle cluster:`,
-  );
-  for (const r of results) {
-    const b = r.before;
-    const a = r.after;
-    const pad = " ".repeat(17);
-    const cp = (c: typeof b) =>
-      `#${c.id}: ${c.durationMs} ms, ${fmtBytes(c.bytes)} (sync ${c.syncMs}, async ${c.asyncMs})`;
-    const between = r.attempt - r.killedAttempt - 1;
-    console.log(
-      `${r.label.padEnd(16)} build ${ms(r.buildMs)} ms; killed attempt ${r.killedAttempt}, ` +
-        `recovered as attempt ${r.attempt}` +
-        (between > 0 ? ` (${between} attempt(s) failed in between)` : "") +
-        ` from #${r.restoredFrom}\n` +
-        `${pad}last checkpoint before the kill ${cp(b)}; first after it ${cp(a)}\n` +
-        `${pad}idle restore of subtask 0's ${fmtBytes(r.idle.fileBytes)}: download ` +
-        `${ms(r.idle.downloadMs)}, decode and load ${
-          ms(r.idle.loadMs)
-        } ms; slot threads that loaded the job after the kill: ` +
-        `${r.threadsAfterKill} (first deployment: deploy -> job module evaluated on every slot ` +
-        `thread ${ms(r.importMs)} ms); ` +
-        `${r.records} committed records read`,
-    );
-  }
-  // The matrix: median TOTAL per state size, local recovery x incremental checkpoints.
-  const variants = [[false, false], [true, false], [false, true], [true, true]] as const;
-  const head = (l: boolean, i: boolean) => `local ${l ? "on" : "off"}, incr ${i ? "on" : "off"}`;
-  console.log(
-    `\nSIGKILL -> first committed record, median ms (${rounds.count} round(s)):\n` +
-      `| state | ${variants.map(([l, i]) => head(l, i)).join(" | ")} |\n` +
-      `|---|${variants.map(() => "---|").join("")}`,
-  );
-  for (const size of [...new Set(cases.map((c) => c.size))]) {
-    const cells = variants.map(([l, i]) => {
-      const rs = results.filter((r) =>
-        r.case.size === size && r.case.local === l && r.case.incremental === i
-      );
-      return rs.length === 0 ? "-" : ms(median(rs.map((r) => r.totalMs)));
-    });
-    console.log(`| ${size} | ${cells.join(" | ")} |`);
-  }
-  console.log(`\n${resultLine({ ...result, rounds: rounds.count })}`);
 }
 
 if (import.meta.main) {
