@@ -338,7 +338,7 @@ Deno.test("the job graph shows vertices with back pressure, rates and edges; a c
     assert.match(v0, /split/);
     assert.match(v0, /Parallelism: 2/);
     assert.match(v0, /Out 1\.5K\/s/);
-    assert.match(v0, /Backpressured 75%/);
+    assert.match(v0, /75% back-pressured/);
     assert.match(text('[data-vertex-id="v1"]'), /In 1\.5K\/s/);
     const edges = $$('[data-testid="edge"]');
     assert.equal(edges.length, 1);

@@ -323,10 +323,10 @@ function VertexBox(props: {
     >
       <div class="vertex-head">
         <span class="vertex-name">{v.name}</span>
-        <span class="vertex-par" title="parallelism">Parallelism: {v.parallelism}</span>
+        <span class="vertex-vid mono">{v.id}</span>
       </div>
       {ops.length === 1 && ops[0] === v.name
-        ? <div class="vertex-id mono muted">{v.id}</div>
+        ? <div class="vertex-id muted">1 operator</div>
         : (
           <ol class="vertex-ops">
             {shown.map((o, i) => <li key={i}>{o}</li>)}
@@ -336,10 +336,13 @@ function VertexBox(props: {
       <div class="vertex-metrics">
         <span>In {formatRate(l?.inPerSecond)}</span>
         <span>Out {formatRate(l?.outPerSecond)}</span>
+        <span class="vertex-par" title="parallelism">Parallelism: {v.parallelism}</span>
       </div>
       <div class="vertex-bp">
         <span class="bp-badge" style={{ background: colour }}>{level}</span>
-        <span>Backpressured {formatPercent(l?.ratio)}</span>
+        <span title="back-pressured share of time (busiest subtask)">
+          {formatPercent(l?.ratio)} back-pressured
+        </span>
       </div>
     </div>
   );
