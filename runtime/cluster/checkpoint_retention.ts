@@ -38,7 +38,9 @@
  * then off, so nothing it uses is deleted as unreferenced (garbage, never a
  * loss).
  *
- * Every operation runs in call order on one queue (the rebuild first);
+ * Every operation runs in call order on one queue (the rebuild first), and
+ * reads only what the operations before it recorded: a discard asked for
+ * after a registration was queued is decided after that registration;
  * deletes that fail are logged and left behind (a leftover blob is
  * garbage, never a loss), and `SharedStateRegistry.unreferenced` can find
  * them later.
@@ -79,7 +81,11 @@ export class CheckpointRetention {
   #queue: Promise<void>;
   /** Checkpoints whose metadata was written (never aborted afterwards). */
   readonly #written = new Set<CheckpointId>();
-  /** Completed checkpoints retention dropped whose private folder is not deleted yet. */
+  /**
+   * Completed checkpoints retention dropped whose private folder is not
+   * deleted yet. Changed only by queued operations, so it holds exactly the
+   * discards asked for before the running operation was queued.
+   */
   readonly #toDiscard = new Set<CheckpointId>();
   /** The metadata of a retained checkpoint could not be read: the registry misses its blobs. */
   #registryPartial = false;
@@ -135,8 +141,17 @@ export class CheckpointRetention {
    */
   discard(ids: readonly CheckpointId[]): void {
     if (ids.length === 0) return;
-    for (const id of ids) this.#toDiscard.add(id);
-    this.#run(() => this.#discardPending(), "discard");
+    // Recorded by the queued operation, not now: an operation queued earlier
+    // (a completion retrying failed discards) must not discard these before
+    // the acknowledgements queued in between are registered, or a later
+    // checkpoint's references to their shared blobs would not count yet
+    // (found by changelog_state_backend_job_test under load: checkpoint 3,
+    // appending to 2's materialization, lost it when 2 was discarded ahead
+    // of 3's registration).
+    this.#run(() => {
+      for (const id of ids) this.#toDiscard.add(id);
+      return this.#discardPending();
+    }, "discard");
   }
 
   /** Discards the checkpoints retention dropped, in id order; those that fail wait for a retry. */

@@ -258,3 +258,37 @@ Deno.test("CheckpointRetention whose retained checkpoint's metadata cannot be re
     assert.deepEqual(await storage.listShared(JOB), ["shared/f"]);
   });
 });
+
+Deno.test("CheckpointRetention discards a checkpoint only after the operations queued before the discard was asked for (changelog_state_backend_job_test: a later checkpoint's materialization deleted under it)", async () => {
+  await withStorage(async (storage, dir) => {
+    const retention = new CheckpointRetention({ jobId: JOB, storage, retained: [] });
+    // 1 and 2 each write a materialization; 3 appends a segment to 2's.
+    const one = await take(storage, 1, ["mat-1"]);
+    const two = await take(storage, 2, ["mat-2"]);
+    const three = await take(storage, 3, ["seg-3"], ["mat-2"]);
+    for (const ack of [one, two, three]) await storage.writeMetadata(metadataOf(ack));
+    for (const ack of [one, two]) {
+      retention.triggered(ack.checkpointId);
+      retention.acknowledged(ack);
+      retention.written(ack.checkpointId);
+    }
+    await retention.settled();
+    // The coordinator's calls, faster than the queue runs them (a slow disk):
+    // 2's completion drops 1; 3 is triggered, acknowledged and written; its
+    // completion drops 2. 2's discard must wait for 3's registration.
+    retention.discard([1]);
+    retention.triggered(3);
+    retention.acknowledged(three);
+    retention.written(3);
+    retention.discard([2]);
+    await retention.settled();
+    assert.deepEqual(
+      await storage.listShared(JOB),
+      ["shared/mat-2", "shared/seg-3"],
+      "3 refers to 2's materialization",
+    );
+    assert.deepEqual(await storage.listCompleted(JOB), [3]);
+    assert.equal(await exists(join(dir, JOB, "chk-2")), false);
+    assert.equal(retention.registry.referenceCount("shared/mat-2"), 1);
+  });
+});
