@@ -42,10 +42,12 @@
  *
  * Once the coordinator aborted *n*, or the subtask is done (finished or
  * cancelled), the writer's `cancelled` is `true`: participants stop, the
- * results' captures are discarded, nothing is acknowledged, and the blobs
- * already written are removed (the checkpoint's directory, and this
- * subtask's shared blobs of *n*), since the checkpoint can no longer
- * complete and late files would leave (or re-create) its directory.
+ * results' captures are discarded, nothing is acknowledged, and the
+ * checkpoint's directory is removed, since the checkpoint can no longer
+ * complete and late files would leave (or re-create) it. Shared blobs
+ * written for *n* stay: a backend may reuse one as soon as it was written,
+ * so the coordinator's shared state registry decides when they go (see
+ * `SubtaskStateWriter.removeWritten`).
  * A completion subsumes the checkpoints before it: their aborts stay in
  * force while their asynchronous parts run. A write that fails because the
  * coordinator discarded the aborted checkpoint's folder under it (a rename
