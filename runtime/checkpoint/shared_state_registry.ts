@@ -58,7 +58,12 @@
  *   that attempt triggered: the next attempt may already take checkpoints),
  *   or all of them when the job ended.
  * - **Completed checkpoints** are released by retention
- *   ({@linkcode SharedStateRegistry.discard}). Savepoints refer to no shared
+ *   ({@linkcode SharedStateRegistry.discard}): at once when no checkpoint is
+ *   in flight or held aborted, else held like an aborted one until a
+ *   checkpoint triggered after the discard completes (a snapshot in flight
+ *   may refer to their blobs before its acknowledgement arrives), or
+ *   {@linkcode SharedStateRegistry.releaseDiscarded} when the job ended.
+ *   Savepoints refer to no shared
  *   blob (the snapshot contract), and retention never discards them; if one
  *   is registered with shared handles anyway, its references protect them
  *   like any checkpoint's until it is discarded.
@@ -73,7 +78,7 @@
  * ## Invariants
  *
  * - A path is returned for deletion only when no registered checkpoint
- *   (pending, completed or aborted and held) refers to it, and only if no
+ *   (pending, completed, or aborted or discarded and held) refers to it, and only if no
  *   unowned checkpoint ever referred to it.
  * - Each path is returned at most once per registration: after it was
  *   returned it is unknown to the registry until a checkpoint registers it
@@ -117,9 +122,11 @@ export interface SharedStateReference {
 
 /**
  * Where a registered checkpoint stands: being taken, complete (restorable),
- * or aborted and held until a later checkpoint completes.
+ * aborted and held until a later checkpoint completes, or discarded by
+ * retention while a checkpoint was in flight and held the same way (see
+ * {@linkcode SharedStateRegistry.discard}).
  */
-export type RegisteredCheckpointStatus = "pending" | "completed" | "aborted";
+export type RegisteredCheckpointStatus = "pending" | "completed" | "aborted" | "discarded";
 
 /**
  * A completed checkpoint to rebuild the registry from, as its metadata lists
@@ -164,8 +171,8 @@ interface Registration {
   readonly paths: Set<string>;
   /** The event clock when it was triggered ({@linkcode SharedStateRegistry.begin}); absent: unknown. */
   begunAt?: number;
-  /** The event clock when it was aborted. */
-  abortedAt?: number;
+  /** The event clock when it was aborted, or discarded and held. */
+  heldAt?: number;
 }
 
 /**
@@ -304,7 +311,7 @@ export class SharedStateRegistry {
     registration.status = "completed";
     const begunAt = registration.begunAt;
     if (!wasPending || begunAt === undefined) return [];
-    return this.#releaseAbortedWhere((r) => r.abortedAt! < begunAt);
+    return this.#releaseHeldWhere((r) => r.heldAt! < begunAt);
   }
 
   /**
@@ -323,20 +330,20 @@ export class SharedStateRegistry {
   abort(checkpointId: CheckpointId): void {
     checkId(checkpointId, "abort");
     const registration = this.#checkpoints.get(checkpointId);
-    if (registration?.status === "completed") {
+    if (registration?.status === "completed" || registration?.status === "discarded") {
       throw new Error(
-        `Cannot abort checkpoint ${checkpointId}: it is completed (retention releases it with discard)`,
+        `Cannot abort checkpoint ${checkpointId}: it is ${registration.status} (retention releases it with discard)`,
       );
     }
     if (registration === undefined) {
       this.#checkpoints.set(checkpointId, {
         status: "aborted",
         paths: new Set(),
-        abortedAt: ++this.#clock,
+        heldAt: ++this.#clock,
       });
     } else if (registration.status === "pending") {
       registration.status = "aborted";
-      registration.abortedAt = ++this.#clock;
+      registration.heldAt = ++this.#clock;
     }
   }
 
@@ -353,14 +360,39 @@ export class SharedStateRegistry {
    * @returns the shared paths only the aborted checkpoints referred to, to delete, sorted.
    */
   releaseAborted(upTo: number = Number.POSITIVE_INFINITY): string[] {
-    return this.#releaseAbortedWhere((_, id) => id <= upTo);
+    return this.#releaseHeldWhere((r, id) => r.status === "aborted" && id <= upTo);
+  }
+
+  /**
+   * Releases every discarded checkpoint still held (see
+   * {@linkcode SharedStateRegistry.discard}). Call it only when nothing can
+   * refer to their blobs any more: the job ended. A failover does not
+   * release them: the next attempt may already run on a chain they hold.
+   *
+   * @returns the shared paths only they referred to, to delete, sorted.
+   */
+  releaseDiscarded(): string[] {
+    return this.#releaseHeldWhere((r) => r.status === "discarded");
   }
 
   /**
    * Releases a completed checkpoint that retention (or the user) discards:
    * the shared blobs no other registered checkpoint refers to are returned
-   * for deletion. An unknown checkpoint (never registered, or already
-   * released) returns `[]`, so a retried retention is harmless.
+   * for deletion. While a checkpoint is pending or an aborted one is held,
+   * the discarded checkpoint is held instead (status `discarded`, nothing
+   * returned) until a checkpoint triggered after the discard completes, or
+   * {@linkcode SharedStateRegistry.releaseDiscarded}: a snapshot taken
+   * meanwhile may refer to its blobs before its acknowledgement registers
+   * them (the changelog backend appends to its old chain while a
+   * materialization is written, and keeps doing so if that one is not
+   * adopted; found by chaos_incremental_test: the final checkpoint, taken
+   * beside a materializing periodic one, lost the old chain when the
+   * periodic one's completion discarded its predecessor). Without a
+   * checkpoint in flight or held, every subtask's current chain is
+   * referred to by its latest snapshot's checkpoint, which is registered,
+   * so the release is immediate. An unknown checkpoint (never registered,
+   * or already released) or one already held returns `[]`, so a retried
+   * retention is harmless.
    *
    * @param checkpointId the discarded checkpoint.
    * @returns the shared paths to delete (`shared/<name>`), sorted.
@@ -371,12 +403,26 @@ export class SharedStateRegistry {
   discard(checkpointId: CheckpointId): string[] {
     checkId(checkpointId, "discard");
     const registration = this.#checkpoints.get(checkpointId);
+    if (registration?.status === "discarded") return [];
     if (registration !== undefined && registration.status !== "completed") {
       throw new Error(
         `Cannot discard checkpoint ${checkpointId}: it is ${registration.status}, not completed (an aborted checkpoint is released by a later completion or releaseAborted)`,
       );
     }
+    if (registration !== undefined && this.#inFlightOrHeld()) {
+      registration.status = "discarded";
+      registration.heldAt = ++this.#clock;
+      return [];
+    }
     return this.#release([checkpointId]);
+  }
+
+  /** Whether a checkpoint is pending, or aborted and still held. */
+  #inFlightOrHeld(): boolean {
+    for (const r of this.#checkpoints.values()) {
+      if (r.status === "pending" || r.status === "aborted") return true;
+    }
+    return false;
   }
 
   /**
@@ -436,11 +482,11 @@ export class SharedStateRegistry {
     return [...out].sort();
   }
 
-  /** Releases the aborted checkpoints that satisfy `which`. */
-  #releaseAbortedWhere(which: (r: Registration, id: CheckpointId) => boolean): string[] {
+  /** Releases the held (aborted or discarded) checkpoints that satisfy `which`. */
+  #releaseHeldWhere(which: (r: Registration, id: CheckpointId) => boolean): string[] {
     const ids: CheckpointId[] = [];
     for (const [id, r] of this.#checkpoints) {
-      if (r.status === "aborted" && which(r, id)) ids.push(id);
+      if ((r.status === "aborted" || r.status === "discarded") && which(r, id)) ids.push(id);
     }
     return this.#release(ids);
   }

@@ -37,11 +37,66 @@ Deno.test("SharedStateRegistry keeps what a pending checkpoint refers to through
   r.complete(1);
   r.register(2, [shared("a"), shared("n2")]); // in flight, built on 1
   assert.deepEqual(r.discard(1), [], "pending checkpoint 2 still refers to shared/a");
+  assert.equal(r.statusOf(1), "discarded", "held while 2 is in flight");
   assert.equal(r.statusOf(2), "pending");
   r.abort(2);
   assert.equal(r.statusOf(2), "aborted");
-  assert.deepEqual(r.releaseAborted(), ["shared/a", "shared/n2"]);
+  assert.deepEqual(r.releaseAborted(), ["shared/n2"], "the discarded 1 still holds shared/a");
   assert.equal(r.statusOf(2), undefined);
+  assert.deepEqual(r.releaseDiscarded(), ["shared/a"]);
+  assert.equal(r.statusOf(1), undefined);
+});
+
+Deno.test("SharedStateRegistry holds a discarded checkpoint's blobs while a checkpoint in flight may refer to them before its ack (chaos_incremental_test: the final checkpoint lost the old chain)", () => {
+  const r = new SharedStateRegistry();
+  // A subtask's chain: materialization 42 and segment 30, registered by 43.
+  r.begin(43);
+  r.register(43, [shared("mat-42"), shared("seg-30")]);
+  r.complete(43);
+  // 44 materializes; the final checkpoint 45, taken beside it while the
+  // materialization is written, appends to the old chain.
+  r.begin(44);
+  r.begin(45);
+  r.register(44, [shared("mat-44")]);
+  r.complete(44);
+  // Retention drops 43 before 45's ack arrives: nothing may go yet.
+  assert.deepEqual(r.discard(43), []);
+  assert.equal(r.statusOf(43), "discarded");
+  assert.equal(r.discard(43).length, 0, "a retried discard is harmless");
+  r.register(45, [shared("mat-42"), shared("seg-30"), shared("seg-45")]);
+  assert.deepEqual(r.complete(45), [], "45 was triggered before the discard: 43 stays held");
+  assert.deepEqual(r.discard(44), ["shared/mat-44"], "nothing in flight: released at once");
+  // The job ends: the held ones go, except what the retained 45 uses.
+  assert.deepEqual(r.releaseDiscarded(), []);
+  assert.deepEqual(r.referencedPaths(), ["shared/mat-42", "shared/seg-30", "shared/seg-45"]);
+  assert.deepEqual(r.checkpoints(), [45]);
+});
+
+Deno.test("SharedStateRegistry releases a held discarded checkpoint when a checkpoint triggered after the discard completes, also after the one in flight was aborted before its ack", () => {
+  const r = new SharedStateRegistry();
+  r.begin(11);
+  r.register(11, [shared("base")]);
+  r.complete(11);
+  r.begin(12);
+  r.begin(13); // appends to the chain on base; never acknowledged
+  r.register(12, [shared("mat-12")]);
+  r.complete(12);
+  assert.deepEqual(r.discard(11), [], "13 is in flight");
+  r.abort(13);
+  // The subtask's chain is still on base (12's materialization was not
+  // adopted), so 14 refers to it; 11 goes only once 14 is registered.
+  r.begin(14);
+  assert.deepEqual(r.discard(12), [], "held: 13 is aborted and held");
+  r.register(14, [shared("base"), shared("seg-14")]);
+  assert.deepEqual(r.complete(14), [], "11 and 13 released; 14 refers to base");
+  assert.deepEqual(r.checkpoints(), [12, 14], "12 was discarded after 14 was triggered");
+  r.begin(15);
+  r.register(15, [shared("base"), shared("seg-14"), shared("seg-15")]);
+  assert.deepEqual(r.complete(15), ["shared/mat-12"]);
+  // Nothing in flight or held: a discard releases at once.
+  assert.deepEqual(r.discard(14), []);
+  assert.equal(r.statusOf(14), undefined, "released, not held");
+  assert.deepEqual(r.discard(15), ["shared/base", "shared/seg-14", "shared/seg-15"]);
 });
 
 Deno.test("SharedStateRegistry holds an aborted checkpoint's blobs until a checkpoint triggered after the abort completes", () => {
@@ -233,7 +288,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 interface Model {
   readonly checkpoints: Map<
     number,
-    { status: "pending" | "completed" | "aborted"; paths: Set<string> }
+    { status: "pending" | "completed" | "aborted" | "discarded"; paths: Set<string> }
   >;
   /** How many times each path was returned for deletion. */
   readonly returned: Map<string, number>;
@@ -241,10 +296,11 @@ interface Model {
   readonly everRegistered: Set<string>;
   nextId: number;
   nextPath: number;
-  /** The order of triggers and aborts. */
+  /** The order of triggers, aborts and held discards. */
   clock: number;
   readonly begunAt: Map<number, number>;
-  readonly abortedAt: Map<number, number>;
+  /** When an aborted or held discarded checkpoint began to be held. */
+  readonly heldAt: Map<number, number>;
 }
 
 function referencedBy(model: Model): Set<string> {
@@ -287,10 +343,10 @@ function run(
     nextPath: 0,
     clock: 0,
     begunAt: new Map(),
-    abortedAt: new Map(),
+    heldAt: new Map(),
   };
   const of = (status: "pending" | "completed", pick: number): number | undefined => {
-    // (aborted checkpoints are never picked: they only wait for release)
+    // (aborted and discarded checkpoints are never picked: they only wait for release)
     const ids = [...model.checkpoints].filter(([, c]) => c.status === status).map(([id]) => id);
     return ids.length === 0 ? undefined : ids[pick % ids.length];
   };
@@ -327,7 +383,8 @@ function run(
         model.checkpoints.get(id)!.status = "completed";
         const begunAt = model.begunAt.get(id)!;
         for (const [other, c] of [...model.checkpoints]) {
-          if (c.status === "aborted" && model.abortedAt.get(other)! < begunAt) {
+          const held = c.status === "aborted" || c.status === "discarded";
+          if (held && model.heldAt.get(other)! < begunAt) {
             model.checkpoints.delete(other);
           }
         }
@@ -339,14 +396,25 @@ function run(
         if (id === undefined) break;
         registry.abort(id);
         model.checkpoints.get(id)!.status = "aborted";
-        model.abortedAt.set(id, ++model.clock);
+        model.heldAt.set(id, ++model.clock);
         break;
       }
       case "discard": {
         const id = of("completed", s.pick);
         if (id === undefined) break;
-        model.checkpoints.delete(id);
-        released(model, registry.discard(id), `discard(${id})`);
+        // Held while a checkpoint is pending or an aborted one is held.
+        const inFlight = [...model.checkpoints.values()].some((c) =>
+          c.status === "pending" || c.status === "aborted"
+        );
+        const paths = registry.discard(id);
+        if (inFlight) {
+          model.checkpoints.get(id)!.status = "discarded";
+          model.heldAt.set(id, ++model.clock);
+          assert.equal(registry.statusOf(id), "discarded");
+        } else {
+          model.checkpoints.delete(id);
+        }
+        released(model, paths, `discard(${id})`);
         break;
       }
     }
@@ -370,8 +438,12 @@ function releaseAll(registry: SharedStateRegistry, model: Model): void {
       c.status = "aborted";
     }
   }
-  model.checkpoints.clear();
+  for (const [id, c] of [...model.checkpoints]) {
+    if (c.status === "aborted") model.checkpoints.delete(id);
+  }
   released(model, registry.releaseAborted(), "releaseAborted()");
+  model.checkpoints.clear();
+  released(model, registry.releaseDiscarded(), "releaseDiscarded()");
   assert.deepEqual([...model.returned.keys()].sort(), [...model.everRegistered].sort());
   assert.deepEqual(registry.referencedPaths(), []);
   assert.deepEqual(registry.checkpoints(), []);
@@ -454,7 +526,7 @@ Deno.test("fuzz: SharedStateRegistry never returns a path an unowned (NO_CLAIM) 
           if (c.status === "completed") paths.push(...registry.discard(id));
           if (c.status === "pending") registry.abort(id);
         }
-        paths.push(...registry.releaseAborted());
+        paths.push(...registry.releaseAborted(), ...registry.releaseDiscarded());
         for (const p of paths) assert.ok(!pinned.includes(p), `pinned ${p} returned`);
         assert.deepEqual(registry.referencedPaths(), []);
         assert.deepEqual(registry.unreferenced(pinned), []);

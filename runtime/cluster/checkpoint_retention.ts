@@ -11,7 +11,10 @@
  *   the tracker's retention drops are then discarded: their private folder
  *   first (`_metadata` first, so a crash leaves an incomplete checkpoint,
  *   never a complete one missing blobs), then the shared blobs whose count
- *   reached zero.
+ *   reached zero; while a checkpoint is in flight (the final one beside a
+ *   periodic one) the registry holds them until a checkpoint triggered
+ *   after the discard completes, or the job ends
+ *   (`SharedStateRegistry.discard`).
  * - An aborted checkpoint's folder is discarded at once; the shared blobs
  *   only it wrote are deleted when a checkpoint triggered after the abort
  *   completes, or when a failover cancelled every subtask of the attempt
@@ -131,7 +134,8 @@ export class CheckpointRetention {
 
   /**
    * Retention dropped completed checkpoints `ids`: each one's private folder
-   * is discarded, then the shared blobs no retained checkpoint refers to.
+   * is discarded, then the shared blobs no retained checkpoint refers to
+   * (held while a checkpoint is in flight: `SharedStateRegistry.discard`).
    * A checkpoint whose folder cannot be deleted (storage unreachable) stays
    * registered, so none of the shared blobs it refers to is deleted while its
    * metadata may still be there: the discard is retried at the next
@@ -204,12 +208,16 @@ export class CheckpointRetention {
 
   /**
    * The job finished: discards that failed are retried, and, nothing being
-   * in flight, the shared blobs only aborted checkpoints referred to go
-   * (retained checkpoints keep theirs).
+   * in flight, the shared blobs only aborted or discarded checkpoints
+   * referred to go (retained checkpoints keep theirs).
    */
   ended(): void {
     this.#run(() => this.#discardPending(), "discard");
     this.failedOver([]);
+    this.#run(
+      () => this.#deleteShared(this.#registry.releaseDiscarded(), "of discarded checkpoints"),
+      "release",
+    );
     // Shared blobs no acknowledgement registered (written by a checkpoint
     // aborted before its ack, which subtasks leave for the registry to
     // judge): nothing can write or reuse one any more.

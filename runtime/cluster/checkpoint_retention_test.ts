@@ -292,3 +292,39 @@ Deno.test("CheckpointRetention discards a checkpoint only after the operations q
     assert.equal(retention.registry.referenceCount("shared/mat-2"), 1);
   });
 });
+
+Deno.test("CheckpointRetention keeps the old chain a final checkpoint taken beside a materializing one refers to, when that one's completion drops its predecessor first (chaos_incremental_test: retained checkpoint 45 missed a materialization and a segment)", async () => {
+  await withStorage(async (storage) => {
+    const retention = new CheckpointRetention({ jobId: JOB, storage, retained: [] });
+    const chain = await take(storage, 43, ["mat-42", "seg-30"]);
+    const materializing = await take(storage, 44, ["mat-44"]);
+    const final = await take(storage, 45, ["seg-45"], ["mat-42", "seg-30"]);
+    for (const ack of [chain, materializing, final]) await storage.writeMetadata(metadataOf(ack));
+    retention.triggered(43);
+    retention.acknowledged(chain);
+    retention.written(43);
+    retention.triggered(44);
+    retention.triggered(45); // the final checkpoint, forced beside 44
+    retention.acknowledged(materializing);
+    retention.written(44);
+    retention.discard([43]); // 45's ack is not in yet
+    await retention.settled();
+    assert.deepEqual(
+      await storage.listShared(JOB),
+      ["shared/mat-42", "shared/mat-44", "shared/seg-30", "shared/seg-45"],
+      "45 is in flight: 43's blobs are held",
+    );
+    retention.acknowledged(final);
+    retention.written(45);
+    retention.discard([44]);
+    retention.ended();
+    await retention.settled();
+    assert.deepEqual(
+      await storage.listShared(JOB),
+      ["shared/mat-42", "shared/seg-30", "shared/seg-45"],
+      "the retained final checkpoint keeps its chain; 44's materialization goes",
+    );
+    assert.deepEqual(await storage.listCompleted(JOB), [45]);
+    assert.deepEqual(retention.registry.checkpoints(), [45]);
+  });
+});
