@@ -241,7 +241,8 @@ function subtaskAttempts(f: JobFacts, v: { readonly id: string; readonly paralle
 
 /**
  * `GET /jobs/:jobid/exceptions` (Flink's `JobExceptionsInfoWithHistory`):
- * the root exception (the job's error, timed at the job's end, else the
+ * the root exception (the job's error, timed at the job's end, but none
+ * for a cancellation, else the
  * latest failure, timed at the latest failover) and the
  * history of failovers, newest first, each with a `failover` object (Weir's
  * addition): `scope` (`region` or `full`), the `region` id and its
@@ -251,9 +252,11 @@ function subtaskAttempts(f: JobFacts, v: { readonly id: string; readonly paralle
  */
 export function exceptionsView(f: JobFacts): JsonObject {
   const s = f.status;
-  const cause = s.error ?? s.lastFailure;
+  // A cancellation is no failure (Flink shows no root exception for it).
+  const error = s.status === "CANCELED" ? undefined : s.error;
+  const cause = error ?? s.lastFailure;
   // The job's end for its error; the latest failover for a running job's latest failure.
-  const timestamp = s.error === undefined
+  const timestamp = error === undefined
     ? f.failovers.at(-1)?.timestamp ?? s.endedAt ?? s.startedAt
     : s.endedAt ?? s.startedAt;
   const entries: JsonObject[] = f.failovers.length > 0

@@ -401,6 +401,19 @@ Deno.test("REST app: /jobs/:jobid shows each subtask's attempt, /exceptions each
   });
   assert.equal(latest["root-exception"], afterFailovers.failovers[1]!.failure);
   assert.equal(latest.timestamp, Date.UTC(2026, 0, 1, 0, 0, 2));
+  // A cancellation is not shown as the root exception; an earlier failure still is.
+  const cancelled = { ...facts.status, status: "CANCELED" as const, error: "Job j1 was cancelled" };
+  assert.equal(
+    exceptionsView({ ...facts, failovers: [], status: cancelled })["root-exception"],
+    null,
+  );
+  assert.equal(
+    exceptionsView({
+      ...facts,
+      status: { ...cancelled, lastFailure: "Error: boom" },
+    })["root-exception"],
+    "Error: boom",
+  );
 });
 
 Deno.test("weir info's text shows each subtask's attempt and the latest failovers, region or full", () => {
