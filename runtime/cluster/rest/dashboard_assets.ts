@@ -15,9 +15,14 @@
  *   path of segments of `[A-Za-z0-9._-]`, none `.`, `..` or starting with
  *   `.`; anything else is answered as missing (404), never read.
  * - Only files of a known content type ({@linkcode contentTypeOf}) are served.
+ * - Names longer than {@linkcode MAX_ASSET_NAME} characters or with a
+ *   segment past 255 are refused; a name the file system cannot open as a
+ *   file (through a file, a directory, too long) is missing, not an error.
  * - A file read once is kept in memory (the bytes never change while the
- *   process runs); a missing file is not remembered, so a dashboard built
- *   while the server runs is found on the next request.
+ *   process runs) with its strong `ETag` (the first 128 bits of its SHA-256,
+ *   as hex), so a browser revalidating (`Cache-Control: no-cache`) gets a
+ *   `304` ({@linkcode ifNoneMatchHits}); a missing file is not remembered,
+ *   so a dashboard built while the server runs is found on the next request.
  *
  * @example
  * ```ts
@@ -65,6 +70,12 @@ export function contentTypeOf(name: string): string | undefined {
 
 const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
+/** The longest name served (characters); longer ones are refused, never read. */
+export const MAX_ASSET_NAME = 1024;
+
+/** The longest segment of a name served (Linux's `NAME_MAX`). */
+const MAX_SEGMENT = 255;
+
 /**
  * The URL of asset `name` under `root` (a directory URL ending in `/`).
  * Pure: it reads nothing.
@@ -73,8 +84,10 @@ const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
  */
 export function assetUrl(root: URL, name: string): URL | undefined {
   if (contentTypeOf(name) === undefined) return undefined;
+  if (name.length > MAX_ASSET_NAME) return undefined;
   const segments = name.split("/");
-  if (!segments.every((s) => SEGMENT.test(s) && s !== "." && s !== "..")) return undefined;
+  const safe = (s: string) => s.length <= MAX_SEGMENT && SEGMENT.test(s) && s !== "." && s !== "..";
+  if (!segments.every(safe)) return undefined;
   const url = new URL(name, root);
   return url.href.startsWith(root.href) ? url : undefined;
 }
@@ -85,6 +98,22 @@ export interface DashboardAsset {
   readonly body: Uint8Array;
   /** Its `Content-Type`. */
   readonly contentType: string;
+  /** Its strong entity tag, quoted: `"<32 hex digits>"` (SHA-256 of the bytes, first 128 bits). */
+  readonly etag: string;
+}
+
+/**
+ * Whether an `If-None-Match` header value names entity tag `etag` (RFC 9110
+ * §13.1.2: `*`, or a comma-separated list compared weakly, so `W/"x"`
+ * matches `"x"`). Pure.
+ * @param header the header's value; `null`/`undefined` when absent (never a hit).
+ * @param etag a quoted strong tag, as {@linkcode DashboardAsset.etag}.
+ */
+export function ifNoneMatchHits(header: string | null | undefined, etag: string): boolean {
+  if (header === null || header === undefined) return false;
+  const trimmed = header.trim();
+  if (trimmed === "*") return true;
+  return trimmed.split(",").some((t) => t.trim().replace(/^W\//, "") === etag);
 }
 
 /** The dashboard's files under one root, read on first use and then kept (see the module docs). */
@@ -122,7 +151,9 @@ export class DashboardAssets {
     if (url === undefined) return undefined;
     const body = await read(url);
     if (body === undefined) return undefined;
-    const asset = { body, contentType: contentTypeOf(name)! };
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", body));
+    const hex = Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+    const asset = { body, contentType: contentTypeOf(name)!, etag: `"${hex}"` };
     this.#cache.set(name, asset);
     return asset;
   }
@@ -134,25 +165,35 @@ function directoryUrl(path: string): URL {
   return pathToFileURL(path);
 }
 
+/**
+ * Whether `error` (from `fetch` on a `file:` URL or reading its body) says
+ * the URL is no file: missing (os error 2), through a file (20), a
+ * directory (21, raised when the body is read), too long (36).
+ */
+function isNoFile(error: unknown): boolean {
+  return error instanceof TypeError &&
+    /not ?found|No such file|Not a directory|Is a directory|too long|os error (2|20|21|36)\)/i
+      .test(String(error));
+}
+
 /** The bytes at `url`, or `undefined` when there is no such file. */
-async function read(url: URL): Promise<Uint8Array | undefined> {
-  let res: Response;
+async function read(url: URL): Promise<Uint8Array<ArrayBuffer> | undefined> {
   try {
-    res = await fetch(url);
-  } catch (error) {
-    // fetch on a missing `file:` URL rejects with a TypeError wrapping NotFound.
-    if (error instanceof TypeError && /not ?found|No such file|os error 2/i.test(String(error))) {
+    const res = await fetch(url);
+    if (res.status === 404) {
+      await res.body?.cancel();
       return undefined;
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new Error(`Cannot read dashboard asset ${url.href}: HTTP ${res.status}`);
+    }
+    return new Uint8Array(await res.arrayBuffer());
+  } catch (error) {
+    if (isNoFile(error)) return undefined;
+    if (error instanceof Error && error.message.startsWith("Cannot read dashboard asset")) {
+      throw error;
     }
     throw new Error(`Cannot read dashboard asset ${url.href}: ${error}`, { cause: error });
   }
-  if (res.status === 404) {
-    await res.body?.cancel();
-    return undefined;
-  }
-  if (!res.ok) {
-    await res.body?.cancel();
-    throw new Error(`Cannot read dashboard asset ${url.href}: HTTP ${res.status}`);
-  }
-  return new Uint8Array(await res.arrayBuffer());
 }

@@ -177,3 +177,65 @@ Deno.test("DashboardAssets reads from an http: root as from a file: one", async 
     await server.shutdown();
   }
 });
+
+Deno.test("REST app: a dashboard name the file system refuses (too long, through a file, a directory) is a 404, not a 500", async () => {
+  const dir = await builtDashboard();
+  await Deno.mkdir(join(dir, "folder.js"));
+  try {
+    const app = createRestApp({ backend: emptyBackend, dashboardRoot: dir });
+    for (
+      const path of [
+        `/ui/${"a".repeat(300)}.js`, // one segment past NAME_MAX (ENAMETOOLONG)
+        `/ui/${"a/".repeat(3000)}x.js`, // a name past PATH_MAX
+        "/ui/app.js/x.js", // through a file (ENOTDIR)
+        "/ui/folder.js", // a directory (EISDIR)
+      ]
+    ) {
+      const res = await app.request(path);
+      assert.equal(res.status, 404, path.slice(0, 40));
+      const body = await res.json();
+      assert.match(body.errors[0], /^Dashboard file ui\/.* not found in file:\/\//);
+      assert.ok(body.errors[0].length < 600, "the refused name is shortened in the message");
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("REST app: the dashboard's files carry an ETag and answer If-None-Match with 304", async () => {
+  const dir = await builtDashboard();
+  try {
+    const app = createRestApp({ backend: emptyBackend, dashboardRoot: dir, token: "s3cret" });
+    const first = await app.request("/ui/app.js");
+    await first.body?.cancel();
+    const etag = first.headers.get("etag");
+    assert.match(etag ?? "", /^"[0-9a-f]{32}"$/);
+    assert.equal(first.headers.get("cache-control"), "no-cache");
+    for (const inm of [etag!, `W/${etag}`, `"other", ${etag}`, "*"]) {
+      const res = await app.request("/ui/app.js", { headers: { "If-None-Match": inm } });
+      assert.equal(res.status, 304, inm);
+      assert.equal(res.headers.get("etag"), etag);
+      assert.equal(await res.text(), "");
+    }
+    const changed = await app.request("/ui/app.js", { headers: { "If-None-Match": '"other"' } });
+    assert.equal(changed.status, 200);
+    assert.equal(await changed.text(), "console.log('weir');");
+    // Another file has another tag; `/` tags index.html.
+    const css = await app.request("/ui/app.css");
+    await css.body?.cancel();
+    assert.notEqual(css.headers.get("etag"), etag);
+    const index = await app.request("/ui/index.html");
+    await index.body?.cancel();
+    const root = await app.request("/", {
+      headers: { "If-None-Match": index.headers.get("etag")! },
+    });
+    assert.equal(root.status, 304);
+    // HEAD answers the headers of GET (Hono routes HEAD to GET without the body).
+    const head = await app.request("/ui/app.js", { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get("etag"), etag);
+    assert.equal(await head.text(), "");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

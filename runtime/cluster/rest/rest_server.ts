@@ -60,7 +60,7 @@ import { newTriggerId, SavepointTriggers, triggerEpoch } from "./savepoint_trigg
 import { PrometheusMetrics } from "./prometheus.ts";
 import { planView } from "./plan_view.ts";
 import type { ClusterOverview } from "../cluster_protocol.ts";
-import { type DashboardAsset, DashboardAssets } from "./dashboard_assets.ts";
+import { type DashboardAsset, DashboardAssets, ifNoneMatchHits } from "./dashboard_assets.ts";
 import { logger } from "../../log.ts";
 
 const log = logger("rest");
@@ -275,7 +275,7 @@ export function createRestApp(options: RestAppOptions): Hono {
     return c.body(text, 200, { "Content-Type": prometheus.contentType });
   });
 
-  app.get("/", async () => {
+  app.get("/", async (c) => {
     const index = await assets.get("index.html");
     if (index === undefined) {
       throw new RestError(
@@ -284,15 +284,16 @@ export function createRestApp(options: RestAppOptions): Hono {
           `build it with 'deno task ui:build' (the REST API answers meanwhile)`,
       );
     }
-    return dashboardResponse(index);
+    return dashboardResponse(index, c.req.header("If-None-Match"));
   });
   app.get("/ui/:file{.+}", async (c) => {
     const name = c.req.param("file");
     const asset = await assets.get(name);
     if (asset === undefined) {
-      throw new RestError(404, `Dashboard file ui/${name} not found in ${assets.root.href}`);
+      const shown = name.length > 200 ? `${name.slice(0, 200)}… (${name.length} characters)` : name;
+      throw new RestError(404, `Dashboard file ui/${shown} not found in ${assets.root.href}`);
     }
-    return dashboardResponse(asset);
+    return dashboardResponse(asset, c.req.header("If-None-Match"));
   });
 
   app.notFound((c) => c.json({ errors: [`Not found: ${c.req.method} ${c.req.path}`] }, 404));
@@ -356,14 +357,20 @@ function isDashboardPath(path: string): boolean {
   return path === "/" || path.startsWith("/ui/");
 }
 
-function dashboardResponse(asset: DashboardAsset): Response {
-  return new Response(asset.body.slice(), {
-    headers: {
-      "Content-Type": asset.contentType,
-      "Cache-Control": "no-cache",
-      "X-Content-Type-Options": "nosniff",
-    },
-  });
+/**
+ * A dashboard file's response: `304` without a body when `ifNoneMatch`
+ * names its ETag, else `200` with it; `no-cache` makes the browser
+ * revalidate each time (the files change when the dashboard is rebuilt).
+ */
+function dashboardResponse(asset: DashboardAsset, ifNoneMatch: string | undefined): Response {
+  const headers = {
+    "Content-Type": asset.contentType,
+    "Cache-Control": "no-cache",
+    "ETag": asset.etag,
+    "X-Content-Type-Options": "nosniff",
+  };
+  if (ifNoneMatchHits(ifNoneMatch, asset.etag)) return new Response(null, { status: 304, headers });
+  return new Response(asset.body.slice(), { headers });
 }
 
 function checkpointIdOf(c: Context): number {
