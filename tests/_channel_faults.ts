@@ -420,7 +420,7 @@ export function channelFaultSuite(
       );
       assert.match(
         log,
-        /attempt 0 failed: TaskFailureError[\s\S]*caused by ChannelSequenceError/,
+        /attempt 0 failed: TaskFailedError: [\s\S]*caused by ChannelSequenceError/,
         log,
       );
       assert.ok(log.includes(expectedError(fault, seq)), log);
