@@ -235,6 +235,7 @@ Deno.test("REST app: the dashboard's files carry an ETag and answer If-None-Matc
     assert.equal(head.status, 200);
     assert.equal(head.headers.get("etag"), etag);
     assert.equal(await head.text(), "");
+    assert.equal(head.headers.get("content-length"), String("console.log('weir');".length));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -25,6 +25,7 @@ Deno.test("LeaderRestEndpoint serves only between leading() and notLeading()", a
   // Leading, but the coordinator is still taking over: 503.
   const notReady = await fetch(`http://127.0.0.1:${port}/jobs`);
   assert.equal(notReady.status, 503);
+  assert.equal(notReady.headers.get("retry-after"), "1");
   assert.match((await notReady.json()).errors[0], /taking over the leadership/);
   coordinator.ready = backend;
   const res = await fetch(`http://127.0.0.1:${port}/jobs`);

@@ -299,7 +299,10 @@ export function createRestApp(options: RestAppOptions): Hono {
   app.notFound((c) => c.json({ errors: [`Not found: ${c.req.method} ${c.req.path}`] }, 404));
   app.onError(async (error, c) => {
     if (error instanceof RestError) return c.json({ errors: [error.message] }, error.status);
-    if (error instanceof CoordinatorNotReadyError) return c.json({ errors: [error.message] }, 503);
+    if (error instanceof CoordinatorNotReadyError) {
+      // Retry-After (seconds): a takeover completes within a few; the dashboard polls anyway.
+      return c.json({ errors: [error.message] }, 503, { "Retry-After": "1" });
+    }
     // Hono's HTTPException (e.g. bearerAuth's 401) carries a plain-text
     // response: answered in Flink's error shape, its headers kept (the
     // WWW-Authenticate challenge).
@@ -370,7 +373,10 @@ function dashboardResponse(asset: DashboardAsset, ifNoneMatch: string | undefine
     "X-Content-Type-Options": "nosniff",
   };
   if (ifNoneMatchHits(ifNoneMatch, asset.etag)) return new Response(null, { status: 304, headers });
-  return new Response(asset.body.slice(), { headers });
+  // An explicit length, so HEAD (answered by Hono from GET without the body)
+  // tells the file's size instead of 0.
+  const length = String(asset.body.byteLength);
+  return new Response(asset.body.slice(), { headers: { ...headers, "Content-Length": length } });
 }
 
 function checkpointIdOf(c: Context): number {
