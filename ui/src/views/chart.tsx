@@ -4,7 +4,9 @@
  * Time-series charts drawn with uPlot: a {@linkcode Chart} with axes and a
  * legend (the job page's throughput, checkpoint durations and sizes) and a
  * {@linkcode Sparkline} without them (the overview's job throughput). Both
- * take a {@linkcode Series} and redraw in place when it changes.
+ * take a {@linkcode Series} and redraw in place when it changes. A chart
+ * with fewer than two points shows "Waiting for data…" over its axes; a
+ * sparkline stays blank.
  *
  * @module
  */
@@ -13,6 +15,7 @@ import { h, uPlot, useEffect, useRef } from "../deps.ts";
 import type { UPlot, UPlotOptions, VNode } from "../deps.ts";
 import type { Series } from "../model/ring.ts";
 import { formatBytes, formatDuration, formatRate, formatTime } from "../model/format.ts";
+import { distinctLabels, hasLine, trimLeadingGaps } from "../model/chart_axis.ts";
 
 /** How a chart's values read: records/s, ms or bytes. */
 export type ChartUnit = "rate" | "ms" | "bytes";
@@ -26,6 +29,17 @@ export const LINE_COLOURS: readonly string[] = [
   "#e8a317",
 ];
 
+/**
+ * Dash patterns of a chart's lines, in order (px on, px off; empty: solid):
+ * the second line is dashed so that two equal lines (in/s and out/s of a
+ * vertex that neither drops nor adds records; checkpointed and full size of
+ * a full checkpoint) both stay visible, the dashes over the solid line.
+ */
+export const LINE_DASHES: readonly (readonly number[])[] = [[], [8, 6], [2, 4], [10, 4, 2, 4]];
+
+/** The first line of a {@linkcode Chart}: its colour, translucent, drawn wide. */
+export const FIRST_LINE_BAND = "rgba(31,111,209,0.45)";
+
 /** Time axis tick spacings, seconds. */
 const TIME_INCREMENTS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600];
 
@@ -33,7 +47,9 @@ function formatter(unit: ChartUnit): (v: number) => string {
   return unit === "rate" ? formatRate : unit === "ms" ? formatDuration : formatBytes;
 }
 
-function toData(s: Series): uPlot.AlignedData {
+// Leading samples without any value are dropped: the axis starts at the first point.
+function toData(series: Series): uPlot.AlignedData {
+  const s = trimLeadingGaps(series);
   return [s.times as number[], ...s.lines.map((l) => l as (number | null)[])];
 }
 
@@ -75,10 +91,17 @@ export function Chart(props: ChartProps): VNode {
         {},
         ...props.labels.map((label, i) => ({
           label,
-          stroke: LINE_COLOURS[i % LINE_COLOURS.length] ?? "#1f6fd1",
-          width: 1.5,
+          // The first line is a wide translucent band, the others thin dashed lines with
+          // points over it: a line equal to the first shows inside its band.
+          // A chart of one line draws it plain.
+          stroke: i === 0 && props.labels.length > 1
+            ? FIRST_LINE_BAND
+            : LINE_COLOURS[i % LINE_COLOURS.length] ?? "#1f6fd1",
+          width: i === 0 ? (props.labels.length > 1 ? 5 : 2) : 1.5,
+          dash: [...(LINE_DASHES[i % LINE_DASHES.length] ?? [])],
           spanGaps: false,
-          points: { show: false },
+          // Lines after the first also mark their samples: a line equal to the first stays visible.
+          points: i === 0 ? { show: false } : { show: true, size: 6, width: 1.5, fill: "#ffffff" },
           value: (_u: UPlot, v: number | null) => v === null ? "-" : fmt(v),
         })),
       ],
@@ -89,8 +112,11 @@ export function Chart(props: ChartProps): VNode {
           space: 70,
           // Whole seconds at least: samples are a second apart.
           ...(props.x === "index" ? {} : { incrs: TIME_INCREMENTS }),
+          // A label equal to the one before it (ticks within one second) is left blank.
           values: (_u: UPlot, vals: number[]) =>
-            vals.map((v) => props.x === "index" ? String(v) : formatTime(v * 1000)),
+            distinctLabels(
+              vals.map((v) => props.x === "index" ? String(v) : formatTime(v * 1000)),
+            ),
         },
         {
           stroke: "#56606b",
@@ -119,7 +145,14 @@ export function Chart(props: ChartProps): VNode {
   useEffect(() => {
     plot.current?.setData(toData(props.series));
   }, [props.series]);
-  return <div class="chart" ref={el} data-testid={props.testId} />;
+  // Until two points exist uPlot draws bare axes: a placeholder says why.
+  const waiting = !hasLine(props.series);
+  return (
+    <div class="chart-box" data-waiting={waiting ? "true" : "false"}>
+      <div class="chart" ref={el} data-testid={props.testId} />
+      {waiting && <div class="chart-waiting">Waiting for data…</div>}
+    </div>
+  );
 }
 
 /** Props of {@linkcode Sparkline}. */

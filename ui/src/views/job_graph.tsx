@@ -300,7 +300,8 @@ function VertexBox(props: {
   const v = props.vertex;
   const l = props.live;
   const level = l?.level ?? "OK";
-  const colour = BACKPRESSURE_COLOURS[level];
+  // Grey until a back-pressure sample exists: the level defaults to OK, but nothing was measured.
+  const colour = l?.ratio === undefined ? "#a8b0b9" : BACKPRESSURE_COLOURS[level];
   const ops = v.operators;
   const shown = ops.length > SHOWN_OPERATORS + 1 ? ops.slice(0, SHOWN_OPERATORS) : ops;
   return (
@@ -339,10 +340,18 @@ function VertexBox(props: {
         <span class="vertex-par" title="parallelism">Parallelism: {v.parallelism}</span>
       </div>
       <div class="vertex-bp">
-        <span class="bp-badge" style={{ background: colour }}>{level}</span>
-        <span title="back-pressured share of time (busiest subtask)">
-          {formatPercent(l?.ratio)} back-pressured
-        </span>
+        {l?.ratio === undefined
+          // Before the first sample (or once the job ended) no level is claimed.
+          ? <span class="muted">Back pressure not sampled</span>
+          : (
+            <span>
+              <span class="bp-badge" style={{ background: colour }}>{level}</span>
+              <span title="back-pressured share of time (busiest subtask)">
+                {" "}
+                {formatPercent(l.ratio)} back-pressured
+              </span>
+            </span>
+          )}
       </div>
     </div>
   );
