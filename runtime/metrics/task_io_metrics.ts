@@ -13,7 +13,14 @@
  * around the two places it waits (no input: idle; no credit to emit:
  * back-pressured), which it does only when it has nothing to do. A timer
  * calls {@linkcode TaskIOMetrics.sample} once a second; the sample turns the
- * counters into rates over the time since the previous sample.
+ * wait times into per-second times over the time since the previous sample,
+ * and the record counters into rates over the last
+ * {@linkcode METER_TIME_SPAN_MS} (Flink's `MeterView`, whose default time
+ * span is 60 s: a rate that a bursty input, or a sample taken just before a
+ * buffer arrives, would make jump between 0 and twice its value each second
+ * reads steady). Unlike Flink's `MeterView`, which starts from a window of
+ * zeros, a subtask younger than the span gets its rate over its lifetime, so
+ * a new job's rates are not diluted for a minute.
  *
  * ## Invariants
  *
@@ -41,22 +48,28 @@
 /** How often a running subtask reports its metrics to the coordinator, in ms (Flink's per-second meters). */
 export const METRICS_REPORT_INTERVAL_MS = 1000;
 
+/**
+ * The span the record rates (`numRecordsInPerSecond`, `numRecordsOutPerSecond`)
+ * average over, in ms (Flink's `MeterView` default, 60 s).
+ */
+export const METER_TIME_SPAN_MS = 60_000;
+
 /** What a subtask waits for when its mailbox loop has nothing to do. */
 export type WaitKind = "idle" | "backPressured";
 
 /**
  * One sample of a subtask's metrics (Flink's metric names). Counts are
- * totals since the subtask started; rates cover the window since the
- * previous sample. Watermarks are event-time ms, `null` before the first.
+ * totals since the subtask started; times per second cover the window since
+ * the previous sample, record rates the meter's span. Watermarks are event-time ms, `null` before the first.
  */
 export interface SubtaskMetricsSample {
   /** Records consumed from the input gate since start (`numRecordsIn`). */
   readonly numRecordsIn: number;
   /** Records written to network outputs since start (`numRecordsOut`). */
   readonly numRecordsOut: number;
-  /** Records in per second over the window (`numRecordsInPerSecond`). */
+  /** Records in per second over the last {@linkcode METER_TIME_SPAN_MS} (`numRecordsInPerSecond`). */
   readonly numRecordsInPerSecond: number;
-  /** Records out per second over the window (`numRecordsOutPerSecond`). */
+  /** Records out per second over the last {@linkcode METER_TIME_SPAN_MS} (`numRecordsOutPerSecond`). */
   readonly numRecordsOutPerSecond: number;
   /** ms per second spent processing (`busyTimeMsPerSecond`, 0 to 1000). */
   readonly busyTimeMsPerSecond: number;
@@ -92,17 +105,28 @@ export class TaskIOMetrics {
   #backPressuredMs = 0;
   #wait: { kind: WaitKind; since: number } | undefined;
   #windowStart: number;
-  #lastIn = 0;
-  #lastOut = 0;
+  /** Counts at earlier samples (and at the start), oldest first, covering the meter's span. */
+  readonly #meter: { readonly t: number; readonly in: number; readonly out: number }[];
+  readonly #meterSpanMs: number;
   #windowIdle = 0;
   #windowBackPressured = 0;
 
   /**
    * Starts measuring.
    * @param nowMs the current monotonic time (`performance.now()`), in ms.
+   * @param meterSpanMs the span record rates average over, in ms; default
+   *   {@linkcode METER_TIME_SPAN_MS}.
+   * @throws {RangeError} when `meterSpanMs` is not a positive number.
    */
-  constructor(nowMs: number) {
+  constructor(nowMs: number, meterSpanMs: number = METER_TIME_SPAN_MS) {
+    if (!(meterSpanMs > 0) || !Number.isFinite(meterSpanMs)) {
+      throw new RangeError(
+        `TaskIOMetrics: meterSpanMs must be a positive number of ms: current value is ${meterSpanMs}`,
+      );
+    }
     this.#windowStart = nowMs;
+    this.#meterSpanMs = meterSpanMs;
+    this.#meter = [{ t: nowMs, in: 0, out: 0 }];
   }
 
   /** Total back-pressured time since start, in ms (open wait included up to its last `endWait`). */
@@ -138,7 +162,8 @@ export class TaskIOMetrics {
 
   /**
    * Closes the window since the previous sample (or the start) and returns
-   * its rates. An open wait is split at `nowMs`.
+   * its times per second, with the record rates over the meter's span. An
+   * open wait is split at `nowMs`.
    *
    * @param nowMs monotonic time, in ms.
    * @param counters the subtask's record counts and watermarks now.
@@ -152,13 +177,19 @@ export class TaskIOMetrics {
     }
     const windowMs = nowMs - this.#windowStart;
     const perSecond = (n: number) => windowMs > 0 ? (1000 * n) / windowMs : 0;
+    const meter = this.#meter;
+    // The oldest point kept is the latest at or before the span's start.
+    while (meter.length > 1 && meter[1]!.t <= nowMs - this.#meterSpanMs) meter.shift();
+    const from = meter[0]!;
+    const meterMs = nowMs - from.t;
+    const rate = (n: number) => meterMs > 0 ? (1000 * n) / meterMs : 0;
     const idle = Math.min(1000, perSecond(this.#windowIdle));
     const backPressured = Math.min(1000 - idle, perSecond(this.#windowBackPressured));
     const sample: SubtaskMetricsSample = {
       numRecordsIn: counters.numRecordsIn,
       numRecordsOut: counters.numRecordsOut,
-      numRecordsInPerSecond: perSecond(counters.numRecordsIn - this.#lastIn),
-      numRecordsOutPerSecond: perSecond(counters.numRecordsOut - this.#lastOut),
+      numRecordsInPerSecond: rate(counters.numRecordsIn - from.in),
+      numRecordsOutPerSecond: rate(counters.numRecordsOut - from.out),
       busyTimeMsPerSecond: windowMs > 0 ? Math.max(0, 1000 - idle - backPressured) : 0,
       idleTimeMsPerSecond: idle,
       backPressuredTimeMsPerSecond: backPressured,
@@ -167,8 +198,7 @@ export class TaskIOMetrics {
       sampledAt: counters.epochMs,
     };
     this.#windowStart = nowMs;
-    this.#lastIn = counters.numRecordsIn;
-    this.#lastOut = counters.numRecordsOut;
+    meter.push({ t: nowMs, in: counters.numRecordsIn, out: counters.numRecordsOut });
     this.#windowIdle = 0;
     this.#windowBackPressured = 0;
     return sample;
