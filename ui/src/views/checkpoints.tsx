@@ -127,17 +127,21 @@ export function CheckpointsTab(props: { readonly job: JobDetails }): VNode {
                 <table class="grid clickable">
                   <thead>
                     <tr>
-                      <th>ID</th>
+                      <th class="num">ID</th>
                       <th>Status</th>
                       <th>Type</th>
-                      <th>Acknowledged</th>
+                      <th class="num">Acknowledged</th>
                       <th>Trigger time</th>
                       <th>Latest ack</th>
-                      <th>End to end</th>
-                      <th title="the longest barrier alignment of any subtask">Alignment</th>
-                      <th title="the longest start delay of any subtask">Start delay</th>
-                      <th>Checkpointed size</th>
-                      <th>Full size</th>
+                      <th class="num">End to end</th>
+                      <th class="num" title="the longest barrier alignment of any subtask">
+                        Alignment
+                      </th>
+                      <th class="num" title="the longest start delay of any subtask">
+                        Start delay
+                      </th>
+                      <th class="num">Checkpointed size</th>
+                      <th class="num">Full size</th>
                     </tr>
                   </thead>
                   <tbody>
@@ -280,16 +284,16 @@ function CheckpointDetail(props: {
               <table class="grid">
                 <thead>
                   <tr>
-                    <th>Subtask</th>
+                    <th class="num">Subtask</th>
                     <th>Status</th>
                     <th>Acknowledged</th>
-                    <th>End to end</th>
-                    <th>Sync</th>
-                    <th>Async</th>
-                    <th>Alignment</th>
-                    <th>Start delay</th>
-                    <th>Checkpointed size</th>
-                    <th>Full size</th>
+                    <th class="num">End to end</th>
+                    <th class="num">Sync</th>
+                    <th class="num">Async</th>
+                    <th class="num">Alignment</th>
+                    <th class="num">Start delay</th>
+                    <th class="num">Checkpointed size</th>
+                    <th class="num">Full size</th>
                   </tr>
                 </thead>
                 <tbody>

@@ -57,7 +57,7 @@ export function ExceptionsTab(props: { readonly jobId: string }): VNode {
                   <th>Subtask</th>
                   <th>Location</th>
                   <th>Failover</th>
-                  <th>Attempt</th>
+                  <th class="num">Attempt</th>
                 </tr>
               </thead>
               <tbody>

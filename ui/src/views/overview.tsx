@@ -77,10 +77,10 @@ export function OverviewPage(
                 <tr>
                   <th>Job name</th>
                   <th>Start time</th>
-                  <th>Duration</th>
-                  <th>Attempt</th>
-                  <th>Restarts</th>
-                  <th>Subtasks</th>
+                  <th class="num">Duration</th>
+                  <th class="num">Attempt</th>
+                  <th class="num">Restarts</th>
+                  <th class="num">Subtasks</th>
                   <th>Throughput</th>
                   <th>Status</th>
                 </tr>
@@ -109,9 +109,9 @@ export function OverviewPage(
                       <tr>
                         <th>Worker</th>
                         <th>Path</th>
-                        <th>Slots</th>
-                        <th>Free slots</th>
-                        <th>Last heartbeat</th>
+                        <th class="num">Slots</th>
+                        <th class="num">Free slots</th>
+                        <th class="num">Last heartbeat</th>
                       </tr>
                     </thead>
                     <tbody>

@@ -162,20 +162,20 @@ export function VertexDetail(props: VertexDetailProps): VNode {
         <table class="grid">
           <thead>
             <tr>
-              <th>Subtask</th>
+              <th class="num">Subtask</th>
               <th>Status</th>
-              <th>Attempt</th>
+              <th class="num">Attempt</th>
               <th>Worker slot</th>
-              <th>Records in</th>
-              <th>Records out</th>
-              <th>In/s</th>
-              <th>Out/s</th>
-              <th>Busy</th>
-              <th>Idle</th>
-              <th>Backpressured</th>
+              <th class="num">Records in</th>
+              <th class="num">Records out</th>
+              <th class="num">In/s</th>
+              <th class="num">Out/s</th>
+              <th class="num">Busy</th>
+              <th class="num">Idle</th>
+              <th class="num">Backpressured</th>
               <th>Input watermark</th>
               <th>Output watermark</th>
-              <th>State size</th>
+              <th class="num">State size</th>
             </tr>
           </thead>
           <tbody>
