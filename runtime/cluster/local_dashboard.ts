@@ -12,8 +12,9 @@
  * on stderr. The port is `WEIR_UI_PORT`, default 8081; 0 picks a free one
  * (the printed line has the real port). The server binds before the job
  * starts (a taken port fails the run before anything is deployed) and
- * closes when the job ends. `--ui` stays in `Deno.args` (the job's own
- * argument parsing sees it). In cluster mode (`--nats`) neither applies:
+ * closes when the job ends. `--ui` is taken out of `Deno.args` when Weir
+ * is imported (`role.ts`), before the job's own argument parsing runs, so
+ * a job that refuses unknown arguments accepts it. In cluster mode (`--nats`) neither applies:
  * the leading coordinator serves the dashboard (`weir coordinator
  * --rest-port`). Flink's MiniCluster likewise serves its web UI for a job
  * run from the IDE (with `flink-runtime-web` on the class path).
@@ -22,13 +23,14 @@
  */
 
 import { RestServer } from "./rest/rest_server.ts";
+import { UI_FLAG, uiFlagGiven } from "./role.ts";
 import { LocalRestBackend, type LocalRun } from "./local_rest_backend.ts";
 
 /** The environment variable that turns the local dashboard on and names its port. */
 export const UI_PORT_ENV = "WEIR_UI_PORT";
 
 /** The argument that turns the local dashboard on (on {@linkcode DEFAULT_UI_PORT} unless `WEIR_UI_PORT` says otherwise). */
-export const UI_FLAG = "--ui";
+export { UI_FLAG };
 
 /** The dashboard's port when `WEIR_UI_PORT` is not set: Flink's `rest.port` default. */
 export const DEFAULT_UI_PORT = 8081;
@@ -129,7 +131,8 @@ export class LocalDashboard {
 }
 
 /**
- * Starts the local dashboard when `Deno.args` holds `--ui` or `WEIR_UI_PORT`
+ * Starts the local dashboard when this process was started with `--ui`
+ * ({@linkcode uiFlagGiven}) or `WEIR_UI_PORT`
  * is set (see {@linkcode localDashboardPort}; an environment without
  * `--allow-env` counts as unset).
  * @returns the dashboard, or `undefined` when not asked for.
@@ -143,6 +146,6 @@ export function startLocalDashboardIfAsked(): LocalDashboard | undefined {
   } catch {
     envPort = undefined; // no --allow-env
   }
-  const port = localDashboardPort(Deno.args, envPort);
+  const port = localDashboardPort(uiFlagGiven() ? [UI_FLAG] : Deno.args, envPort);
   return port === undefined ? undefined : LocalDashboard.start({ port });
 }

@@ -326,3 +326,32 @@ Deno.test("a job module run with a bad WEIR_UI_PORT fails before it runs, naming
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("--ui is taken out of Deno.args before the job parses them: a job refusing unknown options runs with it and serves its dashboard", async () => {
+  // examples/temperature_alert.ts parses its arguments with node:util's strict parseArgs.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "examples/temperature_alert.ts", "examples/data/sensors.csv", "--ui"],
+    cwd: REPO,
+    env: { [UI_PORT_ENV]: "0", NO_COLOR: "1" },
+    stdin: "null",
+  }).output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, stderr);
+  assert.match(stderr, /weir: dashboard at http:\/\/127\.0\.0\.1:\d+\/ \(job temperature-alert-/);
+  assert.doesNotMatch(stderr, /Unknown option/);
+  // The role module takes the flag out (and only it), once, on import.
+  const probe = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `const { uiFlagGiven } = await import(${
+        JSON.stringify(new URL("./role.ts", import.meta.url).href)
+      });` +
+      "console.log(JSON.stringify([Deno.args, uiFlagGiven()]));",
+      "a",
+      "--ui",
+      "--uix",
+    ],
+    stdin: "null",
+  }).output();
+  assert.equal(new TextDecoder().decode(probe.stdout).trim(), '[["a","--uix"],true]');
+});

@@ -14,6 +14,12 @@
  *   set): `execute()` submits the job to the cluster and waits for its end.
  * - **local**: otherwise; `execute()` runs the job in this process.
  *
+ * Outside a slot thread, importing this module also takes Weir's own
+ * `--ui` argument (serve the local web dashboard, `local_dashboard.ts`) out
+ * of `Deno.args`, so a job module that refuses unknown arguments
+ * (`parseArgs` of `node:util`, strict by default) still runs with it;
+ * {@linkcode uiFlagGiven} tells whether it was there.
+ *
  * Code a job module runs before `execute()` runs in every role, so on every
  * slot thread too: guard side effects (creating streams, writing input) with
  * `executionRole() !== "slot"`.
@@ -80,6 +86,25 @@ if (launch !== undefined) {
       throw new Error(`Deno.exit(${code ?? ""}) on a slot thread`);
     },
   });
+}
+
+/**
+ * The argument that asks a local run for its web dashboard
+ * (`local_dashboard.ts`); taken out of `Deno.args` (see the module docs).
+ */
+export const UI_FLAG = "--ui";
+
+const uiFlag = launch === undefined && Deno.args.includes(UI_FLAG);
+if (uiFlag) {
+  Object.defineProperty(Deno, "args", {
+    value: Deno.args.filter((a) => a !== UI_FLAG),
+    configurable: true,
+  });
+}
+
+/** Whether this process was started with `--ui` (since taken out of `Deno.args`). */
+export function uiFlagGiven(): boolean {
+  return uiFlag;
 }
 
 function readLaunch(): SlotLaunch | undefined {
