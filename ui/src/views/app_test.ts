@@ -345,6 +345,13 @@ Deno.test("the job graph shows vertices with back pressure, rates and edges; a c
     assert.equal(edges[0]?.getAttribute("data-ship-strategy"), "HASH");
     assert.equal(text('[data-testid="job-status"]'), "RUNNING");
     assert.equal(document.title, "word count (RUNNING) · Weir");
+    // The throughput chart says it waits until its second sample, then draws.
+    assert.ok($('[data-testid="job-throughput"]'), "the throughput chart");
+    await waitFor(
+      "the throughput chart's second sample",
+      () => $('.chart-box[data-waiting="false"] [data-testid="job-throughput"]') !== null,
+    );
+    assert.equal($(".chart-box .chart-waiting"), null);
     click('[data-vertex-id="v1"]');
     await waitFor(
       "3 subtask rows",
@@ -515,6 +522,8 @@ Deno.test("an ended job's graph polls no live metrics and shows its vertices OK"
     assert.equal(b.requests.filter((r) => r.path.endsWith("/backpressure")).length, 0);
     assert.equal($$('[data-testid="vertex"][data-backpressure="OK"]').length, 2);
     assert.match(text('[data-vertex-id="v0"]'), /Out -/);
+    assert.match(text('[data-vertex-id="v0"]'), /Back pressure not sampled/);
+    assert.doesNotMatch(text('[data-vertex-id="v0"]'), /back-pressured/);
     assert.ok(!enabled('[data-testid="action-savepoint"]'), "no savepoint of an ended job");
     assert.equal(text('[data-testid="job-status"]'), "FINISHED");
   } finally {
