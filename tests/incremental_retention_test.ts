@@ -118,6 +118,19 @@ for (const backend of ["heap", "sqlite"] as const) {
       const committedFirst = sink.committed().length;
       assert.ok(committedFirst < COUNT, `the first run was cancelled before its end`);
 
+      // The cancel ends retention in the background: discards retention queued before it (the
+      // job keeps 2 checkpoints) and the sweep of what no retained checkpoint refers to.
+      await waitUntil(async () => {
+        const now = await sharedOf(directory, jobId);
+        return now.completed.length <= 2 &&
+          [...now.shared].every((p) => now.referencedShared.includes(p));
+      }, {
+        timeoutMs: 30_000,
+        pollMs: 50,
+        missing: () =>
+          "more than 2 completed checkpoints, or shared blobs no retained checkpoint refers to, " +
+          "are still there",
+      });
       const kept = await sharedOf(directory, jobId);
       assert.ok(kept.completed.length >= 1, `a checkpoint is retained: ${kept.completed}`);
       assert.ok(
@@ -127,15 +140,6 @@ for (const backend of ["heap", "sqlite"] as const) {
       for (const path of kept.referencedShared) {
         assert.ok(kept.shared.has(path), `${path}, referred to by a retained checkpoint, is kept`);
       }
-      // The cancel sweeps what no retained checkpoint refers to, in the background.
-      await waitUntil(async () => {
-        const now = await sharedOf(directory, jobId);
-        return [...now.shared].every((p) => now.referencedShared.includes(p));
-      }, {
-        timeoutMs: 30_000,
-        pollMs: 50,
-        missing: () => "shared blobs no retained checkpoint refers to are still there",
-      });
 
       // Resume (NO_CLAIM) and fail over once after the resumed run's own checkpoints.
       const resumed = build({ directory, sink, backend, failAt: COUNT - 60 });
