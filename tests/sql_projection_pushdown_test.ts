@@ -4,12 +4,23 @@
  * those (EXPLAIN's fields), and that queries give the same rows with and
  * without push-down (a connector without projection support reads whole
  * rows), including a table scanned both pruned and whole by one job.
+ *
+ * Most queries are compared change by change. Nexmark q6's shape (an OVER
+ * aggregate over a Top-1 of a regular join, planned by
+ * `retract_over_aggregate.ts` where Flink refuses it) is compared by its
+ * folded result instead: its changelog depends on how the auction and bid
+ * sources interleave at the join (an auction arriving late releases its
+ * buffered bids in one burst, so a seller's OVER partition sees its
+ * auctions' Top-1 changes in another order), and whole rows, being wider,
+ * flush at other points than pruned ones. Under load this made the two runs
+ * emit different `-U`/`+U`/`+I` rows for the same events; the table the
+ * changelog folds to (the batch query's result) does not depend on it.
  */
 import assert from "node:assert/strict";
 import "../runtime/cluster/default_executor.ts";
 import { StreamExecutionEnvironment } from "../runtime/api/environment.ts";
 import type { Sink } from "../runtime/api/sink.ts";
-import { formatRow, type Row } from "../runtime/table/row.ts";
+import { applyChange, formatRow, type Row } from "../runtime/table/row.ts";
 import { parseScript } from "../runtime/table/parser.ts";
 import { referencedColumns } from "../runtime/table/projection_pushdown.ts";
 import type { TableConnector } from "../runtime/table/table_connectors.ts";
@@ -55,12 +66,24 @@ function environment(rows: Row[]): {
   return { tEnv, fresh };
 }
 
-/** Runs `statements` after the DDL over `connector`; the collected rows, formatted and sorted. */
-async function run(connector: string, statements: string): Promise<string[]> {
+/**
+ * Runs `statements` after the DDL over `connector`. With `compare` =
+ * `changelog`, the collected changes, formatted and sorted; with `fold`, the
+ * table they fold to (`applyChange`: `-U`/`-D` remove an equal row), as
+ * sorted `fields xcount` lines.
+ */
+async function run(
+  connector: string,
+  statements: string,
+  compare: "changelog" | "fold",
+): Promise<string[]> {
   const rows: Row[] = [];
   const { tEnv, fresh } = environment(rows);
   await tEnv.executeScript(`${ddl(connector)}\n${statements}`, { newEnvironment: fresh });
-  return rows.map(formatRow).sort();
+  if (compare === "changelog") return rows.map(formatRow).sort();
+  const table = new Map<string, number>();
+  for (const row of rows) applyChange(table, row);
+  return [...table].map(([fields, count]) => `${fields} x${count}`).sort();
 }
 
 function selectOf(sql: string) {
@@ -153,7 +176,10 @@ Deno.test("queries give the same rows with projection push-down as with whole ro
      INSERT INTO out_t SELECT B.auction, COUNT(*) FROM bid B JOIN everything E
        ON B.auction = E.auction AND B.bidder = E.bidder AND B.\`dateTime\` = E.\`dateTime\`
        GROUP BY B.auction;`,
-    // Nexmark q6's shape: * over subqueries with an explicit list, Top-1 then OVER
+  ];
+  // Nexmark q6's shape: * over subqueries with an explicit list, Top-1 then OVER;
+  // its changelog depends on the sources' interleaving (see the module doc), its fold does not
+  const q6Shape =
     `CREATE TABLE out_t (seller BIGINT, avg_price BIGINT) WITH ('connector' = 'collect');
      INSERT INTO out_t SELECT Q.seller, AVG(Q.price) OVER (PARTITION BY Q.seller
          ORDER BY Q.\`dateTime\` ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) AS avg_price
@@ -161,11 +187,14 @@ Deno.test("queries give the same rows with projection push-down as with whole ro
            PARTITION BY id, seller ORDER BY price DESC, \`dateTime\` ASC) AS rownum
          FROM (SELECT A.id, A.seller, B.price, B.\`dateTime\` FROM auction AS A, bid AS B
            WHERE A.id = B.auction AND B.\`dateTime\` BETWEEN A.\`dateTime\` AND A.expires))
-         WHERE rownum <= 1) AS Q;`,
+         WHERE rownum <= 1) AS Q;`;
+  const compared = [
+    ...queries.map((query) => ({ query, compare: "changelog" as const })),
+    { query: q6Shape, compare: "fold" as const },
   ];
-  for (const query of queries) {
-    const pruned = await run("nexmark", query);
-    const whole = await run("nexmark_whole", query);
+  for (const { query, compare } of compared) {
+    const pruned = await run("nexmark", query, compare);
+    const whole = await run("nexmark_whole", query, compare);
     assert.ok(whole.length > 0, `no rows for ${query}`);
     assert.deepEqual(pruned, whole, query);
   }
