@@ -6,6 +6,12 @@
  * coordinator runs with `--rest-token`. A 401 answer tells the listeners
  * (the app shows its token prompt) and throws an {@linkcode ApiError}.
  *
+ * Every request is tagged with the token it carried: a 401 tells the
+ * listeners only when it answers a request sent with the token in use when
+ * the answer arrives, so a late 401 to a request sent before the right token
+ * was entered does not re-open the prompt; a success sent with the token in
+ * use tells the {@linkcode onAuthorized} listeners (the prompt closes).
+ *
  * @module
  */
 
@@ -15,6 +21,7 @@ import { type AnswerShape, shapeMismatch } from "./model/answer_shape.ts";
 const TOKEN_KEY = "weir.restToken";
 
 let unauthorizedListeners: (() => void)[] = [];
+let authorizedListeners: (() => void)[] = [];
 
 /** The token entered in this page, also when sessionStorage refuses to keep it. */
 let memoryToken: string | undefined;
@@ -48,6 +55,23 @@ export function onUnauthorized(listener: () => void): () => void {
 }
 
 /**
+ * Calls `listener` on every successful answer to a request sent with the
+ * token in use (or none when none is in use); returns the function that
+ * unsubscribes it.
+ */
+export function onAuthorized(listener: () => void): () => void {
+  authorizedListeners.push(listener);
+  return () => {
+    authorizedListeners = authorizedListeners.filter((l) => l !== listener);
+  };
+}
+
+/** The token requests carry now: the one entered in this page, else the tab's stored one. */
+function tokenInUse(): string | undefined {
+  return memoryToken ?? storedToken();
+}
+
+/**
  * Sends a request to the REST route `path` (e.g. `/jobs/overview`) and
  * parses its JSON answer, checking it has the fields `init.expect` names.
  * @throws {ApiError} on a non-2xx answer (message from `{"errors": [...]}`), no answer
@@ -62,7 +86,7 @@ export async function request<T>(
   } = {},
 ): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
-  const token = memoryToken ?? storedToken();
+  const token = tokenInUse();
   if (token !== undefined) headers.Authorization = `Bearer ${token}`;
   let body: string | undefined;
   if (init.body !== undefined) {
@@ -81,10 +105,13 @@ export async function request<T>(
     throw new ApiError(0, path, e instanceof Error ? e.message : String(e));
   }
   const text = await res.text();
+  // Only an answer to the token in use says anything about it.
+  const current = token === tokenInUse();
   if (!res.ok) {
-    if (res.status === 401) { for (const l of unauthorizedListeners) l(); }
+    if (res.status === 401 && current) { for (const l of unauthorizedListeners) l(); }
     throw new ApiError(res.status, path, errorMessage(res.status, text));
   }
+  if (current) { for (const l of authorizedListeners) l(); }
   let answer: unknown = {};
   if (text !== "") {
     try {

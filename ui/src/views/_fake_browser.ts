@@ -33,7 +33,11 @@ export interface FakeAnswer {
   readonly body: unknown;
 }
 
-/** Answers a request (route without the leading `/`'s host part); `undefined` answers 404. */
+/**
+ * Answers a request (route without the leading `/`'s host part); `undefined`
+ * answers 404; a promise answers when it settles (a slow request); a throw or
+ * a rejection is the network failing (`fetch` rejects, as with no server).
+ */
 export type FakeRoutes = (request: SeenRequest) => FakeAnswer | unknown | undefined;
 
 /** The simulated browser: the window, the requests seen and a way to close it. */
@@ -72,7 +76,8 @@ const GLOBALS = [
 /**
  * Installs a fake browser at `url` whose `fetch` answers from `routes`
  * (a plain value answers 200 with it as JSON; a {@linkcode FakeAnswer}
- * its status and body; `undefined` 404 `{"errors": ["Not found: <path>"]}`).
+ * its status and body; `undefined` 404 `{"errors": ["Not found: <path>"]}`;
+ * a promise when it settles; a throw rejects the `fetch`).
  * Call it before importing the views (uPlot reads `window` on import).
  */
 export function installFakeBrowser(url: string, routes: FakeRoutes): FakeBrowser {
@@ -105,7 +110,7 @@ export function installFakeBrowser(url: string, routes: FakeRoutes): FakeBrowser
   define("Path2D", function Path2D() {
     return noop;
   });
-  define("fetch", (input: string, init: RequestInit = {}) => {
+  define("fetch", async (input: string, init: RequestInit = {}) => {
     const path = `/${String(input).replace(/^\//, "")}`;
     const headers = new Headers(init.headers);
     const request: SeenRequest = {
@@ -115,18 +120,16 @@ export function installFakeBrowser(url: string, routes: FakeRoutes): FakeBrowser
       body: typeof init.body === "string" ? JSON.parse(init.body) : undefined,
     };
     requests.push(request);
-    const answer = table(request);
+    const answer = await table(request);
     const { status, body } = answer === undefined
       ? { status: 404, body: { errors: [`Not found: ${path}`] } }
       : isAnswer(answer)
       ? answer
       : { status: 200, body: answer };
-    return Promise.resolve(
-      new Response(JSON.stringify(body), {
-        status,
-        headers: { "Content-Type": "application/json" },
-      }),
-    );
+    return new Response(JSON.stringify(body), {
+      status,
+      headers: { "Content-Type": "application/json" },
+    });
   });
   g.__fakeBrowser = true;
   return {

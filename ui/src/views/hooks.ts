@@ -6,8 +6,9 @@
  * @module
  */
 
-import { useEffect, useRef, useState } from "../deps.ts";
+import { useContext, useEffect, useRef, useState } from "../deps.ts";
 import { parseRoute, type Route } from "../model/route.ts";
+import { ConnectionContext, UNREACHABLE_POLL_MS } from "./connection.ts";
 
 /** The dashboard's polling interval (ms): Flink's web UI refreshes every few seconds; Weir's every second. */
 export const POLL_MS = 1000;
@@ -25,19 +26,30 @@ export interface Polled<T> {
 /**
  * Calls `load` now and then every `intervalMs` after each call ends (calls
  * never overlap), keeping the latest answer and error. A change of `key`
- * starts over with nothing known; `key` `null` stops polling.
+ * starts over with nothing known; `key` `null` stops polling. Follows the
+ * page's {@linkcode ConnectionContext}: no calls while it is paused (the
+ * token prompt is open; what is known stays), and one call every
+ * {@linkcode UNREACHABLE_POLL_MS} while the API is unreachable.
  */
 export function usePoll<T>(
   key: string | null,
   load: () => Promise<T>,
   intervalMs: number = POLL_MS,
 ): Polled<T> {
+  const connection = useContext(ConnectionContext);
+  const paused = connection.paused;
+  const every = connection.unreachableSince === undefined
+    ? intervalMs
+    : Math.max(intervalMs, UNREACHABLE_POLL_MS);
   const [state, setState] = useState<Polled<T>>({ data: undefined, error: undefined, at: 0 });
   const loadRef = useRef(load);
   loadRef.current = load;
+  const lastKey = useRef<string | null | undefined>(undefined);
   useEffect(() => {
-    setState({ data: undefined, error: undefined, at: 0 });
-    if (key === null) return;
+    const sameKey = lastKey.current === key;
+    lastKey.current = key;
+    if (!sameKey) setState({ data: undefined, error: undefined, at: 0 });
+    if (key === null || paused) return;
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const tick = async () => {
@@ -47,14 +59,16 @@ export function usePoll<T>(
       } catch (error) {
         if (!stopped) setState((s) => ({ data: s.data, error, at: Date.now() }));
       }
-      if (!stopped) timer = setTimeout(tick, intervalMs);
+      if (!stopped) timer = setTimeout(tick, every);
     };
-    tick();
+    // Same key, new pace (backing off or back from it): the next call after one interval.
+    if (sameKey && state.at !== 0) timer = setTimeout(tick, every);
+    else tick();
     return () => {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
     };
-  }, [key, intervalMs]);
+  }, [key, every, paused]);
   return state;
 }
 
