@@ -5,18 +5,10 @@
  */
 
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { startEndlessLocalJob } from "./_local_dashboard_test_kit.ts";
 import { LocalDashboard } from "./local_dashboard.ts";
-import { type LocalJob, startLocally } from "./local_executor.ts";
-import {
-  RestartStrategies,
-  SequenceSource,
-  type SinkFunction,
-  StreamExecutionEnvironment,
-  WatermarkStrategy,
-} from "../../mod.ts";
+import type { LocalJob } from "./local_executor.ts";
 import { summarizeJobGraph } from "../graph/job_graph_summary.ts";
-import { systemClock } from "../time/clock.ts";
 
 const TIMEOUT_MS = 60_000;
 
@@ -44,38 +36,7 @@ async function operation(base: string, jobId: string, id: string): Promise<Loose
 /** A local run of an endless job, served by a dashboard on a free port. */
 async function servedRun(dir: string): Promise<{ dashboard: LocalDashboard; job: LocalJob }> {
   const dashboard = LocalDashboard.start({ port: 0 });
-  const env = StreamExecutionEnvironment.getExecutionEnvironment();
-  const drop: SinkFunction<number> = { kind: "simple", invoke() {} };
-  env.fromSource(
-    new SequenceSource(1, 1_000_000_000, { recordsPerSecond: 500 }),
-    WatermarkStrategy.noWatermarks(),
-    "numbers",
-  ).uid("numbers").setParallelism(2)
-    .keyBy((n) => n % 4).map((n) => n + 1).uid("inc").name("inc").setParallelism(1)
-    .sinkTo(drop).uid("drop").name("drop").setParallelism(1);
-  const graph = env.getJobGraph("raced actions");
-  const checkpointing = {
-    intervalMs: 200,
-    timeoutMs: 60_000,
-    minPauseBetweenCheckpointsMs: 0,
-    maxConcurrentCheckpoints: 1,
-    retainedCheckpoints: 1,
-    retainOnFinish: false,
-  };
-  const job = await startLocally(graph, {
-    checkpointing,
-    checkpointDirectory: join(dir, "checkpoints"),
-    savepointDirectory: join(dir, "savepoints"),
-    restartStrategy: RestartStrategies.noRestart(),
-    taskConfig: {
-      bufferSize: 64,
-      bufferTimeoutMs: 10,
-      initialCredits: 4,
-      autoWatermarkIntervalMs: 200,
-      checkpointingMode: "exactly-once",
-    },
-    clock: systemClock,
-  });
+  const { job, graph, checkpointing } = await startEndlessLocalJob(dir, "raced actions");
   dashboard.attach({
     job,
     graph: summarizeJobGraph(graph),

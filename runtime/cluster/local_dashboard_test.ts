@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { startEndlessLocalJob } from "./_local_dashboard_test_kit.ts";
 import { fileURLToPath } from "node:url";
 import {
   DEFAULT_UI_PORT,
@@ -8,17 +9,8 @@ import {
   UI_PORT_ENV,
 } from "./local_dashboard.ts";
 import { localJobEnd } from "./local_rest_backend.ts";
-import { startLocally } from "./local_executor.ts";
 import { JobFailedError } from "./job_result.ts";
-import {
-  RestartStrategies,
-  SequenceSource,
-  type SinkFunction,
-  StreamExecutionEnvironment,
-  WatermarkStrategy,
-} from "../../mod.ts";
 import { summarizeJobGraph } from "../graph/job_graph_summary.ts";
-import { systemClock } from "../time/clock.ts";
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 const UI_JOB = fileURLToPath(new URL("./testdata/ui_job.ts", import.meta.url));
@@ -103,38 +95,7 @@ Deno.test("LocalDashboard serves a local run: the dashboard, its job RUNNING wit
     assert.equal(html.headers.get("content-type"), "text/html; charset=utf-8");
     assert.equal(await html.text(), "<!doctype html><title>weir</title>");
 
-    const env = StreamExecutionEnvironment.getExecutionEnvironment();
-    const drop: SinkFunction<number> = { kind: "simple", invoke() {} };
-    env.fromSource(
-      new SequenceSource(1, 1_000_000_000, { recordsPerSecond: 500 }),
-      WatermarkStrategy.noWatermarks(),
-      "numbers",
-    ).uid("numbers").setParallelism(2)
-      .keyBy((n) => n % 4).map((n) => n + 1).uid("inc").name("inc").setParallelism(1)
-      .sinkTo(drop).uid("drop").name("drop").setParallelism(1);
-    const graph = env.getJobGraph("dashboard local run");
-    const checkpointing = {
-      intervalMs: 200,
-      timeoutMs: 60_000,
-      minPauseBetweenCheckpointsMs: 0,
-      maxConcurrentCheckpoints: 1,
-      retainedCheckpoints: 1,
-      retainOnFinish: false,
-    };
-    const job = await startLocally(graph, {
-      checkpointing,
-      checkpointDirectory: join(dir, "checkpoints"),
-      savepointDirectory: join(dir, "savepoints"),
-      restartStrategy: RestartStrategies.noRestart(),
-      taskConfig: {
-        bufferSize: 64,
-        bufferTimeoutMs: 10,
-        initialCredits: 4,
-        autoWatermarkIntervalMs: 200,
-        checkpointingMode: "exactly-once",
-      },
-      clock: systemClock,
-    });
+    const { job, graph, checkpointing } = await startEndlessLocalJob(dir, "dashboard local run");
     const ended = job.result.then(() => "finished", (e: Error) => e.message);
     dashboard.attach({
       job,
